@@ -1,0 +1,3 @@
+module github.com/ripple-run/ripple
+
+go 1.26.8
