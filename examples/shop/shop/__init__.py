@@ -1,0 +1,1 @@
+"""The shop package: a catalog, a cart and pricing rules."""
