@@ -176,15 +176,12 @@ func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (j *
 // linkLocked puts a queued Execute at the back of its slot's list for its
 // priority, with a fresh seq.
 func (q *Queue) linkLocked(j *job) {
-	s := q.slots[j.exec.Slot]
-	if s == nil {
-		s = &slotQueue{}
-		q.slots[j.exec.Slot] = s
-	}
+	s := q.slotLocked(j.exec.Slot)
 	q.nextSeq++
 	j.seq = q.nextSeq
 	s.queued[j.exec.Priority].pushBack(j)
 	s.nQueued++
+	q.tidySlotLocked(s)
 }
 
 // unlinkLocked takes a queued Execute out of the list it is in on slot.
@@ -192,8 +189,36 @@ func (q *Queue) unlinkLocked(j *job, slot jobs.Slot) {
 	s := q.slots[slot]
 	j.list.remove(j)
 	s.nQueued--
-	if s.isEmpty() {
-		delete(q.slots, slot)
+	q.tidySlotLocked(s)
+}
+
+// slotLocked returns the slot's queue, creating it if needed.
+func (q *Queue) slotLocked(slot jobs.Slot) *slotQueue {
+	s := q.slots[slot]
+	if s == nil {
+		s = &slotQueue{slot: slot, readyAt: -1}
+		q.slots[slot] = s
+	}
+	return s
+}
+
+// tidySlotLocked keeps a slot's membership of q.ready and q.slots true to
+// its state after a change.
+func (q *Queue) tidySlotLocked(s *slotQueue) {
+	ready := s.running == nil && s.nQueued > 0
+	switch {
+	case ready && s.readyAt < 0:
+		s.readyAt = len(q.ready)
+		q.ready = append(q.ready, s)
+	case !ready && s.readyAt >= 0:
+		last := q.ready[len(q.ready)-1]
+		q.ready[s.readyAt], last.readyAt = last, s.readyAt
+		q.ready[len(q.ready)-1] = nil
+		q.ready = q.ready[:len(q.ready)-1]
+		s.readyAt = -1
+	}
+	if s.running == nil && s.nQueued == 0 {
+		delete(q.slots, s.slot)
 	}
 }
 

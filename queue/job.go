@@ -99,13 +99,16 @@ func (l *jobList) remove(j *job) {
 }
 
 // slotQueue is one kernel slot: the Execute running on it and the Executes
-// waiting for it, one FIFO per priority. A slotQueue with nothing running
+// waiting for it, one FIFO per priority. A slot with nothing running and
+// something queued is "ready" and listed in Queue.ready, so the scheduler
+// looks at those only, not at every slot. A slotQueue with nothing running
 // and nothing queued is deleted, so slots that come and go leave nothing
-// behind.
+// behind. Queue.tidySlotLocked keeps both after every change.
 type slotQueue struct {
+	slot    jobs.Slot
 	running *job
 	queued  [jobs.NumPriorities]jobList
 	nQueued int
+	// readyAt is the slot's index in Queue.ready, -1 when not there.
+	readyAt int
 }
-
-func (s *slotQueue) isEmpty() bool { return s.running == nil && s.nQueued == 0 }

@@ -60,14 +60,13 @@ func (q *Queue) scheduleLocked(now time.Time) {
 }
 
 // nextExecuteLocked returns the best startable queued Execute, or nil: the
-// highest priority, then the lowest seq, among the jobs on free slots whose
-// context is not running elsewhere (it may have moved slots).
+// highest priority, then the lowest seq, among the jobs on ready slots
+// whose context is not running elsewhere (it may have moved slots). It
+// looks at the head of each ready slot's lists, so its cost grows with the
+// number of free kernels, not of queued jobs.
 func (q *Queue) nextExecuteLocked() *job {
 	var best *job
-	for _, s := range q.slots {
-		if s.running != nil || s.nQueued == 0 {
-			continue
-		}
+	for _, s := range q.ready {
 	levels:
 		for p := jobs.NumPriorities - 1; p >= 0; p-- {
 			for j := s.queued[p].head; j != nil; j = j.next {
@@ -95,12 +94,9 @@ func (q *Queue) startLocked(j *job, now time.Time) {
 		q.unlinkLocked(j, j.exec.Slot)
 		delete(q.queuedByCtx, j.exec.Context)
 		q.nQueuedExec--
-		s := q.slots[j.exec.Slot]
-		if s == nil {
-			s = &slotQueue{}
-			q.slots[j.exec.Slot] = s
-		}
+		s := q.slotLocked(j.exec.Slot)
 		s.running = j
+		q.tidySlotLocked(s)
 		q.runningByCtx[j.exec.Context] = j
 		q.nRunningExec++
 	}
@@ -140,9 +136,7 @@ func (q *Queue) run(ctx context.Context, j *job, stopTimer context.CancelFunc) {
 	} else {
 		s := q.slots[j.exec.Slot]
 		s.running = nil
-		if s.isEmpty() {
-			delete(q.slots, j.exec.Slot)
-		}
+		q.tidySlotLocked(s)
 		delete(q.runningByCtx, j.exec.Context)
 		q.nRunningExec--
 	}
