@@ -96,7 +96,7 @@ type Queue struct {
 	compileQueued  *job   // the one queued EnsureCompiled (rule 3)
 	compileRunning *job
 	slots          map[jobs.Slot]*slotQueue
-	ready          []*slotQueue // slots with nothing running and something queued
+	ready          []*slotQueue            // slots with nothing running and something queued
 	queuedByCtx    map[jobs.ContextID]*job // the one queued Execute of a context (rule 4)
 	runningByCtx   map[jobs.ContextID]*job
 	nQueuedExec    int
