@@ -69,8 +69,13 @@ type Call struct {
 }
 
 // Finish makes the call return err. It reports false if the call was
-// already told to finish.
+// already told to finish or has returned (cancelled, with ReturnOnCancel).
 func (c *Call) Finish(err error) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
 	select {
 	case c.finish <- err:
 		return true
