@@ -34,6 +34,16 @@ import (
 // lowest seq: FIFO within a priority, and round-robin across contexts, since
 // a context that runs and asks again queues behind the others.
 //
+// Locking: Queue.mu guards all of the above. The runner and OnEnd are
+// always called without it, so they may call back into the queue.
+//
+// Cancellation: an aborted queued job is removed at once and ends with the
+// abort's cause. An aborted running job only has its context cancelled: it
+// keeps its slot (and, for an EnsureCompiled, its exclusivity) until its
+// runner returns, because the kernel is busy until then; that is also why
+// the next job of its context or slot waits for it. A running EnsureCompiled
+// is never aborted, only cancelled by Stop.
+//
 // The queue is work-conserving: scheduleLocked runs after every change that
 // can make a job startable (an enqueue that is not a plain collapse, the end
 // of a job), so when the lock is free no queued job could start. A collapse
