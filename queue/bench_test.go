@@ -72,44 +72,38 @@ func BenchmarkEnqueueCollapse(b *testing.B) {
 	report := func(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 	}
-	b.Run("execute-all", func(b *testing.B) {
-		q := setup(b)
-		reqs := make([]jobs.Execute, contexts)
-		for i, id := range ids {
-			reqs[i] = jobs.Execute{Context: id, Slot: jobs.Slot(i % 8), Expressions: jobs.All[jobs.ExpressionID](),
+	for _, tt := range []struct {
+		name string
+		req  func(i int) jobs.Execute
+	}{
+		{"execute-all", func(i int) jobs.Execute { // what an edit asks
+			return jobs.Execute{Context: ids[i], Slot: jobs.Slot(i % 8), Expressions: jobs.All[jobs.ExpressionID](),
 				Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit}
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := q.EnqueueExecute(reqs[i]); err != nil {
-				b.Fatal(err)
-			}
-			if i++; i == contexts {
-				i = 0
-			}
-		}
-		report(b)
-	})
-	b.Run("execute-expressions", func(b *testing.B) {
-		q := setup(b)
-		reqs := make([]jobs.Execute, contexts)
-		for i, id := range ids {
-			reqs[i] = jobs.Execute{Context: id, Slot: jobs.Slot(i % 8), Expressions: jobs.SetOf[jobs.ExpressionID]("m:f/b"),
+		}},
+		{"execute-expressions", func(i int) jobs.Execute { // what a visualization asks
+			return jobs.Execute{Context: ids[i], Slot: jobs.Slot(i % 8), Expressions: jobs.SetOf[jobs.ExpressionID]("m:f/b"),
 				Priority: jobs.PriorityInteractive, Reason: jobs.ReasonVisualization}
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, err := q.EnqueueExecute(reqs[i]); err != nil {
-				b.Fatal(err)
+		}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			q := setup(b)
+			reqs := make([]jobs.Execute, contexts)
+			for i := range reqs {
+				reqs[i] = tt.req(i)
 			}
-			if i++; i == contexts {
-				i = 0
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := q.EnqueueExecute(reqs[i]); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == contexts {
+					i = 0
+				}
 			}
-		}
-		report(b)
-	})
+			report(b)
+		})
+	}
 	b.Run("ensure-compiled", func(b *testing.B) {
 		q := setup(b)
 		if _, err := q.EnqueueEnsureCompiled(jobs.EnsureCompiled{Modules: jobs.SetOf[jobs.Module]("a", "b", "c")}); err != nil {

@@ -23,10 +23,15 @@ func (q *Queue) Apply(p jobs.Plan) error {
 			return fmt.Errorf("queue apply: %w", err)
 		}
 	}
+	return q.apply(&p, "queue apply")
+}
+
+// apply is Apply for a valid plan; op names the caller in errors.
+func (q *Queue) apply(p *jobs.Plan, op string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.acceptingLocked(); err != nil {
-		return fmt.Errorf("queue apply: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	now := time.Now()
 	q.epoch++
@@ -104,17 +109,7 @@ func (q *Queue) abort(a jobs.Abort) error {
 	if err := a.Validate(); err != nil {
 		return fmt.Errorf("queue abort: %w", err)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := q.acceptingLocked(); err != nil {
-		return fmt.Errorf("queue abort: %w", err)
-	}
-	now := time.Now()
-	q.epoch++
-	q.abortLocked(&a, now)
-	// Dequeuing frees nothing and a cancelled job still holds its slot
-	// until its runner returns, so no job became startable.
-	return nil
+	return q.apply(&jobs.Plan{Aborts: []jobs.Abort{a}}, "queue abort")
 }
 
 // enqueueExecuteLocked adds the request to the context's queued Execute or
