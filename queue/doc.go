@@ -1,3 +1,20 @@
-// Package queue is the prioritised, collapsing job scheduler that enforces
-// the scheduling rules of ../shared/DESIGN.md.
+// Package queue is ripple's job scheduler: the prioritised, collapsing queue
+// that runs EnsureCompiled and Execute jobs (package jobs) under the
+// scheduling rules of ../shared/DESIGN.md ("Jobs and scheduling"), written
+// down next to their implementation in schedule.go.
+//
+// The engine implements Runner on its kernel pool and starts a queue:
+//
+//	q := queue.New(runner, queue.Options{OnEnd: notify})
+//	if err := q.Start(ctx); err != nil { ... }
+//	defer q.Stop(ctx)
+//
+// Each API call becomes a jobs.Plan (the translations in package jobs),
+// which Apply carries out atomically: aborts first, then enqueues. Every job
+// runs under its own context, cancelled with a jobs cause (jobs.ErrEdited,
+// jobs.ErrInterrupted, ...) when it is aborted; every job ends in exactly
+// one final state, reported once to Options.OnEnd. Status and Jobs show the
+// queue for runtime/status; WaitIdle waits for a batch of work to finish.
+//
+// Package queue/queuetest has a fake Runner for tests.
 package queue

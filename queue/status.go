@@ -1,0 +1,101 @@
+package queue
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	"github.com/ripple-run/ripple/jobs"
+)
+
+// Status is a snapshot of the queue for runtime/status.
+type Status struct {
+	QueuedEnsureCompiled  int // 0 or 1 (rule 3)
+	RunningEnsureCompiled int // 0 or 1 (rule 1)
+	QueuedExecutes        int
+	RunningExecutes       int
+	// Contexts are the contexts with a queued or running Execute, by id.
+	Contexts []ContextStatus
+}
+
+// Pending is the number of queued jobs of both kinds.
+func (s *Status) Pending() int { return s.QueuedEnsureCompiled + s.QueuedExecutes }
+
+// Running is the number of running jobs of both kinds.
+func (s *Status) Running() int { return s.RunningEnsureCompiled + s.RunningExecutes }
+
+// ContextStatus is one context's share of the queue.
+type ContextStatus struct {
+	Context jobs.ContextID
+	// Queued and Running are the ids of the context's queued and running
+	// Execute (0: none).
+	Queued, Running jobs.ID
+	// Priority is the queued Execute's priority.
+	Priority jobs.Priority
+	// Stopping is the cause the running Execute has been asked to stop with
+	// (nil: none); it is still running until its runner gives up.
+	Stopping error
+}
+
+// Status returns a snapshot of the queue.
+func (q *Queue) Status() Status {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := Status{QueuedExecutes: q.nQueuedExec, RunningExecutes: q.nRunningExec}
+	if q.compileQueued != nil {
+		st.QueuedEnsureCompiled = 1
+	}
+	if q.compileRunning != nil {
+		st.RunningEnsureCompiled = 1
+	}
+	byCtx := make(map[jobs.ContextID]*ContextStatus, len(q.queuedByCtx)+len(q.runningByCtx))
+	entry := func(id jobs.ContextID) *ContextStatus {
+		c := byCtx[id]
+		if c == nil {
+			c = &ContextStatus{Context: id}
+			byCtx[id] = c
+		}
+		return c
+	}
+	for id, j := range q.queuedByCtx {
+		c := entry(id)
+		c.Queued, c.Priority = j.id, j.exec.Priority
+	}
+	for id, j := range q.runningByCtx {
+		c := entry(id)
+		c.Running, c.Stopping = j.id, j.cause
+	}
+	st.Contexts = make([]ContextStatus, 0, len(byCtx))
+	for _, c := range byCtx {
+		st.Contexts = append(st.Contexts, *c)
+	}
+	slices.SortFunc(st.Contexts, func(a, b ContextStatus) int { return cmp.Compare(a.Context, b.Context) })
+	return st
+}
+
+// Jobs returns the records of the live jobs: the running ones first (the
+// EnsureCompiled, then Executes by id), then the queued ones in the order
+// the scheduler prefers them (the EnsureCompiled, then Executes by priority
+// and FIFO order; which of them can start also depends on their slots).
+func (q *Queue) Jobs() []jobs.Record {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	running := slices.SortedFunc(maps.Values(q.runningByCtx), func(a, b *job) int {
+		return cmp.Compare(a.id, b.id)
+	})
+	queued := slices.SortedFunc(maps.Values(q.queuedByCtx), func(a, b *job) int {
+		if a.exec.Priority != b.exec.Priority {
+			return cmp.Compare(b.exec.Priority, a.exec.Priority)
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	records := make([]jobs.Record, 0, len(running)+len(queued)+2)
+	for _, group := range [][]*job{{q.compileRunning}, running, {q.compileQueued}, queued} {
+		for _, j := range group {
+			if j != nil {
+				records = append(records, j.record())
+			}
+		}
+	}
+	return records
+}
