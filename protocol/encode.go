@@ -55,8 +55,25 @@ func AppendResponse(dst []byte, id json.RawMessage, result any, err error) []byt
 	return AppendError(dst, id, AsError(err))
 }
 
+// jsonAppender is implemented by the types written by hand because they are
+// most of the traffic.
+type jsonAppender interface {
+	appendJSON(dst []byte) ([]byte, error)
+}
+
 // AppendNotification appends {"jsonrpc":"2.0","method":method,"params":params}.
 func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
+	if a, ok := params.(jsonAppender); ok {
+		start := len(dst)
+		dst = append(dst, `{"jsonrpc":"2.0","method":`...)
+		dst = appendQuoted(dst, method)
+		dst = append(dst, `,"params":`...)
+		out, err := a.appendJSON(dst)
+		if err != nil {
+			return dst[:start], err
+		}
+		return append(out, '}'), nil
+	}
 	body, err := marshalOrNull(params)
 	if err != nil {
 		return dst, err
@@ -129,13 +146,15 @@ type ServerMessage struct {
 // IsNotification reports whether m is a notification rather than a response.
 func (m *ServerMessage) IsNotification() bool { return m.Method != "" && m.ID == nil }
 
+var jsonNull = []byte("null")
+
 func marshalOrNull(v any) ([]byte, error) {
 	if v == nil {
-		return []byte("null"), nil
+		return jsonNull, nil
 	}
 	if raw, ok := v.(json.RawMessage); ok {
 		if len(raw) == 0 {
-			return []byte("null"), nil
+			return jsonNull, nil
 		}
 		return raw, nil
 	}

@@ -122,7 +122,8 @@ func invalidFrame(e *Error) Frame {
 	return Frame{Messages: []Message{{Kind: KindInvalid, ID: nullID, Err: e}}}
 }
 
-// parseProblem describes why data is not JSON, with the byte offset.
+// parseProblem describes why data is not JSON, with the (1-based) position
+// of the offending byte.
 func parseProblem(data []byte) string {
 	var v any
 	err := json.Unmarshal(data, &v)
@@ -140,8 +141,13 @@ func parseProblem(data []byte) string {
 func decodeMessage(obj []byte) Message {
 	var version, id, method, params json.RawMessage
 	var haveID bool
-	walkObject(obj, func(key string, value []byte) {
-		switch key {
+	for i := 1; ; {
+		key, value, next, ok := nextMember(obj, i)
+		if !ok {
+			break
+		}
+		i = next
+		switch string(key) {
 		case "jsonrpc":
 			version = value
 		case "id":
@@ -151,7 +157,7 @@ func decodeMessage(obj []byte) Message {
 		case "params":
 			params = value
 		}
-	})
+	}
 
 	// The id first, so that an invalid message can still be answered with
 	// its id when that id is usable.
@@ -194,36 +200,38 @@ func invalidMessage(id json.RawMessage, reason string) Message {
 	return Message{Kind: KindInvalid, ID: id, Err: InvalidRequest(reason)}
 }
 
-// walkObject calls fn with each member of a valid JSON object, in order; the
-// value slices alias obj. Keys with escapes are unescaped, so
-// "\u006dethod" is "method", as JSON says.
-func walkObject(obj []byte, fn func(key string, value []byte)) {
-	i := skipSpace(obj, 1) // past '{'
-	for i < len(obj) && obj[i] == '"' {
-		keyEnd := skipString(obj, i)
-		rawKey := obj[i:keyEnd]
-		i = skipSpace(obj, keyEnd)
-		i = skipSpace(obj, i+1) // past ':'
-		valueEnd := skipValue(obj, i)
-		fn(unquoteKey(rawKey), obj[i:valueEnd])
-		i = skipSpace(obj, valueEnd)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
+// nextMember reads the member of a valid JSON object that starts at or
+// after i (i = 1 for the first, just past '{'): the key without its quotes
+// and the value, both aliasing obj, and the index to pass for the next one.
+// ok is false past the last member. Keys with escapes are unescaped into
+// new memory, so "\u006dethod" is "method", as JSON says.
+func nextMember(obj []byte, i int) (key, value []byte, next int, ok bool) {
+	i = skipSpace(obj, i)
+	if i < len(obj) && obj[i] == ',' {
+		i = skipSpace(obj, i+1)
 	}
+	if i >= len(obj) || obj[i] != '"' {
+		return nil, nil, i, false
+	}
+	keyEnd := skipString(obj, i)
+	key = unquoteKey(obj[i:keyEnd])
+	i = skipSpace(obj, keyEnd)
+	i = skipSpace(obj, i+1) // past ':'
+	end := skipValue(obj, i)
+	return key, obj[i:end], end, true
 }
 
-// unquoteKey returns the text of a quoted key; keys of interest have no
-// escapes, so the common case does not allocate more than the string.
-func unquoteKey(raw []byte) string {
+// unquoteKey returns the text of a quoted key: a subslice when it has no
+// escapes (the common case, no allocation).
+func unquoteKey(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
+		return raw[1 : len(raw)-1]
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return ""
+		return nil
 	}
-	return s
+	return []byte(s)
 }
 
 func skipSpace(b []byte, i int) int {

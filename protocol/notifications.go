@@ -13,14 +13,27 @@ type ExpressionUpdatesParams struct {
 	Updates   []ExpressionUpdate `json:"updates"`
 }
 
-type expressionUpdatesJSON ExpressionUpdatesParams
-
 // MarshalJSON writes updates as [] rather than null when empty.
 func (p ExpressionUpdatesParams) MarshalJSON() ([]byte, error) {
-	if p.Updates == nil {
-		p.Updates = []ExpressionUpdate{}
+	return p.appendJSON(make([]byte, 0, 256*len(p.Updates)+64))
+}
+
+// appendJSON writes the notification by hand (see ExpressionUpdate).
+// AppendNotification uses it directly, skipping encoding/json.
+func (p ExpressionUpdatesParams) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"contextId":`...)
+	dst = appendQuoted(dst, string(p.ContextID))
+	dst = append(dst, `,"updates":[`...)
+	for i := range p.Updates {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = p.Updates[i].appendJSON(dst); err != nil {
+			return nil, err
+		}
 	}
-	return json.Marshal(expressionUpdatesJSON(p))
+	return append(dst, "]}"...), nil
 }
 
 // ExecutionCompleteParams: executionContext/executionComplete.

@@ -17,8 +17,8 @@ type InitProtocolConnectionParams struct {
 }
 
 func (p *InitProtocolConnectionParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.nonEmpty("clientId", &p.ClientID, true)
@@ -41,8 +41,8 @@ type InitProtocolConnectionResult struct {
 type RuntimeStatusParams struct{}
 
 func (p *RuntimeStatusParams) decode(raw json.RawMessage, path string) *FieldError {
-	_, fe := decodeObject(raw, path)
-	return fe
+	var o object
+	return o.init(raw, path)
 }
 
 // UnmarshalJSON accepts any object.
@@ -82,8 +82,8 @@ func (p *RestartKernelParams) UnmarshalJSON(b []byte) error { return unmarshalWi
 
 // decodeContextID decodes an object whose one required field is a context id.
 func decodeContextID(raw json.RawMessage, path, name string, dst *ContextID) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid(name, (*string)(dst), true)
@@ -92,8 +92,8 @@ func decodeContextID(raw json.RawMessage, path, name string, dst *ContextID) *Fi
 
 // decodePath decodes an object whose one required field is "path".
 func decodePath(raw json.RawMessage, path string, dst *string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.str("path", dst, true)
@@ -126,8 +126,8 @@ type FileWriteParams struct {
 }
 
 func (p *FileWriteParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.str("path", &p.Path, true)
@@ -209,8 +209,8 @@ type TextEdit struct {
 }
 
 func (e *TextEdit) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.nested("range", true, e.Range.decode)
@@ -231,8 +231,8 @@ type FileEdit struct {
 }
 
 func (e *FileEdit) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.str("path", &e.Path, true)
@@ -265,8 +265,8 @@ type ApplyEditParams struct {
 }
 
 func (p *ApplyEditParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.nested("edit", true, p.Edit.decode)
@@ -286,8 +286,8 @@ type SaveParams struct {
 }
 
 func (p *SaveParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.str("path", &p.Path, true)
@@ -319,8 +319,8 @@ type CreateContextParams struct {
 }
 
 func (p *CreateContextParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	*p = CreateContextParams{}
@@ -355,8 +355,8 @@ type PushParams struct {
 }
 
 func (p *PushParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid("contextId", (*string)(&p.ContextID), true)
@@ -460,8 +460,8 @@ type RecomputeParams struct {
 }
 
 func (p *RecomputeParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	*p = RecomputeParams{}
@@ -499,8 +499,8 @@ type VisualizationConfiguration struct {
 }
 
 func (c *VisualizationConfiguration) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	*c = VisualizationConfiguration{}
@@ -529,8 +529,8 @@ type AttachVisualizationParams struct {
 }
 
 func (p *AttachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
@@ -551,8 +551,8 @@ type ModifyVisualizationParams struct {
 }
 
 func (p *ModifyVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
@@ -573,8 +573,8 @@ type DetachVisualizationParams struct {
 }
 
 func (p *DetachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)
@@ -597,8 +597,8 @@ type ExecuteExpressionParams struct {
 }
 
 func (p *ExecuteExpressionParams) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)

@@ -132,8 +132,8 @@ func (s StackItem) MarshalJSON() ([]byte, error) {
 }
 
 func (s *StackItem) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	var typ string

@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"unicode/utf8"
 )
@@ -52,6 +51,11 @@ func DecodeParams(raw json.RawMessage, p Params) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = emptyObject
 	}
+	// Validate once here; the field decoders below walk the bytes without
+	// checking their syntax again.
+	if !json.Valid(raw) {
+		return InvalidParams("", "invalid JSON: "+parseProblem(raw))
+	}
 	if fe := p.decode(raw, ""); fe != nil {
 		return InvalidParams(fe.Path, fe.Problem)
 	}
@@ -61,6 +65,9 @@ func DecodeParams(raw json.RawMessage, p Params) error {
 // unmarshalWith adapts a decode method to json.Unmarshaler; it keeps a nil
 // *FieldError from becoming a non-nil error.
 func unmarshalWith(raw []byte, decode func(json.RawMessage, string) *FieldError) error {
+	if !json.Valid(raw) {
+		return &FieldError{Problem: "invalid JSON: " + parseProblem(raw)}
+	}
 	if fe := decode(bytes.TrimSpace(raw), ""); fe != nil {
 		return fe
 	}
@@ -116,80 +123,146 @@ func badValue(path, want, got string) *FieldError {
 	return &FieldError{Path: path, Problem: "expected " + want + ", got " + strconv.Quote(got)}
 }
 
-func syntaxProblem(path string, err error) *FieldError {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &FieldError{Path: path, Problem: "invalid JSON: " + se.Error()}
-	}
-	return &FieldError{Path: path, Problem: err.Error()}
-}
-
-// decodeString decodes a raw JSON string, with a fast path for strings
-// without escapes.
-func decodeString(raw json.RawMessage, path string) (string, *FieldError) {
+// stringValue decodes a raw JSON string (valid JSON), with a fast path for
+// strings without escapes; ok is false when raw is not a string.
+func stringValue(raw json.RawMessage) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
-		return "", wrongType(path, "string", raw)
+		return "", false
 	}
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), nil
+		return string(inner), true
 	}
+	return unquoteSlow(raw)
+}
+
+// unquoteSlow decodes a string with escapes or invalid UTF-8 (replaced by
+// U+FFFD, as encoding/json does).
+func unquoteSlow(raw json.RawMessage) (string, bool) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", syntaxProblem(path, err)
+		return "", false
+	}
+	return s, true
+}
+
+// decodeString decodes a raw JSON string or reports a wrong type at path.
+func decodeString(raw json.RawMessage, path string) (string, *FieldError) {
+	s, ok := stringValue(raw)
+	if !ok {
+		return "", wrongType(path, "string", raw)
 	}
 	return s, nil
 }
 
-// decodeArray splits a raw JSON array into its elements.
-func decodeArray(raw json.RawMessage, path string) ([]json.RawMessage, *FieldError) {
+// forEachElement calls fn with each element of a raw JSON array (valid
+// JSON) until fn returns false; ok is false when raw is not an array.
+func forEachElement(raw json.RawMessage, fn func(i int, elem json.RawMessage) bool) (ok bool) {
 	if len(raw) == 0 || raw[0] != '[' {
-		return nil, wrongType(path, "array", raw)
+		return false
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, syntaxProblem(path, err)
+	i := skipSpace(raw, 1) // past '['
+	for n := 0; i < len(raw) && raw[i] != ']'; n++ {
+		end := skipValue(raw, i)
+		if !fn(n, raw[i:end]) {
+			return true
+		}
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
 	}
-	return elems, nil
+	return true
+}
+
+// countElements returns the length of a raw JSON array (valid JSON).
+func countElements(raw json.RawMessage) int {
+	n := 0
+	forEachElement(raw, func(int, json.RawMessage) bool { n++; return true })
+	return n
+}
+
+// member is one key and value of a JSON object; both alias the input
+// unless the key had escapes.
+type member struct {
+	key   []byte
+	value json.RawMessage
 }
 
 // object decodes the fields of one JSON object. Each accessor records the
 // first problem in err and does nothing once there is one, so a decode
 // method is a flat list of accessor calls followed by "return o.err".
+//
+// Decoding params is on the path of every keystroke, so this is built not
+// to allocate needlessly: the input is valid JSON (DecodeParams and
+// unmarshalWith check that once) and is walked in place instead of being
+// unmarshalled into a map; the members of small objects live in the object
+// itself (which stays on the caller's stack); a field's path is only
+// spelled out when there is an error or a nested value to descend into.
 type object struct {
 	path   string
-	fields map[string]json.RawMessage
+	n      int       // number of members
+	inline [6]member // the first members
+	extra  []member  // members past len(inline)
 	err    *FieldError
 }
 
-func decodeObject(raw json.RawMessage, path string) (*object, *FieldError) {
+// init sets o up to decode raw, which must be a JSON object.
+func (o *object) init(raw json.RawMessage, path string) *FieldError {
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, wrongType(path, "object", raw)
+		return wrongType(path, "object", raw)
 	}
-	o := &object{path: path}
-	if err := json.Unmarshal(raw, &o.fields); err != nil {
-		return nil, syntaxProblem(path, err)
+	o.path = path
+	for i := 1; ; {
+		key, value, next, ok := nextMember(raw, i)
+		if !ok {
+			break
+		}
+		if o.n < len(o.inline) {
+			o.inline[o.n] = member{key, value}
+		} else {
+			o.extra = append(o.extra, member{key, value})
+		}
+		o.n++
+		i = next
 	}
-	return o, nil
+	return nil
 }
 
-// field returns the raw value of name and its path; present is false when
-// the field is absent, or null and optional. A missing required field is
-// recorded as the object's error.
-func (o *object) field(name string, required bool) (raw json.RawMessage, path string, present bool) {
-	if o.err != nil {
-		return nil, "", false
+// lookup returns the value of the last member named name (JSON leaves
+// duplicates undefined; the last one wins, as in encoding/json).
+func (o *object) lookup(name string) (json.RawMessage, bool) {
+	for i := len(o.extra) - 1; i >= 0; i-- {
+		if string(o.extra[i].key) == name {
+			return o.extra[i].value, true
+		}
 	}
-	path = joinPath(o.path, name)
-	raw, ok := o.fields[name]
-	raw = bytes.TrimSpace(raw)
+	for i := min(o.n, len(o.inline)) - 1; i >= 0; i-- {
+		if string(o.inline[i].key) == name {
+			return o.inline[i].value, true
+		}
+	}
+	return nil, false
+}
+
+// at spells out the path of field name.
+func (o *object) at(name string) string { return joinPath(o.path, name) }
+
+// field returns the raw value of name; present is false when the field is
+// absent, or null and optional. A missing required field is recorded as the
+// object's error.
+func (o *object) field(name string, required bool) (raw json.RawMessage, present bool) {
+	if o.err != nil {
+		return nil, false
+	}
+	raw, ok := o.lookup(name)
 	if !ok || (!required && string(raw) == "null") {
 		if required {
-			o.err = &FieldError{Path: path, Problem: "missing required field"}
+			o.err = &FieldError{Path: o.at(name), Problem: "missing required field"}
 		}
-		return nil, path, false
+		return nil, false
 	}
-	return raw, path, true
+	return raw, true
 }
 
 func (o *object) fail(fe *FieldError) bool {
@@ -201,12 +274,13 @@ func (o *object) fail(fe *FieldError) bool {
 
 // str decodes a string field.
 func (o *object) str(name string, dst *string, required bool) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
-	s, fe := decodeString(raw, path)
-	if !o.fail(fe) {
+	s, ok := stringValue(raw)
+	if !ok {
+		o.fail(wrongType(o.at(name), "string", raw))
 		return false
 	}
 	*dst = s
@@ -220,7 +294,7 @@ func (o *object) nonEmpty(name string, dst *string, required bool) bool {
 		return false
 	}
 	if s == "" {
-		o.fail(badValue(joinPath(o.path, name), "a non-empty string", s))
+		o.fail(badValue(o.at(name), "a non-empty string", s))
 		return false
 	}
 	*dst = s
@@ -234,12 +308,14 @@ func (o *object) uuid(name string, dst *string, required bool) bool {
 		return false
 	}
 	if !IsUUID(s) {
-		o.fail(badValue(joinPath(o.path, name), "a UUID", s))
+		o.fail(badValue(o.at(name), "a UUID", s))
 		return false
 	}
 	*dst = s
 	return true
 }
+
+const wantExpressionID = "an expression id module:qualname/label"
 
 // expressionID decodes an ExpressionId field (module:qualname/label).
 func (o *object) expressionID(name string, dst *ExpressionID, required bool) bool {
@@ -247,8 +323,8 @@ func (o *object) expressionID(name string, dst *ExpressionID, required bool) boo
 	if !o.str(name, &s, required) {
 		return false
 	}
-	if _, _, err := ExpressionID(s).Split(); err != nil {
-		o.fail(badValue(joinPath(o.path, name), "an expression id module:qualname/label", s))
+	if !ExpressionID(s).wellFormed() {
+		o.fail(badValue(o.at(name), wantExpressionID, s))
 		return false
 	}
 	*dst = ExpressionID(s)
@@ -257,7 +333,7 @@ func (o *object) expressionID(name string, dst *ExpressionID, required bool) boo
 
 // boolean decodes a true/false field.
 func (o *object) boolean(name string, dst *bool, required bool) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
@@ -267,7 +343,7 @@ func (o *object) boolean(name string, dst *bool, required bool) bool {
 	case "false":
 		*dst = false
 	default:
-		o.fail(wrongType(path, "boolean", raw))
+		o.fail(wrongType(o.at(name), "boolean", raw))
 		return false
 	}
 	return true
@@ -276,21 +352,21 @@ func (o *object) boolean(name string, dst *bool, required bool) bool {
 // integer decodes an integer field (no fraction, no exponent) that is at
 // least min.
 func (o *object) integer(name string, dst *int64, min int64, required bool) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
 	if jsonKind(raw) != "number" {
-		o.fail(wrongType(path, "integer", raw))
+		o.fail(wrongType(o.at(name), "integer", raw))
 		return false
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		o.fail(badValue(path, "an integer", string(raw)))
+		o.fail(badValue(o.at(name), "an integer", string(raw)))
 		return false
 	}
 	if n < min {
-		o.fail(badValue(path, "an integer >= "+strconv.FormatInt(min, 10), string(raw)))
+		o.fail(badValue(o.at(name), "an integer >= "+strconv.FormatInt(min, 10), string(raw)))
 		return false
 	}
 	*dst = n
@@ -304,7 +380,7 @@ func (o *object) natural(name string, dst *int, required bool) bool {
 		return false
 	}
 	if int64(int(n)) != n {
-		o.fail(badValue(joinPath(o.path, name), "a smaller integer", strconv.FormatInt(n, 10)))
+		o.fail(badValue(o.at(name), "a smaller integer", strconv.FormatInt(n, 10)))
 		return false
 	}
 	*dst = int(n)
@@ -313,77 +389,84 @@ func (o *object) natural(name string, dst *int, required bool) bool {
 
 // strings decodes an array of strings.
 func (o *object) strings(name string, dst *[]string, required bool) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
-	elems, fe := decodeArray(raw, path)
-	if !o.fail(fe) {
-		return false
-	}
-	out := make([]string, len(elems))
-	for i, e := range elems {
-		s, fe := decodeString(e, indexPath(path, i))
-		if !o.fail(fe) {
+	out := make([]string, 0, countElements(raw))
+	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
+		s, ok := stringValue(elem)
+		if !ok {
+			o.fail(wrongType(indexPath(o.at(name), i), "string", elem))
 			return false
 		}
-		out[i] = s
+		out = append(out, s)
+		return true
+	})
+	if !isArray {
+		o.fail(wrongType(o.at(name), "array", raw))
+	}
+	if o.err != nil {
+		return false
 	}
 	*dst = out
 	return true
 }
 
-// expressionIDs decodes an array of expression ids.
+// decodeExpressionIDs decodes an array of expression ids.
 func decodeExpressionIDs(raw json.RawMessage, path string) ([]ExpressionID, *FieldError) {
-	elems, fe := decodeArray(raw, path)
+	var fe *FieldError
+	out := make([]ExpressionID, 0, countElements(raw))
+	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
+		s, ok := stringValue(elem)
+		switch {
+		case !ok:
+			fe = wrongType(indexPath(path, i), "string", elem)
+		case !ExpressionID(s).wellFormed():
+			fe = badValue(indexPath(path, i), wantExpressionID, s)
+		default:
+			out = append(out, ExpressionID(s))
+			return true
+		}
+		return false
+	})
+	if !isArray {
+		return nil, wrongType(path, "array", raw)
+	}
 	if fe != nil {
 		return nil, fe
-	}
-	out := make([]ExpressionID, len(elems))
-	for i, e := range elems {
-		p := indexPath(path, i)
-		s, fe := decodeString(e, p)
-		if fe != nil {
-			return nil, fe
-		}
-		if _, _, err := ExpressionID(s).Split(); err != nil {
-			return nil, badValue(p, "an expression id module:qualname/label", s)
-		}
-		out[i] = ExpressionID(s)
 	}
 	return out, nil
 }
 
 // nested decodes an object-valued (or union-valued) field with decode.
 func (o *object) nested(name string, required bool, decode func(json.RawMessage, string) *FieldError) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
-	return o.fail(decode(raw, path))
+	return o.fail(decode(raw, o.at(name)))
 }
 
 // array decodes an array field element by element with decode.
 func (o *object) array(name string, required bool, decode func(i int, raw json.RawMessage, path string) *FieldError) bool {
-	raw, path, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}
-	elems, fe := decodeArray(raw, path)
-	if !o.fail(fe) {
-		return false
+	path := o.at(name)
+	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
+		return o.fail(decode(i, elem, indexPath(path, i)))
+	})
+	if !isArray {
+		o.fail(wrongType(path, "array", raw))
 	}
-	for i, e := range elems {
-		if !o.fail(decode(i, e, indexPath(path, i))) {
-			return false
-		}
-	}
-	return true
+	return o.err == nil
 }
 
 // any keeps a field's raw JSON, whatever its type.
 func (o *object) any(name string, dst *json.RawMessage, required bool) bool {
-	raw, _, ok := o.field(name, required)
+	raw, ok := o.field(name, required)
 	if !ok {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -76,13 +77,21 @@ type Position struct {
 }
 
 func (p *Position) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.natural("line", &p.Line, true)
 	o.natural("character", &p.Character, true)
 	return o.err
+}
+
+func (p Position) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"line":`...)
+	dst = strconv.AppendInt(dst, int64(p.Line), 10)
+	dst = append(dst, `,"character":`...)
+	dst = strconv.AppendInt(dst, int64(p.Character), 10)
+	return append(dst, '}')
 }
 
 // UnmarshalJSON decodes strictly: both fields required, non-negative integers.
@@ -100,13 +109,21 @@ type Range struct {
 }
 
 func (r *Range) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	o.nested("start", true, r.Start.decode)
 	o.nested("end", true, r.End.decode)
 	return o.err
+}
+
+func (r *Range) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"start":`...)
+	dst = r.Start.appendJSON(dst)
+	dst = append(dst, `,"end":`...)
+	dst = r.End.appendJSON(dst)
+	return append(dst, '}')
 }
 
 // UnmarshalJSON decodes strictly.
@@ -136,7 +153,9 @@ func ParseMethodPointer(s string) (MethodPointer, error) {
 	}
 	var mp MethodPointer
 	mp.Module = module
-	if i := strings.LastIndexByte(qualname, '.'); i >= 0 {
+	if i := strings.LastIndexByte(qualname, '.'); i == 0 {
+		return MethodPointer{}, fmt.Errorf("%w %q: qualname %q has an empty class name", ErrBadMethodPointer, s, qualname)
+	} else if i > 0 {
 		mp.DefinedOnType, mp.Name = qualname[:i], qualname[i+1:]
 	} else {
 		mp.Name = qualname
@@ -173,8 +192,8 @@ func (mp MethodPointer) Validate() error {
 }
 
 func (mp *MethodPointer) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	*mp = MethodPointer{}
@@ -183,6 +202,16 @@ func (mp *MethodPointer) decode(raw json.RawMessage, path string) *FieldError {
 	o.str("definedOnType", &mp.DefinedOnType, false)
 	o.str("name", &mp.Name, true)
 	return o.err
+}
+
+func (mp *MethodPointer) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"module":`...)
+	dst = appendQuoted(dst, mp.Module)
+	dst = append(dst, `,"definedOnType":`...)
+	dst = appendQuoted(dst, mp.DefinedOnType)
+	dst = append(dst, `,"name":`...)
+	dst = appendQuoted(dst, mp.Name)
+	return append(dst, '}')
 }
 
 // UnmarshalJSON decodes strictly: module and name required.
@@ -225,6 +254,23 @@ var ErrBadExpressionID = errors.New("invalid expression id")
 // NewExpressionID returns the id of the statement labelled label in fn.
 func NewExpressionID(fn MethodPointer, label string) ExpressionID {
 	return ExpressionID(fn.String() + "/" + label)
+}
+
+// wellFormed reports whether Split would succeed, without allocating.
+func (id ExpressionID) wellFormed() bool {
+	s := string(id)
+	slash := strings.IndexByte(s, '/')
+	if slash < 0 || slash == len(s)-1 {
+		return false
+	}
+	module, qualname, ok := strings.Cut(s[:slash], ":")
+	if !ok || !isDottedName(module) {
+		return false
+	}
+	if i := strings.LastIndexByte(qualname, '.'); i >= 0 {
+		return i > 0 && isDottedName(qualname[:i]) && isIdentifier(qualname[i+1:])
+	}
+	return isIdentifier(qualname)
 }
 
 // Split returns the function an expression belongs to and its label.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // ExpressionUpdate is the state of one expression after a run (or at its
@@ -55,21 +56,55 @@ func (u ExpressionUpdate) Clone() ExpressionUpdate {
 	return u
 }
 
-// expressionUpdateJSON has ExpressionUpdate's fields without its methods,
-// so MarshalJSON can fill in defaults and delegate.
-type expressionUpdateJSON ExpressionUpdate
-
 // MarshalJSON writes profilingInfo as [] rather than null when empty.
 func (u ExpressionUpdate) MarshalJSON() ([]byte, error) {
-	if u.ProfilingInfo == nil {
-		u.ProfilingInfo = []ProfilingInfo{}
+	return u.appendJSON(make([]byte, 0, 256))
+}
+
+// appendJSON appends u as JSON. Expression updates are most of what the
+// server sends, so they are written by hand rather than through reflection
+// (BenchmarkAppendExpressionUpdates); the text is what encoding/json would
+// write, except that <, > and & are left as they are.
+func (u *ExpressionUpdate) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"expressionId":`...)
+	dst = appendQuoted(dst, string(u.ExpressionID))
+	if u.Type != "" {
+		dst = append(dst, `,"type":`...)
+		dst = appendQuoted(dst, u.Type)
 	}
-	return json.Marshal(expressionUpdateJSON(u))
+	if u.MethodCall != nil {
+		dst = append(dst, `,"methodCall":{"methodPointer":`...)
+		dst = u.MethodCall.MethodPointer.appendJSON(dst)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"profilingInfo":[`...)
+	for i, p := range u.ProfilingInfo {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":`...)
+		dst = appendQuoted(dst, p.Type)
+		dst = append(dst, `,"nanoTime":`...)
+		dst = strconv.AppendInt(dst, p.NanoTime, 10)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"fromCache":`...)
+	dst = strconv.AppendBool(dst, u.FromCache)
+	if u.Range != nil {
+		dst = append(dst, `,"range":`...)
+		dst = u.Range.appendJSON(dst)
+	}
+	dst = append(dst, `,"payload":`...)
+	dst, err := u.Payload.appendJSON(dst)
+	if err != nil {
+		return nil, fmt.Errorf("expression %s: %w", u.ExpressionID, err)
+	}
+	return append(dst, '}'), nil
 }
 
 func (u *ExpressionUpdate) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	*u = ExpressionUpdate{}
@@ -77,8 +112,8 @@ func (u *ExpressionUpdate) decode(raw json.RawMessage, path string) *FieldError 
 	o.str("type", &u.Type, false)
 	o.nested("methodCall", false, func(raw json.RawMessage, path string) *FieldError {
 		mc := new(MethodCall)
-		mo, fe := decodeObject(raw, path)
-		if fe != nil {
+		var mo object
+		if fe := mo.init(raw, path); fe != nil {
 			return fe
 		}
 		mo.nested("methodPointer", true, mc.MethodPointer.decode)
@@ -88,8 +123,8 @@ func (u *ExpressionUpdate) decode(raw json.RawMessage, path string) *FieldError 
 	u.ProfilingInfo = []ProfilingInfo{}
 	o.array("profilingInfo", true, func(_ int, raw json.RawMessage, path string) *FieldError {
 		var p ProfilingInfo
-		po, fe := decodeObject(raw, path)
-		if fe != nil {
+		var po object
+		if fe := po.init(raw, path); fe != nil {
 			return fe
 		}
 		po.str("type", &p.Type, true)
@@ -166,49 +201,52 @@ func DataflowErrorPayload(trace ...ExpressionID) Payload {
 // ErrBadPayload is returned when encoding a Payload of unknown type.
 var ErrBadPayload = errors.New("invalid payload")
 
-type valueJSON struct {
-	Type    PayloadType `json:"type"`
-	Preview string      `json:"preview,omitempty"`
-}
-
-type panicJSON struct {
-	Type    PayloadType    `json:"type"`
-	Message string         `json:"message"`
-	Trace   []ExpressionID `json:"trace"`
-}
-
-type dataflowErrorJSON struct {
-	Type  PayloadType    `json:"type"`
-	Trace []ExpressionID `json:"trace"`
-}
-
-type pendingJSON struct {
-	Type    PayloadType `json:"type"`
-	Message string      `json:"message,omitempty"`
-}
-
 // MarshalJSON writes the fields of the payload's variant only.
 func (p Payload) MarshalJSON() ([]byte, error) {
-	trace := p.Trace
-	if trace == nil {
-		trace = []ExpressionID{}
-	}
+	return p.appendJSON(make([]byte, 0, 64))
+}
+
+func (p *Payload) appendJSON(dst []byte) ([]byte, error) {
 	switch p.Type {
 	case PayloadValue:
-		return json.Marshal(valueJSON{p.Type, p.Preview})
+		dst = append(dst, `{"type":"Value"`...)
+		if p.Preview != "" {
+			dst = append(dst, `,"preview":`...)
+			dst = appendQuoted(dst, p.Preview)
+		}
 	case PayloadPanic:
-		return json.Marshal(panicJSON{p.Type, p.Message, trace})
+		dst = append(dst, `{"type":"Panic","message":`...)
+		dst = appendQuoted(dst, p.Message)
+		dst = appendTrace(dst, p.Trace)
 	case PayloadDataflowError:
-		return json.Marshal(dataflowErrorJSON{p.Type, trace})
+		dst = append(dst, `{"type":"DataflowError"`...)
+		dst = appendTrace(dst, p.Trace)
 	case PayloadPending:
-		return json.Marshal(pendingJSON{p.Type, p.Message})
+		dst = append(dst, `{"type":"Pending"`...)
+		if p.Message != "" {
+			dst = append(dst, `,"message":`...)
+			dst = appendQuoted(dst, p.Message)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown type %q", ErrBadPayload, p.Type)
 	}
-	return nil, fmt.Errorf("%w: unknown type %q", ErrBadPayload, p.Type)
+	return append(dst, '}'), nil
+}
+
+func appendTrace(dst []byte, trace []ExpressionID) []byte {
+	dst = append(dst, `,"trace":[`...)
+	for i, id := range trace {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, string(id))
+	}
+	return append(dst, ']')
 }
 
 func (p *Payload) decode(raw json.RawMessage, path string) *FieldError {
-	o, fe := decodeObject(raw, path)
-	if fe != nil {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
 		return fe
 	}
 	var typ string
