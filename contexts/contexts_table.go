@@ -238,7 +238,7 @@ func (s *Store) Expired(ws memdb.WatchSet, deadline time.Time) ([]protocol.Conte
 
 // getContext returns the stored record itself: callers inside this package
 // must not modify it (copy-on-write).
-func getContext(txn *memdb.Txn, ws memdb.WatchSet, id protocol.ContextID) (*ExecutionContext, error) {
+func getContext(txn reader, ws memdb.WatchSet, id protocol.ContextID) (*ExecutionContext, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty context id", ErrInvalidID)
 	}
@@ -270,7 +270,7 @@ func collectContexts(it memdb.ResultIterator) []*ExecutionContext {
 func (s *Store) CreateContext(id protocol.ContextID, clientID string) (*ExecutionContext, bool, error) {
 	var out *ExecutionContext
 	var created bool
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		var err error
 		out, created, err = createContextImpl(txn, index, id, clientID, s.now())
 		return err
@@ -281,7 +281,7 @@ func (s *Store) CreateContext(id protocol.ContextID, clientID string) (*Executio
 	return out.Copy(), created, nil
 }
 
-func createContextImpl(txn *memdb.Txn, index uint64, id protocol.ContextID, clientID string, now time.Time) (*ExecutionContext, bool, error) {
+func createContextImpl(txn *writeTxn, index uint64, id protocol.ContextID, clientID string, now time.Time) (*ExecutionContext, bool, error) {
 	existing, err := getContext(txn, nil, id)
 	switch {
 	case err == nil:
@@ -314,7 +314,7 @@ func (s *Store) AddOwner(id protocol.ContextID, clientID string) error {
 	if clientID == "" {
 		return fmt.Errorf("%w: empty client id", ErrInvalidID)
 	}
-	return s.write(func(txn *memdb.Txn, index uint64) error {
+	return s.write(func(txn *writeTxn, index uint64) error {
 		c, err := getContext(txn, nil, id)
 		if err != nil {
 			return err
@@ -324,7 +324,7 @@ func (s *Store) AddOwner(id protocol.ContextID, clientID string) error {
 	})
 }
 
-func addOwnerImpl(txn *memdb.Txn, index uint64, c *ExecutionContext, clientID string) (*ExecutionContext, error) {
+func addOwnerImpl(txn *writeTxn, index uint64, c *ExecutionContext, clientID string) (*ExecutionContext, error) {
 	if clientID == "" {
 		return c, nil
 	}
@@ -348,7 +348,7 @@ func addOwnerImpl(txn *memdb.Txn, index uint64, c *ExecutionContext, clientID st
 // at; those contexts' ids are returned.
 func (s *Store) ClientDisconnected(clientID string, at time.Time) ([]protocol.ContextID, error) {
 	var orphaned []protocol.ContextID
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		orphaned = orphaned[:0]
 		owned, err := ownedBy(txn, clientID)
 		if err != nil {
@@ -380,7 +380,7 @@ func (s *Store) ClientDisconnected(clientID string, at time.Time) ([]protocol.Co
 // returns them so the server can resend their state.
 func (s *Store) ClientConnected(clientID string) ([]*ExecutionContext, error) {
 	var out []*ExecutionContext
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		out = out[:0]
 		owned, err := ownedBy(txn, clientID)
 		if err != nil {
@@ -406,7 +406,7 @@ func (s *Store) ClientConnected(clientID string) ([]*ExecutionContext, error) {
 }
 
 // ownedBy returns the stored contexts clientID owns (not copies).
-func ownedBy(txn *memdb.Txn, clientID string) ([]*ExecutionContext, error) {
+func ownedBy(txn reader, clientID string) ([]*ExecutionContext, error) {
 	if clientID == "" {
 		return nil, fmt.Errorf("%w: empty client id", ErrInvalidID)
 	}
@@ -424,15 +424,18 @@ func ownedBy(txn *memdb.Txn, clientID string) ([]*ExecutionContext, error) {
 // DestroyContext deletes context id with its stack, visualizations and
 // recorded updates.
 func (s *Store) DestroyContext(id protocol.ContextID) error {
-	return s.write(func(txn *memdb.Txn, _ uint64) error {
+	return s.write(func(txn *writeTxn, _ uint64) error {
 		c, err := getContext(txn, nil, id)
 		if err != nil {
 			return err
 		}
-		for _, table := range []string{tableFrames, tableVisualizations, tableUpdates} {
+		for _, table := range []string{tableFrames, tableVisualizations} {
 			if _, err := txn.DeleteAll(table, indexContext, string(id)); err != nil {
 				return fmt.Errorf("destroy context %s: %s: %w", id, table, err)
 			}
+		}
+		if _, err := txn.DeleteAll(tableUpdates, indexUpdatePrefix, id); err != nil {
+			return fmt.Errorf("destroy context %s: updates: %w", id, err)
 		}
 		return txn.Delete(tableContexts, c)
 	})
@@ -526,7 +529,7 @@ func (s *Store) AssignSlot(id protocol.ContextID, slots int) (int, error) {
 		return NoSlot, fmt.Errorf("%w: %d kernel slots", ErrInvalidID, slots)
 	}
 	slot := NoSlot
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		stored, err := getContext(txn, nil, id)
 		if err != nil {
 			return err
@@ -564,7 +567,7 @@ func (s *Store) AssignSlot(id protocol.ContextID, slots int) (int, error) {
 // updateContext applies change to a copy of context id and stores it if
 // change reports that something changed.
 func (s *Store) updateContext(id protocol.ContextID, change func(c *ExecutionContext) bool) error {
-	return s.write(func(txn *memdb.Txn, index uint64) error {
+	return s.write(func(txn *writeTxn, index uint64) error {
 		stored, err := getContext(txn, nil, id)
 		if err != nil {
 			return err
@@ -577,4 +580,3 @@ func (s *Store) updateContext(id protocol.ContextID, change func(c *ExecutionCon
 		return txn.Insert(tableContexts, c)
 	})
 }
-

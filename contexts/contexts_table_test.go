@@ -91,10 +91,13 @@ func TestDestroyContextRemovesEverything(t *testing.T) {
 
 	// No record of ctxA survives in any table; ctxB is untouched.
 	txn := s.db.Txn(false)
-	for _, table := range []string{tableFrames, tableVisualizations, tableUpdates} {
+	for _, table := range []string{tableFrames, tableVisualizations} {
 		if raw, _ := txn.First(table, indexContext, string(ctxA)); raw != nil {
 			t.Errorf("%s still holds %+v", table, raw)
 		}
+	}
+	if raw, _ := txn.First(tableUpdates, indexUpdatePrefix, ctxA); raw != nil {
+		t.Errorf("updates still holds %+v", raw)
 	}
 	if ups, err := s.FrameUpdates(nil, ctxB, 0, 0); err != nil || len(ups) != 1 {
 		t.Errorf("ctxB updates %v, %v", ups, err)

@@ -77,7 +77,7 @@ func (s *Store) TopFrame(ws memdb.WatchSet, id protocol.ContextID) (*Frame, erro
 }
 
 // stackOf returns the stored frames of context id, bottom first.
-func stackOf(txn *memdb.Txn, ws memdb.WatchSet, id protocol.ContextID) ([]*Frame, error) {
+func stackOf(txn reader, ws memdb.WatchSet, id protocol.ContextID) ([]*Frame, error) {
 	it, err := txn.Get(tableFrames, indexContext, string(id))
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func stackOf(txn *memdb.Txn, ws memdb.WatchSet, id protocol.ContextID) ([]*Frame
 // it resets KernelKills. It returns the new frame.
 func (s *Store) Push(id protocol.ContextID, item protocol.StackItem) (*Frame, error) {
 	var pushed *Frame
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		var err error
 		pushed, err = pushImpl(txn, index, id, item)
 		return err
@@ -109,7 +109,7 @@ func (s *Store) Push(id protocol.ContextID, item protocol.StackItem) (*Frame, er
 	return pushed.Copy(), nil
 }
 
-func pushImpl(txn *memdb.Txn, index uint64, id protocol.ContextID, item protocol.StackItem) (*Frame, error) {
+func pushImpl(txn *writeTxn, index uint64, id protocol.ContextID, item protocol.StackItem) (*Frame, error) {
 	stored, err := getContext(txn, nil, id)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func pushImpl(txn *memdb.Txn, index uint64, id protocol.ContextID, item protocol
 // resends the updates of the frame below (FrameUpdates) fromCache.
 func (s *Store) Pop(id protocol.ContextID) (*Frame, error) {
 	var popped *Frame
-	err := s.write(func(txn *memdb.Txn, _ uint64) error {
+	err := s.write(func(txn *writeTxn, _ uint64) error {
 		if _, err := getContext(txn, nil, id); err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *Store) Pop(id protocol.ContextID) (*Frame, error) {
 			return fmt.Errorf("%w: context %s", ErrEmptyStack, id)
 		}
 		popped = frames[len(frames)-1]
-		if _, err := txn.DeleteAll(tableUpdates, indexFrame, string(id), popped.Depth); err != nil {
+		if _, err := txn.DeleteAll(tableUpdates, indexUpdatePrefix, id, popped.Depth); err != nil {
 			return err
 		}
 		return txn.Delete(tableFrames, popped)
@@ -172,7 +172,7 @@ func (s *Store) Pop(id protocol.ContextID) (*Frame, error) {
 
 // checkFrame returns nil if frame is still the frame at its depth of its
 // context: same push (CreateIndex).
-func checkFrame(txn *memdb.Txn, frame *Frame) error {
+func checkFrame(txn reader, frame *Frame) error {
 	if _, err := getContext(txn, nil, frame.ContextID); err != nil {
 		return err
 	}

@@ -44,38 +44,79 @@ func NewStore() (*Store, error) {
 func (s *Store) LatestIndex() uint64 { return s.lastIndex.Load() }
 
 // write is the one way state changes. It opens a write transaction, gives
-// impl the index this write will commit under, and on success stamps the
-// index of every table impl touched and commits. If impl fails, or changes
+// impl the index this write will commit under, and on success stamps that
+// index on every table impl wrote to and commits. If impl fails, or writes
 // nothing, the transaction is aborted and the index is not used: a failed
 // operation leaves the store exactly as it was and wakes no watcher.
 //
 // impl must follow copy-on-write: never modify a record read from txn, but
-// Copy it, change the copy and Insert that.
-func (s *Store) write(impl func(txn *memdb.Txn, index uint64) error) error {
-	txn := s.db.Txn(true)
+// Copy it, change the copy and Insert that; and it must not Insert a record
+// that did not change (that would wake watchers for nothing).
+func (s *Store) write(impl func(txn *writeTxn, index uint64) error) error {
+	txn := &writeTxn{Txn: s.db.Txn(true)}
 	defer txn.Abort()
-	txn.TrackChanges()
 
 	index := s.lastIndex.Load() + 1
 	if err := impl(txn, index); err != nil {
 		return err
 	}
-	changes := txn.Changes()
-	if len(changes) == 0 {
+	if len(txn.touched) == 0 {
 		return nil
 	}
-	var tables []string
-	for _, c := range changes {
-		if !slices.Contains(tables, c.Table) {
-			tables = append(tables, c.Table)
-		}
-	}
-	for _, table := range tables {
-		if err := txn.Insert(tableIndex, &IndexEntry{Table: table, Value: index}); err != nil {
+	for _, table := range txn.touched {
+		if err := txn.Txn.Insert(tableIndex, &IndexEntry{Table: table, Value: index}); err != nil {
 			return fmt.Errorf("contexts: bump index of %s: %w", table, err)
 		}
 	}
 	txn.Commit()
 	s.lastIndex.Store(index)
 	return nil
+}
+
+// reader is what the read helpers need, so that reads inside a write see
+// the write's own changes: both *memdb.Txn and *writeTxn have it.
+type reader interface {
+	First(table, index string, args ...any) (any, error)
+	FirstWatch(table, index string, args ...any) (<-chan struct{}, any, error)
+	Get(table, index string, args ...any) (memdb.ResultIterator, error)
+}
+
+// writeTxn is a write transaction that remembers which tables were written
+// to, for write to stamp their indexes.
+type writeTxn struct {
+	*memdb.Txn
+	touched []string
+}
+
+func (t *writeTxn) touch(table string) {
+	if !slices.Contains(t.touched, table) {
+		t.touched = append(t.touched, table)
+	}
+}
+
+// Insert inserts or replaces obj in table.
+func (t *writeTxn) Insert(table string, obj any) error {
+	if err := t.Txn.Insert(table, obj); err != nil {
+		return err
+	}
+	t.touch(table)
+	return nil
+}
+
+// Delete deletes obj from table.
+func (t *writeTxn) Delete(table string, obj any) error {
+	if err := t.Txn.Delete(table, obj); err != nil {
+		return err
+	}
+	t.touch(table)
+	return nil
+}
+
+// DeleteAll deletes the records of table that index matches with args.
+func (t *writeTxn) DeleteAll(table, index string, args ...any) (int, error) {
+	n, err := t.Txn.DeleteAll(table, index, args...)
+	if n > 0 {
+		t.touch(table)
+	}
+	return n, err
 }

@@ -30,7 +30,7 @@ type bundle struct {
 	bottom *Frame
 }
 
-func setup(t *testing.T) bundle {
+func setup(t testing.TB) bundle {
 	t.Helper()
 	s := newStore(t)
 	if _, _, err := s.CreateContext(ctxA, "c1"); err != nil {

@@ -1,6 +1,7 @@
 package contexts
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	memdb "github.com/hashicorp/go-memdb"
@@ -19,31 +20,84 @@ type Update struct {
 	ModifyIndex uint64
 }
 
-const indexFrame = "frame" // updates by (context, depth)
+// indexUpdatePrefix looks updates up by a prefix of their key: (context)
+// or (context, depth).
+const indexUpdatePrefix = indexID + "_prefix"
 
+// The updates table has a single index: recording a run's updates is the
+// hottest write, and every index costs a radix-tree insert per record. Its
+// key, (context, depth, expression), serves the lookups by frame and by
+// context as prefixes, and is built without reflection (updateKeyIndexer).
 func updatesTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{
 		Name: tableUpdates,
 		Indexes: map[string]*memdb.IndexSchema{
 			indexID: {
-				Name:   indexID,
-				Unique: true,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					&memdb.StringFieldIndex{Field: "ContextID"},
-					&memdb.IntFieldIndex{Field: "Depth"},
-					&memdb.StringFieldIndex{Field: "ExpressionID"},
-				}},
-			},
-			indexContext: contextIDIndex(),
-			indexFrame: {
-				Name: indexFrame,
-				Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-					&memdb.StringFieldIndex{Field: "ContextID"},
-					&memdb.IntFieldIndex{Field: "Depth"},
-				}},
+				Name:    indexID,
+				Unique:  true,
+				Indexer: updateKeyIndexer{},
 			},
 		},
 	}
+}
+
+// updateKeyIndexer builds an update's key: the context id and a NUL, the
+// depth as 8 big-endian bytes with the sign bit flipped (so keys sort by
+// depth), the expression id and a NUL. The NULs make a context's prefix
+// never match a longer context id.
+type updateKeyIndexer struct{}
+
+func (updateKeyIndexer) FromObject(raw any) (bool, []byte, error) {
+	u, ok := raw.(*Update)
+	if !ok {
+		return false, nil, fmt.Errorf("update index: %T is not an *Update", raw)
+	}
+	if u.ContextID == "" || u.ExpressionID == "" {
+		return false, nil, nil
+	}
+	key := make([]byte, 0, len(u.ContextID)+len(u.ExpressionID)+10)
+	key = appendKeyString(key, string(u.ContextID))
+	key = appendKeyInt(key, u.Depth)
+	return true, appendKeyString(key, string(u.ExpressionID)), nil
+}
+
+func (ix updateKeyIndexer) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("update index: want context, depth and expression, got %d arguments", len(args))
+	}
+	return ix.PrefixFromArgs(args...)
+}
+
+// PrefixFromArgs takes (context) or (context, depth), or all three for an
+// exact key.
+func (updateKeyIndexer) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return nil, fmt.Errorf("update index: want 1 to 3 arguments, got %d", len(args))
+	}
+	var key []byte
+	for i, arg := range args {
+		switch v := arg.(type) {
+		case protocol.ContextID:
+			key = appendKeyString(key, string(v))
+		case protocol.ExpressionID:
+			key = appendKeyString(key, string(v))
+		case string:
+			key = appendKeyString(key, v)
+		case int:
+			key = appendKeyInt(key, v)
+		default:
+			return nil, fmt.Errorf("update index: argument %d: unexpected %T", i, arg)
+		}
+	}
+	return key, nil
+}
+
+func appendKeyString(key []byte, s string) []byte {
+	return append(append(key, s...), 0)
+}
+
+func appendKeyInt(key []byte, n int) []byte {
+	return binary.BigEndian.AppendUint64(key, uint64(n)^(1<<63))
 }
 
 // RecordUpdates stores updates as the latest state of their expressions in
@@ -61,7 +115,7 @@ func (s *Store) RecordUpdates(frame *Frame, updates []protocol.ExpressionUpdate)
 			return fmt.Errorf("%w: update %d of context %s has no expression id", ErrInvalidID, i, frame.ContextID)
 		}
 	}
-	return s.write(func(txn *memdb.Txn, index uint64) error {
+	return s.write(func(txn *writeTxn, index uint64) error {
 		if err := checkFrame(txn, frame); err != nil {
 			return err
 		}
@@ -83,13 +137,16 @@ func (s *Store) RecordUpdates(frame *Frame, updates []protocol.ExpressionUpdate)
 
 // FrameUpdates returns the latest update of every expression of frame
 // depth of context id recorded after index since (0: all), ordered by
-// expression id. The watch fires when the frame's updates change.
+// expression id. The watch fires when the frame's updates change. A
+// notifier takes LatestIndex before the read and passes it as the next
+// since: an update written between the two is then sent again rather than
+// missed.
 func (s *Store) FrameUpdates(ws memdb.WatchSet, id protocol.ContextID, depth int, since uint64) ([]protocol.ExpressionUpdate, error) {
 	txn := s.db.Txn(false)
 	if _, err := getContext(txn, nil, id); err != nil {
 		return nil, err
 	}
-	it, err := txn.Get(tableUpdates, indexFrame, string(id), depth)
+	it, err := txn.Get(tableUpdates, indexUpdatePrefix, id, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +167,7 @@ func (s *Store) ExpressionUpdate(ws memdb.WatchSet, id protocol.ContextID, depth
 	if _, err := getContext(txn, nil, id); err != nil {
 		return nil, err
 	}
-	watch, raw, err := txn.FirstWatch(tableUpdates, indexID, string(id), depth, string(expr))
+	watch, raw, err := txn.FirstWatch(tableUpdates, indexID, id, depth, expr)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func (s *Store) VisualizationsOfExpression(ws memdb.WatchSet, id protocol.Contex
 	return collectVisualizations(it), nil
 }
 
-func getVisualization(txn *memdb.Txn, ws memdb.WatchSet, id protocol.VisualizationID) (*Visualization, error) {
+func getVisualization(txn reader, ws memdb.WatchSet, id protocol.VisualizationID) (*Visualization, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%w: empty visualization id", ErrInvalidID)
 	}
@@ -142,7 +142,7 @@ func (s *Store) AttachVisualization(v Visualization) (*Visualization, error) {
 			ErrInvalidID, v.ID, v.Config.ExecutionContextID, v.ContextID)
 	}
 	var out *Visualization
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		if _, err := getContext(txn, nil, v.ContextID); err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (s *Store) AttachVisualization(v Visualization) (*Visualization, error) {
 // none); on any error the old configuration stays.
 func (s *Store) ModifyVisualization(id protocol.VisualizationID, config protocol.VisualizationConfiguration) (*Visualization, error) {
 	var out *Visualization
-	err := s.write(func(txn *memdb.Txn, index uint64) error {
+	err := s.write(func(txn *writeTxn, index uint64) error {
 		stored, err := getVisualization(txn, nil, id)
 		if err != nil {
 			return err
@@ -190,7 +190,7 @@ func (s *Store) ModifyVisualization(id protocol.VisualizationID, config protocol
 // DetachVisualization removes visualization id, which must be attached to
 // expression expr in context ctx.
 func (s *Store) DetachVisualization(ctx protocol.ContextID, id protocol.VisualizationID, expr protocol.ExpressionID) error {
-	return s.write(func(txn *memdb.Txn, _ uint64) error {
+	return s.write(func(txn *writeTxn, _ uint64) error {
 		if _, err := getContext(txn, nil, ctx); err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *Store) DetachVisualization(ctx protocol.ContextID, id protocol.Visualiz
 // seen); a modify in between keeps the flag, so its data is still owed.
 // A visualization detached meanwhile is not an error.
 func (s *Store) InitialDataSent(id protocol.VisualizationID, seen uint64) error {
-	return s.write(func(txn *memdb.Txn, index uint64) error {
+	return s.write(func(txn *writeTxn, index uint64) error {
 		stored, err := getVisualization(txn, nil, id)
 		if err != nil {
 			if errors.Is(err, ErrVisualizationNotFound) {
