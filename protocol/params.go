@@ -68,51 +68,60 @@ type QueueStatus struct {
 	Running int `json:"running"`
 }
 
-// RestartKernelParams: runtime/restartKernel (result null).
-type RestartKernelParams struct {
+// --- params shared by several methods
+
+// ContextParams are the params of the methods that only name a context.
+type ContextParams struct {
 	ContextID ContextID `json:"contextId"`
 }
 
-func (p *RestartKernelParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodeContextID(raw, path, "contextId", &p.ContextID)
+// The methods whose params are ContextParams.
+type (
+	RestartKernelParams  = ContextParams // runtime/restartKernel (result null)
+	DestroyContextParams = ContextParams // executionContext/destroy (result null)
+	PopParams            = ContextParams // executionContext/pop (result null)
+	InterruptParams      = ContextParams // executionContext/interrupt (result null)
+)
+
+func (p *ContextParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("contextId", (*string)(&p.ContextID), true)
+	return o.err
 }
 
 // UnmarshalJSON decodes strictly.
-func (p *RestartKernelParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *ContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
-// decodeContextID decodes an object whose one required field is a context id.
-func decodeContextID(raw json.RawMessage, path, name string, dst *ContextID) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid(name, (*string)(dst), true)
-	return o.err
-}
-
-// decodePath decodes an object whose one required field is "path".
-func decodePath(raw json.RawMessage, path string, dst *string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.str("path", dst, true)
-	return o.err
-}
-
-// --- files
-
-// FileReadParams: file/read.
-type FileReadParams struct {
+// PathParams are the params of the methods that only name a file.
+type PathParams struct {
 	Path Path `json:"path"`
 }
 
-func (p *FileReadParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodePath(raw, path, &p.Path)
+// The methods whose params are PathParams.
+type (
+	FileReadParams   = PathParams // file/read
+	FileListParams   = PathParams // file/list
+	FileDeleteParams = PathParams // file/delete (result null)
+	OpenFileParams   = PathParams // text/openFile
+	CloseFileParams  = PathParams // text/closeFile (result null)
+)
+
+func (p *PathParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.str("path", &p.Path, true)
+	return o.err
 }
 
 // UnmarshalJSON decodes strictly.
-func (p *FileReadParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *PathParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// --- files
 
 // FileReadResult is the reply to file/read.
 type FileReadResult struct {
@@ -138,18 +147,6 @@ func (p *FileWriteParams) decode(raw json.RawMessage, path string) *FieldError {
 // UnmarshalJSON decodes strictly.
 func (p *FileWriteParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
-// FileListParams: file/list.
-type FileListParams struct {
-	Path Path `json:"path"`
-}
-
-func (p *FileListParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodePath(raw, path, &p.Path)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *FileListParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
 // FileKind is "file" or "directory".
 type FileKind string
 
@@ -169,31 +166,7 @@ type FileListResult struct {
 	Entries []FileEntry `json:"entries"`
 }
 
-// FileDeleteParams: file/delete (result null).
-type FileDeleteParams struct {
-	Path Path `json:"path"`
-}
-
-func (p *FileDeleteParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodePath(raw, path, &p.Path)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *FileDeleteParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
 // --- text buffers
-
-// OpenFileParams: text/openFile.
-type OpenFileParams struct {
-	Path Path `json:"path"`
-}
-
-func (p *OpenFileParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodePath(raw, path, &p.Path)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *OpenFileParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
 // OpenFileResult is the reply to text/openFile. CurrentVersion is the
 // lowercase hex SHA3-224 of the UTF-8 content.
@@ -298,18 +271,6 @@ func (p *SaveParams) decode(raw json.RawMessage, path string) *FieldError {
 // UnmarshalJSON decodes strictly.
 func (p *SaveParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
-// CloseFileParams: text/closeFile (result null).
-type CloseFileParams struct {
-	Path Path `json:"path"`
-}
-
-func (p *CloseFileParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodePath(raw, path, &p.Path)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *CloseFileParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
 // --- execution contexts
 
 // CreateContextParams: executionContext/create. ContextID is "" when the
@@ -336,18 +297,6 @@ type CreateContextResult struct {
 	ContextID ContextID `json:"contextId"`
 }
 
-// DestroyContextParams: executionContext/destroy (result null).
-type DestroyContextParams struct {
-	ContextID ContextID `json:"contextId"`
-}
-
-func (p *DestroyContextParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodeContextID(raw, path, "contextId", &p.ContextID)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *DestroyContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
 // PushParams: executionContext/push (result null).
 type PushParams struct {
 	ContextID ContextID `json:"contextId"`
@@ -366,18 +315,6 @@ func (p *PushParams) decode(raw json.RawMessage, path string) *FieldError {
 
 // UnmarshalJSON decodes strictly.
 func (p *PushParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
-// PopParams: executionContext/pop (result null).
-type PopParams struct {
-	ContextID ContextID `json:"contextId"`
-}
-
-func (p *PopParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodeContextID(raw, path, "contextId", &p.ContextID)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *PopParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
 // InvalidatedExpressions is what a recompute invalidates: All, or the
 // expressions IDs (and, when run, their dependents). Its JSON form is
@@ -475,18 +412,6 @@ func (p *RecomputeParams) decode(raw json.RawMessage, path string) *FieldError {
 
 // UnmarshalJSON decodes strictly.
 func (p *RecomputeParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
-
-// InterruptParams: executionContext/interrupt (result null).
-type InterruptParams struct {
-	ContextID ContextID `json:"contextId"`
-}
-
-func (p *InterruptParams) decode(raw json.RawMessage, path string) *FieldError {
-	return decodeContextID(raw, path, "contextId", &p.ContextID)
-}
-
-// UnmarshalJSON decodes strictly.
-func (p *InterruptParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
 
 // VisualizationConfiguration says which context a visualization belongs to
 // and what it applies: Expression is Python source evaluating to a callable

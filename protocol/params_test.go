@@ -216,18 +216,18 @@ func TestNewParamsKnowsEveryMethod(t *testing.T) {
 		MethodInterrupt, MethodAttachVisualization, MethodModifyVisualization,
 		MethodDetachVisualization, MethodExecuteExpression,
 	}
-	seen := map[reflect.Type]string{}
 	for _, m := range methods {
 		p, ok := NewParams(m)
 		if !ok {
 			t.Errorf("NewParams(%q) not found", m)
 			continue
 		}
-		typ := reflect.TypeOf(p)
-		if other, dup := seen[typ]; dup {
-			t.Errorf("%s and %s share params type %v", m, other, typ)
+		if p == nil || reflect.ValueOf(p).IsNil() {
+			t.Errorf("NewParams(%q) = nil", m)
 		}
-		seen[typ] = m
+	}
+	if p, _ := NewParams(MethodPop); reflect.TypeOf(p) != reflect.TypeOf(&ContextParams{}) {
+		t.Errorf("pop params are %T, want *ContextParams", p)
 	}
 	for _, m := range []string{"", "executionContext/Create", NotifyExpressionUpdates, "file/read "} {
 		if _, ok := NewParams(m); ok {
