@@ -33,11 +33,19 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 42))
 			client := fmt.Sprintf("c%d", w)
+			var lastSeen uint64
 			for i := range steps {
 				if err := randomStep(s, rng, ids, client, i); err != nil {
 					errs <- fmt.Errorf("worker %d step %d: %w", w, i, err)
 					return
 				}
+				// Indexes are published in commit order: never backwards.
+				now := s.LatestIndex()
+				if now < lastSeen {
+					errs <- fmt.Errorf("worker %d step %d: LatestIndex went from %d back to %d", w, i, lastSeen, now)
+					return
+				}
+				lastSeen = now
 			}
 		}()
 	}

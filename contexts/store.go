@@ -3,6 +3,7 @@ package contexts
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,8 +12,7 @@ import (
 
 // Store is the state of every execution context. It is safe for concurrent
 // use: reads see a consistent snapshot and never block writes; writes are
-// serialized by go-memdb's writer lock. It has no goroutines, so it needs no
-// Start or Stop.
+// serialized (writeMu). It has no goroutines, so it needs no Start or Stop.
 //
 // Every read takes a memdb.WatchSet (nil if the caller will not wait) and
 // adds the channels that close when what it read changes; wait with
@@ -21,9 +21,15 @@ import (
 type Store struct {
 	db *memdb.MemDB
 
-	// lastIndex is the index of the last committed write. It is only
-	// written inside write, under go-memdb's writer lock, so that lock
-	// makes index allocation race-free; it is read anywhere, hence atomic.
+	// writeMu serializes writes from index allocation to index publication.
+	// go-memdb's own writer lock is not enough: Commit releases it before
+	// write can publish lastIndex, so a second writer could take the same
+	// index and the published index could go backwards.
+	writeMu sync.Mutex
+
+	// lastIndex is the index of the last committed write. Written only by
+	// write, under writeMu, after the commit (so a reader that sees index N
+	// also sees the data of write N); read anywhere, hence atomic.
 	lastIndex atomic.Uint64
 
 	// now is the clock for CreatedAt.
@@ -53,6 +59,8 @@ func (s *Store) LatestIndex() uint64 { return s.lastIndex.Load() }
 // Copy it, change the copy and Insert that; and it must not Insert a record
 // that did not change (that would wake watchers for nothing).
 func (s *Store) write(impl func(txn *writeTxn, index uint64) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	txn := &writeTxn{Txn: s.db.Txn(true)}
 	defer txn.Abort()
 
