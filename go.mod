@@ -2,4 +2,12 @@ module github.com/ripple-run/ripple
 
 go 1.26.8
 
-require go.uber.org/goleak v1.3.0
+require (
+	github.com/hashicorp/go-memdb v1.3.5
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
+	github.com/hashicorp/golang-lru v0.5.4 // indirect
+)

@@ -1,0 +1,539 @@
+package protocol
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// This file has the params and result of every client method (PROTOCOL.md
+// section 3), in the order of that section. Each params type decodes
+// strictly (see strict.go); results are plain JSON.
+
+// --- session and runtime
+
+// InitProtocolConnectionParams: session/initProtocolConnection.
+type InitProtocolConnectionParams struct {
+	ClientID string `json:"clientId"`
+}
+
+func (p *InitProtocolConnectionParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.nonEmpty("clientId", &p.ClientID, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *InitProtocolConnectionParams) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, p.decode)
+}
+
+// InitProtocolConnectionResult is the reply to session/initProtocolConnection.
+type InitProtocolConnectionResult struct {
+	Version     string   `json:"version"`
+	ProjectRoot string   `json:"projectRoot"`
+	Modules     []string `json:"modules"`
+}
+
+// RuntimeStatusParams: runtime/status (no fields).
+type RuntimeStatusParams struct{}
+
+func (p *RuntimeStatusParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	return o.init(raw, path)
+}
+
+// UnmarshalJSON accepts any object.
+func (p *RuntimeStatusParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// RuntimeStatusResult is the reply to runtime/status.
+type RuntimeStatusResult struct {
+	Kernels []KernelStatus `json:"kernels"`
+	Queue   QueueStatus    `json:"queue"`
+}
+
+// KernelStatus describes one kernel of the pool.
+type KernelStatus struct {
+	ID       int         `json:"id"`
+	PID      int         `json:"pid"`
+	State    string      `json:"state"`
+	Contexts []ContextID `json:"contexts"`
+}
+
+// QueueStatus counts the scheduler's jobs.
+type QueueStatus struct {
+	Pending int `json:"pending"`
+	Running int `json:"running"`
+}
+
+// --- params shared by several methods
+
+// ContextParams are the params of the methods that only name a context.
+type ContextParams struct {
+	ContextID ContextID `json:"contextId"`
+}
+
+// The methods whose params are ContextParams.
+type (
+	RestartKernelParams  = ContextParams // runtime/restartKernel (result null)
+	DestroyContextParams = ContextParams // executionContext/destroy (result null)
+	PopParams            = ContextParams // executionContext/pop (result null)
+	InterruptParams      = ContextParams // executionContext/interrupt (result null)
+)
+
+func (p *ContextParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("contextId", (*string)(&p.ContextID), true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *ContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// PathParams are the params of the methods that only name a file.
+type PathParams struct {
+	Path Path `json:"path"`
+}
+
+// The methods whose params are PathParams.
+type (
+	FileReadParams   = PathParams // file/read
+	FileListParams   = PathParams // file/list
+	FileDeleteParams = PathParams // file/delete (result null)
+	OpenFileParams   = PathParams // text/openFile
+	CloseFileParams  = PathParams // text/closeFile (result null)
+)
+
+func (p *PathParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.str("path", &p.Path, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *PathParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// --- files
+
+// FileReadResult is the reply to file/read.
+type FileReadResult struct {
+	Contents string `json:"contents"`
+}
+
+// FileWriteParams: file/write (result null).
+type FileWriteParams struct {
+	Path     Path   `json:"path"`
+	Contents string `json:"contents"`
+}
+
+func (p *FileWriteParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.str("path", &p.Path, true)
+	o.str("contents", &p.Contents, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *FileWriteParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// FileKind is "file" or "directory".
+type FileKind string
+
+const (
+	KindFile      FileKind = "file"
+	KindDirectory FileKind = "directory"
+)
+
+// FileEntry is one entry of a file/list reply.
+type FileEntry struct {
+	Path Path     `json:"path"`
+	Kind FileKind `json:"kind"`
+}
+
+// FileListResult is the reply to file/list.
+type FileListResult struct {
+	Entries []FileEntry `json:"entries"`
+}
+
+// --- text buffers
+
+// OpenFileResult is the reply to text/openFile. CurrentVersion is the
+// lowercase hex SHA3-224 of the UTF-8 content.
+type OpenFileResult struct {
+	Content        string `json:"content"`
+	CurrentVersion string `json:"currentVersion"`
+}
+
+// TextEdit replaces Range with Text.
+type TextEdit struct {
+	Range Range  `json:"range"`
+	Text  string `json:"text"`
+}
+
+func (e *TextEdit) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.nested("range", true, e.Range.decode)
+	o.str("text", &e.Text, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (e *TextEdit) UnmarshalJSON(b []byte) error { return unmarshalWith(b, e.decode) }
+
+// FileEdit is a sequence of edits of one file, each applied to the result of
+// the previous, taking the buffer from OldVersion to NewVersion.
+type FileEdit struct {
+	Path       Path       `json:"path"`
+	Edits      []TextEdit `json:"edits"`
+	OldVersion string     `json:"oldVersion"`
+	NewVersion string     `json:"newVersion"`
+}
+
+func (e *FileEdit) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.str("path", &e.Path, true)
+	e.Edits = []TextEdit{}
+	o.array("edits", true, func(_ int, raw json.RawMessage, path string) *FieldError {
+		var te TextEdit
+		fe := te.decode(raw, path)
+		e.Edits = append(e.Edits, te)
+		return fe
+	})
+	o.str("oldVersion", &e.OldVersion, true)
+	o.str("newVersion", &e.NewVersion, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (e *FileEdit) UnmarshalJSON(b []byte) error { return unmarshalWith(b, e.decode) }
+
+// Clone returns a deep copy.
+func (e FileEdit) Clone() FileEdit {
+	e.Edits = slices.Clone(e.Edits)
+	return e
+}
+
+// ApplyEditParams: text/applyEdit (result null). Execute defaults to true
+// when absent.
+type ApplyEditParams struct {
+	Edit    FileEdit `json:"edit"`
+	Execute bool     `json:"execute"`
+}
+
+func (p *ApplyEditParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.nested("edit", true, p.Edit.decode)
+	if !o.boolean("execute", &p.Execute, false) {
+		p.Execute = true
+	}
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *ApplyEditParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// SaveParams: text/save (result null).
+type SaveParams struct {
+	Path           Path   `json:"path"`
+	CurrentVersion string `json:"currentVersion"`
+}
+
+func (p *SaveParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.str("path", &p.Path, true)
+	o.str("currentVersion", &p.CurrentVersion, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *SaveParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// --- execution contexts
+
+// CreateContextParams: executionContext/create. ContextID is "" when the
+// client leaves the choice to the server.
+type CreateContextParams struct {
+	ContextID ContextID `json:"contextId,omitempty"`
+}
+
+func (p *CreateContextParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	*p = CreateContextParams{}
+	o.uuid("contextId", (*string)(&p.ContextID), false)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *CreateContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// CreateContextResult is the reply to executionContext/create.
+type CreateContextResult struct {
+	ContextID ContextID `json:"contextId"`
+}
+
+// PushParams: executionContext/push (result null).
+type PushParams struct {
+	ContextID ContextID `json:"contextId"`
+	StackItem StackItem `json:"stackItem"`
+}
+
+func (p *PushParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("contextId", (*string)(&p.ContextID), true)
+	o.nested("stackItem", true, p.StackItem.decode)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *PushParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// InvalidatedExpressions is what a recompute invalidates: All, or the
+// expressions IDs (and, when run, their dependents). Its JSON form is
+// "all" or an array of expression ids.
+type InvalidatedExpressions struct {
+	All bool
+	IDs []ExpressionID
+}
+
+// InvalidateAll returns the "all" invalidation.
+func InvalidateAll() *InvalidatedExpressions { return &InvalidatedExpressions{All: true} }
+
+// Empty reports whether nothing is invalidated.
+func (inv InvalidatedExpressions) Empty() bool { return !inv.All && len(inv.IDs) == 0 }
+
+// Merge returns the union of inv and other: all wins, ids are kept in
+// first-seen order without duplicates.
+func (inv InvalidatedExpressions) Merge(other InvalidatedExpressions) InvalidatedExpressions {
+	if inv.All || other.All {
+		return InvalidatedExpressions{All: true}
+	}
+	out := InvalidatedExpressions{IDs: slices.Clone(inv.IDs)}
+	for _, id := range other.IDs {
+		if !slices.Contains(out.IDs, id) {
+			out.IDs = append(out.IDs, id)
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy.
+func (inv InvalidatedExpressions) Clone() InvalidatedExpressions {
+	inv.IDs = slices.Clone(inv.IDs)
+	return inv
+}
+
+// MarshalJSON writes "all" or the array of ids.
+func (inv InvalidatedExpressions) MarshalJSON() ([]byte, error) {
+	if inv.All {
+		return []byte(`"all"`), nil
+	}
+	ids := inv.IDs
+	if ids == nil {
+		ids = []ExpressionID{}
+	}
+	return json.Marshal(ids)
+}
+
+func (inv *InvalidatedExpressions) decode(raw json.RawMessage, path string) *FieldError {
+	*inv = InvalidatedExpressions{}
+	if len(raw) > 0 && raw[0] == '"' {
+		s, fe := decodeString(raw, path)
+		if fe != nil {
+			return fe
+		}
+		if s != "all" {
+			return badValue(path, `"all" or an array of expression ids`, s)
+		}
+		inv.All = true
+		return nil
+	}
+	if len(raw) == 0 || raw[0] != '[' {
+		return wrongType(path, `"all" or an array of expression ids`, raw)
+	}
+	ids, fe := decodeExpressionIDs(raw, path)
+	inv.IDs = ids
+	return fe
+}
+
+// UnmarshalJSON decodes "all" or an array of expression ids.
+func (inv *InvalidatedExpressions) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, inv.decode)
+}
+
+// RecomputeParams: executionContext/recompute (result null).
+// InvalidatedExpressions is nil when absent: recompute only what is invalid.
+type RecomputeParams struct {
+	ContextID              ContextID               `json:"contextId"`
+	InvalidatedExpressions *InvalidatedExpressions `json:"invalidatedExpressions,omitempty"`
+}
+
+func (p *RecomputeParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	*p = RecomputeParams{}
+	o.uuid("contextId", (*string)(&p.ContextID), true)
+	o.nested("invalidatedExpressions", false, func(raw json.RawMessage, path string) *FieldError {
+		p.InvalidatedExpressions = new(InvalidatedExpressions)
+		return p.InvalidatedExpressions.decode(raw, path)
+	})
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *RecomputeParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+
+// VisualizationConfiguration says which context a visualization belongs to
+// and what it applies: Expression is Python source evaluating to a callable
+// ("lambda v: v[:10]") or a module:qualname pointer to a project function;
+// PositionalArgumentsExpressions are extra arguments after the value.
+type VisualizationConfiguration struct {
+	ExecutionContextID             ContextID `json:"executionContextId"`
+	Expression                     string    `json:"expression"`
+	PositionalArgumentsExpressions []string  `json:"positionalArgumentsExpressions,omitempty"`
+}
+
+func (c *VisualizationConfiguration) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	*c = VisualizationConfiguration{}
+	o.uuid("executionContextId", (*string)(&c.ExecutionContextID), true)
+	o.nonEmpty("expression", &c.Expression, true)
+	o.strings("positionalArgumentsExpressions", &c.PositionalArgumentsExpressions, false)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (c *VisualizationConfiguration) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, c.decode)
+}
+
+// Clone returns a deep copy.
+func (c VisualizationConfiguration) Clone() VisualizationConfiguration {
+	c.PositionalArgumentsExpressions = slices.Clone(c.PositionalArgumentsExpressions)
+	return c
+}
+
+// AttachVisualizationParams: executionContext/attachVisualization (result null).
+type AttachVisualizationParams struct {
+	VisualizationID     VisualizationID            `json:"visualizationId"`
+	ExpressionID        ExpressionID               `json:"expressionId"`
+	VisualizationConfig VisualizationConfiguration `json:"visualizationConfig"`
+}
+
+func (p *AttachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
+	o.expressionID("expressionId", &p.ExpressionID, true)
+	o.nested("visualizationConfig", true, p.VisualizationConfig.decode)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *AttachVisualizationParams) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, p.decode)
+}
+
+// ModifyVisualizationParams: executionContext/modifyVisualization (result null).
+type ModifyVisualizationParams struct {
+	VisualizationID     VisualizationID            `json:"visualizationId"`
+	VisualizationConfig VisualizationConfiguration `json:"visualizationConfig"`
+}
+
+func (p *ModifyVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
+	o.nested("visualizationConfig", true, p.VisualizationConfig.decode)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *ModifyVisualizationParams) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, p.decode)
+}
+
+// DetachVisualizationParams: executionContext/detachVisualization (result null).
+type DetachVisualizationParams struct {
+	ExecutionContextID ContextID       `json:"executionContextId"`
+	VisualizationID    VisualizationID `json:"visualizationId"`
+	ExpressionID       ExpressionID    `json:"expressionId"`
+}
+
+func (p *DetachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)
+	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
+	o.expressionID("expressionId", &p.ExpressionID, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *DetachVisualizationParams) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, p.decode)
+}
+
+// ExecuteExpressionParams: executionContext/executeExpression (result null).
+type ExecuteExpressionParams struct {
+	ExecutionContextID ContextID       `json:"executionContextId"`
+	VisualizationID    VisualizationID `json:"visualizationId"`
+	ExpressionID       ExpressionID    `json:"expressionId"`
+	Expression         string          `json:"expression"`
+}
+
+func (p *ExecuteExpressionParams) decode(raw json.RawMessage, path string) *FieldError {
+	var o object
+	if fe := o.init(raw, path); fe != nil {
+		return fe
+	}
+	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)
+	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
+	o.expressionID("expressionId", &p.ExpressionID, true)
+	o.nonEmpty("expression", &p.Expression, true)
+	return o.err
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *ExecuteExpressionParams) UnmarshalJSON(b []byte) error {
+	return unmarshalWith(b, p.decode)
+}
