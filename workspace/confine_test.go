@@ -17,17 +17,17 @@ func confinedProject(t *testing.T) (ws *Workspace, root, outside string) {
 	writeFiles(t, outside, map[string]string{"secret.txt": "secret\n"})
 	ws, root = setup(t, map[string]string{"sub/a.py": "x = 1\n"})
 	links := map[string]string{
-		"outlink":  outside,                                 // absolute, to a directory outside
-		"outfile":  filepath.Join(outside, "secret.txt"),    // absolute, to a file outside
-		"dangling": filepath.Join(outside, "newfile.txt"),   // absolute, to a file that does not exist
-		"up":       "..",                                    // relative, above the root
-		"sub/deep": "../..",                                 // relative, above the root from below
-		"inlink":   "sub",                                   // relative, inside
-		"absin":    filepath.Join(root, "sub"),              // absolute, inside
-		"loop1":    "loop2",                                 // a loop
-		"loop2":    "loop1",                                 //
-		"chain":    "inlink",                                // a chain of links, inside
-		"sub/back": "../outlink",                            // a chain that ends outside
+		"outlink":  outside,                               // absolute, to a directory outside
+		"outfile":  filepath.Join(outside, "secret.txt"),  // absolute, to a file outside
+		"dangling": filepath.Join(outside, "newfile.txt"), // absolute, to a file that does not exist
+		"up":       "..",                                  // relative, above the root
+		"sub/deep": "../..",                               // relative, above the root from below
+		"inlink":   "sub",                                 // relative, inside
+		"absin":    filepath.Join(root, "sub"),            // absolute, inside
+		"loop1":    "loop2",                               // a loop
+		"loop2":    "loop1",                               //
+		"chain":    "inlink",                              // a chain of links, inside
+		"sub/back": "../outlink",                          // a chain that ends outside
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
