@@ -21,6 +21,9 @@ type buffer struct {
 	// dirty) iff version != disk.
 	disk    Version
 	clients map[ClientID]struct{}
+	// spellings are the client paths that name this buffer in
+	// Workspace.bufferPaths.
+	spellings []string
 }
 
 func (b *buffer) dirty() bool { return b.version != b.disk }
@@ -80,14 +83,14 @@ func (ws *Workspace) OpenBuffer(client ClientID, p string) (string, Version, err
 	if err != nil {
 		return "", "", err
 	}
-	if content, v, ok := ws.joinBuffer(client, rel); ok {
+	if content, v, ok := ws.joinBuffer(client, rel, p); ok {
 		return content, v, nil
 	}
 	// diskMu makes the read and the install one step with respect to Write
 	// and Save: the baseline recorded is the content of one whole write.
 	ws.diskMu.Lock()
 	defer ws.diskMu.Unlock()
-	if content, v, ok := ws.joinBuffer(client, rel); ok {
+	if content, v, ok := ws.joinBuffer(client, rel, p); ok {
 		return content, v, nil
 	}
 	data, err := ws.readFile(rel, p)
@@ -97,12 +100,14 @@ func (ws *Workspace) OpenBuffer(client ClientID, p string) (string, Version, err
 	content := string(data)
 	v := VersionOf(content)
 	ws.mu.Lock()
-	ws.buffers[rel] = &buffer{content: content, version: v, disk: v, clients: map[ClientID]struct{}{client: {}}}
+	b := &buffer{content: content, version: v, disk: v, clients: map[ClientID]struct{}{client: {}}}
+	ws.buffers[rel] = b
+	ws.addSpelling(b, rel, p)
 	ws.mu.Unlock()
 	return content, v, nil
 }
 
-func (ws *Workspace) joinBuffer(client ClientID, rel string) (string, Version, bool) {
+func (ws *Workspace) joinBuffer(client ClientID, rel, p string) (string, Version, bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	b := ws.buffers[rel]
@@ -110,7 +115,18 @@ func (ws *Workspace) joinBuffer(client ClientID, rel string) (string, Version, b
 		return "", "", false
 	}
 	b.clients[client] = struct{}{}
+	ws.addSpelling(b, rel, p)
 	return b.content, b.version, true
+}
+
+// addSpelling remembers that the client path p names the buffer b at rel.
+// The caller holds mu.
+func (ws *Workspace) addSpelling(b *buffer, rel, p string) {
+	if _, ok := ws.bufferPaths[p]; ok {
+		return
+	}
+	ws.bufferPaths[p] = rel
+	b.spellings = append(b.spellings, p)
 }
 
 // openedBy returns the buffer at rel if client has it open, else an
@@ -163,7 +179,7 @@ func (ws *Workspace) ApplyEdit(client ClientID, p string, edits []TextEdit, oldV
 	var got [versionLen]byte
 	versionHex(&got, out)
 	if string(got[:]) != string(newVersion) {
-		return EditResult{}, newError(ErrInvalidVersion, p, fmt.Sprintf("newVersion %s is not the version of the edited content, %s", newVersion, got[:]))
+		return EditResult{}, newError(ErrInvalidVersion, p, fmt.Sprintf("newVersion %s is not the version of the edited content, %s", newVersion, string(got[:])))
 	}
 
 	ws.mu.Lock()
@@ -182,8 +198,15 @@ func (ws *Workspace) ApplyEdit(client ClientID, p string, edits []TextEdit, oldV
 	return EditResult{Version: newVersion, Others: b.clientList(client)}, nil
 }
 
-// bufferPath resolves p for a buffer operation.
+// bufferPath resolves p for a buffer operation: from memory if p is how a
+// client opened an open buffer, else on disk.
 func (ws *Workspace) bufferPath(p string) (string, error) {
+	ws.mu.Lock()
+	rel, ok := ws.bufferPaths[p]
+	ws.mu.Unlock()
+	if ok {
+		return rel, nil
+	}
 	return ws.resolve(p)
 }
 
@@ -267,6 +290,9 @@ func (ws *Workspace) leave(b *buffer, rel string, client ClientID) bool {
 		return false
 	}
 	delete(ws.buffers, rel)
+	for _, p := range b.spellings {
+		delete(ws.bufferPaths, p)
+	}
 	return b.dirty()
 }
 

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 
 // setup creates a project in a fresh temp dir with the given files and opens
 // it as a workspace, closed at the end of the test.
-func setup(t *testing.T, files map[string]string) (*Workspace, string) {
+func setup(t testing.TB, files map[string]string) (*Workspace, string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, files)

@@ -3,6 +3,7 @@ package workspace
 import (
 	"crypto/sha3"
 	"encoding/hex"
+	"unsafe"
 )
 
 // Version identifies the content of a text buffer: the lowercase hex SHA3-224
@@ -15,8 +16,12 @@ const versionLen = 2 * 28
 
 // VersionOf returns the version of content.
 func VersionOf(content string) Version {
-	sum := sha3.Sum224([]byte(content))
-	return Version(hex.EncodeToString(sum[:]))
+	// Hash the string's bytes in place: Sum224 only reads its input, so the
+	// read-only view is safe and saves a copy of the whole content.
+	sum := sha3.Sum224(unsafe.Slice(unsafe.StringData(content), len(content)))
+	var buf [versionLen]byte
+	hex.Encode(buf[:], sum[:])
+	return Version(buf[:])
 }
 
 // versionHex writes the version of b into dst without allocating; callers

@@ -247,7 +247,7 @@ func TestWatchIgnoredFolders(t *testing.T) {
 	writeFiles(t, root, ignored)
 	writeFiles(t, root, map[string]string{"pkg/.cache/new.py": "", "build/__pycache__/z.pyc": ""})
 	must(t, os.Chmod(filepath.Join(root, "pkg"), 0o700)) // attribute changes are not content changes
-	expectNothingBefore(t, w, root) // build/ has no files of its own outside __pycache__
+	expectNothingBefore(t, w, root)                      // build/ has no files of its own outside __pycache__
 }
 
 func TestWatchGitCheckout(t *testing.T) {

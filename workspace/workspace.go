@@ -51,6 +51,11 @@ type Workspace struct {
 	mu sync.Mutex
 	// buffers holds the open text buffers by real relative path. Guarded by mu.
 	buffers map[string]*buffer
+	// bufferPaths maps each client spelling of an open buffer's path (as
+	// passed to OpenBuffer) to its real relative path, so the keystroke path
+	// (ApplyEdit) does not resolve the path on disk again. Entries go with
+	// their buffer. Guarded by mu.
+	bufferPaths map[string]string
 }
 
 // absent is the version recorded for a file this workspace deleted, and the
@@ -90,6 +95,8 @@ func Open(root string, opts Options) (*Workspace, error) {
 		logger:   logger,
 		written:  make(map[string]Version),
 		buffers:  make(map[string]*buffer),
+
+		bufferPaths: make(map[string]string),
 	}, nil
 }
 
@@ -101,6 +108,7 @@ func (ws *Workspace) Root() string { return ws.realRoot }
 func (ws *Workspace) Close() error {
 	ws.mu.Lock()
 	ws.buffers = make(map[string]*buffer)
+	ws.bufferPaths = make(map[string]string)
 	ws.mu.Unlock()
 	return ws.root.Close()
 }
