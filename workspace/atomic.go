@@ -47,29 +47,31 @@ const maxTempBase = 64
 //
 // A failure before the rename removes the temp file and leaves the target
 // untouched. A failure of the directory fsync is reported, but the rename
-// has happened: the target holds the whole new content. Missing parent
-// directories are created first. p is the client's spelling of the path,
-// for messages. The caller holds diskMu.
-func (ws *Workspace) writeAtomic(rel, p string, data []byte) error {
+// has happened: the target holds the whole new content, and renamed says so.
+// Missing parent directories are created first. p is the client's spelling
+// of the path, for messages; v is the version of content, recorded as a
+// self-write (see Workspace.written) as soon as it is on disk. The caller
+// holds diskMu.
+func (ws *Workspace) writeAtomic(rel, p, content string, v Version) (renamed bool, err error) {
 	if rel == "." {
-		return newError(ErrNotFile, p, "the project root is a directory")
+		return false, newError(ErrNotFile, p, "the project root is a directory")
 	}
 	mode := newFileMode
 	switch fi, err := ws.root.Lstat(rel); {
 	case err == nil && fi.IsDir():
-		return newError(ErrNotFile, p, "is a directory")
+		return false, newError(ErrNotFile, p, "is a directory")
 	case err == nil && !fi.Mode().IsRegular():
-		return newError(ErrNotFile, p, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()))
+		return false, newError(ErrNotFile, p, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()))
 	case err == nil:
 		mode = fi.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):
-		return fsError(p, err)
+		return false, fsError(p, err)
 	}
 	dir, base := path.Split(rel)
 	dir = path.Clean(dir)
 	if dir != "." {
 		if err := ws.root.MkdirAll(dir, 0o755); err != nil {
-			return fsError(p, err)
+			return false, fsError(p, err)
 		}
 	}
 	if len(base) > maxTempBase {
@@ -77,11 +79,11 @@ func (ws *Workspace) writeAtomic(rel, p string, data []byte) error {
 	}
 
 	if err := ws.step(stepCreateTemp); err != nil {
-		return stepError(p, stepCreateTemp, err)
+		return false, stepError(p, stepCreateTemp, err)
 	}
 	f, tmp, err := ws.createTemp(dir, base, mode)
 	if err != nil {
-		return stepError(p, stepCreateTemp, err)
+		return false, stepError(p, stepCreateTemp, err)
 	}
 	// Until the rename succeeds, every failure removes the temp file.
 	fail := func(step writeStep, err error) error {
@@ -90,36 +92,37 @@ func (ws *Workspace) writeAtomic(rel, p string, data []byte) error {
 		return stepError(p, step, err)
 	}
 	if err := ws.step(stepWrite); err != nil {
-		return fail(stepWrite, err)
+		return false, fail(stepWrite, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		return fail(stepWrite, err)
+	if _, err := f.WriteString(content); err != nil {
+		return false, fail(stepWrite, err)
 	}
 	if err := ws.step(stepSync); err != nil {
-		return fail(stepSync, err)
+		return false, fail(stepSync, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fail(stepSync, err)
+		return false, fail(stepSync, err)
 	}
 	if err := ws.step(stepClose); err != nil {
-		return fail(stepClose, err)
+		return false, fail(stepClose, err)
 	}
 	if err := f.Close(); err != nil {
 		ws.root.Remove(tmp)
-		return stepError(p, stepClose, err)
+		return false, stepError(p, stepClose, err)
 	}
 	if err := ws.step(stepRename); err != nil {
 		ws.root.Remove(tmp)
-		return stepError(p, stepRename, err)
+		return false, stepError(p, stepRename, err)
 	}
 	if err := ws.root.Rename(tmp, rel); err != nil {
 		ws.root.Remove(tmp)
-		return stepError(p, stepRename, err)
+		return false, stepError(p, stepRename, err)
 	}
+	ws.written[rel] = v
 	if err := ws.syncDir(dir); err != nil {
-		return stepError(p, stepSyncDir, err)
+		return true, stepError(p, stepSyncDir, err)
 	}
-	return nil
+	return true, nil
 }
 
 // createTemp creates a new, empty, hidden temp file in dir with the given

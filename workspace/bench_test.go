@@ -157,4 +157,3 @@ func BenchmarkEventToBatch(b *testing.B) {
 	b.ReportMetric(float64(extra[len(extra)/2].Microseconds())/1000, "p50-ms-over-debounce")
 	b.ReportMetric(float64(extra[len(extra)*99/100].Microseconds())/1000, "p99-ms-over-debounce")
 }
-

@@ -236,16 +236,15 @@ func (ws *Workspace) Save(client ClientID, p string, version Version) error {
 
 	// Edits may land during the write; they are not lost, the buffer is
 	// simply dirty again afterwards, relative to the version written.
-	if err := ws.writeAtomic(rel, p, []byte(content)); err != nil {
-		return err
+	renamed, err := ws.writeAtomic(rel, p, content, version)
+	if renamed {
+		ws.mu.Lock()
+		if ws.buffers[rel] == b {
+			b.disk = version
+		}
+		ws.mu.Unlock()
 	}
-	ws.written[rel] = version
-	ws.mu.Lock()
-	if ws.buffers[rel] == b {
-		b.disk = version
-	}
-	ws.mu.Unlock()
-	return nil
+	return err
 }
 
 // CloseBuffer closes client's interest in the buffer at p. The buffer is

@@ -107,16 +107,18 @@ func (ws *Workspace) Write(p, contents string) (*BufferUpdate, error) {
 			return nil, newError(ErrWriteDenied, p, "the file is open in a text buffer with unsaved edits; save or close it first")
 		}
 	}
-	if err := ws.writeAtomic(rel, p, []byte(contents)); err != nil {
+	v := VersionOf(contents)
+	renamed, err := ws.writeAtomic(rel, p, contents, v)
+	if !renamed {
 		return nil, err
 	}
-	v := VersionOf(contents)
-	ws.written[rel] = v
+	// From here on the new contents are on disk, even if err says the
+	// directory fsync failed.
 	if b == nil || b.version == v {
 		if b != nil {
 			b.disk = v
 		}
-		return nil, nil
+		return nil, err
 	}
 	u := &BufferUpdate{
 		Path:       rel,
@@ -125,7 +127,7 @@ func (ws *Workspace) Write(p, contents string) (*BufferUpdate, error) {
 		NewContent: contents, NewVersion: v,
 	}
 	b.content, b.version, b.disk = contents, v, v
-	return u, nil
+	return u, err
 }
 
 // List returns the entries of the directory at p ("" or "." for the root),
