@@ -116,12 +116,17 @@ func (w *Watcher) dropSelfWrites(changes map[string]ChangeKind) []Change {
 // diskVersion returns the version of the file p on disk, absent if it does
 // not exist, and a value no write produces if it cannot be read.
 func (w *Watcher) diskVersion(p string) Version {
-	data, err := w.ws.root.ReadFile(p)
+	const unreadable Version = "unreadable"
+	fi, err := w.ws.root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return absent
-	case err != nil:
-		return "unreadable"
+	case err != nil || !fi.Mode().IsRegular(): // never open a FIFO: it would block
+		return unreadable
+	}
+	data, err := w.ws.root.ReadFile(p)
+	if err != nil {
+		return unreadable
 	}
 	return VersionOf(string(data))
 }

@@ -48,6 +48,9 @@ func (ws *Workspace) readFile(rel, p string) ([]byte, error) {
 	if fi.IsDir() {
 		return nil, newError(ErrNotFile, p, "is a directory")
 	}
+	if !fi.Mode().IsRegular() { // a FIFO would block the reader forever
+		return nil, newError(ErrNotFile, p, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()))
+	}
 	data, err := ws.root.ReadFile(rel)
 	if err != nil {
 		return nil, fsError(p, err)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -24,6 +25,13 @@ func TestReadErrors(t *testing.T) {
 	wantErr(t, err, ErrNotFile)
 	_, err = ws.Read("ok.py/x")
 	wantErr(t, err, ErrNotDirectory)
+	must(t, syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644))
+	_, err = ws.Read("pipe") // must not block
+	wantErr(t, err, ErrNotFile)
+	_, _, err = ws.OpenBuffer("c", "pipe")
+	wantErr(t, err, ErrNotFile)
+	_, err = ws.Write("pipe", "x")
+	wantErr(t, err, ErrNotFile)
 	_, err = ws.Read("latin1.py")
 	wantErr(t, err, ErrCannotDecode)
 	if msg := err.Error(); !strings.Contains(msg, "latin1.py") || !strings.Contains(msg, "line 2, column 6") || !strings.Contains(msg, "0xe9") {

@@ -168,9 +168,13 @@ func TestWatchDeleteThenCreate(t *testing.T) {
 	writeFiles(t, root, map[string]string{"pkg/m.py": "m = 2\n"})
 	expectChanges(t, w, "pkg/m.py:Modified", "pkg.m")
 
-	// Created and deleted again within a burst: nothing happened.
+	// Created and deleted again within a burst: nothing happened. Nor do
+	// touch and chmod change content.
 	writeFiles(t, root, map[string]string{"pkg/tmp.py": "x"})
 	must(t, os.Remove(filepath.Join(root, "pkg/tmp.py")))
+	later := time.Now().Add(time.Hour)
+	must(t, os.Chtimes(filepath.Join(root, "pkg/m.py"), later, later))
+	must(t, os.Chmod(filepath.Join(root, "pkg/m.py"), 0o600))
 	expectNothingBefore(t, w, root)
 }
 
