@@ -555,3 +555,36 @@ func TestWatcherLifecycle(t *testing.T) {
 	}
 	must(t, c.Stop(context.Background()))
 }
+
+// TestWatchWaitsForGitIndexLock checks the delivery rule directly: changes
+// that have been quiet long enough still wait while git holds its index
+// lock, and go as soon as it is released.
+func TestWatchWaitsForGitIndexLock(t *testing.T) {
+	t.Parallel()
+	ws, root := setup(t, map[string]string{".git/HEAD": "ref: refs/heads/main\n", "a.py": ""})
+	w := NewWatcher(ws, WatchOptions{})
+	// At "now" the change is 2 s old and as quiet: past Debounce and
+	// MaxDelay, within gitLockMaxDelay.
+	quietSince := time.Now()
+	now := quietSince.Add(2 * w.opts.MaxDelay)
+	w.pending["a.py"] = opWrite
+	w.firstAt, w.lastAt = quietSince, quietSince
+
+	if due, _ := w.due(now); !due {
+		t.Fatal("quiet changes are not due without a git lock")
+	}
+	writeFiles(t, root, map[string]string{".git/index.lock": ""})
+	if due, wait := w.due(now); due || wait != w.opts.Debounce {
+		t.Fatalf("due=%v wait=%v while git holds its index lock, want a wait of one debounce", due, wait)
+	}
+	must(t, os.Remove(filepath.Join(root, ".git/index.lock")))
+	if due, _ := w.due(now); !due {
+		t.Fatal("changes not due after git released its lock")
+	}
+	// A stale lock does not hold changes forever.
+	writeFiles(t, root, map[string]string{".git/index.lock": ""})
+	if due, _ := w.due(quietSince.Add(gitLockMaxDelay)); !due {
+		t.Fatal("a stale git lock holds changes beyond gitLockMaxDelay")
+	}
+	must(t, w.Stop(context.Background()))
+}

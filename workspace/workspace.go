@@ -104,7 +104,8 @@ func Open(root string, opts Options) (*Workspace, error) {
 func (ws *Workspace) Root() string { return ws.realRoot }
 
 // Close releases the workspace's handle on the root directory. Open buffers
-// are dropped; unsaved edits in them are lost (the clients own them).
+// are dropped; unsaved edits in them are lost (the clients own them). Stop
+// the workspace's Watcher first.
 func (ws *Workspace) Close() error {
 	ws.mu.Lock()
 	ws.buffers = make(map[string]*buffer)
