@@ -203,4 +203,3 @@ func (w *Watcher) syncBuffer(batch *Batch, ch Change) (kept bool) {
 		return true
 	}
 }
-
