@@ -2,9 +2,9 @@ module github.com/ripple-run/ripple
 
 go 1.26.8
 
-require go.uber.org/goleak v1.3.0
-
 require (
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	golang.org/x/sys v0.13.0 // indirect
+	github.com/fsnotify/fsnotify v1.10.1
+	go.uber.org/goleak v1.3.0
 )
+
+require golang.org/x/sys v0.13.0 // indirect
