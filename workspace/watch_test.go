@@ -588,3 +588,91 @@ func TestWatchWaitsForGitIndexLock(t *testing.T) {
 	}
 	must(t, w.Stop(context.Background()))
 }
+
+// TestWatchConcurrentWritersStress runs outside writes, workspace writes and
+// client edits with saves at the same time as the watcher: only the outside
+// writes may ever be reported, and the disk ends as the last save left it.
+func TestWatchConcurrentWritersStress(t *testing.T) {
+	t.Parallel()
+	ws, root := setup(t, map[string]string{"outside.py": "", "saved.py": "", "written.py": ""})
+	w := startWatcher(t, ws, WatchOptions{Debounce: 5 * time.Millisecond})
+	reported := map[string]bool{} // written by the collector until consumed is closed
+	markerSeen := make(chan struct{})
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for b := range w.Batches() {
+			for _, c := range b.Changes {
+				if strings.HasPrefix(c.Path, "marker-") && !reported[c.Path] {
+					close(markerSeen)
+				}
+				reported[c.Path] = true
+			}
+		}
+	}()
+
+	const rounds = 100
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := range rounds {
+			writeFiles(t, root, map[string]string{"outside.py": fmt.Sprintf("o = %d\n", i)})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range rounds {
+			if _, err := ws.Write("written.py", fmt.Sprintf("w = %d\n", i)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var lastSaved string
+	go func() {
+		defer wg.Done()
+		content, v, err := ws.OpenBuffer("c1", "saved.py")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for i := range rounds {
+			next := content + fmt.Sprintf("s%d = 1\n", i)
+			if _, err := ws.ApplyEdit("c1", "saved.py", []TextEdit{{Range{EndPosition(content), EndPosition(content)}, next[len(content):]}}, v, VersionOf(next)); err != nil {
+				t.Error(err)
+				return
+			}
+			content, v = next, VersionOf(next)
+			if i%3 == 0 {
+				if err := ws.Save("c1", "saved.py", v); err != nil {
+					t.Error(err)
+					return
+				}
+				lastSaved = content
+			}
+		}
+	}()
+	wg.Wait()
+	// Everything before the marker has been evaluated once it is reported.
+	writeFiles(t, root, map[string]string{"marker-stress.txt": "m"})
+	select {
+	case <-markerSeen:
+	case <-time.After(batchTimeout):
+		t.Fatal("marker never reported")
+	}
+	must(t, w.Stop(context.Background()))
+	<-consumed
+
+	if got := readDisk(t, root, "saved.py"); got != lastSaved {
+		t.Errorf("saved.py on disk = %q, want the last saved content %q", got, lastSaved)
+	}
+	for p := range reported {
+		if p != "outside.py" && !strings.HasPrefix(p, "marker-") {
+			t.Errorf("%s reported, but only the workspace wrote it", p)
+		}
+	}
+	if !reported["outside.py"] {
+		t.Errorf("outside writes never reported")
+	}
+}
