@@ -3,6 +3,7 @@ module github.com/ripple-run/ripple
 go 1.26.8
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/go-memdb v1.3.5
 	go.uber.org/goleak v1.3.0
 )
@@ -10,4 +11,5 @@ require (
 require (
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
+	golang.org/x/sys v0.13.0 // indirect
 )
