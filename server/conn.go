@@ -253,7 +253,7 @@ func (c *conn) writeLoop() {
 			return
 		case <-c.out.wake:
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.SlowClientTimeout)); err != nil {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
 				c.abort(0, "", ErrConnectionClosed)
 			}
 			continue
@@ -288,7 +288,7 @@ func (c *conn) isClosing() bool {
 
 // write sends one message; false when the connection failed.
 func (c *conn) write(m outMessage) bool {
-	_ = c.ws.SetWriteDeadline(time.Now().Add(c.srv.cfg.SlowClientTimeout))
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, m.data)
 	c.out.sent(m)
 	if err != nil {

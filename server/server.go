@@ -39,9 +39,13 @@ type Config struct {
 	// see PROTOCOL.md 1 for what happens beyond it.
 	OutboundLimit int
 	// SlowClientTimeout is how long a client may stay over OutboundLimit
-	// before it is disconnected with 1013, and how long one write may take
-	// (0 = 30 s).
+	// before it is disconnected with 1013 (0 = 30 s).
 	SlowClientTimeout time.Duration
+	// WriteTimeout is how long one write may block (0 = twice
+	// SlowClientTimeout). A client that reads nothing at all cannot be sent
+	// a close code: it is dropped when a write times out. One that catches
+	// up before that reads its 1013.
+	WriteTimeout time.Duration
 	// PingInterval is how often the server pings; a client that sends
 	// nothing, not even a pong, for twice as long is disconnected
 	// (0 = 30 s).
@@ -66,6 +70,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SlowClientTimeout == 0 {
 		c.SlowClientTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 2 * c.SlowClientTimeout
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = 30 * time.Second

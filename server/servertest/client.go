@@ -69,6 +69,9 @@ func (c *Client) read() {
 	for {
 		_, data, err := c.ws.ReadMessage()
 		if err != nil {
+			// The connection is over (gorilla has answered a close frame):
+			// release the socket so the server is not left waiting.
+			_ = c.ws.Close()
 			c.mu.Lock()
 			c.err = err
 			for _, ch := range c.pending {
