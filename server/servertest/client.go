@@ -26,11 +26,11 @@ type Client struct {
 	writeMu sync.Mutex // gorilla allows one writer
 
 	mu      sync.Mutex
-	nextID  int64                                   // guarded by mu
+	nextID  int64                                  // guarded by mu
 	pending map[string]chan protocol.ServerMessage // guarded by mu: id text -> waiter
-	stream  []Message                               // guarded by mu: unread messages not claimed by Call
-	arrived chan struct{}                           // guarded by mu: closed and replaced when stream grows
-	err     error                                   // guarded by mu: why the reader stopped
+	stream  []Message                              // guarded by mu: unread messages not claimed by Call
+	arrived chan struct{}                          // guarded by mu: closed and replaced when stream grows
+	err     error                                  // guarded by mu: why the reader stopped
 }
 
 // Message is one message from the server that no Call claimed. Raw is its
