@@ -11,7 +11,7 @@ of project code (mid-statement, through a trace function).
 
 import contextlib
 import json
-import os
+import signal
 import sys
 
 
@@ -23,6 +23,21 @@ class StubKernel:
         self._region_countdown = None
         self._line_countdown = None
         self._inside = 0
+        self._sigint_pending = False
+        self._previous_handler = None
+
+    def install_sigint(self):
+        """Handle SIGINT like server.py: raise only inside user_code()."""
+        self._sigint_pending = False
+        self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def uninstall_sigint(self):
+        signal.signal(signal.SIGINT, self._previous_handler)
+
+    def _on_sigint(self, signum, frame):
+        if self._inside:
+            raise KeyboardInterrupt
+        self._sigint_pending = True
 
     def emit_progress(self, obj):
         self.events.append(json.loads(json.dumps(obj, allow_nan=False)))
@@ -48,6 +63,9 @@ class StubKernel:
             if self._region_countdown <= 0:
                 self._region_countdown = None
                 raise KeyboardInterrupt
+        if self._sigint_pending:
+            self._sigint_pending = False
+            raise KeyboardInterrupt
         tracing = self._line_countdown is not None and self._inside == 0
         if tracing:
             sys.settrace(self._trace)
