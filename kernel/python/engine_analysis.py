@@ -86,11 +86,12 @@ class Analyzer:
             slot = self._codes[slot_key] = {}
         code = slot.get(node.lineno)
         if code is None:
-            if slot:
-                base_line, base = next(iter(slot.items()))
-                code = _shift(base, node.lineno - base_line)
-            else:
-                code = compile_statement(node, filename, flags)
+            base = slot.get(1)
+            if base is None:
+                # Compiled once at line 1, then moved: a statement that only
+                # changed lines is not compiled again.
+                base = slot[1] = compile_statement(node, filename, flags, first_line=1)
+            code = _shift(base, node.lineno - 1)
             slot[node.lineno] = code
         return code
 
@@ -556,7 +557,7 @@ def _all_args(args):
 # -- transformation and compilation --------------------------------------------
 
 
-def compile_statement(node, filename, flags=0):
+def compile_statement(node, filename, flags=0, first_line=None):
     """Compile one body statement so that it reports its value.
 
     The value of an assignment, annotated assignment, expression statement
@@ -566,6 +567,8 @@ def compile_statement(node, filename, flags=0):
     numbers and columns stay the user's, so tracebacks point at the source.
     """
     new = _transform(node)
+    if first_line is not None and first_line != new.lineno:
+        ast.increment_lineno(new, first_line - new.lineno)
     module = ast.Module(body=[new], type_ignores=[])
     ast.fix_missing_locations(module)
     return compile(module, filename, "exec", flags=flags, dont_inherit=True)

@@ -284,6 +284,9 @@ class Frame:
         self.args_key = None  # ExplicitCall: what the arguments were evaluated from
         self.reached = set()  # ids applied or run without a panic in the last run
         self.panicked = {}  # id -> (message, trace) of the last run
+        # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
+        # for mutable objects bound in this frame (see Runner._dirty_reads).
+        self.mutlog = {}
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -294,6 +297,7 @@ class Frame:
         self.params = {}
         self.param_stamp = 0
         self.args_key = None
+        self.mutlog = {}
 
 
 class _Return(BaseException):
@@ -409,22 +413,23 @@ class Runner:
         rdeps = plan.rdeps
         while work:
             i = work.pop()
-            for k in rdeps[i]:
-                if k not in rerun:
-                    rerun.add(k)
-                    work.append(k)
+            added = list(rdeps[i])
             if stmts[i].info.mutates:
                 members, hit_param = self._chain(plan, frame, i)
                 reaches_param = reaches_param or hit_param
-                for j in members:
-                    if j not in rerun:
-                        rerun.add(j)
-                        work.append(j)
+                added += members
+            creators, dirty_param = self._dirty_reads(plan, frame, i, rerun)
+            reaches_param = reaches_param or dirty_param
+            added += creators
+            for j in added:
+                if j not in rerun:
+                    rerun.add(j)
+                    work.append(j)
         return rerun, reaches_param
 
     def _chain(self, plan, frame, i):
+        """Definition chain of the names statement i mutates (5.3)."""
         stmts = plan.stmts
-        cache = frame.cache
         members = []
         hit_param = False
         seen = set()
@@ -435,28 +440,61 @@ class Runner:
             if kind == PARAM:
                 hit_param = True
                 continue
-            if kind != LOCAL or (name, ref) in seen:
+            if kind != LOCAL or ref in seen:
                 continue
-            seen.add((name, ref))
+            seen.add(ref)
             members.append(ref)
-            definer = stmts[ref]
-            info = definer.info
+            info = stmts[ref].info
             if name in info.mutates or (info.compound and name in info.defines):
                 todo.append((name, ref))
-            # The definer's value may share objects with what it read.
-            for used, (ukind, uref) in definer.dep_of.items():
-                if ukind == PARAM:
-                    hit_param = hit_param or not _immutable(frame.params.get(used))
-                    continue
-                if ukind != LOCAL or (used, uref) in seen:
-                    continue
-                e = cache.get(stmts[uref].id)
-                if e is not None:
-                    bound = _binding(e, used)
-                    if bound is DELETED or _immutable(bound):
-                        continue
-                todo.append((used, ref))
         return members, hit_param
+
+    def _dirty_reads(self, plan, frame, k, rerun):
+        """Creators of objects statement k would read in a state k must not see.
+
+        An object read by k is clean when every mutation logged on it came
+        from a statement before k that is cached with that very stamp and is
+        not re-running. Otherwise (a later statement mutated it in an earlier
+        run, a mutating statement was deleted, changed, panicked or was
+        interrupted) the statement that created it must run again.
+        Returns (statement indices, whether a parameter object is dirty).
+        """
+        stmts = plan.stmts
+        cache = frame.cache
+        mutlog = frame.mutlog
+        out = []
+        dirty_param = False
+        ps = stmts[k]
+        for name, kind, ref in ps.deps:
+            if kind == LOCAL:
+                e = cache.get(stmts[ref].id)
+                if e is None:
+                    continue
+                obj = _binding(e, name)
+            elif kind == PARAM:
+                obj = frame.params.get(name, DELETED)
+            else:
+                continue
+            if obj is DELETED:
+                continue
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj or not log[2]:
+                continue
+            for mutator_id, stamp in log[2]:
+                m = plan.by_id.get(mutator_id)
+                if m is None or m.index >= k or m.index in rerun:
+                    break
+                me = cache.get(mutator_id)
+                if me is None or me.stamp != stamp:
+                    break
+            else:
+                continue
+            creator = plan.by_id.get(log[1]) if log[1] is not None else None
+            if creator is not None:
+                out.append(creator.index)
+            elif log[1] is None and kind == PARAM:
+                dirty_param = True
+        return out, dirty_param
 
     # -- running ------------------------------------------------------------------------
 
@@ -559,6 +597,7 @@ class Runner:
             del frame.cache[stale]
         for stale in [k for k in reported if k not in plan.by_id]:
             del reported[stale]
+        self._prune_mutlog(frame)
         for vis_id, items in vis_by_id.items():
             if vis_id not in plan.by_id and top:
                 for vis in items:
@@ -570,8 +609,10 @@ class Runner:
         info = ps.info
         frame.cache.pop(ps.id, None)  # no stale entry survives an interrupt or a panic
         sig = self._current_sig(plan, ps, frame)
+        stamp = self.engine.next_stamp()
         hooks.reset()
         returned = False
+        mutated = [ns[n] for n in info.mutates if n in ns and not _immutable(ns[n])]
         started = time.perf_counter_ns()
         try:
             code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags)
@@ -583,6 +624,10 @@ class Runner:
                     returned = True
                     hooks.value = ret.value
                     hooks.has = True
+                finally:
+                    # Logged even when it raised or was interrupted: its
+                    # partial effects make the objects dirty.
+                    self._log_mutations(frame, mutated, ps.id, stamp)
                 elapsed = time.perf_counter_ns() - started
                 if hooks.has:
                     value = hooks.value
@@ -606,9 +651,11 @@ class Runner:
             self.emit({"type": "diagnostic", "diagnostic": diag})
             update = _update(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
             frame.reported[ps.id] = update
+            self._register_objects(frame, ns, info, ps.id)
             self.emit({"type": "updates", "depth": depth, "updates": [update]})
             return False
         bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
+        self._register_objects(frame, ns, info, ps.id)
         update = _update(ps, {"type": "Value", "preview": preview}, elapsed)
         update["type"] = type_name
         call = hooks.call
@@ -618,7 +665,7 @@ class Runner:
                 update["methodCall"] = {"methodPointer": pointer}
             else:
                 call = None
-        entry = Entry(info.key, ps.dep_names, sig, self.engine.next_stamp(), bindings, update, value, returned, call)
+        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call)
         frame.cache[ps.id] = entry
         frame.reported[ps.id] = update
         self.kernel.flush_output()
@@ -626,6 +673,40 @@ class Runner:
         if top and ps.id in vis_by_id:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
         return returned
+
+    @staticmethod
+    def _log_mutations(frame, objects, expression_id, stamp):
+        mutlog = frame.mutlog
+        for obj in objects:
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj:
+                log = mutlog[id(obj)] = [obj, None, []]
+            log[2].append((expression_id, stamp))
+
+    @staticmethod
+    def _register_objects(frame, ns, info, expression_id):
+        """Note the statement as creator of the new mutable objects it bound."""
+        mutlog = frame.mutlog
+        for name in info.defines:
+            obj = ns.get(name, DELETED)
+            if obj is DELETED or _immutable(obj):
+                continue
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj:
+                mutlog[id(obj)] = [obj, expression_id, []]
+
+    @staticmethod
+    def _prune_mutlog(frame):
+        """Forget logs of objects no cached binding or parameter holds."""
+        live = set()
+        for e in frame.cache.values():
+            for _, obj in e.bindings:
+                live.add(id(obj))
+        for obj in frame.params.values():
+            live.add(id(obj))
+        mutlog = frame.mutlog
+        for key in [k for k in mutlog if k not in live]:
+            del mutlog[key]
 
     # -- visualizations -------------------------------------------------------------
 
