@@ -43,11 +43,12 @@ _CACHE_LIMIT = 100000
 class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
-    __slots__ = ("uses", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key")
+    __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key")
 
-    def __init__(self, uses, defines, mutates, lazy, compound, returns, yields, label, key):
+    def __init__(self, uses, binds, defines, mutates, lazy, compound, returns, yields, label, key):
         self.uses = uses
-        self.defines = defines
+        self.binds = binds  # names actually bound (assigned, imported, deleted...)
+        self.defines = defines  # binds + mutates
         self.mutates = mutates
         self.lazy = lazy
         self.compound = compound
@@ -110,6 +111,7 @@ def analyze(node):
     defines = frozenset(top.binds | top.mutates)
     return StmtInfo(
         uses=frozenset(uses),
+        binds=frozenset(top.binds),
         defines=defines,
         mutates=mutates,
         lazy=frozenset(lazy),

@@ -247,7 +247,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         carried.append(frozenset(carry) if carry else frozenset())
         for name in info.defines:
             last[name] = i
-        bound |= info.defines
+        bound |= info.binds
         plan.stmts.append(ps)
         plan.by_id[ps.id] = ps
     plan.bound = frozenset(bound)

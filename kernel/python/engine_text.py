@@ -219,6 +219,10 @@ def _reparse_incremental(previous, lines, filename):
             return module
         clone = copy.copy(owner_node)
         clone.body = new_body
+        if idx == len(body_list) - 1:
+            # A definition ends where its last statement ends.
+            clone.end_lineno = replacement.end_lineno
+            clone.end_col_offset = replacement.end_col_offset
         replacement = clone
     return None
 

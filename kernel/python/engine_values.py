@@ -123,7 +123,7 @@ def preview(value):
 
 def _safe_type_name(value):
     try:
-        return type(value).__qualname__
+        return type(value).__name__
     except Exception:
         return "object"
 
