@@ -43,9 +43,9 @@ _CACHE_LIMIT = 100000
 class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
-    __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key")
+    __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports")
 
-    def __init__(self, uses, binds, defines, mutates, lazy, compound, returns, yields, label, key):
+    def __init__(self, uses, binds, defines, mutates, lazy, compound, returns, yields, label, key, imports=()):
         self.uses = uses
         self.binds = binds  # names actually bound (assigned, imported, deleted...)
         self.defines = defines  # binds + mutates
@@ -56,6 +56,9 @@ class StmtInfo:
         self.yields = yields
         self.label = label  # definition label base ("x", "a,b", "return") or None for "#k"
         self.key = key  # normalised source: ast.dump without positions
+        # Every import in the statement, nested functions included:
+        # (level, module, [(name, asname)], is_from); star imports have name "*".
+        self.imports = imports
 
 
 class Analyzer:
@@ -120,6 +123,7 @@ def analyze(node):
         yields=scan.yields,
         label=label_base(node),
         key=ast.dump(node),
+        imports=tuple(scan.imports),
     )
 
 
@@ -237,6 +241,7 @@ class _Scan:
         self.stack = [self.top]
         self.returns = False
         self.yields = False
+        self.imports = []
 
     # -- scopes -------------------------------------------------------------
 
@@ -335,11 +340,14 @@ class _Scan:
     def s_Import(self, node):
         for alias in node.names:
             self._bind(alias.asname or alias.name.split(".")[0])
+            self.imports.append((0, alias.name, ((alias.name, alias.asname),), False))
 
     def s_ImportFrom(self, node):
         for alias in node.names:
             if alias.name != "*":
                 self._bind(alias.asname or alias.name)
+        names = tuple((a.name, a.asname) for a in node.names)
+        self.imports.append((node.level or 0, node.module or "", names, True))
 
     def s_Global(self, node):
         self.scope.declared.update(node.names)

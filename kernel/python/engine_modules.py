@@ -37,10 +37,12 @@ import hashlib
 import importlib
 import importlib.abc
 import importlib.util
+import itertools
 import linecache
 import os
 import re
 import sys
+import types
 
 text = sys.modules["_ripple_engine_text"]
 analysis = sys.modules["_ripple_engine_analysis"]
@@ -52,6 +54,66 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _BUILTINS = frozenset(dir(builtins))
 BUILTIN_VERSION = "builtin"
 UNBOUND_VERSION = "unbound"
+
+
+LAZY_MIN = 64
+LAZY_HOOK = "__ripple_lazy__"
+
+
+class _LazyDef:
+    __slots__ = ("node", "filename", "namespace", "flags", "stub_code", "real")
+
+    def __init__(self, node, filename, namespace, flags):
+        self.node = node
+        self.filename = filename
+        self.namespace = namespace
+        self.flags = flags
+        self.stub_code = None
+        self.real = None
+
+
+def _stub(node, token):
+    """A def with node's name, signature and decorators that calls the real code."""
+    args = node.args
+    positional = [ast.Name(id=a.arg, ctx=ast.Load()) for a in list(getattr(args, "posonlyargs", [])) + list(args.args)]
+    if args.vararg is not None:
+        positional.append(ast.Starred(value=ast.Name(id=args.vararg.arg, ctx=ast.Load()), ctx=ast.Load()))
+    keywords = [ast.keyword(arg=a.arg, value=ast.Name(id=a.arg, ctx=ast.Load())) for a in args.kwonlyargs]
+    if args.kwarg is not None:
+        keywords.append(ast.keyword(arg=None, value=ast.Name(id=args.kwarg.arg, ctx=ast.Load())))
+    fetch = ast.Call(func=ast.Name(id=LAZY_HOOK, ctx=ast.Load()), args=[ast.Constant(value=token)], keywords=[])
+    call = ast.Call(func=fetch, args=positional, keywords=keywords)
+    ret = ast.Return(value=call)
+    stub = ast.FunctionDef(
+        name=node.name,
+        args=args,
+        body=[ret],
+        decorator_list=node.decorator_list,
+        returns=node.returns,
+        type_comment=None,
+    )
+    ast.copy_location(stub, node)
+    for child in ast.walk(ret):
+        child.lineno = node.lineno
+        child.col_offset = node.col_offset
+        child.end_lineno = node.lineno
+        child.end_col_offset = node.col_offset
+    return stub
+
+
+def _future_flags(tree):
+    import __future__
+
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(__future__, alias.name, None)
+                if feature is not None:
+                    flags |= feature.compiler_flag
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            break
+    return flags
 
 
 class ModuleError(ValueError):
@@ -79,14 +141,15 @@ class ModuleRecord:
 class _TopStmt:
     """Module-level facts of one top-level statement (cached by text)."""
 
-    __slots__ = ("binds", "reads", "own", "imports", "star")
+    __slots__ = ("binds", "reads", "own", "imports", "star", "generator")
 
-    def __init__(self, binds, reads, own, imports, star):
+    def __init__(self, binds, reads, own, imports, star, generator=False):
         self.binds = binds  # names bound at module level
         self.reads = reads  # module-level names it reads (functions: free names)
         self.own = own  # hash of its normalised source
         self.imports = imports  # [(level, module or "", [(name, asname)] or None, is_from)]
         self.star = star  # [(level, module)] of star imports
+        self.generator = generator  # a def whose body yields or awaits
 
 
 class ModuleTable:
@@ -102,6 +165,9 @@ class ModuleTable:
         self._versions = None  # name -> {global: version}; None = recompute
         self._module_hash = {}
         self._top_cache = {}  # segment text -> _TopStmt
+        self._node_memo = {}  # id(stmt) -> (stmt, StmtInfo): nodes an incremental parse kept
+        self._lazy = {}  # token -> _LazyDef (see compile_module)
+        self._lazy_tokens = itertools.count(1)
         self._finder = _ProjectFinder(self)
         self._loader = ProjectLoader(self)
         sys.meta_path.insert(0, self._finder)
@@ -352,6 +418,68 @@ class ModuleTable:
             self._load(name)
         return rec
 
+    def compile_module(self, rec, namespace):
+        """Code of a module's top level, with long functions compiled lazily.
+
+        A module-level function with more than LAZY_MIN statements is
+        compiled as a stub with the same name, signature, decorators and
+        line, whose body fetches the real code on its first call (compiled
+        then, swapped into the function so later calls are direct) and calls
+        it with the same arguments. Execution contexts never call the
+        function they run (they run its statements), so an edit of a long
+        ``main`` costs a compile of the stub, not of the whole body.
+        """
+        src = rec.source
+        flags = _future_flags(src.tree)
+        body = []
+        stubs = []
+        for node, top in zip(src.tree.body, self._top(rec)):
+            if isinstance(node, ast.FunctionDef) and len(node.body) > LAZY_MIN and not top.generator:
+                token = next(self._lazy_tokens)
+                self._lazy[token] = _LazyDef(node, src.filename, namespace, flags)
+                body.append(_stub(node, token))
+                stubs.append(token)
+            else:
+                body.append(node)
+        if not stubs:
+            return compile(src.tree, src.filename, "exec", flags=flags, dont_inherit=True)
+        namespace[LAZY_HOOK] = self._resolve_lazy
+        tree = ast.Module(body=body, type_ignores=[])
+        code = compile(tree, src.filename, "exec", flags=flags, dont_inherit=True)
+        for token in stubs:
+            entry = self._lazy[token]
+            for const in code.co_consts:
+                if isinstance(const, types.CodeType) and const.co_name == entry.node.name and const.co_firstlineno == entry.node.lineno:
+                    entry.stub_code = const
+        return code
+
+    def _resolve_lazy(self, token):
+        entry = self._lazy[token]
+        if entry.real is None:
+            node = entry.node
+            module_code = compile(
+                ast.Module(body=[node], type_ignores=[]), entry.filename, "exec", flags=entry.flags, dont_inherit=True
+            )
+            real = None
+            for const in module_code.co_consts:
+                if isinstance(const, types.CodeType) and const.co_name == node.name:
+                    real = const
+            entry.real = types.FunctionType(real, entry.namespace, node.name)
+            # Later calls skip the stub: swap the real code into the function.
+            for value in list(entry.namespace.values()):
+                func = value
+                for _ in range(8):
+                    if getattr(func, "__code__", None) is entry.stub_code:
+                        try:
+                            func.__code__ = real
+                        except (TypeError, ValueError):
+                            pass
+                        break
+                    func = getattr(func, "__wrapped__", None)
+                    if func is None:
+                        break
+        return entry.real
+
     def source_for_filename(self, filename):
         rec = self.by_filename.get(filename)
         return rec.source if rec is not None else None
@@ -409,17 +537,6 @@ class ModuleTable:
         return out
 
     def _analyze_top(self, src, node):
-        imports = []
-        star = []
-        for child in _walk_imports(node):
-            if isinstance(child, ast.Import):
-                for alias in child.names:
-                    imports.append((0, alias.name, [(alias.name, alias.asname)], False))
-            else:
-                names = [(a.name, a.asname) for a in child.names if a.name != "*"]
-                if any(a.name == "*" for a in child.names):
-                    star.append((child.level or 0, child.module or ""))
-                imports.append((child.level or 0, child.module or "", names, True))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and len(node.body) > 4:
             # Built from the body statements' cached analysis so an edit
             # inside a long function costs one statement, not the function.
@@ -429,23 +546,45 @@ class ModuleTable:
             reads = set(head.uses)
             binds_inside = set()
             keys = [head.key]
+            raw_imports = list(head.imports)
+            generator = False
+            memo = self._node_memo
+            if len(memo) > 200000:
+                memo.clear()
             for stmt in node.body:
-                info = self.analyzer.info(src.segment(stmt), stmt)
+                hit = memo.get(id(stmt))
+                if hit is not None and hit[0] is stmt:
+                    info = hit[1]
+                else:
+                    info = self.analyzer.info(src.segment(stmt), stmt)
+                    memo[id(stmt)] = (stmt, info)
+                generator = generator or info.yields
                 reads |= info.uses
                 binds_inside |= info.defines
                 keys.append(info.key)
+                raw_imports.extend(info.imports)
             if not isinstance(node, ast.ClassDef):
                 reads -= binds_inside | set(analysis.parameter_names(node.args))
             own = _hash("\0".join(keys))
-            binds = head.defines
+            binds = head.binds
         else:
             info = analysis.analyze(node)
             reads = set(info.uses)
+            generator = False
             own = _hash(info.key)
-            binds = info.defines - info.mutates if not isinstance(node, ast.AugAssign) else info.defines
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                binds = info.defines
-        return _TopStmt(frozenset(binds), frozenset(reads), own, imports, star)
+            # A module-level mutation (CONFIG.append(1)) is part of the
+            # mutated global's version too.
+            binds = info.defines
+            raw_imports = info.imports
+        imports = []
+        star = []
+        for level, module, names, is_from in raw_imports:
+            if is_from:
+                if any(name == "*" for name, _ in names):
+                    star.append((level, module))
+                names = [(n, a) for n, a in names if n != "*"]
+            imports.append((level, module, names, is_from))
+        return _TopStmt(frozenset(binds), frozenset(reads), own, imports, star, generator)
 
     def _compute_versions(self):
         """Versions of every module-level name of every ok module (see module doc)."""
@@ -528,20 +667,6 @@ class ModuleTable:
             versions.setdefault(mod, {})
         self._versions = versions
         self._module_hash = hashes
-
-
-def _walk_imports(node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ast.Import, ast.ImportFrom)):
-            yield current
-            continue
-        if isinstance(current, (ast.expr,)):
-            continue
-        for child in ast.iter_child_nodes(current):
-            if isinstance(child, (ast.stmt, ast.excepthandler)) or type(child).__name__ == "match_case":
-                stack.append(child)
 
 
 def _resolve(rec, level, module):
@@ -738,7 +863,7 @@ class ProjectLoader(importlib.abc.Loader):
         try:
             src = table._parse(rec)
             rec.imports = table._imports_of(rec)
-            code = compile(src.tree, rec.filename, "exec", dont_inherit=True)
+            code = table.compile_module(rec, module.__dict__)
             module.__file__ = rec.filename
             with table.kernel.user_code():
                 exec(code, module.__dict__)

@@ -136,7 +136,22 @@ class PlanStmt:
 class Plan:
     """Static view of one function body at one source generation."""
 
-    __slots__ = ("module", "qualname", "generation", "filename", "path", "stmts", "params", "bound", "flags", "rdeps", "by_id", "node_memo")
+    __slots__ = (
+        "module",
+        "qualname",
+        "generation",
+        "filename",
+        "path",
+        "stmts",
+        "params",
+        "bound",
+        "flags",
+        "rdeps",
+        "by_id",
+        "node_memo",
+        "carried",
+        "args_dump",
+    )
 
     def __init__(self, module, qualname, generation, filename, path):
         self.module = module
@@ -151,6 +166,8 @@ class Plan:
         self.rdeps = []
         self.by_id = {}
         self.node_memo = {}  # id(node) -> (node, text, info): reuse across generations
+        self.carried = []  # per statement: free names of later-running code its names carry
+        self.args_dump = ""
 
 
 def find_function(tree, qualname):
@@ -186,8 +203,19 @@ def future_flags(tree):
 
 
 def build_plan(analyzer, source, module, qualname, func, previous=None):
-    """The Plan of func (an ast def node) in source."""
+    """The Plan of func (an ast def node) in source.
+
+    When exactly one statement changed since previous (an incremental parse
+    keeps the other nodes) and it binds the same names, only that statement
+    is analysed again: every other statement's definers are unchanged.
+    """
+    args_dump = ast.dump(func.args)
+    if previous is not None:
+        plan = _update_plan(analyzer, source, module, qualname, func, previous, args_dump)
+        if plan is not None:
+            return plan
     plan = Plan(module, qualname, source.generation, source.filename, source.path)
+    plan.args_dump = args_dump
     memo_old = previous.node_memo if previous is not None else {}
     memo = plan.node_memo
     infos = []
@@ -252,7 +280,99 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         plan.by_id[ps.id] = ps
     plan.bound = frozenset(bound)
     plan.rdeps = rdeps
+    plan.carried = carried
     plan.flags = future_flags(source.tree)
+    return plan
+
+
+def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
+    old = previous.stmts
+    body = func.body
+    if (
+        previous.module != module
+        or previous.qualname != qualname
+        or previous.filename != source.filename
+        or len(body) != len(old)
+        or previous.args_dump != args_dump
+    ):
+        return None
+    changed = [i for i, node in enumerate(body) if node is not old[i].node]
+    if len(changed) > 1:
+        return None
+    plan = Plan(module, qualname, source.generation, source.filename, source.path)
+    plan.args_dump = args_dump
+    plan.params = previous.params
+    plan.bound = previous.bound
+    plan.flags = future_flags(source.tree)
+    plan.carried = previous.carried
+    if not changed:
+        plan.stmts = previous.stmts
+        plan.rdeps = previous.rdeps
+        plan.by_id = previous.by_id
+        plan.node_memo = previous.node_memo
+        return plan
+    p = changed[0]
+    node = body[p]
+    text = source.segment(node)
+    info = analyzer.info(text, node)
+    before = old[p]
+    was = before.info
+    if (
+        info.defines != was.defines
+        or info.binds != was.binds
+        or info.label != was.label
+        or info.lazy != was.lazy
+        or info.yields
+    ):
+        return None
+    param_set = frozenset(previous.params)
+    names = set(info.uses)
+    if info.compound:
+        names |= info.defines
+    resolved = {}
+    queue = list(names)
+    carry = set(info.lazy)
+    while queue:
+        name = queue.pop()
+        if name in resolved:
+            continue
+        j = p - 1
+        while j >= 0 and name not in old[j].info.defines:
+            j -= 1
+        if j >= 0:
+            resolved[name] = (LOCAL, j)
+            extra = previous.carried[j]
+            carry |= extra
+            queue.extend(x for x in extra if x not in resolved)
+        elif name in param_set:
+            resolved[name] = (PARAM, None)
+        else:
+            resolved[name] = (GLOBAL, None)
+    if frozenset(carry) != previous.carried[p]:
+        return None
+    ps = PlanStmt(p, before.id, node, text, info, source.node_range(node))
+    deps = tuple((name,) + resolved[name] for name in sorted(resolved))
+    ps.deps = deps
+    ps.dep_names = tuple(d[0] for d in deps)
+    ps.dep_of = resolved
+    ps.local_deps = tuple(sorted({ref for _, kind, ref in deps if kind == LOCAL}))
+    stmts = list(old)
+    stmts[p] = ps
+    plan.stmts = stmts
+    rdeps = list(previous.rdeps)
+    for j in before.local_deps:
+        rdeps[j] = [k for k in rdeps[j] if k != p]
+    for j in ps.local_deps:
+        rdeps[j] = rdeps[j] + [p]
+    plan.rdeps = rdeps
+    by_id = dict(previous.by_id)
+    by_id[ps.id] = ps
+    plan.by_id = by_id
+    memo = previous.node_memo
+    if len(memo) > 2 * len(body) + 16:
+        memo = {id(s.node): (s.node, s.text, s.info) for s in stmts}
+    memo[id(node)] = (node, text, info)
+    plan.node_memo = memo
     return plan
 
 
@@ -698,6 +818,8 @@ class Runner:
     @staticmethod
     def _prune_mutlog(frame):
         """Forget logs of objects no cached binding or parameter holds."""
+        if len(frame.mutlog) <= 2 * len(frame.cache) + 64:
+            return
         live = set()
         for e in frame.cache.values():
             for _, obj in e.bindings:
