@@ -43,6 +43,7 @@ import os
 import re
 import sys
 import types
+import weakref
 
 text = sys.modules["_ripple_engine_text"]
 analysis = sys.modules["_ripple_engine_analysis"]
@@ -61,15 +62,32 @@ LAZY_HOOK = "__ripple_lazy__"
 
 
 class _LazyDef:
-    __slots__ = ("node", "filename", "namespace", "flags", "stub_code", "real")
+    """A long function compiled lazily. Holds no module namespace, so the
+    module can be collected; the entry goes with its function object."""
 
-    def __init__(self, node, filename, namespace, flags):
+    __slots__ = ("node", "filename", "flags", "stub_code", "real_code")
+
+    def __init__(self, node, filename, flags):
         self.node = node
         self.filename = filename
-        self.namespace = namespace
         self.flags = flags
         self.stub_code = None
-        self.real = None
+        self.real_code = None
+
+
+def _functions_with_code(namespace, code):
+    """Function objects in namespace (decorated ones through __wrapped__) running code."""
+    found = []
+    for value in list(namespace.values()):
+        func = value
+        for _ in range(8):
+            if getattr(func, "__code__", None) is code:
+                found.append(func)
+                break
+            func = getattr(func, "__wrapped__", None)
+            if func is None:
+                break
+    return found
 
 
 def _stub(node, token):
@@ -436,13 +454,13 @@ class ModuleTable:
         for node, top in zip(src.tree.body, self._top(rec)):
             if isinstance(node, ast.FunctionDef) and len(node.body) > LAZY_MIN and not top.generator:
                 token = next(self._lazy_tokens)
-                self._lazy[token] = _LazyDef(node, src.filename, namespace, flags)
+                self._lazy[token] = _LazyDef(node, src.filename, flags)
                 body.append(_stub(node, token))
                 stubs.append(token)
             else:
                 body.append(node)
         if not stubs:
-            return compile(src.tree, src.filename, "exec", flags=flags, dont_inherit=True)
+            return compile(src.tree, src.filename, "exec", flags=flags, dont_inherit=True), stubs
         namespace[LAZY_HOOK] = self._resolve_lazy
         tree = ast.Module(body=body, type_ignores=[])
         code = compile(tree, src.filename, "exec", flags=flags, dont_inherit=True)
@@ -451,34 +469,38 @@ class ModuleTable:
             for const in code.co_consts:
                 if isinstance(const, types.CodeType) and const.co_name == entry.node.name and const.co_firstlineno == entry.node.lineno:
                     entry.stub_code = const
-        return code
+        return code, stubs
 
     def _resolve_lazy(self, token):
-        entry = self._lazy[token]
-        if entry.real is None:
-            node = entry.node
+        """The real function behind a stub (called by the stub, see compile_module)."""
+        entry = self._lazy.get(token)
+        if entry is None:
+            raise RuntimeError("ripple: this function's code was discarded with its module; reload the module")
+        namespace = sys._getframe(1).f_globals
+        node = entry.node
+        if entry.real_code is None:
             module_code = compile(
                 ast.Module(body=[node], type_ignores=[]), entry.filename, "exec", flags=entry.flags, dont_inherit=True
             )
-            real = None
             for const in module_code.co_consts:
                 if isinstance(const, types.CodeType) and const.co_name == node.name:
-                    real = const
-            entry.real = types.FunctionType(real, entry.namespace, node.name)
+                    entry.real_code = const
             # Later calls skip the stub: swap the real code into the function.
-            for value in list(entry.namespace.values()):
-                func = value
-                for _ in range(8):
-                    if getattr(func, "__code__", None) is entry.stub_code:
-                        try:
-                            func.__code__ = real
-                        except (TypeError, ValueError):
-                            pass
-                        break
-                    func = getattr(func, "__wrapped__", None)
-                    if func is None:
-                        break
-        return entry.real
+            for func in _functions_with_code(namespace, entry.stub_code):
+                try:
+                    func.__code__ = entry.real_code
+                except (TypeError, ValueError):
+                    pass
+        return types.FunctionType(entry.real_code, namespace, node.name)
+
+    def attach_lazy(self, tokens, namespace):
+        """Tie each stub's bookkeeping to its function object's lifetime."""
+        for token in tokens:
+            entry = self._lazy.get(token)
+            if entry is None:
+                continue
+            for func in _functions_with_code(namespace, entry.stub_code):
+                weakref.finalize(func, self._lazy.pop, token, None)
 
     def source_for_filename(self, filename):
         rec = self.by_filename.get(filename)
@@ -863,10 +885,11 @@ class ProjectLoader(importlib.abc.Loader):
         try:
             src = table._parse(rec)
             rec.imports = table._imports_of(rec)
-            code = table.compile_module(rec, module.__dict__)
+            code, lazy = table.compile_module(rec, module.__dict__)
             module.__file__ = rec.filename
             with table.kernel.user_code():
                 exec(code, module.__dict__)
+            table.attach_lazy(lazy, module.__dict__)
         except KeyboardInterrupt:
             rec.state = STALE
             raise

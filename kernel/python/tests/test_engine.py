@@ -91,6 +91,24 @@ class Execution(EngineTestCase):
         run = s.run()
         self.assertEqual(run.values()["main:main/y"][1], "NameError: name 'x' is not defined")
 
+    def test_long_functions_are_compiled_lazily_and_behave(self):
+        body = "".join("    v%d = %d\n" % (i, i) for i in range(100))
+        lib = "def big(a, b=2, *r, k=3, **kw):\n" + body + "    if a < 0:\n        raise ValueError('neg')\n    return (a, b, r, k, kw, v99)\n"
+        main = "import inspect\nfrom lib import big\n\n" + src(
+            "x = big(1, 5, 6, k=4, z=1)", "y = big(0)", "s = str(inspect.signature(big))", "z = big(-1)"
+        )
+        s = self.session({"lib": lib, "main": main})
+        run = s.run()
+        values = run.values()
+        self.assertEqual(values["main:main/x"], "(1, 5, (6,), 4, {'z': 1}, 99)")
+        self.assertEqual(values["main:main/y"], "(0, 2, (), 3, {}, 99)")
+        self.assertEqual(values["main:main/s"], "'(a, b=2, *r, k=3, **kw)'")
+        self.assertEqual(values["main:main/z"][1], "ValueError: neg")
+        [diag] = run.diagnostics()
+        self.assertEqual(diag["stack"][-1]["location"]["start"]["line"], 102)
+        run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": "main:main/x"}])
+        self.assertEqual(run.values(1)["lib:big/v99"], "99")
+
     def test_drop_context_and_status(self):
         s = self.session({"main": src("x = print('ran') or 1")})
         self.assertEqual(s.run().output, "ran\n")
