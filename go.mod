@@ -11,5 +11,6 @@ require (
 require (
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
 	github.com/hashicorp/golang-lru v0.5.4 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.13.0 // indirect
 )
