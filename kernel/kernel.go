@@ -52,6 +52,11 @@ type Config struct {
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL;
 	// default 2 s.
 	StopGrace time.Duration
+
+	// Test hooks.
+	scriptDir     string         // use these Python files instead of ScriptDir()
+	onListen      func(port int) // called once the handshake port is open
+	skipLossGrace bool           // never kill after a lost connection
 }
 
 const (
@@ -64,8 +69,9 @@ const (
 	connLossGrace = 3 * time.Second
 	// stderrTailSize is how much captured stderr is kept for ExitError.
 	stderrTailSize = 4 << 10
-	// stderrTailLines is how many lines of each stderr source ExitError shows.
-	stderrTailLines = 12
+	// stderrTailLines is how many lines of each stderr source ExitError
+	// shows: enough for a faulthandler crash report.
+	stderrTailLines = 20
 )
 
 var errDiedDuringStart = errors.New("kernel process exited during start")
@@ -165,9 +171,11 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("kernel %s: project root %q is not a directory", cfg.ID, cfg.Root)
 	}
-	dir, err := ScriptDir()
-	if err != nil {
-		return nil, err
+	dir := cfg.scriptDir
+	if dir == "" {
+		if dir, err = ScriptDir(); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(cfg.LogDir, 0o700); err != nil {
 		return nil, fmt.Errorf("kernel %s: startup log directory: %w", cfg.ID, err)
@@ -185,6 +193,9 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		return nil, err
 	}
 	defer acc.close()
+	if cfg.onListen != nil {
+		cfg.onListen(acc.port())
+	}
 
 	cmd := exec.Command(cfg.Python.Path, "-u", filepath.Join(dir, "server.py"), strconv.Itoa(acc.port()))
 	cmd.Dir = root
@@ -309,6 +320,11 @@ func (k *Kernel) Call(ctx context.Context, method string, params any, sink Sink)
 		return nil, err
 	}
 	defer k.release()
+	return k.callHeld(ctx, method, params, sink)
+}
+
+// callHeld is Call for a caller that holds the turn.
+func (k *Kernel) callHeld(ctx context.Context, method string, params any, sink Sink) (json.RawMessage, error) {
 	p, err := appendCallPayload(k.pbuf[:0], method, params)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %s: encode params: %w", k.id, method, err)
@@ -401,6 +417,22 @@ func (k *Kernel) tryAcquire() bool {
 }
 
 func (k *Kernel) release() { <-k.turn }
+
+var errHealthTimeout = errors.New("health check: no answer to ping")
+
+// pingIfIdle pings the kernel unless a request holds it, and reports
+// whether it pinged. A kernel that does not answer within timeout is
+// interrupted and, past the interrupt timeout, killed (see exchange).
+func (k *Kernel) pingIfIdle(timeout time.Duration) (bool, error) {
+	if !k.tryAcquire() {
+		return false, nil
+	}
+	defer k.release()
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, errHealthTimeout)
+	defer cancel()
+	_, err := k.callHeld(ctx, "ping", nil, nil)
+	return true, err
+}
 
 func (k *Kernel) interruptedError(ctx context.Context, method string) error {
 	return fmt.Errorf("kernel %s: %s: %w: %w", k.id, method, ErrInterrupted, context.Cause(ctx))
@@ -578,7 +610,7 @@ func (k *Kernel) sinkFor(id uint64) (Sink, bool) {
 func (k *Kernel) connLost(err error) {
 	k.mu.Lock()
 	k.connErr = err
-	if !k.exited && !errors.Is(err, ErrProtocol) {
+	if !k.exited && !errors.Is(err, ErrProtocol) && !k.cfg.skipLossGrace {
 		k.lossTimer = time.AfterFunc(connLossGrace, func() {
 			k.kill("its connection closed and it did not exit")
 		})

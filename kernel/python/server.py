@@ -416,16 +416,18 @@ def _is_kernel_file(filename):
     return os.path.dirname(filename) == _HERE
 
 
-def _trim(te, seen):
+def _trim(te, seen, syntax=False):
     """Drop the kernel's own frames from a TracebackException chain, unless
-    only kernel frames are left (then the kernel itself failed: keep them)."""
+    only kernel frames are left (then the kernel itself failed: keep them).
+    A SyntaxError's location is in its message, not in a frame: its kernel
+    frames always go."""
     if te is None or id(te) in seen:
         return
     seen.add(id(te))
     import traceback
 
     user = [f for f in te.stack if not _is_kernel_file(f.filename)]
-    if user:
+    if user or syntax:
         te.stack = traceback.StackSummary.from_list(user)
     _trim(te.__cause__, seen)
     _trim(te.__context__, seen)
@@ -433,11 +435,14 @@ def _trim(te, seen):
 
 def describe(exc):
     """{type, message, traceback} of an exception, trimmed to user code."""
+    if isinstance(exc, (InvalidParams, MethodNotFound, ResultTooLarge)):
+        # The kernel's own request errors: the message says it all.
+        return {"type": type(exc).__name__, "message": _message(exc), "traceback": ""}
     try:
         import traceback
 
         te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
-        _trim(te, set())
+        _trim(te, set(), isinstance(exc, SyntaxError))
         text = "".join(te.format())
     except Exception as e:  # never fail to report a failure
         text = "<traceback unavailable: %s>" % _message(e)
@@ -668,7 +673,7 @@ def main():
     try:
         import faulthandler
 
-        faulthandler.enable(file=_LOG)
+        faulthandler.enable(file=_LOG, all_threads=False)
     except Exception:
         pass
 
