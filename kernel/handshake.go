@@ -95,6 +95,11 @@ func (a *acceptor) check(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
+	// Out of pending before it is handed over: close must not touch a
+	// connection that wait may already have returned.
+	a.mu.Lock()
+	delete(a.pending, conn)
+	a.mu.Unlock()
 	select {
 	case a.good <- authed{conn, fr}:
 		keep = true

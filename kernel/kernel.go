@@ -67,6 +67,8 @@ const (
 	// connLossGrace: a kernel whose connection broke exits by itself
 	// within 1 s; past this grace the Go side kills it.
 	connLossGrace = 3 * time.Second
+	// stackDumpWait bounds the wait for a stack dump before a kill.
+	stackDumpWait = 250 * time.Millisecond
 	// stderrTailSize is how much captured stderr is kept for ExitError.
 	stderrTailSize = 4 << 10
 	// stderrTailLines is how many lines of each stderr source ExitError
@@ -489,6 +491,7 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 			timer = time.NewTimer(k.cfg.InterruptTimeout)
 			timeout = timer.C
 		case <-timeout:
+			k.dumpStacks()
 			k.kill(fmt.Sprintf("request %s did not stop within %v of the interrupt", method, k.cfg.InterruptTimeout))
 			<-k.done
 			select {
@@ -628,6 +631,38 @@ func (k *Kernel) signal(sig syscall.Signal) {
 	defer k.mu.Unlock()
 	if !k.exited {
 		syscall.Kill(-k.pid, sig)
+	}
+}
+
+// dumpStacks asks the kernel (not its group) to write the stacks of its
+// threads to the startup log (faulthandler on SIGUSR1), so that the error
+// of a kernel about to be killed shows where it was stuck. It waits for
+// the log to grow, briefly: a wedged kernel may not answer.
+func (k *Kernel) dumpStacks() {
+	size := func() int64 {
+		st, err := os.Stat(k.logPath)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	before := size()
+	k.signalPID(syscall.SIGUSR1)
+	for deadline := time.Now().Add(stackDumpWait); time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		if size() > before {
+			time.Sleep(20 * time.Millisecond) // let the dump finish
+			return
+		}
+	}
+}
+
+// signalPID sends sig to the kernel process only.
+func (k *Kernel) signalPID(sig syscall.Signal) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.exited {
+		syscall.Kill(k.pid, sig)
 	}
 }
 

@@ -674,6 +674,9 @@ def main():
         import faulthandler
 
         faulthandler.enable(file=_LOG, all_threads=False)
+        # The Go side sends SIGUSR1 before killing a kernel that ignored an
+        # interrupt: the log then shows where it was stuck.
+        faulthandler.register(signal.SIGUSR1, file=_LOG, all_threads=True)
     except Exception:
         pass
 
