@@ -88,12 +88,13 @@ type frame struct {
 // each connection has exactly one reading goroutine.
 type frameReader struct {
 	r       *bufio.Reader
+	limit   int    // largest payload accepted; maxPayload unless lowered
 	discard int    // bytes of the previous payload still in r's buffer
 	big     []byte // reused for payloads larger than r's buffer
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, readBufferSize)}
+	return &frameReader{r: bufio.NewReaderSize(r, readBufferSize), limit: maxPayload}
 }
 
 // next returns the next frame. It returns io.EOF only at a clean frame
@@ -121,7 +122,7 @@ func (fr *frameReader) next() (frame, error) {
 	if len(line) > maxHeader {
 		return frame{}, fmt.Errorf("%w: header line longer than %d bytes", ErrProtocol, maxHeader)
 	}
-	f, n, err := parseHeader(line)
+	f, n, err := parseHeader(line, fr.limit)
 	if err != nil {
 		return frame{}, err
 	}
@@ -155,8 +156,8 @@ func unexpectedEOF(err error) error {
 	return err
 }
 
-// parseHeader parses "<kind> <id> <length>\n".
-func parseHeader(line []byte) (frame, int, error) {
+// parseHeader parses "<kind> <id> <length>\n" with length <= limit.
+func parseHeader(line []byte, limit int) (frame, int, error) {
 	body := line[:len(line)-1]
 	sp1 := indexByte(body, ' ')
 	if sp1 <= 0 {
@@ -175,9 +176,9 @@ func parseHeader(line []byte) (frame, int, error) {
 	if !ok {
 		return frame{}, 0, fmt.Errorf("%w: bad request id in header %q", ErrProtocol, line)
 	}
-	n, ok := parseDecimal(rest[sp2+1:], maxPayload)
+	n, ok := parseDecimal(rest[sp2+1:], uint64(limit))
 	if !ok {
-		return frame{}, 0, fmt.Errorf("%w: bad or too large length in header %q (limit %d)", ErrProtocol, line, maxPayload)
+		return frame{}, 0, fmt.Errorf("%w: bad or too large length in header %q (limit %d)", ErrProtocol, line, limit)
 	}
 	return frame{kind: kind, id: id}, int(n), nil
 }

@@ -89,7 +89,9 @@ func (a *acceptor) check(conn net.Conn) {
 	}()
 	conn.SetReadDeadline(time.Now().Add(a.timeout))
 	fr := newFrameReader(conn)
+	fr.limit = len(a.token) // a stranger cannot make us read more
 	f, err := fr.next()
+	fr.limit = maxPayload
 	if err != nil || f.kind != kindAuth || f.id != 0 ||
 		subtle.ConstantTimeCompare(f.payload, a.token) != 1 {
 		return

@@ -130,6 +130,8 @@ type Kernel struct {
 	logPath string
 	info    ReadyInfo
 
+	death *os.File // write end of the death pipe; closed by the supervisor after reaping
+
 	conn net.Conn // set once before the reader starts; written only by the turn holder
 	fr   *frameReader
 
@@ -199,14 +201,27 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		cfg.onListen(acc.port())
 	}
 
+	// The death pipe: the kernel's sentinel waits for EOF on the read end,
+	// which comes when this process (the only holder of the write end)
+	// is gone. The write end is close-on-exec: no other child gets it.
+	deathR, deathW, err := os.Pipe()
+	if err != nil {
+		os.Remove(log.Name())
+		return nil, fmt.Errorf("kernel %s: death pipe: %w", cfg.ID, err)
+	}
+	defer deathR.Close()
+
 	cmd := exec.Command(cfg.Python.Path, "-u", filepath.Join(dir, "server.py"), strconv.Itoa(acc.port()))
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
-		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID)
+		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
+		"RIPPLE_DEATH_FD=3")
 	cmd.Stdout = log
 	cmd.Stderr = log
+	cmd.ExtraFiles = []*os.File{deathR} // fd 3
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
+		deathW.Close()
 		os.Remove(log.Name())
 		return nil, fmt.Errorf("kernel %s: start %s: %w", cfg.ID, cfg.Python.Path, err)
 	}
@@ -216,6 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
 		logPath: log.Name(),
+		death:   deathW,
 		turn:    make(chan struct{}, 1),
 		resCh:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -702,6 +718,7 @@ func (k *Kernel) supervise() {
 		// end is what ends the reader.
 		conn.Close()
 	}
+	k.death.Close() // the sentinel, if it still lives, kills what is left and exits
 	k.readers.Wait()
 	k.err = k.endError()
 	close(k.done)

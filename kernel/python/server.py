@@ -634,6 +634,22 @@ def _load_engine(api):
         _METHODS[name] = fn
 
 
+def _spawn_sentinel(fd):
+    """Start the sentinel: a shell in the kernel's process group that waits
+    on the death pipe (fd, whose write end only the Go server holds) and
+    SIGKILLs the whole group when the server is gone. It is the line that
+    holds when Linux's parent-death signal kills this kernel before it can
+    kill its children, or when the kernel is stuck in C code holding the
+    GIL. It ignores SIGINT: interrupts address the whole group."""
+    script = "trap '' INT; read _ <&%d; kill -9 0" % fd
+    try:
+        os.posix_spawn("/bin/sh", ["sh", "-c", script], os.environ)
+    except OSError as e:
+        _log("cannot start the sentinel: %s" % e)
+    finally:
+        os.close(fd)  # user code's children have no business with it
+
+
 def _capture_output():
     """Turn fd 1 and 2 into pipes read by the pump. Returns (out_r, err_r)."""
     import fcntl
@@ -689,6 +705,9 @@ def main():
         _log("RIPPLE_TOKEN is not set")
         sys.exit(2)
     root = os.path.abspath(os.environ.get("RIPPLE_ROOT") or os.getcwd())
+    death_fd = os.environ.pop("RIPPLE_DEATH_FD", "")
+    if death_fd.isdigit():
+        _spawn_sentinel(int(death_fd))
 
     # User code sees the project as a script run from its root would.
     sys.path[0] = root
