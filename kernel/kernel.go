@@ -409,7 +409,7 @@ func (k *Kernel) acquire(ctx context.Context, method string) error {
 	case <-ctx.Done():
 		return k.interruptedError(ctx, method)
 	case <-k.done:
-		return k.err
+		return notSent{k.err}
 	}
 	if ctx.Err() != nil {
 		k.release()
@@ -418,10 +418,24 @@ func (k *Kernel) acquire(ctx context.Context, method string) error {
 	select {
 	case <-k.done:
 		k.release()
-		return k.err
+		return notSent{k.err}
 	default:
 	}
 	return nil
+}
+
+// notSent marks the error of a request that never reached the kernel
+// because the kernel was already gone: the request did not run, so it did
+// not kill anything (a Pool sends it to the replacement instead).
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
+
+// wasNotSent reports whether err is a notSent error.
+func wasNotSent(err error) bool {
+	var ns notSent
+	return errors.As(err, &ns)
 }
 
 // tryAcquire takes the turn only if nobody holds it.
@@ -475,17 +489,18 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 	if k.exited {
 		k.mu.Unlock()
 		<-k.done
-		return k.err
+		return notSent{k.err}
 	}
 	k.curID, k.curSink = id, sink
 	k.mu.Unlock()
 
 	if _, err := k.conn.Write(k.wbuf); err != nil {
-		// The connection only breaks when the kernel is going away.
+		// The connection only breaks when the kernel is going away; the
+		// kernel never read a whole request.
 		k.clearCurrent(id)
 		k.kill("request write failed: " + err.Error())
 		<-k.done
-		return k.err
+		return notSent{k.err}
 	}
 
 	ctxDone := ctx.Done()

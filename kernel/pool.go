@@ -248,22 +248,37 @@ func (p *Pool) Kernel(ctx context.Context, i int) (*Kernel, error) {
 // Call runs a request on slot i's kernel; see Kernel.Call. A request cut
 // short because the pool replaced the kernel (Restart, a failed health
 // check) fails with an error wrapping ErrKernelRestarted.
+//
+// A request that could not be sent because the slot's kernel had just died
+// or been replaced goes to the slot's next kernel: an *ExitError from Call
+// always means the kernel died while this request ran.
 func (p *Pool) Call(ctx context.Context, i int, method string, params any, sink Sink) (json.RawMessage, error) {
-	k, err := p.Kernel(ctx, i)
-	if err != nil {
-		return nil, err
+	for {
+		k, err := p.Kernel(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := k.Call(ctx, method, params, sink)
+		if wasNotSent(err) {
+			continue // the slot's owner is replacing k: wait for the next one
+		}
+		return raw, p.replacedError(err)
 	}
-	raw, err := k.Call(ctx, method, params, sink)
-	return raw, p.replacedError(err)
 }
 
-// Eval runs code on slot i's kernel; see Kernel.Eval.
+// Eval runs code on slot i's kernel; see Kernel.Eval and Pool.Call.
 func (p *Pool) Eval(ctx context.Context, i int, code string, sink Sink) error {
-	k, err := p.Kernel(ctx, i)
-	if err != nil {
-		return err
+	for {
+		k, err := p.Kernel(ctx, i)
+		if err != nil {
+			return err
+		}
+		err = k.Eval(ctx, code, sink)
+		if wasNotSent(err) {
+			continue
+		}
+		return p.replacedError(err)
 	}
-	return p.replacedError(k.Eval(ctx, code, sink))
 }
 
 func (p *Pool) replacedError(err error) error {

@@ -20,6 +20,7 @@ type slot struct {
 	mu      sync.Mutex
 	cur     *Kernel       // guarded by mu: the published kernel, nil while replacing
 	ready   chan struct{} // guarded by mu: closed when cur is published; replaced on unpublish
+	retired chan struct{} // guarded by mu: closed when cur is unpublished; replaced on publish
 	state   string        // guarded by mu
 	lastErr error         // guarded by mu: the last failure of the slot
 }
@@ -36,18 +37,23 @@ func newSlot(p *Pool, i int) *slot {
 		restart: make(chan restartRequest),
 		tickCh:  make(chan struct{}, 1),
 		ready:   make(chan struct{}),
+		retired: make(chan struct{}),
 		state:   StateStarting,
 	}
 }
 
-// wait returns the published kernel, waiting for one.
+// wait returns the published kernel, waiting for one. A published kernel
+// that has already ended is not returned: the owner is about to replace it.
 func (s *slot) wait(ctx context.Context) (*Kernel, error) {
 	for {
 		s.mu.Lock()
-		k, ready := s.cur, s.ready
+		k, ready, retired := s.cur, s.ready, s.retired
 		s.mu.Unlock()
-		if k != nil {
+		if k != nil && k.Err() == nil {
 			return k, nil
+		}
+		if k != nil {
+			ready = retired // wait for the owner to take it down first
 		}
 		select {
 		case <-ready:
@@ -63,6 +69,7 @@ func (s *slot) publish(k *Kernel) {
 	s.mu.Lock()
 	s.cur, s.state, s.lastErr = k, StateReady, nil
 	close(s.ready)
+	s.retired = make(chan struct{})
 	s.mu.Unlock()
 }
 
@@ -71,6 +78,7 @@ func (s *slot) unpublish(state string, err error) {
 	if s.cur != nil {
 		s.cur = nil
 		s.ready = make(chan struct{})
+		close(s.retired)
 	}
 	s.state = state
 	if err != nil {
@@ -243,10 +251,15 @@ func (s *slot) serve(ctx context.Context, k *Kernel, waiting *[]restartRequest) 
 			*waiting = append(*waiting, req)
 			return req.reason, nil
 		case <-s.tickCh:
-			if _, err := k.pingIfIdle(s.p.cfg.HealthTimeout); err != nil && k.Err() == nil {
-				k.kill("health check failed: " + err.Error())
+			_, err := k.pingIfIdle(s.p.cfg.HealthTimeout)
+			if err == nil || errors.Is(err, ErrKernelDied) {
+				continue // alive, or died by itself: the Done case reports it
 			}
-			// A failed check killed the kernel: the next turn sees Done.
+			// A ping that timed out was interrupted and the kernel killed;
+			// any other failure kills it here.
+			k.kill("health check failed: " + err.Error())
+			<-k.Done()
+			return "health check failed: " + err.Error(), k.Err()
 		case <-ctx.Done():
 			return "pool stopped", nil
 		}
