@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,10 @@ func probePython(ctx context.Context, path, dir string) (Interpreter, error) {
 		var execErr *exec.Error
 		if errors.As(err, &execErr) {
 			return Interpreter{}, execErr.Err
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			return Interpreter{}, pathErr.Err // "no such file or directory"
 		}
 		if msg != "" {
 			return Interpreter{}, fmt.Errorf("%v: %s", err, lastLines(msg, 3))
