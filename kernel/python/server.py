@@ -125,7 +125,19 @@ def _read_frame(rfile):
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-_loads = json.loads
+_scan_once = json.JSONDecoder().scan_once  # skips json.loads' encoding sniffing
+
+
+def _loads(payload):
+    """Decode a request payload: UTF-8 JSON, nothing after the value."""
+    text = payload.decode("utf-8").lstrip()
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration as e:
+        raise ValueError("invalid JSON at character %d" % e.value) from None
+    if end != len(text) and text[end:].strip():
+        raise ValueError("extra data after the JSON value at character %d" % end)
+    return value
 
 
 def _finite(obj):
@@ -216,7 +228,9 @@ def _drain_locked(rid):
 def _flush_python_streams():
     # -u makes the standard streams write through, but user code may have
     # replaced them with buffered ones.
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    out, err = sys.stdout, sys.stderr
+    for stream in (out, err) if out is sys.__stdout__ and err is sys.__stderr__ else (
+        out, err, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
                 stream.flush()
