@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/ripple-run/ripple/kernel"
 )
@@ -26,10 +27,14 @@ func ExampleStart() {
 	}
 	defer k.Stop(ctx)
 
-	out := kernel.SinkFuncs{OutputFunc: func(s kernel.Stream, b []byte) { fmt.Printf("%s: %s", s, b) }}
-	if err := k.Eval(ctx, "total = 6 * 7\nprint(total)", out); err != nil {
+	// Output arrives in chunks of any size while the code runs; all of it
+	// before Eval returns.
+	var out strings.Builder
+	sink := kernel.SinkFuncs{OutputFunc: func(s kernel.Stream, b []byte) { out.Write(b) }}
+	if err := k.Eval(ctx, "total = 6 * 7\nprint(total)", sink); err != nil {
 		log.Fatal(err)
 	}
+	fmt.Printf("stdout: %s", out.String())
 	// State persists between requests.
 	v, _ := k.Repr(ctx, "total + 1", nil)
 	fmt.Println("repr:", v)

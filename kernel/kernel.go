@@ -516,6 +516,11 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 		case <-k.resCh:
 			return nil
 		case <-ctxDone:
+			select {
+			case <-k.resCh: // finished already: no interrupt needed
+				return nil
+			default:
+			}
 			// Interrupt once; the request now has InterruptTimeout to end.
 			ctxDone = nil
 			k.signal(syscall.SIGINT)

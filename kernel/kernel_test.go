@@ -618,3 +618,29 @@ func TestStartGivesUpWithContext(t *testing.T) {
 		t.Fatalf("err = %v, want the context's cause", err)
 	}
 }
+
+// A child forked by user code that returns into the kernel's loop must not
+// answer for the parent: the parent's result and state stay intact.
+func TestForkedChildDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	k := startKernel(t)
+	rec := &recorder{}
+	code := `import os
+pid = os.fork()
+who = 'child' if pid == 0 else 'parent'
+print('hello from', who, flush=True)
+if pid:
+    os.waitpid(pid, 0)`
+	if err := k.Eval(testCtx(t), code, rec); err != nil {
+		t.Fatal(err)
+	}
+	out := rec.out()
+	if !strings.Contains(out, "hello from child") || !strings.Contains(out, "hello from parent") {
+		t.Errorf("output = %q", out)
+	}
+	for i := 0; i < 5; i++ {
+		if got := reprOK(t, k, "who"); got != "'parent'" {
+			t.Fatalf("who = %s: the child answered for the parent", got)
+		}
+	}
+}

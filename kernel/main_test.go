@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper(os.Getenv(helperEnv)))
 	}
+	// Resolve the interpreter before any test changes the environment:
+	// RIPPLE_PYTHON=... go test runs the suite on another Python.
+	testPython()
 	leakcheck.Main(m)
 }
 

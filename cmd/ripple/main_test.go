@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ripple-run/ripple/internal/leakcheck"
+	"github.com/ripple-run/ripple/kernel"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -36,8 +37,12 @@ func TestKernelCheck(t *testing.T) {
 
 func TestKernelCheckWithPythonFlag(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runCmd(t, "kernel-check", "--python", "/usr/bin/python3", t.TempDir())
-	if code != 0 || !strings.HasPrefix(out, "hello from 3.") || !strings.Contains(errOut, "/usr/bin/python3") {
+	py, err := kernel.FindPython(context.Background(), "", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "kernel-check", "--python", py.Path, t.TempDir())
+	if code != 0 || !strings.HasPrefix(out, "hello from "+py.Version) || !strings.Contains(errOut, py.Path) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -68,13 +68,14 @@ class _State:
     pump thread, under _SEND_LOCK (see _finish).
     """
 
-    __slots__ = ("request", "pending", "in_user", "terminating")
+    __slots__ = ("request", "pending", "in_user", "terminating", "forked")
 
     def __init__(self):
         self.request = 0  # id of the request being served, 0 when idle
         self.pending = 0  # id of the request an unraised SIGINT was meant for
         self.in_user = False  # inside a user_code() region: SIGINT raises
         self.terminating = False  # SIGTERM or EOF: exit, do not serve
+        self.forked = False  # this is a child that user code forked
 
 
 _S = _State()
@@ -295,6 +296,8 @@ def _on_disconnect():
 def _kill_group_members():
     """SIGKILL every other process of the kernel's process group (children
     started by user code), so nothing outlives the kernel."""
+    if _S.forked:
+        return  # a forked child exiting is not the kernel exiting
     me = os.getpid()
     try:
         if os.getpgrp() != me:
@@ -579,6 +582,11 @@ def _finish(rid, payload):
     """The result hand-off: forward the request's remaining output, then
     its `res`. SIGINT only records from here on (in_user is False)."""
     _S.in_user = False
+    if _S.forked:
+        # User code forked and the child came back here: the request and
+        # the connection are the parent's.
+        _flush_python_streams()
+        os._exit(0)
     _flush_python_streams()
     with _SEND_LOCK:
         _drain_locked(rid)
@@ -662,6 +670,16 @@ def _spawn_sentinel(fd):
         _log("cannot start the sentinel: %s" % e)
     finally:
         os.close(fd)  # user code's children have no business with it
+
+
+def _after_fork_in_child():
+    """A child forked by user code shares our socket: it must never write
+    a frame. Its output still reaches the pipes (fd 1 and 2)."""
+    _S.forked = True
+    try:
+        _SOCK.close()  # the child's copy only; the parent's stays open
+    except Exception:
+        pass
 
 
 def _capture_output():
@@ -764,6 +782,7 @@ def main():
     import atexit
 
     atexit.register(_kill_group_members)  # registered first: runs last
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
     info = {
         "pid": os.getpid(),
