@@ -177,3 +177,24 @@ func reprOK(t testing.TB, k *Kernel, expr string) string {
 	}
 	return r
 }
+
+// busyLoop prints, then spins until interrupted.
+const busyLoop = "print('busy', flush=True)\nwhile True: pass"
+
+// runUntilOutput runs a request (run gets its sink) on its own goroutine
+// and returns once the request has printed something, so it is running.
+// The channel receives the request's error.
+func runUntilOutput(t testing.TB, run func(Sink) error) <-chan error {
+	t.Helper()
+	started := make(chan struct{})
+	var once sync.Once
+	rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
+	errc := make(chan error, 1)
+	go func() { errc <- run(rec) }()
+	select {
+	case <-started:
+	case err := <-errc:
+		t.Fatalf("the request ended before it printed: %v", err)
+	}
+	return errc
+}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 )
 
 func TestEvalKeepsStateAndStreamsOutput(t *testing.T) {
@@ -284,31 +286,25 @@ func TestConcurrentCallsOnOneKernelTakeTurns(t *testing.T) {
 	t.Parallel()
 	k := startKernel(t)
 	evalOK(t, k, "n = 0")
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 25; i++ {
+	var g errgroup.Group
+	for range 4 {
+		g.Go(func() error {
+			for range 25 {
 				rec := &recorder{}
 				// A read-modify-write with output: it would lose updates or
 				// mix outputs if two requests overlapped.
 				if err := k.Eval(testCtx(t), "m = n\nprint('req', m)\nn = m + 1", rec); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				if !strings.HasPrefix(rec.out(), "req ") || strings.Count(rec.out(), "\n") != 1 {
-					errs <- fmt.Errorf("output of one request: %q", rec.out())
-					return
+					return fmt.Errorf("output of one request: %q", rec.out())
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	if got := reprOK(t, k, "n"); got != "100" {
 		t.Errorf("n = %s, want 100", got)
@@ -323,29 +319,23 @@ func TestConcurrentRequestsOnDifferentKernels(t *testing.T) {
 		ks[i] = startKernel(t)
 		evalOK(t, ks[i], fmt.Sprintf("me = %d\ntotal = 0", i))
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, kernels)
+	var g errgroup.Group
 	for i, k := range ks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 30; j++ {
+		g.Go(func() error {
+			for range 30 {
 				rec := &recorder{}
 				if err := k.Eval(testCtx(t), "total += me\nprint(me)", rec); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				if rec.out() != fmt.Sprintf("%d\n", i) {
-					errs <- fmt.Errorf("kernel %d printed %q", i, rec.out())
-					return
+					return fmt.Errorf("kernel %d printed %q", i, rec.out())
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	for i, k := range ks {
 		if got, want := reprOK(t, k, "total"), strconv.Itoa(30*i); got != want {
@@ -395,18 +385,13 @@ func TestOsExitNamesStatusAndFailsEveryWaiter(t *testing.T) {
 	k := startKernel(t)
 	ctx := testCtx(t)
 	evalOK(t, k, "import sys; sys.stderr.write('about to exit\\n')")
-	started := make(chan struct{})
-	var once sync.Once
-	rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
-	first := make(chan error, 1)
-	go func() {
-		first <- k.Eval(ctx, "import os, time\nprint('go', flush=True)\ntime.sleep(0.2)\nos._exit(3)", rec)
-	}()
-	<-started
+	first := runUntilOutput(t, func(s Sink) error {
+		return k.Eval(ctx, "import os, time\nprint('go', flush=True)\ntime.sleep(0.2)\nos._exit(3)", s)
+	})
 	// A second caller waits for its turn behind the dying request.
 	second := make(chan error, 1)
 	go func() { second <- k.Eval(ctx, "x = 1", nil) }()
-	for _, c := range []chan error{first, second} {
+	for _, c := range []<-chan error{first, second} {
 		err := <-c
 		var exit *ExitError
 		if !errors.As(err, &exit) || !errors.Is(err, ErrKernelDied) {
@@ -451,12 +436,7 @@ func TestSegfaultNamesSIGSEGV(t *testing.T) {
 func TestSigkillMidRequest(t *testing.T) {
 	t.Parallel()
 	k := startKernel(t)
-	started := make(chan struct{})
-	var once sync.Once
-	rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
-	errc := make(chan error, 1)
-	go func() { errc <- k.Eval(testCtx(t), "print('busy', flush=True)\nwhile True: pass", rec) }()
-	<-started
+	errc := runUntilOutput(t, func(s Sink) error { return k.Eval(testCtx(t), busyLoop, s) })
 	syscall.Kill(k.PID(), syscall.SIGKILL)
 	err := <-errc
 	var exit *ExitError
@@ -503,12 +483,7 @@ atexit.register(lambda: open('stopped-cleanly', 'w').close())`)
 func TestStopInterruptsARunningRequest(t *testing.T) {
 	t.Parallel()
 	k := startKernel(t)
-	started := make(chan struct{})
-	var once sync.Once
-	rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
-	errc := make(chan error, 1)
-	go func() { errc <- k.Eval(testCtx(t), "print('busy', flush=True)\nwhile True: pass", rec) }()
-	<-started
+	errc := runUntilOutput(t, func(s Sink) error { return k.Eval(testCtx(t), busyLoop, s) })
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ { // concurrent Stops are fine
 		wg.Add(1)
@@ -540,13 +515,9 @@ func TestKernelExitsWhenConnectionCloses(t *testing.T) {
 			k := startKernel(t, func(c *Config) { c.skipLossGrace = true })
 			evalOK(t, k, "import subprocess\nchild = subprocess.Popen(['sleep', '600'])")
 			child, _ := strconv.Atoi(reprOK(t, k, "child.pid"))
-			errc := make(chan error, 1)
+			var errc <-chan error
 			if busy {
-				started := make(chan struct{})
-				var once sync.Once
-				rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
-				go func() { errc <- k.Eval(testCtx(t), "print('busy', flush=True)\nwhile True: pass", rec) }()
-				<-started
+				errc = runUntilOutput(t, func(s Sink) error { return k.Eval(testCtx(t), busyLoop, s) })
 			}
 			k.closeConn()
 			select {

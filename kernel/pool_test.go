@@ -203,13 +203,7 @@ func TestPoolRestartIsAReset(t *testing.T) {
 func TestPoolRequestCutByRestart(t *testing.T) {
 	t.Parallel()
 	f := startPool(t)
-	ctx, rec := cancelOn(t, "never", nil)
-	started := make(chan struct{})
-	var once sync.Once
-	rec.onOutput = func(Stream, []byte) { once.Do(func() { close(started) }) }
-	errc := make(chan error, 1)
-	go func() { errc <- f.p.Eval(ctx, 0, "print('busy', flush=True)\nwhile True: pass", rec) }()
-	<-started
+	errc := runUntilOutput(t, func(s Sink) error { return f.p.Eval(testCtx(t), 0, busyLoop, s) })
 	if err := f.p.Restart(testCtx(t), 0, "user asked"); err != nil {
 		t.Fatal(err)
 	}
@@ -354,12 +348,7 @@ func TestPoolStop(t *testing.T) {
 	t.Parallel()
 	f := startPool(t)
 	ctx := testCtx(t)
-	started := make(chan struct{})
-	var once sync.Once
-	rec := &recorder{onOutput: func(Stream, []byte) { once.Do(func() { close(started) }) }}
-	errc := make(chan error, 1)
-	go func() { errc <- f.p.Eval(ctx, 0, "print('busy', flush=True)\nwhile True: pass", rec) }()
-	<-started
+	errc := runUntilOutput(t, func(s Sink) error { return f.p.Eval(ctx, 0, busyLoop, s) })
 	var pids []int
 	for _, st := range f.p.Status() {
 		pids = append(pids, st.PID)
