@@ -144,13 +144,12 @@ type Kernel struct {
 	resBuf []byte        // reader until it signals resCh, then the turn holder
 
 	mu         sync.Mutex
-	curID      uint64 // guarded by mu: id of the request in flight, 0 if none
-	curSink    Sink   // guarded by mu: its sink
-	exited     bool   // guarded by mu: the process exited; never signal it again
-	stopping   bool   // guarded by mu: Stop was called
-	killReason string // guarded by mu: why ripple killed the process, if it did
-	connErr    error  // guarded by mu: why the reader stopped
-	lossTimer  *time.Timer
+	curID      uint64      // guarded by mu: id of the request in flight, 0 if none
+	curSink    Sink        // guarded by mu: its sink
+	exited     bool        // guarded by mu: the process exited; never signal it again
+	stopping   bool        // guarded by mu: Stop was called
+	killReason string      // guarded by mu: why ripple killed the process, if it did
+	lossTimer  *time.Timer // guarded by mu: kills a kernel that outlives its connection
 
 	readers sync.WaitGroup // the reader goroutine, once started
 	tail    tailBuffer     // reader: last captured stderr bytes; read after readers.Wait
@@ -175,6 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("kernel %s: project root %q is not a directory", cfg.ID, cfg.Root)
 	}
+	cfg.Root = root
 	dir := cfg.scriptDir
 	if dir == "" {
 		if dir, err = ScriptDir(); err != nil {
@@ -648,7 +648,6 @@ func (k *Kernel) sinkFor(id uint64) (Sink, bool) {
 // so within 1 s), and it is killed only if it has not after connLossGrace.
 func (k *Kernel) connLost(err error) {
 	k.mu.Lock()
-	k.connErr = err
 	if !k.exited && !errors.Is(err, ErrProtocol) && !k.cfg.skipLossGrace {
 		k.lossTimer = time.AfterFunc(connLossGrace, func() {
 			k.kill("its connection closed and it did not exit")
