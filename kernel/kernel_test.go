@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -614,4 +615,40 @@ if pid:
 			t.Fatalf("who = %s: the child answered for the parent", got)
 		}
 	}
+}
+
+// User code that closes fd 1 loses its output, not the kernel: the
+// pump does not spin on the closed pipe and stderr still works.
+func TestClosedStdoutKeepsKernelWorking(t *testing.T) {
+	t.Parallel()
+	k := startKernel(t)
+	evalOK(t, k, "import os; os.close(1)")
+	rec := &recorder{}
+	if err := k.Eval(testCtx(t), "import os; os.write(2, b'still here\\n')", rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.err() != "still here\n" {
+		t.Errorf("stderr = %q", rec.err())
+	}
+	// A spinning pump would burn CPU while the kernel sleeps; an idle one
+	// uses next to none, however loaded the machine is.
+	before := cpuTime(t, k.PID())
+	evalOK(t, k, "import time; time.sleep(0.5)")
+	if used := cpuTime(t, k.PID()) - before; used > 250*time.Millisecond {
+		t.Errorf("the kernel used %v of CPU while sleeping 0.5 s: the pump spins", used)
+	}
+}
+
+// cpuTime returns the user+system CPU time of a process.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }

@@ -271,6 +271,10 @@ def _pump():
                         continue  # the main thread drained it first
                     if n:
                         _send_frame(kind, _S.request, buf[:n])
+                    else:
+                        # Every write end is closed (user code closed fd
+                        # 1 or 2): nothing will come; stop polling it.
+                        poller.unregister(fd)
             except OSError:
                 _on_disconnect()
                 return
