@@ -33,7 +33,7 @@ type Config struct {
 	// Env holds extra "KEY=value" entries added to the server's environment.
 	Env []string
 	// LogDir receives the startup logs (the kernel's own stderr); default
-	// <temp dir>/ripple-kernels. A log is removed when its kernel is
+	// <user cache dir>/ripple/logs. A log is removed when its kernel is
 	// stopped on purpose and kept when it dies.
 	LogDir string
 	// Background receives output that belongs to no running request:
@@ -93,7 +93,7 @@ func (c *Config) withDefaults() Config {
 		out.StopGrace = defaultStopGrace
 	}
 	if out.LogDir == "" {
-		out.LogDir = filepath.Join(os.TempDir(), "ripple-kernels")
+		out.LogDir = filepath.Join(cacheBase(), "ripple", "logs")
 	}
 	if out.ID == "" {
 		out.ID = "k-" + randomHex(4)

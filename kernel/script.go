@@ -21,12 +21,17 @@ var pythonFiles embed.FS
 
 // scriptDirOnce installs the embedded files once per process.
 var scriptDirOnce = sync.OnceValues(func() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil || base == "" {
-		base = filepath.Join(os.TempDir(), fmt.Sprintf("ripple-cache-%d", os.Getuid()))
-	}
-	return installScripts(filepath.Join(base, "ripple"), pythonFiles)
+	return installScripts(filepath.Join(cacheBase(), "ripple"), pythonFiles)
 })
+
+// cacheBase is the user's cache directory, or a per-user directory in the
+// temporary directory when there is none (no HOME).
+func cacheBase() string {
+	if base, err := os.UserCacheDir(); err == nil && base != "" {
+		return base
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("ripple-cache-%d", os.Getuid()))
+}
 
 // ScriptDir returns the directory holding the kernel's Python files,
 // installing them on first use: <user cache dir>/ripple/kernel-<hash of
