@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 )
 
 // pythonFiles is the Python side: server.py and, when present, the
@@ -21,8 +23,38 @@ var pythonFiles embed.FS
 
 // scriptDirOnce installs the embedded files once per process.
 var scriptDirOnce = sync.OnceValues(func() (string, error) {
-	return installScripts(filepath.Join(cacheBase(), "ripple"), pythonFiles)
+	parent := filepath.Join(cacheBase(), "ripple")
+	dir, err := installScripts(parent, pythonFiles)
+	if err == nil {
+		removeStaleScripts(parent, dir, staleScriptAge)
+	}
+	return dir, err
 })
+
+// staleScriptAge: installs of other ripple versions untouched for this
+// long are removed (a running older ripple may still start kernels from
+// a recent one, so only old ones go).
+const staleScriptAge = 14 * 24 * time.Hour
+
+// removeStaleScripts removes kernel-* directories of parent other than
+// keep whose modification time is older than age. Best effort.
+func removeStaleScripts(parent, keep string, age time.Duration) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	os.Chtimes(keep, now, now) // in use: not stale for other versions either
+	for _, e := range entries {
+		path := filepath.Join(parent, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "kernel-") || path == keep {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > age {
+			os.RemoveAll(path)
+		}
+	}
+}
 
 // cacheBase is the user's cache directory, or a per-user directory in the
 // temporary directory when there is none (no HOME).

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func testFiles(server string) fstest.MapFS {
@@ -97,5 +98,27 @@ func TestInstallScriptsNeedsServer(t *testing.T) {
 	_, err := installScripts(t.TempDir(), fstest.MapFS{"python/engine.py": {Data: []byte("x")}})
 	if err == nil || !strings.Contains(err.Error(), "server.py") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRemoveStaleScripts(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	keep := filepath.Join(parent, "kernel-keep")
+	fresh := filepath.Join(parent, "kernel-fresh")
+	stale := filepath.Join(parent, "kernel-stale")
+	other := filepath.Join(parent, "logs")
+	for _, d := range []string{keep, fresh, stale, other} {
+		os.MkdirAll(d, 0o700)
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, d := range []string{keep, stale, other} {
+		os.Chtimes(d, old, old)
+	}
+	removeStaleScripts(parent, keep, 14*24*time.Hour)
+	for d, want := range map[string]bool{keep: true, fresh: true, stale: false, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(d), err == nil, want)
+		}
 	}
 }
