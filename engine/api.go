@@ -178,7 +178,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 		e.notifyClients(clientIDs(res.Others), protocol.NotifyTextDidChange,
 			protocol.DidChangeParams{Edits: []protocol.FileEdit{p.Edit.Clone()}})
 	}
-	if p.Execute != nil && !*p.Execute {
+	if !p.Execute {
 		if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
 			e.sources.deferModules(name)
 		}

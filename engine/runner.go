@@ -254,7 +254,7 @@ func (e *Engine) rerun(id protocol.ContextID, reason jobs.Reason) {
 // goroutine). Runs never started but cancelled by the user still end with
 // executionFailed, so an interrupt always gets an answer.
 func (e *Engine) onJobEnd(rec jobs.Record) {
-	if rec.Kind != jobs.KindExecute || !rec.Started.IsZero() || rec.Execute == nil {
+	if rec.Kind != jobs.KindExecute || !rec.Started.IsZero() {
 		return
 	}
 	id := protocol.ContextID(rec.Execute.Context)
@@ -342,6 +342,11 @@ func (s *runSink) Progress(raw json.RawMessage) {
 		}
 		if ev.Depth == len(s.stack)-1 {
 			s.stream.updates(ev.Updates)
+			if allPending(ev.Updates) {
+				// The Pending of a run's start go out at once, so a client
+				// sees what will run before the first values replace them.
+				s.stream.flush()
+			}
 		}
 	case "diagnostic":
 		if ev.Diagnostic != nil {
@@ -402,6 +407,15 @@ func fromExpressionSet(set jobs.ExpressionSet) protocol.InvalidatedExpressions {
 		inv.IDs = append(inv.IDs, protocol.ExpressionID(x))
 	}
 	return inv
+}
+
+func allPending(us []protocol.ExpressionUpdate) bool {
+	for i := range us {
+		if us[i].Payload.Type != protocol.PayloadPending || us[i].Payload.Message != "" {
+			return false
+		}
+	}
+	return len(us) > 0
 }
 
 func nonNil(s []string) []string {

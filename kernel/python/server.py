@@ -344,8 +344,11 @@ def _kill_group_members():
 class _UserCode:
     """The user-code region: SIGINT raises KeyboardInterrupt only inside it.
 
-    Regions do not nest. An interrupt that arrived outside a region while
-    the current request ran raises when the request next enters one.
+    An interrupt that arrived outside a region while the current request
+    ran raises when the request next enters one. Regions nest through
+    _KernelAPI.user_code, which hands out the inert _NESTED region while a
+    region is open, so only the outermost region changes state (nothing to
+    undo when an interrupt lands inside an inner region's enter or exit).
     """
 
     __slots__ = ()
@@ -367,6 +370,21 @@ class _UserCode:
 
 
 _REGION = _UserCode()
+
+
+class _Nested:
+    """A region inside a region: user code already runs, nothing to track."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        return False
+
+
+_NESTED = _Nested()
 _ENTER_CODE = _UserCode.__enter__.__code__
 _EXIT_CODE = _UserCode.__exit__.__code__
 
@@ -609,8 +627,9 @@ class _KernelAPI:
     def user_code(self):
         """Context manager around user code: SIGINT raises KeyboardInterrupt
         only inside it; an interrupt of this request that arrived outside
-        raises on entry."""
-        return _REGION
+        raises on entry. Regions nest (the engine opens one for a statement
+        and another for a module the statement imports)."""
+        return _NESTED if _S.in_user else _REGION
 
     def emit_progress(self, obj):
         """Send a `prog` frame for the current request."""
