@@ -3,10 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/ripple-run/ripple/contexts"
+	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/workspace"
 )
 
 // Client is how the engine reaches one connected client (a WebSocket
@@ -41,145 +46,438 @@ type Config struct {
 	Watch bool
 	// WatchDebounce is the watcher's debounce (0 = 50 ms).
 	WatchDebounce time.Duration
+	// ExecuteTimeout bounds every Execute job (0 = none); a run past it ends
+	// with executionFailed {kind: "timeout"}.
+	ExecuteTimeout time.Duration
+	// Batch turns off the automatic re-runs after a kernel restart (ripple
+	// run reports a crash instead of running the entry again).
+	Batch bool
 }
-
-// ErrNotImplemented marks engine calls that are still being written.
-var ErrNotImplemented = errors.New("engine: not implemented yet")
 
 // The methods below are the engine's API, one per client protocol method
 // (../shared/PROTOCOL.md section 3). clientID is the id the client gave in
 // session/initProtocolConnection. Errors map to protocol codes with
-// ProtocolError.
-
-// Connect registers a client (session/initProtocolConnection). A client
-// that reconnects with the same id within the grace period gets its
-// contexts back and receives their current state (fromCache true).
-func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protocol.InitProtocolConnectionResult, error) {
-	return protocol.InitProtocolConnectionResult{}, ErrNotImplemented
-}
-
-// Disconnect starts the grace period of the client's contexts.
-func (e *Engine) Disconnect(clientID string) {}
+// ProtocolError. Each returns after the synchronous state change; the jobs
+// it enqueues run afterwards.
 
 // Status answers runtime/status.
 func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, error) {
-	return protocol.RuntimeStatusResult{}, ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return protocol.RuntimeStatusResult{}, err
+	}
+	res := protocol.RuntimeStatusResult{Kernels: []protocol.KernelStatus{}}
+	for _, k := range e.pool.Status() {
+		if k.Slot < 0 {
+			continue // the warm spare serves no context
+		}
+		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}}
+		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err == nil {
+			for _, c := range cs {
+				ks.Contexts = append(ks.Contexts, c.ID)
+			}
+		}
+		res.Kernels = append(res.Kernels, ks)
+	}
+	qs := e.queue.Status()
+	res.Queue = protocol.QueueStatus{Pending: qs.Pending(), Running: qs.Running()}
+	return res, nil
 }
 
 // RestartKernel restarts the kernel of a context (runtime/restartKernel):
 // every context on it is recomputed from scratch.
 func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol.ContextID) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return err
+	}
+	if err := e.pool.Restart(ctx, c.KernelSlot, "restart requested by client "+clientID); err != nil {
+		return fmt.Errorf("%w: slot %d: %w", ErrKernelUnavailable, c.KernelSlot, err)
+	}
+	return nil
 }
 
 // ReadFile answers file/read.
 func (e *Engine) ReadFile(ctx context.Context, clientID, path string) (protocol.FileReadResult, error) {
-	return protocol.FileReadResult{}, ErrNotImplemented
+	text, err := e.ws.Read(path)
+	if err != nil {
+		return protocol.FileReadResult{}, err
+	}
+	return protocol.FileReadResult{Contents: text}, nil
 }
 
-// WriteFile answers file/write (an edit: modules it changes are recompiled
-// and every context re-run).
+// WriteFile answers file/write: an edit of the file (a module it changes is
+// recompiled and every context re-run); a clean open buffer takes the new
+// contents and its clients get text/didChange.
 func (e *Engine) WriteFile(ctx context.Context, clientID string, p protocol.FileWriteParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	upd, err := e.ws.Write(string(p.Path), p.Contents)
+	if err != nil {
+		return err
+	}
+	if upd != nil {
+		e.bufferReloaded(*upd, "")
+	}
+	return e.edited(string(p.Path), jobs.OriginClient)
 }
 
 // ListFiles answers file/list.
 func (e *Engine) ListFiles(ctx context.Context, clientID, path string) (protocol.FileListResult, error) {
-	return protocol.FileListResult{}, ErrNotImplemented
+	entries, err := e.ws.List(path)
+	if err != nil {
+		return protocol.FileListResult{}, err
+	}
+	res := protocol.FileListResult{Entries: make([]protocol.FileEntry, 0, len(entries))}
+	for _, en := range entries {
+		res.Entries = append(res.Entries, protocol.FileEntry{Path: protocol.Path(en.Path), Kind: protocol.FileKind(en.Kind)})
+	}
+	return res, nil
 }
 
-// DeleteFile answers file/delete.
+// DeleteFile answers file/delete (an edit when it removes a module).
 func (e *Engine) DeleteFile(ctx context.Context, clientID, path string) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if err := e.ws.Delete(path); err != nil {
+		return err
+	}
+	return e.edited(path, jobs.OriginClient)
 }
 
 // OpenFile answers text/openFile.
 func (e *Engine) OpenFile(ctx context.Context, clientID, path string) (protocol.OpenFileResult, error) {
-	return protocol.OpenFileResult{}, ErrNotImplemented
+	content, version, err := e.ws.OpenBuffer(workspace.ClientID(clientID), path)
+	if err != nil {
+		return protocol.OpenFileResult{}, err
+	}
+	return protocol.OpenFileResult{Content: content, CurrentVersion: string(version)}, nil
 }
 
 // ApplyEdit answers text/applyEdit; other clients with the file open get
-// text/didChange.
+// text/didChange. With execute:false the module is compiled by the next
+// edit or recompute.
 func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.ApplyEditParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	edits := make([]workspace.TextEdit, len(p.Edit.Edits))
+	for i, te := range p.Edit.Edits {
+		edits[i] = workspace.TextEdit{Range: toWorkspaceRange(te.Range), Text: te.Text}
+	}
+	res, err := e.ws.ApplyEdit(workspace.ClientID(clientID), string(p.Edit.Path), edits,
+		workspace.Version(p.Edit.OldVersion), workspace.Version(p.Edit.NewVersion))
+	if err != nil {
+		return err
+	}
+	if len(res.Others) > 0 {
+		e.notifyClients(clientIDs(res.Others), protocol.NotifyTextDidChange,
+			protocol.DidChangeParams{Edits: []protocol.FileEdit{p.Edit.Clone()}})
+	}
+	if !p.Execute {
+		if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
+			e.sources.deferModules(name)
+		}
+		return nil
+	}
+	return e.edited(string(p.Edit.Path), jobs.OriginClient)
 }
 
-// SaveFile answers text/save.
+// SaveFile answers text/save: the buffer is written atomically. What runs
+// does not change (the kernel already runs the buffer), so nothing is
+// scheduled unless edits were deferred.
 func (e *Engine) SaveFile(ctx context.Context, clientID string, p protocol.SaveParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	return e.ws.Save(workspace.ClientID(clientID), string(p.Path), workspace.Version(p.CurrentVersion))
 }
 
-// CloseFile answers text/closeFile.
+// CloseFile answers text/closeFile. Unsaved edits of the last client are
+// dropped: the module goes back to its disk version.
 func (e *Engine) CloseFile(ctx context.Context, clientID, path string) error {
-	return ErrNotImplemented
+	reverted, err := e.ws.CloseBuffer(workspace.ClientID(clientID), path)
+	if err != nil {
+		return err
+	}
+	if reverted {
+		return e.edited(path, jobs.OriginClient)
+	}
+	return nil
 }
 
-// CreateContext answers executionContext/create.
+// edited schedules the jobs of an edit of path: abort everything, compile
+// the module, run every context. Files that are not modules schedule
+// nothing (no statement can depend on them through the caches).
+func (e *Engine) edited(path string, origin jobs.Origin) error {
+	name, ok := workspace.ModuleName(path)
+	if !ok {
+		return nil
+	}
+	return e.apply(jobs.Edit{Modules: jobs.SetOf(jobs.Module(name)), Origin: origin})
+}
+
+// CreateContext answers executionContext/create (idempotent: an existing id
+// gains the client as an owner).
 func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.CreateContextParams) (protocol.CreateContextResult, error) {
-	return protocol.CreateContextResult{}, ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return protocol.CreateContextResult{}, err
+	}
+	id := p.ContextID
+	if id == "" {
+		id = protocol.NewContextID()
+	}
+	_, created, err := e.store.CreateContext(id, clientID)
+	if err != nil {
+		return protocol.CreateContextResult{}, err
+	}
+	if created {
+		if _, err := e.store.AssignSlot(id, e.pool.Size()); err != nil {
+			return protocol.CreateContextResult{}, err
+		}
+	}
+	return protocol.CreateContextResult{ContextID: id}, nil
 }
 
-// DestroyContext answers executionContext/destroy.
+// DestroyContext answers executionContext/destroy: its jobs are aborted and
+// the kernel forgets its values.
 func (e *Engine) DestroyContext(ctx context.Context, clientID string, id protocol.ContextID) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	return e.destroy(id)
 }
 
-// Push answers executionContext/push.
+func (e *Engine) destroy(id protocol.ContextID) error {
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return err
+	}
+	if err := e.store.DestroyContext(id); err != nil {
+		return err
+	}
+	e.crashes.Reset(string(id))
+	if err := e.queue.AbortContext(jobs.ContextID(id), jobs.ErrContextDestroyed); err != nil && !errors.Is(err, jobs.ErrShutdown) {
+		e.log.Warn("abort destroyed context", "context", id, "err", err)
+	}
+	e.dropStream(id)
+	slot := c.KernelSlot
+	e.goBackground(func(ctx context.Context) {
+		// Waits its turn behind a running request of the kernel; a kernel
+		// that is restarting has nothing to forget.
+		k, err := e.pool.Kernel(ctx, slot)
+		if err != nil {
+			return
+		}
+		if _, err := k.Call(ctx, "dropContext", map[string]any{"contextId": id}, nil); err != nil && ctx.Err() == nil {
+			e.log.Debug("dropContext", "context", id, "err", err)
+		}
+	})
+	return nil
+}
+
+// Push answers executionContext/push. An ExplicitCall must name a module of
+// the project; a LocalCall must name a statement of the top frame whose
+// last value was a direct call of a project function.
 func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	item := p.StackItem
+	if item.Type == protocol.ExplicitCall {
+		if _, err := e.ws.ModulePath(item.MethodPointer.Module); err != nil {
+			return fmt.Errorf("%w: %s (in %s)", ErrModuleNotFound, item.MethodPointer.Module, item.MethodPointer)
+		}
+	}
+	if item.Type == protocol.LocalCall {
+		top, err := e.store.TopFrame(nil, p.ContextID)
+		if err != nil {
+			return err
+		}
+		u, err := e.store.ExpressionUpdate(nil, p.ContextID, top.Depth, item.ExpressionID)
+		if err != nil || u.Update.MethodCall == nil {
+			return fmt.Errorf("%w: %s of context %s is not a call of a project function", ErrInvalidStackItem, item.ExpressionID, p.ContextID)
+		}
+	}
+	if _, err := e.store.Push(p.ContextID, item); err != nil {
+		return err
+	}
+	e.crashes.Reset(string(p.ContextID))
+	return e.apply(jobs.Push{Context: jobs.ContextID(p.ContextID)})
 }
 
-// Pop answers executionContext/pop.
+// Pop answers executionContext/pop: the caller frame's updates are sent
+// again (fromCache true), then it runs to bring them up to date.
 func (e *Engine) Pop(ctx context.Context, clientID string, id protocol.ContextID) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if _, err := e.store.Pop(id); err != nil {
+		return err
+	}
+	if top, err := e.store.TopFrame(nil, id); err == nil {
+		e.resend(id, top.Depth)
+	}
+	e.crashes.Reset(string(id))
+	return e.apply(jobs.Pop{Context: jobs.ContextID(id)})
+}
+
+// resend sends the latest updates of a frame as fromCache.
+func (e *Engine) resend(id protocol.ContextID, depth int) {
+	us, err := e.store.FrameUpdates(nil, id, depth, 0)
+	if err != nil || len(us) == 0 {
+		return
+	}
+	sortBySource(us)
+	for i := range us {
+		us[i].FromCache = true
+	}
+	e.stream(id).send(protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{ContextID: id, Updates: us})
 }
 
 // Recompute answers executionContext/recompute.
 func (e *Engine) Recompute(ctx context.Context, clientID string, p protocol.RecomputeParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if _, err := e.store.Context(nil, p.ContextID); err != nil {
+		return err
+	}
+	if p.InvalidatedExpressions != nil && !p.InvalidatedExpressions.Empty() {
+		if err := e.store.Invalidate(p.ContextID, *p.InvalidatedExpressions); err != nil {
+			return err
+		}
+	}
+	e.crashes.Reset(string(p.ContextID))
+	// The invalidation travels in the store (TakePending), which survives
+	// the job being superseded before it runs.
+	return e.apply(jobs.Recompute{Context: jobs.ContextID(p.ContextID)})
 }
 
-// Interrupt answers executionContext/interrupt.
+// Interrupt answers executionContext/interrupt: the context's running or
+// queued run ends with executionFailed {kind:"interrupted"}.
 func (e *Engine) Interrupt(ctx context.Context, clientID string, id protocol.ContextID) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if _, err := e.store.Context(nil, id); err != nil {
+		return err
+	}
+	return e.queue.AbortContext(jobs.ContextID(id), jobs.ErrInterrupted)
 }
 
 // AttachVisualization answers executionContext/attachVisualization.
 func (e *Engine) AttachVisualization(ctx context.Context, clientID string, p protocol.AttachVisualizationParams) error {
-	return ErrNotImplemented
+	return e.visualize(p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
+		Context: jobs.ContextID(p.VisualizationConfig.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
 }
 
-// ModifyVisualization answers executionContext/modifyVisualization.
+// ModifyVisualization answers executionContext/modifyVisualization. On
+// error the old configuration stays in force.
 func (e *Engine) ModifyVisualization(ctx context.Context, clientID string, p protocol.ModifyVisualizationParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	v, err := e.store.Visualization(nil, p.VisualizationID)
+	if err != nil {
+		return err
+	}
+	if p.VisualizationConfig.ExecutionContextID != "" && p.VisualizationConfig.ExecutionContextID != v.ContextID {
+		return fmt.Errorf("%w: visualization %s belongs to context %s, not %s", ErrVisualizationExpression,
+			p.VisualizationID, v.ContextID, p.VisualizationConfig.ExecutionContextID)
+	}
+	if err := e.checkVisualizationExpression(p.VisualizationConfig.Expression); err != nil {
+		return err
+	}
+	if _, err := e.store.ModifyVisualization(p.VisualizationID, p.VisualizationConfig); err != nil {
+		return err
+	}
+	return e.apply(jobs.ModifyVisualization{Context: jobs.ContextID(v.ContextID), Expression: jobs.ExpressionID(v.ExpressionID)})
 }
 
-// DetachVisualization answers executionContext/detachVisualization.
+// DetachVisualization answers executionContext/detachVisualization (state
+// only).
 func (e *Engine) DetachVisualization(ctx context.Context, clientID string, p protocol.DetachVisualizationParams) error {
-	return ErrNotImplemented
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	return e.store.DetachVisualization(p.ExecutionContextID, p.VisualizationID, p.ExpressionID)
 }
 
-// ExecuteExpression answers executionContext/executeExpression.
+// ExecuteExpression answers executionContext/executeExpression: a one-shot
+// visualization evaluated in the frame's scope right after the expression.
 func (e *Engine) ExecuteExpression(ctx context.Context, clientID string, p protocol.ExecuteExpressionParams) error {
-	return ErrNotImplemented
+	cfg := protocol.VisualizationConfiguration{ExecutionContextID: p.ExecutionContextID, Expression: p.Expression}
+	return e.visualize(p.VisualizationID, p.ExpressionID, cfg, true, jobs.ExecuteExpression{
+		Context: jobs.ContextID(p.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
 }
 
-// ProtocolError maps an error returned by the engine to the client
-// protocol's error (code and message naming the thing at fault). Errors it
-// does not know become -32603 internal errors.
-func ProtocolError(err error) *protocol.Error {
-	return protocol.InternalError(err)
+func (e *Engine) visualize(id protocol.VisualizationID, expr protocol.ExpressionID, cfg protocol.VisualizationConfiguration, oneShot bool, call jobs.Call) error {
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	ctxID := cfg.ExecutionContextID
+	top, err := e.store.TopFrame(nil, ctxID)
+	if err != nil {
+		if errors.Is(err, contexts.ErrEmptyStack) {
+			return fmt.Errorf("%w: %s: context %s has an empty stack", ErrExpressionNotFound, expr, ctxID)
+		}
+		return err
+	}
+	if err := e.checkExpression(ctxID, top, expr); err != nil {
+		return err
+	}
+	if !oneShot {
+		if err := e.checkVisualizationExpression(cfg.Expression); err != nil {
+			return err
+		}
+	}
+	if _, err := e.store.AttachVisualization(contexts.Visualization{ID: id, ContextID: ctxID, ExpressionID: expr,
+		Config: cfg, NeedsInitialData: true, OneShot: oneShot}); err != nil {
+		return err
+	}
+	return e.apply(call)
 }
 
-// Engine is ripple's execution engine. Create it with New, then Start it;
-// Stop shuts it down (running jobs cancelled, kernels stopped).
-type Engine struct{}
+// checkExpression refuses an expression id that cannot belong to the top
+// frame: its function must be the frame's.
+func (e *Engine) checkExpression(ctxID protocol.ContextID, top *contexts.Frame, expr protocol.ExpressionID) error {
+	fn, _, err := expr.Split()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrExpressionNotFound, expr, err)
+	}
+	want := ""
+	switch top.Item.Type {
+	case protocol.ExplicitCall:
+		want = top.Item.MethodPointer.String()
+	case protocol.LocalCall:
+		if top.Depth > 0 {
+			if u, err := e.store.ExpressionUpdate(nil, ctxID, top.Depth-1, top.Item.ExpressionID); err == nil && u.Update.MethodCall != nil {
+				want = u.Update.MethodCall.MethodPointer.String()
+			}
+		}
+	}
+	if want != "" && fn.String() != want {
+		return fmt.Errorf("%w: %s is not in %s, the top frame of context %s", ErrExpressionNotFound, expr, want, ctxID)
+	}
+	return nil
+}
 
-// New returns an engine for cfg.Root.
-func New(cfg Config) (*Engine, error) { return &Engine{}, ErrNotImplemented }
-
-// Start starts the kernels, the queue and, if configured, the watcher.
-func (e *Engine) Start(ctx context.Context) error { return ErrNotImplemented }
-
-// Stop cancels running jobs, stops the kernels and the watcher and waits.
-func (e *Engine) Stop(ctx context.Context) error { return ErrNotImplemented }
+// checkVisualizationExpression refuses a `module:qualname` pointer to a
+// module that is not in the project (Python source is checked by the
+// kernel, which reports visualizationEvaluationFailed).
+func (e *Engine) checkVisualizationExpression(expr string) error {
+	if strings.TrimSpace(expr) == "" {
+		return fmt.Errorf("%w: empty expression", ErrVisualizationExpression)
+	}
+	if mp, err := protocol.ParseMethodPointer(expr); err == nil && isDottedName(mp.Module) {
+		if _, err := e.ws.ModulePath(mp.Module); err != nil {
+			return fmt.Errorf("%w: %s: module %s is not in the project", ErrVisualizationExpression, expr, mp.Module)
+		}
+	}
+	return nil
+}

@@ -1,4 +1,53 @@
-// Package engine is ripple's one execution path: it ties the workspace, the
-// job queue, the kernel pool and the context state together for ripple serve,
-// ripple watch and ripple run.
+// Package engine is ripple's one execution path: it ties the workspace
+// (files and buffers), the job queue, the kernel pool and the context state
+// together. ripple serve (through package server), ripple watch and
+// ripple run all drive the same Engine, so there is no second way to run
+// code.
+//
+// Start here:
+//
+//	e, err := engine.New(engine.Config{Root: dir, Watch: true})
+//	err = e.Start(ctx)
+//	defer e.Stop(ctx)
+//	info, err := e.Connect(ctx, "client-1", client) // client.Notify gets notifications
+//	res, err := e.CreateContext(ctx, "client-1", protocol.CreateContextParams{})
+//	err = e.Push(ctx, "client-1", protocol.PushParams{ContextID: res.ContextID,
+//		StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})})
+//
+// # How a call becomes work
+//
+// Every API method follows DESIGN.md's API-to-jobs table in the same order:
+// validate, apply the synchronous state change (workspace buffer, contexts
+// store), build a plan with the jobs package's translation from the state
+// after the change, drop from the plan's EnsureCompiled the modules every
+// kernel already has in their current version (so a push does not wait
+// behind a long run elsewhere for a compile that has nothing to do), hand
+// the plan to queue.Apply (abort + enqueue, atomically) and return, so the
+// reply goes out before the jobs run.
+//
+// # Ownership and locks
+//
+//   - The contexts.Store owns context state (stacks, visualizations, latest
+//     updates, owners); it is safe for concurrent use and is the only copy.
+//   - The workspace owns files and buffers.
+//   - The queue owns jobs; the runner (runner.go) is called by it, never
+//     concurrently for an EnsureCompiled and anything else, and for at most
+//     one Execute per kernel slot.
+//   - sourceTable (compile.go) owns what each kernel was given; its mutex
+//     guards it. OnReady (a slot owner goroutine of the pool) and the
+//     EnsureCompiled runner are its writers.
+//   - clientsMu guards the connected clients and their grace timers.
+//   - Each context's notifications go through its stream (stream.go), whose
+//     mutex orders expression-update flushes, output and end-of-run
+//     notifications, so a client always sees a run's updates before its
+//     executionComplete/executionFailed.
+//
+// # What a cancelled run leaves behind
+//
+// A run cancelled by an edit, a stack change, a recompute or destroy ends
+// without a notification (the run that replaces it reports); interrupted by
+// the user or by a timeout it ends with executionFailed. Values computed
+// before the cancel stay cached in the kernel and recorded in the store.
+// Invalidations handed to a run that did not finish are put back as
+// pending, so the next run still recomputes them.
 package engine

@@ -88,12 +88,13 @@ const (
 	ReasonVisualization                        // attach or modify a visualization
 	ReasonExecuteExpression                    // executionContext/executeExpression
 	ReasonBatch                                // a batch run (ripple run)
+	ReasonRestart                              // a re-run after the kernel was replaced
 
-	reasonAll = ReasonBatch<<1 - 1
+	reasonAll = ReasonRestart<<1 - 1
 )
 
 var reasonNames = [...]string{"edit", "file-watch", "push", "pop", "recompute",
-	"visualization", "executeExpression", "batch"}
+	"visualization", "executeExpression", "batch", "restart"}
 
 // Has reports whether every reason of o is in r.
 func (r Reason) Has(o Reason) bool { return r&o == o }

@@ -1,3 +1,60 @@
 // Package kernel runs persistent Python kernel processes and talks to them
-// over the wire protocol of kernel/PROTOCOL.md.
+// over the wire protocol of kernel/PROTOCOL.md (loopback TCP, token
+// handshake, length-prefixed frames). The Python side is python/server.py,
+// embedded in the binary and installed into the user's cache directory on
+// first use (ScriptDir); it loads the execution engine python/engine.py.
+//
+// Start here:
+//
+//	py, err := kernel.FindPython(ctx, pythonFlag, root) // --python, RIPPLE_PYTHON, .venv, python3
+//	k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: root})
+//	defer k.Stop(ctx)
+//	err = k.Eval(ctx, "print('hi')", sink)          // output streams to sink
+//	raw, err := k.Call(ctx, "execute", params, sink) // engine methods
+//
+// or, for many kernels under supervision:
+//
+//	pool := kernel.NewPool(kernel.PoolConfig{Kernel: cfg, OnReady: install, OnRestart: notify})
+//	err := pool.Start(ctx)
+//	defer pool.Stop(ctx)
+//	raw, err := pool.Call(ctx, slot, "execute", params, sink)
+//
+// # Requests and errors
+//
+// A Kernel runs one request at a time; Call, Eval and Repr wait their
+// turn. Output (fd 1 and 2 of the kernel, so C code and child processes
+// included) and progress events reach the request's Sink live, always
+// before the call returns. Cancelling the call's context interrupts the
+// request (SIGINT to the kernel's process group):
+//   - the kernel answers: an error wrapping ErrInterrupted and
+//     context.Cause(ctx); the kernel keeps its state;
+//   - it does not within Config.InterruptTimeout (2 s): the kernel is
+//     killed, the error wraps ErrKernelRestarted (state lost).
+//
+// A Python exception is a *RemoteError (type, message, traceback trimmed to
+// user code; results are capped at 64 KiB, long strings cut with a marker).
+// A kernel that dies fails every waiting call at once with an *ExitError
+// (errors.Is ErrKernelDied) naming the exit status or signal and the last
+// stderr lines, and pointing at the startup log. Stop is graceful: SIGTERM,
+// Config.StopGrace, then SIGKILL.
+//
+// # Processes
+//
+// Each kernel runs in its own process group. When its connection closes
+// the kernel exits by itself within a second and takes its process group
+// (children of user code) with it; on Linux it also gets SIGKILL when the
+// server dies (Pdeathsig; see procAttr for the caveats). When a kernel
+// dies, the Go side kills what is left of its process group before
+// reaping it.
+//
+// # Pool
+//
+// A Pool keeps Size slots (default runtime.NumCPU()) each served by one
+// kernel, plus one warm spare. Each slot has one owner goroutine that
+// starts or promotes a kernel, runs OnReady on it, publishes it and
+// replaces it when it dies (with backoff while starts keep failing), when
+// Restart asks or when the reconciliation tick's health check fails;
+// every replacement is reported to OnRestart with StatePreserved false.
+// The pool itself never gives up on a slot; whether a run that killed its
+// kernel is run again is for the caller to decide, with CrashStreak.
 package kernel

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ripple-run/ripple/kernel"
+)
+
+const usage = `usage: ripple <command> [arguments]
+
+commands:
+  version                         print ripple's version
+  kernel-check [--python P] [DIR] start a kernel in DIR (default: the current
+                                  directory), run a line of Python, print its output
+`
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version":
+		fmt.Fprintln(stdout, "ripple", version)
+		return 0
+	case "kernel-check":
+		return kernelCheck(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "ripple: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// checkCode is what kernel-check runs in the kernel.
+const checkCode = "print('hello from', __import__('sys').version)"
+
+// kernelCheck starts one kernel, runs checkCode, copies its output and
+// stops the kernel.
+func kernelCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kernel-check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pythonFlag := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, DIR/.venv/bin/python, python3 on PATH)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "ripple kernel-check: want at most one directory, got %q\n", fs.Args())
+		return 2
+	}
+	dir := "."
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(root); err == nil && !st.IsDir() {
+			err = fmt.Errorf("not a directory")
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple kernel-check: project directory %s: %v\n", dir, err)
+		return 1
+	}
+
+	py, err := kernel.FindPython(ctx, *pythonFlag, root)
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple kernel-check: %v\n", err)
+		return 1
+	}
+	start := time.Now()
+	k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: root})
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple kernel-check: %v\n", err)
+		return 1
+	}
+	ready := time.Since(start)
+	defer k.Stop(context.WithoutCancel(ctx))
+
+	var mu sync.Mutex // the sink runs on the kernel's reader goroutine
+	sink := kernel.SinkFuncs{OutputFunc: func(s kernel.Stream, b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == kernel.Stderr {
+			stderr.Write(b)
+		} else {
+			stdout.Write(b)
+		}
+	}}
+	start = time.Now()
+	err = k.Eval(ctx, checkCode, sink)
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple kernel-check: %v\n", err)
+		if errors.Is(err, kernel.ErrInterrupted) {
+			return 130
+		}
+		return 1
+	}
+	fmt.Fprintf(stderr, "kernel %s (pid %d, %s): ready in %v, round trip %v\n",
+		k.ID(), k.PID(), py.Path, ready.Round(time.Millisecond), time.Since(start).Round(time.Microsecond))
+	return 0
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/workspace"
+)
+
+// Connect registers a client (session/initProtocolConnection). A client
+// that reconnects with the same id within the grace period gets its
+// contexts back and receives the current state of each: every latest value
+// of the top frame, fromCache true. A second connection with an id that is
+// connected replaces the first as the receiver of notifications.
+func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protocol.InitProtocolConnectionResult, error) {
+	if err := e.checkRunning(); err != nil {
+		return protocol.InitProtocolConnectionResult{}, err
+	}
+	mods, err := e.ws.Modules()
+	if err != nil {
+		return protocol.InitProtocolConnectionResult{}, err
+	}
+	res := protocol.InitProtocolConnectionResult{Version: protocol.Version, ProjectRoot: e.ws.Root(), Modules: make([]string, 0, len(mods))}
+	for _, m := range mods {
+		res.Modules = append(res.Modules, m.Name)
+	}
+
+	e.clientsMu.Lock()
+	e.clients[clientID] = c
+	if t, ok := e.grace[clientID]; ok {
+		t.Stop()
+		delete(e.grace, clientID)
+	}
+	e.clientsMu.Unlock()
+
+	restored, err := e.store.ClientConnected(clientID)
+	if err != nil {
+		return protocol.InitProtocolConnectionResult{}, err
+	}
+	for _, rc := range restored {
+		if top, err := e.store.TopFrame(nil, rc.ID); err == nil {
+			e.resend(rc.ID, top.Depth)
+		}
+		if rc.LastResult != nil {
+			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, Result: *rc.LastResult})
+		}
+	}
+	return res, nil
+}
+
+// Disconnect starts the grace period of the client's contexts. c is the
+// Client given to Connect: a stale connection of a client id that has
+// already reconnected does not disconnect the new one. When the grace
+// period ends without a reconnect, the contexts no other connected client
+// uses are destroyed and the client's text buffers are closed.
+func (e *Engine) Disconnect(clientID string, c Client) {
+	e.clientsMu.Lock()
+	if cur, ok := e.clients[clientID]; !ok || cur != c {
+		e.clientsMu.Unlock()
+		return
+	}
+	delete(e.clients, clientID)
+	e.clientsMu.Unlock()
+
+	if _, err := e.store.ClientDisconnected(clientID, time.Now()); err != nil {
+		e.log.Warn("disconnect", "client", clientID, "err", err)
+	}
+	e.lifeMu.Lock()
+	stopped := e.stopped
+	e.lifeMu.Unlock()
+	if stopped {
+		return
+	}
+	e.clientsMu.Lock()
+	defer e.clientsMu.Unlock()
+	if t, ok := e.grace[clientID]; ok {
+		t.Stop()
+	}
+	e.grace[clientID] = time.AfterFunc(e.cfg.DisconnectGrace, func() {
+		e.goBackground(func(context.Context) { e.expire(clientID) })
+	})
+}
+
+// expire ends a client's grace period.
+func (e *Engine) expire(clientID string) {
+	e.clientsMu.Lock()
+	_, back := e.clients[clientID]
+	delete(e.grace, clientID)
+	e.clientsMu.Unlock()
+	if back {
+		return
+	}
+	ids, err := e.store.Expired(nil, time.Now().Add(-e.cfg.DisconnectGrace+time.Millisecond))
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if err := e.destroy(id); err != nil {
+			e.log.Debug("expire context", "context", id, "err", err)
+		}
+	}
+	for _, p := range e.ws.CloseClient(workspace.ClientID(clientID)) {
+		// Unsaved edits dropped: the module goes back to its disk version.
+		if err := e.edited(p, jobs.OriginClient); err != nil {
+			e.log.Debug("revert closed buffer", "path", p, "err", err)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/workspace"
+	"golang.org/x/sync/errgroup"
+)
+
+// sourceTable remembers which module sources each kernel slot was given,
+// so that an EnsureCompiled sends only what changed and a kernel that
+// replaces a dead one gets everything it needs.
+//
+// Writers: the EnsureCompiled runner (never concurrent with itself, the
+// queue's rule 1) and onKernelReady (a slot's owner goroutine, before the
+// kernel serves requests). mu guards every field.
+type sourceTable struct {
+	mu sync.Mutex
+	// kernelID[slot] is the kernel the slot's map describes; a map of
+	// another kernel is stale and ignored.
+	kernelID []string
+	// installed[slot][module] is the source that kernel compiled last.
+	installed []map[string]string
+	// known is every module ever sent to a kernel: a new kernel gets them
+	// all (the others it imports from disk on first use).
+	known map[string]bool
+	// deferred are modules edited with execute:false: compiled by the next
+	// EnsureCompiled, whatever it was enqueued for.
+	deferred map[string]bool
+	// broken is the diagnostic of each module whose last compile failed.
+	broken map[string]*protocol.Diagnostic
+}
+
+func newSourceTable(slots int) *sourceTable {
+	t := &sourceTable{
+		kernelID:  make([]string, slots),
+		installed: make([]map[string]string, slots),
+		known:     make(map[string]bool),
+		deferred:  make(map[string]bool),
+		broken:    make(map[string]*protocol.Diagnostic),
+	}
+	for i := range t.installed {
+		t.installed[i] = make(map[string]string)
+	}
+	return t
+}
+
+// defer records modules to compile with the next EnsureCompiled.
+func (t *sourceTable) deferModules(mods ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range mods {
+		t.deferred[m] = true
+	}
+}
+
+// takeDeferred returns and forgets the deferred modules.
+func (t *sourceTable) takeDeferred() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.deferred))
+	for m := range t.deferred {
+		out = append(out, m)
+	}
+	clear(t.deferred)
+	return out
+}
+
+// compileModule is one entry of the kernel's compile request.
+type compileModule struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+type compileParams struct {
+	Modules []compileModule `json:"modules"`
+	Removed []string        `json:"removed"`
+}
+
+type compileResult struct {
+	Modules []struct {
+		Name       string               `json:"name"`
+		Path       string               `json:"path"`
+		OK         bool                 `json:"ok"`
+		Diagnostic *protocol.Diagnostic `json:"diagnostic"`
+	} `json:"modules"`
+	Reloaded []string `json:"reloaded"`
+}
+
+// current reads a module's current source (the open buffer, else the
+// disk). ok is false when the module no longer exists.
+func (e *Engine) current(module string) (path, source string, ok bool) {
+	p, err := e.ws.ModulePath(module)
+	if err != nil {
+		return "", "", false
+	}
+	src, err := e.ws.Source(module)
+	if err != nil {
+		return "", "", false
+	}
+	return p, src, true
+}
+
+// staleModules keeps the modules that some kernel does not have in their
+// current version (or that vanished but a kernel still has).
+func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
+	if mods.IsEmpty() {
+		return mods
+	}
+	var stale []jobs.Module
+	for _, m := range mods.Items() {
+		_, src, ok := e.current(string(m))
+		e.sources.mu.Lock()
+		for slot := range e.sources.installed {
+			have, loaded := e.sources.installed[slot][string(m)]
+			if (ok && (!loaded || have != src)) || (!ok && loaded) || (!ok && !e.sources.known[string(m)]) {
+				stale = append(stale, m)
+				break
+			}
+		}
+		e.sources.mu.Unlock()
+	}
+	return jobs.SetOf(stale...)
+}
+
+// request builds the compile request bringing slot's kernel to the current
+// version of mods, and the map of what it will then have.
+func (e *Engine) compileRequest(slot int, kernelID string, mods []string) (compileParams, map[string]string) {
+	p := compileParams{Modules: []compileModule{}, Removed: []string{}}
+	after := make(map[string]string)
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	fresh := e.sources.kernelID[slot] != kernelID
+	for _, m := range mods {
+		path, src, ok := e.current(m)
+		have, loaded := e.sources.installed[slot][m]
+		if fresh {
+			loaded = false
+		}
+		switch {
+		case ok && (!loaded || have != src):
+			p.Modules = append(p.Modules, compileModule{Name: m, Path: path, Source: src})
+			after[m] = src
+		case !ok && loaded:
+			p.Removed = append(p.Removed, m)
+		case !ok && !loaded:
+			// Never loaded and gone: the kernel may still have imported it
+			// from disk; tell it to forget.
+			p.Removed = append(p.Removed, m)
+		}
+	}
+	return p, after
+}
+
+// compileOn sends one compile request to k (the kernel of slot) and records
+// what it now has and which modules are broken.
+func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods []string) error {
+	params, after := e.compileRequest(slot, k.ID(), mods)
+	if len(params.Modules) == 0 && len(params.Removed) == 0 {
+		return nil
+	}
+	raw, err := k.Call(ctx, "compile", params, nil)
+	if err != nil {
+		return fmt.Errorf("compile on kernel %s: %w", k.ID(), err)
+	}
+	var res compileResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("compile on kernel %s: bad result: %w", k.ID(), err)
+	}
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	if e.sources.kernelID[slot] != k.ID() {
+		e.sources.kernelID[slot] = k.ID()
+		e.sources.installed[slot] = make(map[string]string)
+	}
+	for m, src := range after {
+		e.sources.installed[slot][m] = src
+		e.sources.known[m] = true
+	}
+	for _, m := range params.Removed {
+		delete(e.sources.installed[slot], m)
+		delete(e.sources.broken, m)
+	}
+	for _, m := range res.Modules {
+		if m.OK {
+			delete(e.sources.broken, m.Name)
+		} else if m.Diagnostic != nil {
+			e.sources.broken[m.Name] = m.Diagnostic
+		}
+	}
+	return nil
+}
+
+// ensureCompiled is the EnsureCompiled job: bring every kernel up to date
+// with mods (plus deferred edits), all kernels in parallel. A kernel that
+// dies meanwhile is not an error here: its replacement gets every known
+// module in onKernelReady.
+func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) error {
+	mods := e.sources.takeDeferred()
+	for _, m := range job.Modules.Items() {
+		mods = append(mods, string(m))
+	}
+	slices.Sort(mods)
+	mods = slices.Compact(mods)
+	if len(mods) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for slot := 0; slot < e.pool.Size(); slot++ {
+		g.Go(func() error {
+			k, err := e.pool.Kernel(gctx, slot)
+			if err != nil {
+				return nil // restarting: onKernelReady installs everything
+			}
+			err = e.compileOn(gctx, slot, k, mods)
+			if err != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrStopped)) {
+				e.log.Warn("compile: kernel went away", "slot", slot, "err", err)
+				return nil
+			}
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// onKernelReady installs every known module and every unsaved buffer in a
+// new kernel before it serves requests.
+func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) error {
+	e.sources.mu.Lock()
+	mods := make([]string, 0, len(e.sources.known))
+	for m := range e.sources.known {
+		mods = append(mods, m)
+	}
+	e.sources.mu.Unlock()
+	for _, p := range e.ws.OpenBuffers() {
+		if name, ok := workspace.ModuleName(p); ok {
+			if dirty, err := e.ws.Dirty(p); err == nil && dirty {
+				mods = append(mods, name)
+			}
+		}
+	}
+	slices.Sort(mods)
+	mods = slices.Compact(mods)
+	e.sources.mu.Lock()
+	e.sources.kernelID[slot] = k.ID()
+	e.sources.installed[slot] = make(map[string]string)
+	e.sources.mu.Unlock()
+	return e.compileOn(ctx, slot, k, mods)
+}
+
+// brokenDiagnostic returns the diagnostic of a module whose last compile
+// failed.
+func (e *Engine) brokenDiagnostic(module string) *protocol.Diagnostic {
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	return e.sources.broken[module]
+}

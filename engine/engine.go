@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ripple-run/ripple/contexts"
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/queue"
+	"github.com/ripple-run/ripple/workspace"
+)
+
+const (
+	defaultFlushInterval   = 20 * time.Millisecond
+	defaultDisconnectGrace = 5 * time.Minute
+)
+
+// Errors of the engine's own (the workspace, contexts and queue packages
+// have theirs; ProtocolError maps them all).
+var (
+	// ErrNotStarted: an API call before Start or after Stop.
+	ErrNotStarted = errors.New("engine not running")
+	// ErrModuleNotFound: a stack item or visualization names a module that
+	// is not in the project.
+	ErrModuleNotFound = errors.New("module not found")
+	// ErrInvalidStackItem: a push that the stack cannot take.
+	ErrInvalidStackItem = errors.New("invalid stack item")
+	// ErrExpressionNotFound: an expression id that is not in the frame.
+	ErrExpressionNotFound = errors.New("expression not found")
+	// ErrVisualizationExpression: a visualization expression that cannot
+	// be used (a pointer to a missing module or function).
+	ErrVisualizationExpression = errors.New("invalid visualization expression")
+	// ErrKernelUnavailable: the context's kernel cannot be reached.
+	ErrKernelUnavailable = errors.New("kernel unavailable")
+)
+
+// Engine is ripple's execution engine. Create it with New, then Start it;
+// Stop shuts it down (running jobs cancelled, kernels stopped). All methods
+// are safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	ws      *workspace.Workspace
+	store   *contexts.Store
+	queue   *queue.Queue
+	pool    *kernel.Pool
+	watcher *workspace.Watcher // nil unless cfg.Watch
+	python  kernel.Interpreter
+	sources *sourceTable
+	crashes kernel.CrashStreak
+
+	// bg is the per-owner context of the engine's own goroutines (watch
+	// batches, kernel drops, grace expiry); Stop cancels it and waits on wg.
+	bg     context.Context
+	stopBg context.CancelFunc
+	wg     sync.WaitGroup
+
+	lifeMu  sync.Mutex
+	started bool // guarded by lifeMu
+	stopped bool // guarded by lifeMu
+
+	clientsMu sync.Mutex
+	clients   map[string]Client      // guarded by clientsMu: connected clients
+	grace     map[string]*time.Timer // guarded by clientsMu: disconnect grace timers
+
+	streamsMu sync.Mutex
+	streams   map[protocol.ContextID]*stream // guarded by streamsMu
+
+	runsMu  sync.Mutex
+	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
+}
+
+// New returns an engine for cfg.Root. It finds the Python interpreter and
+// opens the workspace; nothing runs until Start.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Kernels <= 0 {
+		cfg.Kernels = runtime.NumCPU()
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = defaultFlushInterval
+	}
+	if cfg.DisconnectGrace <= 0 {
+		cfg.DisconnectGrace = defaultDisconnectGrace
+	}
+	ws, err := workspace.Open(cfg.Root, workspace.Options{Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open project %s: %w", cfg.Root, err)
+	}
+	py, err := kernel.FindPython(ctx, cfg.Python, ws.Root())
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	store, err := contexts.NewStore()
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	e := &Engine{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		ws:      ws,
+		store:   store,
+		python:  py,
+		sources: newSourceTable(cfg.Kernels),
+		clients: make(map[string]Client),
+		grace:   make(map[string]*time.Timer),
+		streams: make(map[protocol.ContextID]*stream),
+		running: make(map[int]protocol.ContextID),
+	}
+	e.pool = kernel.NewPool(kernel.PoolConfig{
+		Kernel: kernel.Config{
+			Python:           py,
+			Root:             ws.Root(),
+			InterruptTimeout: cfg.InterruptTimeout,
+		},
+		Size:      cfg.Kernels,
+		OnReady:   e.onKernelReady,
+		OnRestart: e.onKernelRestart,
+	})
+	e.queue = queue.New(runner{e}, queue.Options{
+		MaxRunning:     cfg.Kernels,
+		ExecuteTimeout: cfg.ExecuteTimeout,
+		OnEnd:          e.onJobEnd,
+	})
+	if cfg.Watch {
+		e.watcher = workspace.NewWatcher(ws, workspace.WatchOptions{Debounce: cfg.WatchDebounce})
+	}
+	return e, nil
+}
+
+// Root is the project root.
+func (e *Engine) Root() string { return e.ws.Root() }
+
+// Python is the interpreter the kernels run.
+func (e *Engine) Python() kernel.Interpreter { return e.python }
+
+// Start starts the kernels, the queue and, if configured, the watcher. It
+// returns once the queue accepts work; kernels finish starting in the
+// background (jobs wait for them).
+func (e *Engine) Start(ctx context.Context) error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if e.started {
+		return errors.New("engine: already started")
+	}
+	e.started = true
+	e.bg, e.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+	if err := e.pool.Start(e.bg); err != nil {
+		return fmt.Errorf("start kernels: %w", err)
+	}
+	if err := e.queue.Start(e.bg); err != nil {
+		e.pool.Stop(ctx)
+		return fmt.Errorf("start queue: %w", err)
+	}
+	if e.watcher != nil {
+		if err := e.watcher.Start(e.bg); err != nil {
+			e.queue.Stop(ctx)
+			e.pool.Stop(ctx)
+			return fmt.Errorf("watch %s: %w", e.ws.Root(), err)
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.consumeBatches(e.watcher.Batches())
+		}()
+	}
+	return nil
+}
+
+// Stop stops the watcher, cancels running jobs (ErrShutdown), stops the
+// kernels (SIGTERM, grace, SIGKILL; the kill comes at once when ctx ends)
+// and waits for every goroutine of the engine. It is idempotent.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.lifeMu.Lock()
+	if !e.started || e.stopped {
+		e.lifeMu.Unlock()
+		return nil
+	}
+	e.stopped = true
+	e.lifeMu.Unlock()
+
+	var errs []error
+	if e.watcher != nil {
+		errs = append(errs, e.watcher.Stop(ctx))
+	}
+	errs = append(errs, e.queue.Stop(ctx))
+	errs = append(errs, e.pool.Stop(ctx))
+	e.clientsMu.Lock()
+	for id, t := range e.grace {
+		t.Stop()
+		delete(e.grace, id)
+	}
+	e.clientsMu.Unlock()
+	e.stopBg()
+	e.wg.Wait()
+	e.streamsMu.Lock()
+	for _, s := range e.streams {
+		s.close()
+	}
+	e.streamsMu.Unlock()
+	e.ws.Close()
+	return errors.Join(errs...)
+}
+
+// running reports whether the engine accepts calls.
+func (e *Engine) checkRunning() error {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if !e.started || e.stopped {
+		return ErrNotStarted
+	}
+	return nil
+}
+
+// goBackground runs f on a goroutine the engine owns (Stop waits for it).
+func (e *Engine) goBackground(f func(ctx context.Context)) {
+	e.lifeMu.Lock()
+	defer e.lifeMu.Unlock()
+	if e.stopped {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f(e.bg)
+	}()
+}
+
+// apply turns a call into jobs: the plan is built from the state after the
+// call's synchronous change, the EnsureCompiled keeps only modules that some
+// kernel does not have in their current version, and the queue aborts and
+// enqueues atomically.
+func (e *Engine) apply(call jobs.Call) error {
+	cs, err := e.jobContexts()
+	if err != nil {
+		return err
+	}
+	plan, err := call.Plan(cs)
+	if err != nil {
+		return err
+	}
+	plan.EnsureCompiled.Modules = e.staleModules(plan.EnsureCompiled.Modules)
+	if err := e.queue.Apply(plan); err != nil {
+		return err
+	}
+	for i := range plan.Executes {
+		// Best effort: the context may be destroyed meanwhile.
+		_ = e.store.SetStatus(protocol.ContextID(plan.Executes[i].Context), contexts.StatusQueued)
+	}
+	return nil
+}
+
+// jobContexts is the state the translations read.
+func (e *Engine) jobContexts() (jobs.Contexts, error) {
+	all, err := e.store.Contexts(nil)
+	if err != nil {
+		return nil, err
+	}
+	cs := make(jobs.Contexts, len(all))
+	for _, c := range all {
+		info := jobs.ContextInfo{Slot: jobs.Slot(c.KernelSlot), StackEmpty: true}
+		stack, err := e.store.Stack(nil, c.ID)
+		if err == nil && len(stack) > 0 {
+			info.StackEmpty = false
+			info.BottomModule = jobs.Module(stack[0].Item.MethodPointer.Module)
+		}
+		cs[jobs.ContextID(c.ID)] = info
+	}
+	return cs, nil
+}

@@ -1,0 +1,298 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// note is one notification a test client received.
+type note struct {
+	Method string
+	Params any
+}
+
+// recorder is a Client that keeps every notification and lets a test wait
+// for the ones it expects.
+type recorder struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	notes []note
+}
+
+func newRecorder() *recorder {
+	r := &recorder{}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *recorder) Notify(method string, params any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, note{method, params})
+	r.cond.Broadcast()
+}
+
+// mark returns the number of notifications so far: waits start after it.
+func (r *recorder) mark() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.notes)
+}
+
+// waitFrom waits until a notification at or after index from satisfies
+// match, and returns the notifications from `from` up to and including it.
+func (r *recorder) waitFrom(t *testing.T, from int, what string, match func(note) bool) []note {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	stop := time.AfterFunc(time.Until(deadline), func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop.Stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := from; ; {
+		for ; i < len(r.notes); i++ {
+			if match(r.notes[i]) {
+				return append([]note(nil), r.notes[from:i+1]...)
+			}
+		}
+		if time.Now().After(deadline) {
+			var seen []string
+			for _, n := range r.notes[from:] {
+				seen = append(seen, describe(n))
+			}
+			t.Fatalf("timed out waiting for %s; got after mark %d:\n%s", what, from, strings.Join(seen, "\n"))
+		}
+		r.cond.Wait()
+	}
+}
+
+func describe(n note) string {
+	b, _ := json.Marshal(n.Params)
+	s := string(b)
+	if len(s) > 400 {
+		s = s[:400] + "..."
+	}
+	return n.Method + " " + s
+}
+
+// runResult is what one run of a context sent.
+type runResult struct {
+	notes   []note
+	updates []protocol.ExpressionUpdate // in arrival order
+	failed  *protocol.ExecutionResult
+	output  string
+}
+
+// latest returns the last update of an expression label ("x" for
+// main:main/x) in the run, or nil.
+func (rr *runResult) latest(id string) *protocol.ExpressionUpdate {
+	for i := len(rr.updates) - 1; i >= 0; i-- {
+		if string(rr.updates[i].ExpressionID) == id {
+			return &rr.updates[i]
+		}
+	}
+	return nil
+}
+
+// values returns id -> preview (or "Panic: message") of the final state of
+// every non-Pending expression of the run.
+func (rr *runResult) values() map[string]string {
+	out := map[string]string{}
+	for _, u := range rr.updates {
+		switch u.Payload.Type {
+		case protocol.PayloadValue:
+			out[string(u.ExpressionID)] = u.Payload.Preview
+		case protocol.PayloadPanic:
+			out[string(u.ExpressionID)] = "Panic: " + u.Payload.Message
+		default:
+			delete(out, string(u.ExpressionID))
+		}
+	}
+	return out
+}
+
+// computed lists the expressions that got a fresh (not fromCache) value.
+func (rr *runResult) computed() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, u := range rr.updates {
+		if u.Payload.Type != protocol.PayloadPending && !u.FromCache && !seen[string(u.ExpressionID)] {
+			seen[string(u.ExpressionID)] = true
+			out = append(out, string(u.ExpressionID))
+		}
+	}
+	return out
+}
+
+// waitRun waits for the end of a run of ctxID after mark and collects it.
+func (r *recorder) waitRun(t *testing.T, from int, id protocol.ContextID) *runResult {
+	t.Helper()
+	notes := r.waitFrom(t, from, "end of run of "+string(id), func(n note) bool {
+		switch p := n.Params.(type) {
+		case protocol.ExecutionCompleteParams:
+			return p.ContextID == id
+		case protocol.ExecutionFailedParams:
+			return p.ContextID == id
+		}
+		return false
+	})
+	rr := &runResult{notes: notes}
+	for _, n := range notes {
+		switch p := n.Params.(type) {
+		case protocol.ExpressionUpdatesParams:
+			if p.ContextID == id {
+				rr.updates = append(rr.updates, p.Updates...)
+			}
+		case protocol.ExecutionFailedParams:
+			if p.ContextID == id {
+				res := p.Result
+				rr.failed = &res
+			}
+		case protocol.OutputParams:
+			if p.ContextID == id {
+				rr.output += p.Text
+			}
+		}
+	}
+	return rr
+}
+
+// harness is a started engine on a temp project with one connected client.
+type harness struct {
+	t      *testing.T
+	e      *engine.Engine
+	dir    string
+	client *recorder
+	ctx    context.Context
+}
+
+const clientID = "test-client"
+
+func setup(t *testing.T, files map[string]string, cfg engine.Config) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		write(t, dir, name, text)
+	}
+	cfg.Root = dir
+	if cfg.Kernels == 0 {
+		cfg.Kernels = 1
+	}
+	ctx := context.Background()
+	e, err := engine.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := e.Stop(sctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	h := &harness{t: t, e: e, dir: dir, client: newRecorder(), ctx: ctx}
+	if _, err := e.Connect(ctx, clientID, h.client); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func write(t *testing.T, dir, name, text string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newContext creates a context and pushes module:function on it; it
+// returns the id and the first run.
+func (h *harness) newContext(pointer string, args ...string) (protocol.ContextID, *runResult) {
+	h.t.Helper()
+	id, m := h.startContext(pointer, args...)
+	return id, h.client.waitRun(h.t, m, id)
+}
+
+// startContext creates a context and pushes module:function on it; it
+// returns the id and the mark before the push.
+func (h *harness) startContext(pointer string, args ...string) (protocol.ContextID, int) {
+	h.t.Helper()
+	res, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	mp, err := protocol.ParseMethodPointer(pointer)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	m := h.client.mark()
+	if err := h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: res.ContextID, StackItem: protocol.NewExplicitCall(mp, args...)}); err != nil {
+		h.t.Fatal(err)
+	}
+	return res.ContextID, m
+}
+
+// edit replaces the whole text of an open file through text/applyEdit and
+// returns the run it causes.
+func (h *harness) openFile(path string) (string, string) {
+	h.t.Helper()
+	res, err := h.e.OpenFile(h.ctx, clientID, path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res.Content, res.CurrentVersion
+}
+
+// setText replaces the buffer's content (opened if needed) with text.
+func (h *harness) setText(path, text string) {
+	h.t.Helper()
+	old, version := h.openFile(path)
+	end := endOf(old)
+	err := h.e.ApplyEdit(h.ctx, clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+		Path:       protocol.Path(path),
+		Edits:      []protocol.TextEdit{{Range: protocol.Range{End: end}, Text: text}},
+		OldVersion: version,
+		NewVersion: versionOf(text),
+	}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func endOf(s string) protocol.Position {
+	lines := strings.Split(s, "\n")
+	return protocol.Position{Line: len(lines) - 1, Character: len([]rune(lines[len(lines)-1]))}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expect(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+	}
+}

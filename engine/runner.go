@@ -1,0 +1,426 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ripple-run/ripple/contexts"
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// runner is the engine as the queue sees it (queue.Runner).
+type runner struct{ e *Engine }
+
+func (r runner) EnsureCompiled(ctx context.Context, job *jobs.EnsureCompiled) error {
+	return r.e.ensureCompiled(ctx, job)
+}
+
+func (r runner) Execute(ctx context.Context, job *jobs.Execute) error {
+	return r.e.execute(ctx, job)
+}
+
+// kernelFrame is a stack item as the kernel's execute takes it
+// (kernel/PROTOCOL.md).
+type kernelFrame struct {
+	Type                           protocol.StackItemType `json:"type"`
+	Module                         string                 `json:"module,omitempty"`
+	DefinedOnType                  string                 `json:"definedOnType,omitempty"`
+	Name                           string                 `json:"name,omitempty"`
+	ThisArgumentExpression         string                 `json:"thisArgumentExpression,omitempty"`
+	PositionalArgumentsExpressions []string               `json:"positionalArgumentsExpressions,omitempty"`
+	ExpressionID                   protocol.ExpressionID  `json:"expressionId,omitempty"`
+}
+
+type kernelVisualization struct {
+	VisualizationID                protocol.VisualizationID `json:"visualizationId"`
+	ExpressionID                   protocol.ExpressionID    `json:"expressionId"`
+	Expression                     string                   `json:"expression"`
+	PositionalArgumentsExpressions []string                 `json:"positionalArgumentsExpressions"`
+	Apply                          bool                     `json:"apply"`
+	OneShot                        bool                     `json:"oneshot"`
+}
+
+type executeParams struct {
+	ContextID      protocol.ContextID    `json:"contextId"`
+	Stack          []kernelFrame         `json:"stack"`
+	Invalidate     any                   `json:"invalidate"` // null, "all" or [ids]
+	Wanted         []string              `json:"wanted"`     // null = all
+	Visualizations []kernelVisualization `json:"visualizations"`
+}
+
+type executeResult struct {
+	Status string                    `json:"status"` // complete | failed
+	Result *protocol.ExecutionResult `json:"result"`
+}
+
+// progressEvent is one `prog` frame of an execute request.
+type progressEvent struct {
+	Type            string                      `json:"type"`
+	Depth           int                         `json:"depth"`
+	Updates         []protocol.ExpressionUpdate `json:"updates"`
+	Diagnostic      *protocol.Diagnostic        `json:"diagnostic"`
+	VisualizationID protocol.VisualizationID    `json:"visualizationId"`
+	ExpressionID    protocol.ExpressionID       `json:"expressionId"`
+	Data            json.RawMessage             `json:"data"`
+	Message         string                      `json:"message"`
+}
+
+// execute is the Execute job: run the context's stack on its kernel and
+// turn what the kernel reports into store records and notifications.
+func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
+	id := protocol.ContextID(job.Context)
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return fmt.Errorf("%w: %w", jobs.ErrContextDestroyed, err)
+	}
+	stack, err := e.store.Stack(nil, id)
+	if err != nil || len(stack) == 0 {
+		return nil // popped to empty meanwhile: nothing to run
+	}
+	vis, err := e.store.VisualizationsOfContext(nil, id)
+	if err != nil {
+		return err
+	}
+	pending, err := e.store.TakePending(id)
+	if err != nil {
+		return err
+	}
+	invalidate := pending
+	if !job.Invalidate.IsEmpty() {
+		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
+	}
+	params := executeParams{ContextID: id, Stack: make([]kernelFrame, len(stack))}
+	for i, f := range stack {
+		params.Stack[i] = toKernelFrame(f.Item)
+	}
+	switch {
+	case invalidate.All:
+		params.Invalidate = "all"
+	case len(invalidate.IDs) > 0:
+		params.Invalidate = invalidate.IDs
+	}
+	if !job.WantsAll() {
+		for _, x := range job.Expressions.Items() {
+			params.Wanted = append(params.Wanted, string(x))
+		}
+	}
+	seen := make(map[protocol.VisualizationID]uint64, len(vis))
+	for _, v := range vis {
+		params.Visualizations = append(params.Visualizations, kernelVisualization{
+			VisualizationID:                v.ID,
+			ExpressionID:                   v.ExpressionID,
+			Expression:                     v.Config.Expression,
+			PositionalArgumentsExpressions: nonNil(v.Config.PositionalArgumentsExpressions),
+			Apply:                          v.NeedsInitialData,
+			OneShot:                        v.OneShot,
+		})
+		seen[v.ID] = v.ModifyIndex
+	}
+	if params.Visualizations == nil {
+		params.Visualizations = []kernelVisualization{}
+	}
+
+	slot := c.KernelSlot
+	_ = e.store.SetStatus(id, contexts.StatusRunning)
+	e.runsMu.Lock()
+	e.running[slot] = id
+	e.runsMu.Unlock()
+	defer func() {
+		e.runsMu.Lock()
+		if e.running[slot] == id {
+			delete(e.running, slot)
+		}
+		e.runsMu.Unlock()
+	}()
+
+	st := e.stream(id)
+	sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
+	raw, callErr := e.pool.Call(ctx, slot, "execute", params, sink)
+	st.endOutput()
+
+	if callErr == nil {
+		var res executeResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			callErr = fmt.Errorf("execute on slot %d: bad result: %w", slot, err)
+		} else {
+			e.crashes.Observe(string(id), nil)
+			if res.Status == "complete" {
+				e.finish(id, st, nil)
+				return nil
+			}
+			if res.Result == nil {
+				res.Result = &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: "the kernel reported a failure without a reason"}
+			}
+			if d := res.Result.Diagnostic; d != nil {
+				st.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: id, Diagnostics: []protocol.Diagnostic{*d}})
+			}
+			e.finish(id, st, res.Result)
+			return nil
+		}
+	}
+
+	// The run did not finish: what it was handed to recompute must still
+	// be recomputed by the next run.
+	if !invalidate.Empty() {
+		_ = e.store.Invalidate(id, invalidate)
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(callErr, kernel.ErrKernelDied):
+		retry := e.crashes.Observe(string(id), callErr)
+		if e.cfg.Batch {
+			retry = false
+		}
+		msg := callErr.Error()
+		var exit *kernel.ExitError
+		if errors.As(callErr, &exit) {
+			msg = "the kernel died (" + exit.Status() + ") while running this context"
+		}
+		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied, Message: msg})
+		if retry {
+			e.rerun(id, jobs.ReasonRestart)
+		}
+		return callErr
+	case cause != nil && errors.Is(cause, jobs.ErrInterrupted):
+		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: interruptMessage(callErr, "interrupted by the user")})
+	case cause != nil && errors.Is(cause, jobs.ErrTimeout):
+		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
+	case errors.Is(callErr, kernel.ErrStopped) && cause == nil:
+		// The pool replaced the kernel (restartKernel): run again on the
+		// new one.
+		st.flush()
+		if !e.cfg.Batch {
+			e.rerun(id, jobs.ReasonRestart)
+		}
+	case cause != nil:
+		// Superseded, destroyed or shutting down: the run that replaces it
+		// (if any) reports; send what this one computed.
+		st.flush()
+		_ = e.store.SetStatus(id, contexts.StatusQueued)
+	default:
+		var remote *kernel.RemoteError
+		msg := callErr.Error()
+		if errors.As(callErr, &remote) {
+			e.log.Error("kernel engine error", "context", id, "err", callErr)
+			msg = "internal error in the kernel: " + remote.Type + ": " + remote.Message
+		}
+		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: msg})
+	}
+	return callErr
+}
+
+// interruptMessage adds the state loss to an interrupt that restarted the
+// kernel.
+func interruptMessage(err error, msg string) string {
+	if errors.Is(err, kernel.ErrKernelRestarted) {
+		return msg + "; the kernel did not stop and was restarted (state lost)"
+	}
+	return msg
+}
+
+// finish ends a run: pending updates first, then executionComplete (result
+// nil) or executionFailed, and the store's run state.
+func (e *Engine) finish(id protocol.ContextID, st *stream, result *protocol.ExecutionResult) {
+	if _, err := e.store.FinishRun(id, result); err != nil {
+		st.flush()
+		return // destroyed meanwhile
+	}
+	if result == nil {
+		st.send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: id})
+		return
+	}
+	st.send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: id, Result: *result})
+}
+
+// rerun enqueues an Execute of a context (after a kernel restart).
+func (e *Engine) rerun(id protocol.ContextID, reason jobs.Reason) {
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return
+	}
+	_, err = e.queue.EnqueueExecute(jobs.Execute{Context: jobs.ContextID(id), Slot: jobs.Slot(c.KernelSlot),
+		Expressions: jobs.All[jobs.ExpressionID](), Priority: jobs.PriorityUser, Reason: reason})
+	if err != nil && !errors.Is(err, jobs.ErrShutdown) {
+		e.log.Warn("re-run after restart", "context", id, "err", err)
+	}
+}
+
+// onJobEnd is told of every job's end (from the queue's single dispatch
+// goroutine). Runs never started but cancelled by the user still end with
+// executionFailed, so an interrupt always gets an answer.
+func (e *Engine) onJobEnd(rec jobs.Record) {
+	if rec.Kind != jobs.KindExecute || !rec.Started.IsZero() {
+		return
+	}
+	id := protocol.ContextID(rec.Execute.Context)
+	switch {
+	case errors.Is(rec.Cause, jobs.ErrInterrupted):
+		e.finish(id, e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: "interrupted by the user before it started"})
+	case errors.Is(rec.Cause, jobs.ErrTimeout):
+		e.finish(id, e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: "timed out before it started"})
+	}
+}
+
+// onKernelRestart is told when a slot's kernel was replaced (pool's slot
+// owner goroutine; must return quickly). The contexts on it lost their
+// values: their owners are told and each is run again, except the one
+// whose run was on the old kernel (its runner decides, with CrashStreak)
+// and those that killed their kernel twice in a row.
+func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
+	cs, err := e.store.ContextsOnSlot(nil, ev.Slot)
+	if err != nil {
+		return
+	}
+	ids := make([]protocol.ContextID, 0, len(cs))
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	params := protocol.KernelRestartedParams{KernelID: ev.Slot, ContextIDs: ids, StatePreserved: false, Reason: ev.Reason}
+	notified := make(map[string]bool)
+	for _, c := range cs {
+		for _, o := range c.Owners {
+			if !notified[o.ClientID] {
+				notified[o.ClientID] = true
+				e.notifyClients([]string{o.ClientID}, protocol.NotifyKernelRestarted, params)
+			}
+		}
+	}
+	if e.cfg.Batch {
+		return
+	}
+	e.runsMu.Lock()
+	busy := e.running[ev.Slot]
+	e.runsMu.Unlock()
+	for _, id := range ids {
+		if id == busy || e.crashes.Count(string(id)) > kernel.MaxCrashRetries {
+			continue
+		}
+		if stack, err := e.store.Stack(nil, id); err == nil && len(stack) > 0 {
+			e.rerun(id, jobs.ReasonRestart)
+		}
+	}
+}
+
+// runSink turns an execute request's output and progress into records and
+// notifications. Its methods run on the kernel's reader goroutine, one at
+// a time.
+type runSink struct {
+	e      *Engine
+	id     protocol.ContextID
+	stack  []*contexts.Frame
+	stream *stream
+	seen   map[protocol.VisualizationID]uint64 // modify index of each visualization at the start
+}
+
+func (s *runSink) Output(stream kernel.Stream, data []byte) {
+	out := protocol.Stdout
+	if stream == kernel.Stderr {
+		out = protocol.Stderr
+	}
+	s.stream.output(out, data)
+}
+
+func (s *runSink) Progress(raw json.RawMessage) {
+	var ev progressEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		s.e.log.Error("bad progress event from kernel", "context", s.id, "err", err)
+		return
+	}
+	switch ev.Type {
+	case "updates":
+		if ev.Depth < 0 || ev.Depth >= len(s.stack) {
+			return
+		}
+		if err := s.e.store.RecordUpdates(s.stack[ev.Depth], ev.Updates); err != nil {
+			return // the frame was popped meanwhile: stale
+		}
+		if ev.Depth == len(s.stack)-1 {
+			s.stream.updates(ev.Updates)
+			if allPending(ev.Updates) {
+				// The Pending of a run's start go out at once, so a client
+				// sees what will run before the first values replace them.
+				s.stream.flush()
+			}
+		}
+	case "diagnostic":
+		if ev.Diagnostic != nil {
+			s.stream.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: s.id, Diagnostics: []protocol.Diagnostic{*ev.Diagnostic}})
+		}
+	case "visualization":
+		s.stream.send(protocol.NotifyVisualizationUpdate, protocol.VisualizationUpdateParams{
+			VisualizationContext: protocol.VisualizationContext{VisualizationID: ev.VisualizationID, ContextID: s.id, ExpressionID: ev.ExpressionID},
+			Data:                 slices.Clone(ev.Data),
+		})
+		s.visualized(ev.VisualizationID, ev.ExpressionID)
+	case "visualizationFailed":
+		s.stream.send(protocol.NotifyVisualizationEvaluationFailed, protocol.VisualizationEvaluationFailedParams{
+			ContextID: s.id, VisualizationID: ev.VisualizationID, ExpressionID: ev.ExpressionID,
+			Message: ev.Message, Diagnostic: ev.Diagnostic,
+		})
+		s.visualized(ev.VisualizationID, ev.ExpressionID)
+	}
+}
+
+// visualized records that a visualization got its data: the initial-data
+// flag is cleared (unless it was modified since the run started) and a
+// one-shot (executeExpression) detaches itself.
+func (s *runSink) visualized(id protocol.VisualizationID, expr protocol.ExpressionID) {
+	v, err := s.e.store.Visualization(nil, id)
+	if err != nil {
+		return
+	}
+	if v.OneShot {
+		_ = s.e.store.DetachVisualization(s.id, id, expr)
+		return
+	}
+	if seen, ok := s.seen[id]; ok {
+		_ = s.e.store.InitialDataSent(id, seen)
+	}
+}
+
+func toKernelFrame(item protocol.StackItem) kernelFrame {
+	if item.Type == protocol.LocalCall {
+		return kernelFrame{Type: protocol.LocalCall, ExpressionID: item.ExpressionID}
+	}
+	return kernelFrame{
+		Type:                           protocol.ExplicitCall,
+		Module:                         item.MethodPointer.Module,
+		DefinedOnType:                  item.MethodPointer.DefinedOnType,
+		Name:                           item.MethodPointer.Name,
+		ThisArgumentExpression:         item.ThisArgumentExpression,
+		PositionalArgumentsExpressions: item.PositionalArgumentsExpressions,
+	}
+}
+
+func fromExpressionSet(set jobs.ExpressionSet) protocol.InvalidatedExpressions {
+	if set.IsAll() {
+		return protocol.InvalidatedExpressions{All: true}
+	}
+	var inv protocol.InvalidatedExpressions
+	for _, x := range set.Items() {
+		inv.IDs = append(inv.IDs, protocol.ExpressionID(x))
+	}
+	return inv
+}
+
+func allPending(us []protocol.ExpressionUpdate) bool {
+	for i := range us {
+		if us[i].Payload.Type != protocol.PayloadPending || us[i].Payload.Message != "" {
+			return false
+		}
+	}
+	return len(us) > 0
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

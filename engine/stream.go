@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// stream is the notification stream of one execution context. It coalesces
+// expression updates (PROTOCOL.md 4: flushed at most every FlushInterval,
+// one flush names an expression at most once, in its latest state) and
+// orders everything a context sends: pending updates are flushed before
+// output, before a visualization update and before the end of a run, so a
+// client never sees executionComplete before the updates of that run.
+//
+// mu guards every field; notifications are sent with mu held, which is what
+// orders them (Client.Notify never blocks).
+type stream struct {
+	e  *Engine
+	id protocol.ContextID
+
+	mu      sync.Mutex
+	pending []protocol.ExpressionUpdate   // guarded by mu: in arrival order, one per expression
+	index   map[protocol.ExpressionID]int // guarded by mu: position in pending
+	timer   *time.Timer                   // guarded by mu: the scheduled flush, nil when none
+	carry   [3][]byte                     // guarded by mu: incomplete UTF-8 tail per output stream
+	closed  bool                          // guarded by mu
+}
+
+// stream returns the context's stream, creating it on first use.
+func (e *Engine) stream(id protocol.ContextID) *stream {
+	e.streamsMu.Lock()
+	defer e.streamsMu.Unlock()
+	s, ok := e.streams[id]
+	if !ok {
+		s = &stream{e: e, id: id, index: make(map[protocol.ExpressionID]int)}
+		e.streams[id] = s
+	}
+	return s
+}
+
+// dropStream forgets a destroyed context's stream.
+func (e *Engine) dropStream(id protocol.ContextID) {
+	e.streamsMu.Lock()
+	s := e.streams[id]
+	delete(e.streams, id)
+	e.streamsMu.Unlock()
+	if s != nil {
+		s.close()
+	}
+}
+
+// updates queues expression updates for the next flush.
+func (s *stream) updates(us []protocol.ExpressionUpdate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for i := range us {
+		if at, ok := s.index[us[i].ExpressionID]; ok {
+			s.pending[at] = us[i]
+			continue
+		}
+		s.index[us[i].ExpressionID] = len(s.pending)
+		s.pending = append(s.pending, us[i])
+	}
+	if s.timer == nil && len(s.pending) > 0 {
+		s.timer = time.AfterFunc(s.e.cfg.FlushInterval, s.flush)
+	}
+}
+
+// flush sends the pending updates now.
+func (s *stream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *stream) flushLocked() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if len(s.pending) == 0 || s.closed {
+		return
+	}
+	params := protocol.ExpressionUpdatesParams{ContextID: s.id, Updates: s.pending}
+	s.pending = nil
+	clear(s.index)
+	s.e.notifyContext(s.id, protocol.NotifyExpressionUpdates, params)
+}
+
+// send flushes pending updates, then sends one notification of the context.
+func (s *stream) send(method string, params any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+	if !s.closed {
+		s.e.notifyContext(s.id, method, params)
+	}
+}
+
+// output sends bytes a run wrote to stdout or stderr as text. A UTF-8
+// sequence split across chunks is held back until its end arrives; invalid
+// bytes become U+FFFD when encoded.
+func (s *stream) output(stream protocol.OutputStream, data []byte) {
+	i := 1
+	if stream == protocol.Stderr {
+		i = 2
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	buf := append(s.carry[i], data...)
+	cut := completeUTF8(buf)
+	s.carry[i] = append(s.carry[i][:0:0], buf[cut:]...)
+	if cut == 0 {
+		return
+	}
+	s.flushLocked()
+	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: string(buf[:cut])})
+}
+
+// endOutput sends whatever incomplete UTF-8 tail is left at the end of a run.
+func (s *stream) endOutput() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, stream := range [...]protocol.OutputStream{1: protocol.Stdout, 2: protocol.Stderr} {
+		if len(s.carry[i]) == 0 || s.closed {
+			continue
+		}
+		text := string(s.carry[i])
+		s.carry[i] = nil
+		s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: text})
+	}
+}
+
+func (s *stream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// completeUTF8 returns the length of the longest prefix of b that does not
+// end in the middle of a UTF-8 sequence (an invalid sequence counts as
+// complete: more bytes will not make it valid).
+func completeUTF8(b []byte) int {
+	n := len(b)
+	for back := 1; back <= utf8.UTFMax-1 && back <= n; back++ {
+		if c := b[n-back]; !utf8.RuneStart(c) {
+			continue // a continuation byte: its start is further back
+		}
+		if !utf8.FullRune(b[n-back:]) {
+			return n - back
+		}
+		return n
+	}
+	return n
+}
+
+// notifyContext sends a notification to every connected owner of a context.
+func (e *Engine) notifyContext(id protocol.ContextID, method string, params any) {
+	owners, err := e.store.Owners(nil, id)
+	if err != nil {
+		return
+	}
+	e.clientsMu.Lock()
+	defer e.clientsMu.Unlock()
+	for _, o := range owners {
+		if c, ok := e.clients[o.ClientID]; ok {
+			c.Notify(method, params)
+		}
+	}
+}
+
+// notifyClients sends a notification to the given clients, if connected.
+func (e *Engine) notifyClients(ids []string, method string, params any) {
+	e.clientsMu.Lock()
+	defer e.clientsMu.Unlock()
+	for _, id := range ids {
+		if c, ok := e.clients[id]; ok {
+			c.Notify(method, params)
+		}
+	}
+}
+
+// broadcast sends a notification to every connected client.
+func (e *Engine) broadcast(method string, params any) {
+	e.clientsMu.Lock()
+	defer e.clientsMu.Unlock()
+	for _, c := range e.clients {
+		c.Notify(method, params)
+	}
+}

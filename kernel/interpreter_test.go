@@ -1,0 +1,146 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakePython writes an executable shell script standing in for Python.
+func fakePython(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFindPythonResolvesLaunchers(t *testing.T) {
+	t.Parallel()
+	real := python(t)
+	// A launcher script like a pyenv shim: FindPython must see through it.
+	shim := fakePython(t, t.TempDir(), "python3", `exec "`+real.Path+`" "$@"`)
+	got, err := FindPython(context.Background(), shim, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Path != real.Path || got.Version != real.Version {
+		t.Errorf("FindPython(shim) = %+v, want %+v", got, real)
+	}
+	if !versionAtLeast(got.Version, MinPython) {
+		t.Errorf("version %s", got.Version)
+	}
+}
+
+func TestFindPythonOrder(t *testing.T) {
+	// Not parallel: it changes the environment.
+	real := python(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	venv := filepath.Join(root, ".venv", "bin", "python")
+	if err := os.MkdirAll(filepath.Dir(venv), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real.Path, venv); err != nil {
+		t.Fatal(err)
+	}
+	onPath := fakePython(t, t.TempDir(), "python3", `exec "`+real.Path+`" "$@"`)
+	t.Setenv("PATH", filepath.Dir(onPath))
+
+	// 3. the project's .venv beats PATH.
+	t.Setenv("RIPPLE_PYTHON", "")
+	got, err := FindPython(ctx, "", root)
+	if err != nil || got.Path != venv {
+		t.Errorf("with a .venv: %+v, %v; want %s", got, err, venv)
+	}
+	// 4. python3 on PATH without a .venv.
+	got, err = FindPython(ctx, "", t.TempDir())
+	if err != nil || got.Path != real.Path {
+		t.Errorf("from PATH: %+v, %v; want %s", got, err, real.Path)
+	}
+	// 2. RIPPLE_PYTHON beats the .venv.
+	env := fakePython(t, t.TempDir(), "py", `echo /from/env; echo 3.12.1`)
+	t.Setenv("RIPPLE_PYTHON", env)
+	got, err = FindPython(ctx, "", root)
+	if err != nil || got.Path != "/from/env" {
+		t.Errorf("RIPPLE_PYTHON: %+v, %v", got, err)
+	}
+	// 1. the flag beats everything.
+	flag := fakePython(t, t.TempDir(), "py", `echo /from/flag; echo 3.9.0`)
+	got, err = FindPython(ctx, flag, root)
+	if err != nil || got.Path != "/from/flag" || got.Version != "3.9.0" {
+		t.Errorf("--python: %+v, %v", got, err)
+	}
+	// No Python at all.
+	t.Setenv("RIPPLE_PYTHON", "")
+	t.Setenv("PATH", t.TempDir())
+	_, err = FindPython(ctx, "", t.TempDir())
+	if !errors.Is(err, ErrNoPython) || !strings.Contains(err.Error(), "no python3 on PATH") {
+		t.Errorf("nothing found: %v", err)
+	}
+}
+
+func TestFindPythonRejectsBadInterpreters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		name, body string
+		want       []string
+	}{
+		{"old", `echo /usr/bin/python3.8; echo 3.8.10`, []string{"3.8.10", ">= 3.9"}},
+		{"failing", `echo "boom: broken install" >&2; exit 1`, []string{"boom: broken install", "exit status 1"}},
+		{"not python", `echo hello`, []string{"does not look like Python"}},
+		{"odd version", `echo /x; echo three.nine`, []string{"three.nine"}},
+	}
+	for _, c := range cases {
+		path := fakePython(t, dir, c.name, c.body)
+		_, err := FindPython(context.Background(), path, dir)
+		if !errors.Is(err, ErrNoPython) {
+			t.Errorf("%s: err = %v, want ErrNoPython", c.name, err)
+			continue
+		}
+		for _, w := range append(c.want, "--python "+path) {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", c.name, err, w)
+			}
+		}
+	}
+	missing := filepath.Join(dir, "no-such-python")
+	_, err := FindPython(context.Background(), missing, dir)
+	if !errors.Is(err, ErrNoPython) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing: %v", err)
+	}
+}
+
+func TestBrokenVenvIsAnErrorNotAFallback(t *testing.T) {
+	t.Setenv("RIPPLE_PYTHON", "")
+	root := t.TempDir()
+	fakePython(t, filepath.Join(root, ".venv", "bin"), "python", `exit 7`)
+	_, err := FindPython(context.Background(), "", root)
+	if !errors.Is(err, ErrNoPython) || !strings.Contains(err.Error(), ".venv") {
+		t.Errorf("err = %v, want one naming the .venv", err)
+	}
+}
+
+func TestVersionAtLeast(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		v, min string
+		want   bool
+	}{
+		{"3.9.0", "3.9", true}, {"3.10.1", "3.9", true}, {"3.8.18", "3.9", false},
+		{"4.0.0", "3.9", true}, {"2.7.18", "3.9", false}, {"3", "3.9", false}, {"3.x", "3.9", false},
+	}
+	for _, c := range cases {
+		if got := versionAtLeast(c.v, c.min); got != c.want {
+			t.Errorf("versionAtLeast(%q, %q) = %v", c.v, c.min, got)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/ripple-run/ripple/internal/leakcheck"
+)
+
+// helperEnv makes the test binary act as a helper process instead of
+// running tests (see runHelper).
+const helperEnv = "RIPPLE_KERNEL_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(os.Getenv(helperEnv)))
+	}
+	// Resolve the interpreter before any test changes the environment:
+	// RIPPLE_PYTHON=... go test runs the suite on another Python.
+	testPython()
+	leakcheck.Main(m)
+}
+
+// runHelper plays a server process for tests that must kill one:
+// "hold-kernel" starts a kernel in $RIPPLE_TEST_ROOT, prints its pid and
+// the pid of a child process the kernel started, and waits to be killed.
+func runHelper(mode string) int {
+	if mode != "hold-kernel" {
+		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
+		return 2
+	}
+	ctx := context.Background()
+	py, err := FindPython(ctx, "", ".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	k, err := Start(ctx, Config{Python: py, Root: os.Getenv("RIPPLE_TEST_ROOT"), LogDir: os.Getenv("RIPPLE_TEST_ROOT")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	child, err := k.Repr(ctx, "__import__('subprocess').Popen(['sleep', '600']).pid", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("kernel %d child %s\n", k.PID(), child)
+	select {} // until SIGKILL
+}
+
+var testPython = sync.OnceValues(func() (Interpreter, error) {
+	return FindPython(context.Background(), "", ".")
+})
+
+// python returns the interpreter the tests run kernels on.
+func python(t testing.TB) Interpreter {
+	t.Helper()
+	p, err := testPython()
+	if err != nil {
+		t.Fatalf("no python for the tests: %v", err)
+	}
+	return p
+}

@@ -1,0 +1,38 @@
+package kernel
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// procAttr puts the kernel in its own process group (interrupts and kills
+// address the group, so they reach child processes of user code too) and
+// asks Linux to SIGKILL it when its parent dies: a second line behind the
+// kernel's own exit on EOF, for when the kernel cannot run Python code.
+//
+// Caveat: Linux sends the death signal when the OS thread that forked the
+// child exits, not the process. Go threads normally live as long as the
+// process, but a thread is ended when a goroutine locked to it
+// (runtime.LockOSThread) exits without unlocking; a kernel started from such
+// a goroutine would be killed then. Nothing in ripple starts kernels from
+// locked goroutines. A second caveat: if the death signal wins the race
+// against the kernel's own clean-up, child processes of user code survive
+// a SIGKILL of the server (they are never SIGKILLed by Linux themselves).
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// waitExited blocks until process pid has exited without reaping it, so
+// that its pid, and with it its process group id, stays reserved (a
+// zombie) until the caller reaps it with Wait. Returns an error when it
+// cannot tell (the caller then just reaps).
+func waitExited(pid int) error {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

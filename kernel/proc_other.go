@@ -1,0 +1,18 @@
+//go:build !linux
+
+package kernel
+
+import (
+	"errors"
+	"syscall"
+)
+
+// procAttr puts the kernel in its own process group. Outside Linux there
+// is no parent-death signal: the kernel's own exit on EOF is the only line.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// waitExited is not available outside Linux: the caller reaps directly and
+// skips killing the rest of the process group after the kernel's death.
+func waitExited(pid int) error { return errors.ErrUnsupported }

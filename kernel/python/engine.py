@@ -1,0 +1,465 @@
+"""ripple's Python execution engine: the Engine methods of kernel/PROTOCOL.md.
+
+server.py loads this file by path and calls ``register(kernel)``, which
+returns ``{method: handler(params) -> JSON result}`` for ``compile``,
+``execute``, ``dropContext`` and ``status``. ``kernel`` provides ``root``,
+``user_code()`` (the only place a KeyboardInterrupt may be raised),
+``emit_progress(obj)`` and ``flush_output()``.
+
+The engine is split into sibling files loaded from this file's directory
+(never through sys.path), in dependency order:
+
+- engine_text.py: parsed module sources, code-point positions, incremental
+  re-parsing;
+- engine_analysis.py: what each statement uses, defines and mutates; labels;
+  compiling statements so they report their values;
+- engine_values.py: previews, type names, messages, diagnostics,
+  visualization JSON;
+- engine_modules.py: project modules, the import finder, reloads, global
+  versions;
+- engine_run.py: frames, caches and runs; the caching invariant is written
+  down there.
+
+State: one Engine per kernel process; contexts by id, each a stack of
+Frames. Everything runs on the kernel's main thread, one request at a time,
+so nothing here is locked.
+"""
+
+import importlib.util
+import inspect
+import itertools
+import os
+import re
+import sys
+import types
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name):
+    path = os.path.join(_HERE, name + ".py")
+    key = "_ripple_" + name
+    mod = sys.modules.get(key)
+    if mod is not None and getattr(mod, "__file__", None) == path:
+        return mod
+    spec = importlib.util.spec_from_file_location(key, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(key, None)
+        raise
+    return mod
+
+
+text = _load("engine_text")
+analysis = _load("engine_analysis")
+values = _load("engine_values")
+modules = _load("engine_modules")
+run = _load("engine_run")
+
+Failure = run.Failure
+_POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
+
+
+def register(kernel):
+    """The engine's request handlers, bound to a new Engine for kernel."""
+    return Engine(kernel).handlers()
+
+
+class Context:
+    """An execution context: its stack of frames (bottom first)."""
+
+    def __init__(self, context_id):
+        self.id = context_id
+        self.frames = []
+
+
+class Engine:
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.root = os.path.realpath(kernel.root)
+        self.analyzer = analysis.Analyzer()
+        self.diagnostics = values.Diagnostics(self.root, self._source_for_filename, _HERE)
+        self.modules = modules.ModuleTable(self.root, kernel, self.analyzer, self.diagnostics)
+        self.contexts = {}  # contextId -> Context
+        self._stamps = itertools.count(1)
+
+    def handlers(self):
+        return {
+            "compile": self.compile,
+            "execute": self.execute,
+            "dropContext": self.drop_context,
+            "status": self.status,
+        }
+
+    def close(self):
+        """Forget all state and remove the import finder (tests, shutdown)."""
+        self.contexts.clear()
+        self.modules.close()
+
+    def next_stamp(self):
+        return next(self._stamps)
+
+    def _source_for_filename(self, filename):
+        return self.modules.source_for_filename(filename)
+
+    # -- methods --------------------------------------------------------------------
+
+    def compile(self, params):
+        params = _object(params, "compile params")
+        mods = params.get("modules") or []
+        removed = params.get("removed") or []
+        if not isinstance(mods, list):
+            raise ValueError("compile: modules must be a list")
+        if not isinstance(removed, list):
+            raise ValueError("compile: removed must be a list of module names")
+        return self.modules.compile(mods, removed)
+
+    def drop_context(self, params):
+        params = _object(params, "dropContext params")
+        context_id = params.get("contextId")
+        if not isinstance(context_id, str):
+            raise ValueError("dropContext: contextId must be a string")
+        self.contexts.pop(context_id, None)
+        return {}
+
+    def status(self, params=None):
+        return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
+
+    def execute(self, params):
+        context_id, stack, invalidate, wanted, visualizations = _execute_params(params)
+        ctx = self.contexts.get(context_id)
+        if ctx is None:
+            ctx = self.contexts[context_id] = Context(context_id)
+        keys = [_item_key(item) for item in stack]
+        keep = 0
+        while keep < len(ctx.frames) and keep < len(keys) and ctx.frames[keep].item_key == keys[keep]:
+            keep += 1
+        del ctx.frames[keep:]
+        # Invalidation first, before any user code can be interrupted, so an
+        # interrupt never loses it.
+        if len(ctx.frames) == len(stack):
+            top = ctx.frames[-1]
+            if invalidate == "all":
+                top.cache.clear()
+            elif invalidate:
+                for expression_id in invalidate:
+                    top.cache.pop(expression_id, None)
+        if wanted is not None:
+            wanted = set(wanted)
+            for vis in visualizations:
+                if vis.get("apply") or vis.get("oneshot"):
+                    wanted.add(vis["expressionId"])
+        runner = run.Runner(self, self.kernel.emit_progress)
+        try:
+            for depth, item in enumerate(stack):
+                if depth == len(ctx.frames):
+                    ctx.frames.append(run.Frame(keys[depth]))
+                frame = ctx.frames[depth]
+                frame.item = item
+                top = depth == len(stack) - 1
+                if item["type"] == "ExplicitCall":
+                    rec, qualname = self._enter_explicit(frame, item)
+                else:
+                    rec, qualname = self._enter_local(ctx, depth, frame, item)
+                runner.run(
+                    frame,
+                    depth,
+                    rec,
+                    qualname,
+                    top,
+                    wanted if top else None,
+                    visualizations if top else None,
+                )
+        except Failure as failure:
+            return failure.result()
+        return {"status": "complete"}
+
+    # -- stack items ----------------------------------------------------------------
+
+    def _module(self, name):
+        rec = self.modules.ensure(name)
+        if rec is None:
+            raise Failure("failure", "module %s is not a module of the project" % name)
+        if rec.state != modules.OK:
+            diag = rec.diagnostic
+            message = "module %s failed to compile" % name
+            if diag is not None:
+                message += ": " + diag.get("message", "")
+            raise Failure("compileError", message, diag)
+        return rec
+
+    def _enter_explicit(self, frame, item):
+        module = item["module"]
+        owner = item.get("definedOnType") or ""
+        name = item["name"]
+        qualname = owner + "." + name if owner else name
+        rec = self._module(module)
+        pointer = (module, qualname)
+        if frame.pointer != pointer:
+            frame.reset(pointer)
+        key = self._arguments_key(rec, item, qualname)
+        if frame.args_key != key:
+            self._evaluate_arguments(frame, rec, item, qualname, key)
+        return rec, qualname
+
+    def _arguments_key(self, rec, item, qualname):
+        sources = tuple(item.get("positionalArgumentsExpressions") or ())
+        this = item.get("thisArgumentExpression")
+        names = set()
+        for src in sources + ((this,) if this is not None else ()):
+            try:
+                tree = analysis.ast.parse(src.strip(), "<argument>", "eval")
+                names |= analysis.analyze(analysis.ast.Expr(value=tree.body)).uses
+            except SyntaxError:
+                pass
+        head = qualname.split(".")[0]
+        names.add(head)
+        versions = tuple((n, self.modules.global_version(rec.name, n)) for n in sorted(names))
+        return (qualname, sources, this, versions)
+
+    def refresh_arguments(self, frame, rec):
+        """New argument objects for an ExplicitCall frame (a chain reached a parameter)."""
+        item = getattr(frame, "item", None)
+        if item is None or item.get("type") != "ExplicitCall" or frame.args_key is None:
+            return False
+        self._evaluate_arguments(frame, rec, item, frame.pointer[1], frame.args_key)
+        return True
+
+    def _evaluate_arguments(self, frame, rec, item, qualname, key):
+        module = rec.module
+        pointer = "%s:%s" % (rec.name, qualname)
+        parts = qualname.split(".")
+        owner = module
+        for part in parts[:-1]:
+            owner = getattr(owner, part, None)
+            if owner is None:
+                raise Failure("failure", "function %s not found: %s has no %s" % (pointer, rec.name, ".".join(parts[:-1])))
+        this_src = item.get("thisArgumentExpression")
+        if len(parts) > 1:
+            try:
+                raw = inspect.getattr_static(owner, parts[-1])
+            except AttributeError:
+                raise Failure("failure", "function %s not found in module %s" % (pointer, rec.name))
+        else:
+            raw = module.__dict__.get(parts[-1])
+            if raw is None:
+                raise Failure("failure", "function %s not found in module %s" % (pointer, rec.name))
+        kind = "function"
+        if isinstance(raw, staticmethod):
+            func = raw.__func__
+        elif isinstance(raw, classmethod):
+            func = raw.__func__
+            kind = "classmethod"
+        else:
+            func = raw
+            if len(parts) > 1:
+                kind = "method"
+        func = _unwrap(func)
+        if not isinstance(func, types.FunctionType):
+            raise Failure("failure", "%s is not a function (it is a %s)" % (pointer, type(func).__name__))
+        if kind == "method" and this_src is None:
+            raise Failure("failure", "method %s needs a thisArgumentExpression for its self" % pointer)
+        sources = list(item.get("positionalArgumentsExpressions") or ())
+        lead = []
+        globals_ = module.__dict__
+        with self.kernel.user_code():
+            if this_src is not None and kind != "function":
+                this = _evaluate_argument(this_src, globals_, "the thisArgumentExpression", pointer)
+                if kind == "classmethod" and not isinstance(this, type):
+                    this = type(this)
+                lead.append(this)
+            elif kind == "classmethod":
+                lead.append(owner)
+            args = [
+                _evaluate_argument(src, globals_, "argument %d" % (i + 1), pointer)
+                for i, src in enumerate(sources)
+            ]
+        try:
+            params = run.bind_arguments(func, lead + args, {})
+        except TypeError as exc:
+            raise Failure(
+                "failure", "cannot call %s with %d argument(s): %s" % (pointer, len(args), exc)
+            )
+        frame.params = params
+        frame.param_stamp = self.next_stamp()
+        frame.args_key = key
+
+    def _enter_local(self, ctx, depth, frame, item):
+        caller = ctx.frames[depth - 1]
+        expression_id = item["expressionId"]
+        plan = caller.plan
+        if plan is None or expression_id not in plan.by_id:
+            where = "%s:%s" % (plan.module, plan.qualname) if plan is not None else "the caller"
+            raise Failure("failure", "expression %s is not a statement of %s" % (expression_id, where))
+        panic = None
+        for index, p in caller.panicked.items():
+            if plan.stmts[index].id == expression_id:
+                panic = p
+        if panic is not None:
+            raise Failure("failure", "cannot enter %s: it raised %s" % (expression_id, panic[0]))
+        if expression_id not in caller.reached:
+            raise Failure("failure", "cannot enter %s: it was not reached in this run" % expression_id)
+        entry = caller.cache.get(expression_id)
+        if entry is None or entry.call is None:
+            raise Failure("failure", "cannot enter %s: it is not a direct call of a project function" % expression_id)
+        callee, args, kwargs = entry.call
+        func, lead = _callee_function(callee)
+        module = self.modules.module_of_object(func)
+        if module is None:
+            raise Failure("failure", "cannot enter %s: its callee is not a project function" % expression_id)
+        rec = self._module(module)
+        qualname = func.__qualname__
+        pointer = (module, qualname)
+        if frame.pointer != pointer:
+            frame.reset(pointer)
+        if frame.param_stamp != entry.stamp:
+            try:
+                frame.params = run.bind_arguments(func, lead + list(args), kwargs)
+            except TypeError as exc:
+                raise Failure("failure", "cannot enter %s: %s" % (expression_id, exc))
+            frame.param_stamp = entry.stamp
+        return rec, qualname
+
+    # -- helpers for the runner -------------------------------------------------------
+
+    def method_pointer(self, callee):
+        """MethodPointer of callee if it is a project function, else None."""
+        try:
+            func, _ = _callee_function(callee)
+        except Exception:
+            return None
+        if not isinstance(func, types.FunctionType):
+            return None
+        module = self.modules.module_of_object(func)
+        qualname = getattr(func, "__qualname__", "")
+        if module is None or "<locals>" in qualname:
+            return None
+        rec = self.modules.records.get(module)
+        obj = rec.module if rec is not None else None
+        for part in qualname.split("."):
+            if obj is None:
+                return None
+            obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+        if _unwrap(getattr(obj, "__func__", obj)) is not func:
+            return None
+        owner, _, name = qualname.rpartition(".")
+        return {"module": module, "definedOnType": owner, "name": name}
+
+    def visualization_callable(self, expression, module_dict):
+        """The callable a visualization expression names (raises on failure)."""
+        if not isinstance(expression, str):
+            raise TypeError("visualization expression must be a string")
+        match = _POINTER.match(expression)
+        if match:
+            module_name, qualname = match.group(1), match.group(2)
+            rec = self.modules.ensure(module_name)
+            if rec is None or rec.state != modules.OK:
+                raise ImportError("visualization module %s is not a loadable project module" % module_name)
+            obj = rec.module
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        else:
+            obj = eval(analysis.compile_expression(expression, "<visualization>"), module_dict)
+        if not callable(obj):
+            raise TypeError("visualization expression %r is not callable" % expression)
+        return obj
+
+
+def _unwrap(func):
+    try:
+        return inspect.unwrap(func)
+    except Exception:
+        return func
+
+
+def _callee_function(callee):
+    """(function, leading args) of a captured callee (bound methods bind self)."""
+    if isinstance(callee, types.MethodType):
+        return _unwrap(callee.__func__), [callee.__self__]
+    return _unwrap(callee), []
+
+
+def _evaluate_argument(src, globals_, what, pointer):
+    try:
+        code = analysis.compile_expression(src, "<argument>")
+        return eval(code, globals_)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise Failure(
+            "failure", "%s of %s (%r) raised %s" % (what, pointer, src, values.exception_message(exc))
+        )
+
+
+def _object(params, what):
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ValueError("%s must be an object, got %s" % (what, type(params).__name__))
+    return params
+
+
+def _item_key(item):
+    if item["type"] == "ExplicitCall":
+        return ("ExplicitCall", item["module"], item.get("definedOnType") or "", item["name"])
+    return ("LocalCall", item["expressionId"])
+
+
+def _execute_params(params):
+    params = _object(params, "execute params")
+    context_id = params.get("contextId")
+    if not isinstance(context_id, str) or not context_id:
+        raise ValueError("execute: contextId must be a non-empty string")
+    stack = params.get("stack")
+    if not isinstance(stack, list) or not stack:
+        raise ValueError("execute: stack must be a non-empty list of stack items")
+    for depth, item in enumerate(stack):
+        if not isinstance(item, dict):
+            raise ValueError("execute: stack item %d must be an object" % depth)
+        kind = item.get("type")
+        if kind == "ExplicitCall":
+            if depth != 0:
+                raise ValueError("execute: stack item %d: ExplicitCall is only allowed at the bottom" % depth)
+            for field in ("module", "name"):
+                if not isinstance(item.get(field), str) or not item.get(field):
+                    raise ValueError("execute: stack item %d: ExplicitCall needs a string %s" % (depth, field))
+            if item.get("definedOnType") is not None and not isinstance(item.get("definedOnType"), str):
+                raise ValueError("execute: stack item %d: definedOnType must be a string" % depth)
+            args = item.get("positionalArgumentsExpressions") or []
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise ValueError("execute: stack item %d: positionalArgumentsExpressions must be a list of strings" % depth)
+            this = item.get("thisArgumentExpression")
+            if this is not None and not isinstance(this, str):
+                raise ValueError("execute: stack item %d: thisArgumentExpression must be a string" % depth)
+        elif kind == "LocalCall":
+            if depth == 0:
+                raise ValueError("execute: stack item 0 must be an ExplicitCall, not a LocalCall")
+            if not isinstance(item.get("expressionId"), str):
+                raise ValueError("execute: stack item %d: LocalCall needs a string expressionId" % depth)
+        else:
+            raise ValueError("execute: stack item %d has unknown type %r" % (depth, kind))
+    invalidate = params.get("invalidate")
+    if invalidate is not None and invalidate != "all":
+        if not isinstance(invalidate, list) or not all(isinstance(i, str) for i in invalidate):
+            raise ValueError('execute: invalidate must be null, "all" or a list of expression ids')
+    wanted = params.get("wanted")
+    if wanted is not None and (not isinstance(wanted, list) or not all(isinstance(i, str) for i in wanted)):
+        raise ValueError("execute: wanted must be null or a list of expression ids")
+    visualizations = params.get("visualizations") or []
+    if not isinstance(visualizations, list):
+        raise ValueError("execute: visualizations must be a list")
+    for i, vis in enumerate(visualizations):
+        if not isinstance(vis, dict):
+            raise ValueError("execute: visualization %d must be an object" % i)
+        for field in ("visualizationId", "expressionId", "expression"):
+            if not isinstance(vis.get(field), str):
+                raise ValueError("execute: visualization %d needs a string %s" % (i, field))
+        args = vis.get("positionalArgumentsExpressions") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ValueError("execute: visualization %s: positionalArgumentsExpressions must be a list of strings" % vis["visualizationId"])
+    return context_id, stack, invalidate, wanted, visualizations

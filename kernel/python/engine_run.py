@@ -1,0 +1,912 @@
+"""Running one frame of a context's stack with per-expression caching.
+
+This file is where the caching invariant of PROTOCOL.md 5.3 is kept:
+
+    for deterministic code, after any sequence of edits, recomputes, pushes,
+    pops and interrupts, the values reported equal what a fresh run of the
+    current sources reports.
+
+How (the lead's design, with the refinements marked *):
+
+- A Frame owns a cache keyed by expression id. An Entry holds the
+  statement's key (normalised source), ``sig`` (for every name it used, the
+  stamp of the statement that defined it, the frame's parameter stamp, or the
+  global's version), its own ``stamp`` (a fresh number from a kernel-wide
+  counter each time it runs), the ``bindings`` it left (the values of the
+  names it defines right after it ran, or DELETED) and the update it sent.
+  Panics and interrupted statements never get an entry.
+- A Plan is the static view of the frame's function: statements, labels, ids,
+  and for each statement the definer of every name it uses (the last earlier
+  statement defining it, else a parameter, else a module global or builtin).
+  * A compound statement (if/for/while/with/try) may leave a name unbound on
+    some path, so it also depends on the earlier definer of every name it
+    defines.
+  * A name bound to code that runs later (a lambda, nested def, generator)
+    carries the free names of that code: a statement using the name also
+    depends on the definers of those names at its own position (the code
+    reads them when called there).
+- The rerun set R starts with every statement that has no entry, a different
+  key, a different sig (a definer ran again, a global changed), or whose
+  entry was dropped by ``invalidate``; then to a fixed point: dependents of
+  members join R, and when a member mutates (or augments) a name, the
+  statements of that name's definition chain before it join R too, so a
+  mutation is never applied twice to a cached object.
+  * The chain also follows, for every chain member, the names it read whose
+    cached value may be mutable: ``ys = xs; ys.append(1)`` re-runs ``xs = []``
+    as well, since ys and xs are one object. Values that cannot be mutated
+    (numbers, strings, tuples of those, functions, classes, modules) stop it.
+  * A chain that reaches a parameter of an ExplicitCall frame re-evaluates
+    the arguments (fresh objects, a new parameter stamp).
+- Statements run in source order in ONE namespace dict per frame, the same
+  dict across runs (cleared and refilled at the start of a run: the module's
+  globals minus every name bound in the body, plus the parameters), so
+  lambdas, comprehensions and nested functions see the frame's locals as in a
+  real call, and closures made in an earlier run see the current values.
+  Cached statements re-apply their bindings; R statements run.
+- Interrupt: a KeyboardInterrupt in user code drops the running statement's
+  entry (its value is not cached, its partial effects are redone next run
+  through the rules above), keeps everything computed before, and re-raises.
+  Statements of R after it keep their old entries: the reason they were in R
+  (a stamp or key mismatch, a missing entry) is still there next run.
+"""
+
+import ast
+import inspect
+import sys
+import time
+import types
+
+analysis = sys.modules["_ripple_engine_analysis"]
+values = sys.modules["_ripple_engine_values"]
+
+LOCAL, PARAM, GLOBAL = 0, 1, 2
+DELETED = object()  # binding mark: the name was unbound after the statement
+PENDING = "pending"  # reported-state marks (identity compared)
+NOT_REACHED = "not reached"
+
+_IMMUTABLE_TYPES = frozenset(
+    [
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        type(None),
+        range,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.ModuleType,
+        type,
+        type(Ellipsis),
+    ]
+)
+
+
+class Failure(Exception):
+    """A run cannot start or continue: the execute result names it."""
+
+    def __init__(self, kind, message, diagnostic=None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.diagnostic = diagnostic
+
+    def result(self):
+        result = {"kind": self.kind, "message": self.message}
+        if self.diagnostic is not None:
+            result["diagnostic"] = self.diagnostic
+        return {"status": "failed", "result": result}
+
+
+class Entry:
+    """The cached outcome of one statement's last successful run."""
+
+    __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call")
+
+    def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call):
+        self.key = key
+        self.dep_names = dep_names
+        self.sig = sig
+        self.stamp = stamp
+        self.bindings = bindings
+        self.update = update
+        self.value = value
+        self.returned = returned
+        self.call = call  # (callee, args, kwargs) of a direct call, or None
+
+
+class PlanStmt:
+    __slots__ = ("index", "id", "node", "text", "info", "range", "deps", "dep_names", "local_deps", "dep_of")
+
+    def __init__(self, index, id_, node, text, info, range_):
+        self.index = index
+        self.id = id_
+        self.node = node
+        self.text = text
+        self.info = info
+        self.range = range_
+        self.deps = ()  # ((name, kind, ref), ...) sorted by name
+        self.dep_names = ()
+        self.local_deps = ()  # indices of local definers
+        self.dep_of = {}  # name -> (kind, ref)
+
+
+class Plan:
+    """Static view of one function body at one source generation."""
+
+    __slots__ = (
+        "module",
+        "qualname",
+        "generation",
+        "filename",
+        "path",
+        "stmts",
+        "params",
+        "bound",
+        "flags",
+        "rdeps",
+        "by_id",
+        "node_memo",
+        "carried",
+        "args_dump",
+    )
+
+    def __init__(self, module, qualname, generation, filename, path):
+        self.module = module
+        self.qualname = qualname
+        self.generation = generation
+        self.filename = filename
+        self.path = path
+        self.stmts = []
+        self.params = []
+        self.bound = frozenset()
+        self.flags = 0
+        self.rdeps = []
+        self.by_id = {}
+        self.node_memo = {}  # id(node) -> (node, text, info): reuse across generations
+        self.carried = []  # per statement: free names of later-running code its names carry
+        self.args_dump = ""
+
+
+def find_function(tree, qualname):
+    """The (last) def node of qualname (``f`` or ``Class.method``), or None."""
+    body = tree.body
+    node = None
+    for part in qualname.split("."):
+        node = None
+        for child in body:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name == part:
+                node = child
+        if node is None:
+            return None
+        body = node.body
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return node
+
+
+def future_flags(tree):
+    import __future__
+
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(__future__, alias.name, None)
+                if feature is not None:
+                    flags |= feature.compiler_flag
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            break
+    return flags
+
+
+def build_plan(analyzer, source, module, qualname, func, previous=None):
+    """The Plan of func (an ast def node) in source.
+
+    When exactly one statement changed since previous (an incremental parse
+    keeps the other nodes) and it binds the same names, only that statement
+    is analysed again: every other statement's definers are unchanged.
+    """
+    args_dump = ast.dump(func.args)
+    if previous is not None:
+        plan = _update_plan(analyzer, source, module, qualname, func, previous, args_dump)
+        if plan is not None:
+            return plan
+    plan = Plan(module, qualname, source.generation, source.filename, source.path)
+    plan.args_dump = args_dump
+    memo_old = previous.node_memo if previous is not None else {}
+    memo = plan.node_memo
+    infos = []
+    texts = []
+    for node in func.body:
+        hit = memo_old.get(id(node))
+        if hit is not None and hit[0] is node:
+            text, info = hit[1], hit[2]
+        else:
+            text = source.segment(node)
+            info = analyzer.info(text, node)
+        memo[id(node)] = (node, text, info)
+        texts.append(text)
+        infos.append(info)
+    labels = analysis.labels(infos)
+    prefix = "%s:%s/" % (module, qualname)
+    params = analysis.parameter_names(func.args)
+    plan.params = params
+    param_set = frozenset(params)
+    bound = set()
+    last = {}
+    carried = []
+    rdeps = [[] for _ in func.body]
+    for i, node in enumerate(func.body):
+        info = infos[i]
+        ps = PlanStmt(i, prefix + labels[i], node, texts[i], info, source.node_range(node))
+        names = set(info.uses)
+        if info.compound:
+            names |= info.defines
+        resolved = {}
+        queue = list(names)
+        while queue:
+            name = queue.pop()
+            if name in resolved:
+                continue
+            j = last.get(name)
+            if j is not None:
+                resolved[name] = (LOCAL, j)
+                for extra in carried[j]:
+                    if extra not in resolved:
+                        queue.append(extra)
+            elif name in param_set:
+                resolved[name] = (PARAM, None)
+            else:
+                resolved[name] = (GLOBAL, None)
+        deps = tuple((name,) + resolved[name] for name in sorted(resolved))
+        ps.deps = deps
+        ps.dep_names = tuple(d[0] for d in deps)
+        ps.dep_of = resolved
+        local = sorted({ref for _, kind, ref in deps if kind == LOCAL})
+        ps.local_deps = tuple(local)
+        for j in local:
+            rdeps[j].append(i)
+        carry = set(info.lazy)
+        for j in local:
+            carry |= carried[j]
+        carried.append(frozenset(carry) if carry else frozenset())
+        for name in info.defines:
+            last[name] = i
+        bound |= info.binds
+        plan.stmts.append(ps)
+        plan.by_id[ps.id] = ps
+    plan.bound = frozenset(bound)
+    plan.rdeps = rdeps
+    plan.carried = carried
+    plan.flags = future_flags(source.tree)
+    return plan
+
+
+def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
+    old = previous.stmts
+    body = func.body
+    if (
+        previous.module != module
+        or previous.qualname != qualname
+        or previous.filename != source.filename
+        or len(body) != len(old)
+        or previous.args_dump != args_dump
+    ):
+        return None
+    changed = [i for i, node in enumerate(body) if node is not old[i].node]
+    if len(changed) > 1:
+        return None
+    plan = Plan(module, qualname, source.generation, source.filename, source.path)
+    plan.args_dump = args_dump
+    plan.params = previous.params
+    plan.bound = previous.bound
+    plan.flags = future_flags(source.tree)
+    plan.carried = previous.carried
+    if not changed:
+        plan.stmts = previous.stmts
+        plan.rdeps = previous.rdeps
+        plan.by_id = previous.by_id
+        plan.node_memo = previous.node_memo
+        return plan
+    p = changed[0]
+    node = body[p]
+    text = source.segment(node)
+    info = analyzer.info(text, node)
+    before = old[p]
+    was = before.info
+    if (
+        info.defines != was.defines
+        or info.binds != was.binds
+        or info.label != was.label
+        or info.lazy != was.lazy
+        or info.yields
+    ):
+        return None
+    param_set = frozenset(previous.params)
+    names = set(info.uses)
+    if info.compound:
+        names |= info.defines
+    resolved = {}
+    queue = list(names)
+    carry = set(info.lazy)
+    while queue:
+        name = queue.pop()
+        if name in resolved:
+            continue
+        j = p - 1
+        while j >= 0 and name not in old[j].info.defines:
+            j -= 1
+        if j >= 0:
+            resolved[name] = (LOCAL, j)
+            extra = previous.carried[j]
+            carry |= extra
+            queue.extend(x for x in extra if x not in resolved)
+        elif name in param_set:
+            resolved[name] = (PARAM, None)
+        else:
+            resolved[name] = (GLOBAL, None)
+    if frozenset(carry) != previous.carried[p]:
+        return None
+    ps = PlanStmt(p, before.id, node, text, info, source.node_range(node))
+    deps = tuple((name,) + resolved[name] for name in sorted(resolved))
+    ps.deps = deps
+    ps.dep_names = tuple(d[0] for d in deps)
+    ps.dep_of = resolved
+    ps.local_deps = tuple(sorted({ref for _, kind, ref in deps if kind == LOCAL}))
+    stmts = list(old)
+    stmts[p] = ps
+    plan.stmts = stmts
+    rdeps = list(previous.rdeps)
+    for j in before.local_deps:
+        rdeps[j] = [k for k in rdeps[j] if k != p]
+    for j in ps.local_deps:
+        rdeps[j] = rdeps[j] + [p]
+    plan.rdeps = rdeps
+    by_id = dict(previous.by_id)
+    by_id[ps.id] = ps
+    plan.by_id = by_id
+    memo = previous.node_memo
+    if len(memo) > 2 * len(body) + 16:
+        memo = {id(s.node): (s.node, s.text, s.info) for s in stmts}
+    memo[id(node)] = (node, text, info)
+    plan.node_memo = memo
+    return plan
+
+
+def _immutable(value, depth=0):
+    t = type(value)
+    if t in _IMMUTABLE_TYPES:
+        return True
+    if (t is tuple or t is frozenset) and depth < 3 and len(value) <= 64:
+        return all(_immutable(v, depth + 1) for v in value)
+    return False
+
+
+class Frame:
+    """One level of a context's stack and its caches.
+
+    Owned by its Context; touched only by the request being served.
+    """
+
+    def __init__(self, item_key):
+        self.item_key = item_key  # what the stack item said
+        self.item = None  # the stack item of the current request
+        self.pointer = None  # (module, qualname) of the function it runs
+        self.cache = {}  # expression id -> Entry
+        self.reported = {}  # expression id -> last update sent, or PENDING / NOT_REACHED
+        self.namespace = {}  # persistent across runs (see the module doc)
+        self.plan = None
+        self.params = {}
+        self.param_stamp = 0
+        self.args_key = None  # ExplicitCall: what the arguments were evaluated from
+        self.reached = set()  # ids applied or run without a panic in the last run
+        self.panicked = {}  # id -> (message, trace) of the last run
+        # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
+        # for mutable objects bound in this frame (see Runner._dirty_reads).
+        self.mutlog = {}
+
+    def reset(self, pointer):
+        self.pointer = pointer
+        self.cache.clear()
+        self.reported.clear()
+        self.namespace = {}
+        self.plan = None
+        self.params = {}
+        self.param_stamp = 0
+        self.args_key = None
+        self.mutlog = {}
+
+
+class _Return(BaseException):
+    """Raised by RETURN_HOOK: the frame's function returns this value."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Hooks:
+    """Receives the value (and direct call) of the running statement."""
+
+    __slots__ = ("value", "has", "call")
+
+    def __init__(self):
+        self.value = None
+        self.has = False
+        self.call = None
+
+    def reset(self):
+        self.value = None
+        self.has = False
+        self.call = None
+
+    def value_hook(self, value):
+        self.value = value
+        self.has = True
+        return value
+
+    def call_hook(self, func, /, *args, **kwargs):
+        self.call = (func, args, kwargs)
+        result = func(*args, **kwargs)
+        self.value = result
+        self.has = True
+        return result
+
+    @staticmethod
+    def return_hook(value):
+        raise _Return(value)
+
+
+class Runner:
+    """Runs frames for one execute request."""
+
+    def __init__(self, engine, emit):
+        self.engine = engine
+        self.kernel = engine.kernel
+        self.modules = engine.modules
+        self.analyzer = engine.analyzer
+        self.diagnostics = engine.diagnostics
+        self.emit = emit
+        self._gv_cache = {}
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _global_version(self, module, name):
+        key = (module, name)
+        v = self._gv_cache.get(key)
+        if v is None:
+            v = self.modules.global_version(module, name)
+            self._gv_cache[key] = v
+        return v
+
+    def _current_sig(self, plan, ps, frame):
+        cache = frame.cache
+        stmts = plan.stmts
+        out = []
+        for name, kind, ref in ps.deps:
+            if kind == LOCAL:
+                e = cache.get(stmts[ref].id)
+                out.append(e.stamp if e is not None else None)
+            elif kind == PARAM:
+                out.append(frame.param_stamp)
+            else:
+                out.append(self._global_version(plan.module, name))
+        return tuple(out)
+
+    def plan_for(self, frame, rec, qualname):
+        src = rec.source
+        plan = frame.plan
+        if plan is not None and plan.generation == src.generation and plan.qualname == qualname and plan.module == rec.name:
+            return plan
+        func = find_function(src.tree, qualname)
+        if func is None:
+            raise Failure("failure", "function %s:%s not found in module %s (%s)" % (rec.name, qualname, rec.name, rec.path))
+        if isinstance(func, ast.AsyncFunctionDef):
+            raise Failure("failure", "%s:%s is a coroutine function; ripple runs plain functions" % (rec.name, qualname))
+        reuse = plan if plan is not None and plan.module == rec.name else None
+        plan = build_plan(self.analyzer, src, rec.name, qualname, func, reuse)
+        for ps in plan.stmts:
+            if ps.info.yields:
+                raise Failure(
+                    "failure",
+                    "%s:%s is a generator or uses await (line %d); ripple runs plain functions"
+                    % (rec.name, qualname, ps.node.lineno),
+                )
+        frame.plan = plan
+        return plan
+
+    # -- the rerun set --------------------------------------------------------------
+
+    def rerun_set(self, plan, frame):
+        """(R, reaches_param): the statements to run again (see the module doc)."""
+        cache = frame.cache
+        stmts = plan.stmts
+        rerun = set()
+        for ps in stmts:
+            e = cache.get(ps.id)
+            if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
+                rerun.add(ps.index)
+        reaches_param = False
+        work = list(rerun)
+        rdeps = plan.rdeps
+        while work:
+            i = work.pop()
+            added = list(rdeps[i])
+            if stmts[i].info.mutates:
+                members, hit_param = self._chain(plan, frame, i)
+                reaches_param = reaches_param or hit_param
+                added += members
+            creators, dirty_param = self._dirty_reads(plan, frame, i, rerun)
+            reaches_param = reaches_param or dirty_param
+            added += creators
+            for j in added:
+                if j not in rerun:
+                    rerun.add(j)
+                    work.append(j)
+        return rerun, reaches_param
+
+    def _chain(self, plan, frame, i):
+        """Definition chain of the names statement i mutates (5.3)."""
+        stmts = plan.stmts
+        members = []
+        hit_param = False
+        seen = set()
+        todo = [(name, i) for name in stmts[i].info.mutates]
+        while todo:
+            name, at = todo.pop()
+            kind, ref = stmts[at].dep_of.get(name, (GLOBAL, None))
+            if kind == PARAM:
+                hit_param = True
+                continue
+            if kind != LOCAL or ref in seen:
+                continue
+            seen.add(ref)
+            members.append(ref)
+            info = stmts[ref].info
+            if name in info.mutates or (info.compound and name in info.defines):
+                todo.append((name, ref))
+        return members, hit_param
+
+    def _dirty_reads(self, plan, frame, k, rerun):
+        """Creators of objects statement k would read in a state k must not see.
+
+        An object read by k is clean when every mutation logged on it came
+        from a statement before k that is cached with that very stamp and is
+        not re-running. Otherwise (a later statement mutated it in an earlier
+        run, a mutating statement was deleted, changed, panicked or was
+        interrupted) the statement that created it must run again.
+        Returns (statement indices, whether a parameter object is dirty).
+        """
+        stmts = plan.stmts
+        cache = frame.cache
+        mutlog = frame.mutlog
+        out = []
+        dirty_param = False
+        ps = stmts[k]
+        for name, kind, ref in ps.deps:
+            if kind == LOCAL:
+                e = cache.get(stmts[ref].id)
+                if e is None:
+                    continue
+                obj = _binding(e, name)
+            elif kind == PARAM:
+                obj = frame.params.get(name, DELETED)
+            else:
+                continue
+            if obj is DELETED:
+                continue
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj or not log[2]:
+                continue
+            for mutator_id, stamp in log[2]:
+                m = plan.by_id.get(mutator_id)
+                if m is None or m.index >= k or m.index in rerun:
+                    break
+                me = cache.get(mutator_id)
+                if me is None or me.stamp != stamp:
+                    break
+            else:
+                continue
+            creator = plan.by_id.get(log[1]) if log[1] is not None else None
+            if creator is not None:
+                out.append(creator.index)
+            elif log[1] is None and kind == PARAM:
+                dirty_param = True
+        return out, dirty_param
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(self, frame, depth, rec, qualname, top, wanted, visualizations):
+        """Run one frame. Returns nothing; raises Failure or KeyboardInterrupt."""
+        plan = self.plan_for(frame, rec, qualname)
+        module_dict = rec.module.__dict__
+        rerun, reaches_param = self.rerun_set(plan, frame)
+        if reaches_param and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
+            rerun, _ = self.rerun_set(plan, frame)
+        stmts = plan.stmts
+        order = range(len(stmts))
+        if wanted is not None:
+            needed = set()
+            work = [plan.by_id[w].index for w in wanted if w in plan.by_id]
+            while work:
+                i = work.pop()
+                if i in needed:
+                    continue
+                needed.add(i)
+                work.extend(stmts[i].local_deps)
+            rerun &= needed
+            order = sorted(needed)
+        vis_by_id = {}
+        for vis in visualizations or ():
+            vis_by_id.setdefault(vis["expressionId"], []).append(vis)
+
+        # Namespace: same dict as last run, refilled (see the module doc).
+        ns = frame.namespace
+        ns.clear()
+        ns.update(module_dict)
+        for name in plan.bound:
+            ns.pop(name, None)
+        ns.update(frame.params)
+        hooks = _Hooks()
+        ns[analysis.VALUE_HOOK] = hooks.value_hook
+        ns[analysis.CALL_HOOK] = hooks.call_hook
+        ns[analysis.RETURN_HOOK] = hooks.return_hook
+
+        reported = frame.reported
+        pending = []
+        for i in sorted(rerun):
+            ps = stmts[i]
+            pending.append(_update(ps, {"type": "Pending"}))
+            reported[ps.id] = PENDING
+        if pending:
+            self.emit({"type": "updates", "depth": depth, "updates": pending})
+
+        frame.reached = reached = set()
+        frame.panicked = panics = {}
+        returned = False
+        frame_names = {plan.filename: plan.qualname}
+        for i in order:
+            ps = stmts[i]
+            if returned:
+                if reported.get(ps.id) is not NOT_REACHED:
+                    reported[ps.id] = NOT_REACHED
+                    self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
+                continue
+            if i not in rerun:
+                e = frame.cache[ps.id]
+                for name, value in e.bindings:
+                    if value is DELETED:
+                        ns.pop(name, None)
+                    else:
+                        ns[name] = value
+                reached.add(ps.id)
+                last = reported.get(ps.id)
+                if last is not e.update or e.update.get("range") != ps.range:
+                    e.update["range"] = ps.range
+                    cached = dict(e.update)
+                    cached["fromCache"] = True
+                    reported[ps.id] = e.update
+                    self.emit({"type": "updates", "depth": depth, "updates": [cached]})
+                if top and ps.id in vis_by_id:
+                    self._visualize(vis_by_id[ps.id], e.value, ns, module_dict, plan, fresh=False)
+                if e.returned:
+                    returned = True
+                continue
+            origins = []
+            for j in ps.local_deps:
+                p = panics.get(j)
+                if p is not None:
+                    for origin in p[1]:
+                        if origin not in origins:
+                            origins.append(origin)
+            if origins:
+                frame.cache.pop(ps.id, None)
+                first = plan.by_id[origins[0]].index
+                message = panics[first][0]
+                panics[i] = (message, origins)
+                update = _update(ps, {"type": "Panic", "message": message, "trace": origins})
+                reported[ps.id] = update
+                self.emit({"type": "updates", "depth": depth, "updates": [update]})
+                continue
+            returned = self._run_statement(frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict)
+            if ps.index not in panics:
+                reached.add(ps.id)
+        for stale in [k for k in frame.cache if k not in plan.by_id]:
+            del frame.cache[stale]
+        for stale in [k for k in reported if k not in plan.by_id]:
+            del reported[stale]
+        self._prune_mutlog(frame)
+        for vis_id, items in vis_by_id.items():
+            if vis_id not in plan.by_id and top:
+                for vis in items:
+                    if vis.get("apply") or vis.get("oneshot"):
+                        self._vis_failed(vis, "expression %s is not a statement of %s:%s" % (vis_id, plan.module, plan.qualname))
+
+    def _run_statement(self, frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict):
+        """Run one statement of R; returns whether it returned from the frame."""
+        info = ps.info
+        frame.cache.pop(ps.id, None)  # no stale entry survives an interrupt or a panic
+        sig = self._current_sig(plan, ps, frame)
+        stamp = self.engine.next_stamp()
+        hooks.reset()
+        returned = False
+        mutated = [ns[n] for n in info.mutates if n in ns and not _immutable(ns[n])]
+        started = time.perf_counter_ns()
+        try:
+            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags)
+            with self.kernel.user_code():
+                started = time.perf_counter_ns()
+                try:
+                    exec(code, ns)
+                except _Return as ret:
+                    returned = True
+                    hooks.value = ret.value
+                    hooks.has = True
+                finally:
+                    # Logged even when it raised or was interrupted: its
+                    # partial effects make the objects dirty.
+                    self._log_mutations(frame, mutated, ps.id, stamp)
+                elapsed = time.perf_counter_ns() - started
+                if hooks.has:
+                    value = hooks.value
+                elif isinstance(ps.node, ast.AugAssign) and isinstance(ps.node.target, ast.Name):
+                    value = ns.get(ps.node.target.id)
+                else:
+                    value = None
+                preview = values.preview(value)
+                type_name = values.type_name(value)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a Panic of this statement
+            elapsed = time.perf_counter_ns() - started
+            message = values.exception_message(exc)
+            trace = [ps.id]
+            panics[ps.index] = (message, trace)
+            diag = self.diagnostics.for_exception(
+                exc, location=ps.range, path=plan.path, expression_id=ps.id, frame_names=frame_names
+            )
+            self.kernel.flush_output()
+            self.emit({"type": "diagnostic", "diagnostic": diag})
+            update = _update(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
+            frame.reported[ps.id] = update
+            self._register_objects(frame, ns, info, ps.id)
+            self.emit({"type": "updates", "depth": depth, "updates": [update]})
+            return False
+        bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
+        self._register_objects(frame, ns, info, ps.id)
+        update = _update(ps, {"type": "Value", "preview": preview}, elapsed)
+        update["type"] = type_name
+        call = hooks.call
+        if call is not None:
+            pointer = self.engine.method_pointer(call[0])
+            if pointer is not None:
+                update["methodCall"] = {"methodPointer": pointer}
+            else:
+                call = None
+        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call)
+        frame.cache[ps.id] = entry
+        frame.reported[ps.id] = update
+        self.kernel.flush_output()
+        self.emit({"type": "updates", "depth": depth, "updates": [update]})
+        if top and ps.id in vis_by_id:
+            self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
+        return returned
+
+    @staticmethod
+    def _log_mutations(frame, objects, expression_id, stamp):
+        mutlog = frame.mutlog
+        for obj in objects:
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj:
+                log = mutlog[id(obj)] = [obj, None, []]
+            log[2].append((expression_id, stamp))
+
+    @staticmethod
+    def _register_objects(frame, ns, info, expression_id):
+        """Note the statement as creator of the new mutable objects it bound."""
+        mutlog = frame.mutlog
+        for name in info.defines:
+            obj = ns.get(name, DELETED)
+            if obj is DELETED or _immutable(obj):
+                continue
+            log = mutlog.get(id(obj))
+            if log is None or log[0] is not obj:
+                mutlog[id(obj)] = [obj, expression_id, []]
+
+    @staticmethod
+    def _prune_mutlog(frame):
+        """Forget logs of objects no cached binding or parameter holds."""
+        if len(frame.mutlog) <= 2 * len(frame.cache) + 64:
+            return
+        live = set()
+        for e in frame.cache.values():
+            for _, obj in e.bindings:
+                live.add(id(obj))
+        for obj in frame.params.values():
+            live.add(id(obj))
+        mutlog = frame.mutlog
+        for key in [k for k in mutlog if k not in live]:
+            del mutlog[key]
+
+    # -- visualizations -------------------------------------------------------------
+
+    def _visualize(self, items, value, ns, module_dict, plan, fresh):
+        for vis in items:
+            if vis.get("oneshot"):
+                self._oneshot(vis, ns, plan)
+            elif fresh or vis.get("apply"):
+                self._apply(vis, value, module_dict, plan)
+
+    def _vis_failed(self, vis, message, diagnostic=None):
+        event = {
+            "type": "visualizationFailed",
+            "visualizationId": vis["visualizationId"],
+            "expressionId": vis["expressionId"],
+            "message": message,
+        }
+        if diagnostic is not None:
+            event["diagnostic"] = diagnostic
+        self.emit(event)
+
+    def _apply(self, vis, value, module_dict, plan):
+        try:
+            with self.kernel.user_code():
+                func = self.engine.visualization_callable(vis["expression"], module_dict)
+                args = [
+                    eval(analysis.compile_expression(src, "<visualization argument>"), module_dict)
+                    for src in vis.get("positionalArgumentsExpressions") or ()
+                ]
+                result = func(value, *args)
+                data, error = values.encode_visualization(result)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            self._vis_failed(vis, values.exception_message(exc), self.diagnostics.for_exception(exc))
+            return
+        if error is not None:
+            self._vis_failed(vis, error)
+            return
+        self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
+
+    def _oneshot(self, vis, ns, plan):
+        try:
+            with self.kernel.user_code():
+                code = analysis.compile_expression(vis["expression"], "<executeExpression>")
+                result = eval(code, ns)
+                data, error = values.encode_visualization(result)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            self._vis_failed(vis, values.exception_message(exc), self.diagnostics.for_exception(exc))
+            return
+        if error is not None:
+            self._vis_failed(vis, error)
+            return
+        self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
+
+
+def _binding(entry, name):
+    for bound, value in entry.bindings:
+        if bound == name:
+            return value
+    return DELETED
+
+
+def _update(ps, payload, elapsed=None):
+    return {
+        "expressionId": ps.id,
+        "profilingInfo": [] if elapsed is None else [{"type": "ExecutionTime", "nanoTime": elapsed}],
+        "fromCache": False,
+        "range": ps.range,
+        "payload": payload,
+    }
+
+
+def bind_arguments(func, args, kwargs):
+    """inspect.signature binding with defaults applied: {param: value}."""
+    sig = inspect.signature(func)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)

@@ -1,0 +1,272 @@
+"""What the engine reports about values and failures.
+
+- ``preview(value)``: a repr cut to PREVIEW_LIMIT characters with reprlib-style
+  limits, so a list of a million items costs microseconds, a dict is never
+  sorted, a huge int is never converted, and a raising ``__repr__`` gives a
+  placeholder instead of breaking the run. KeyboardInterrupt is let through.
+- ``type_name(value)``: ``module.qualname`` of the value's type.
+- ``exception_message(exc)``: ``"ZeroDivisionError: division by zero"``.
+- ``encode_visualization(data)``: the JSON a visualization result travels as.
+- ``Diagnostics``: builds PROTOCOL.md Diagnostic objects from exceptions,
+  keeping only frames in project files.
+"""
+
+import json
+import os
+import reprlib
+import sys
+import traceback
+
+PREVIEW_LIMIT = 200
+VISUALIZATION_LIMIT = 1 << 20
+
+
+class _Repr(reprlib.Repr):
+    def __init__(self):
+        super().__init__()
+        self.maxlevel = 3
+        self.maxtuple = 10
+        self.maxlist = 10
+        self.maxarray = 10
+        self.maxdict = 10
+        self.maxset = 10
+        self.maxfrozenset = 10
+        self.maxdeque = 10
+        self.maxstring = PREVIEW_LIMIT
+        self.maxlong = PREVIEW_LIMIT
+        self.maxother = PREVIEW_LIMIT
+
+    # reprlib sorts dicts and sets (O(n log n) and not what repr shows);
+    # these keep iteration order and look at the first items only.
+    def repr_dict(self, x, level):
+        n = len(x)
+        if n == 0:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        newlevel = level - 1
+        pieces = []
+        for i, (key, value) in enumerate(x.items()):
+            if i >= self.maxdict:
+                pieces.append("...")
+                break
+            pieces.append("%s: %s" % (self.repr1(key, newlevel), self.repr1(value, newlevel)))
+        return "{%s}" % ", ".join(pieces)
+
+    def _repr_unordered(self, x, level, left, right, limit):
+        if not x:
+            return repr(x)
+        if level <= 0:
+            return left + "..." + right
+        pieces = []
+        for i, item in enumerate(x):
+            if i >= limit:
+                pieces.append("...")
+                break
+            pieces.append(self.repr1(item, level - 1))
+        return left + ", ".join(pieces) + right
+
+    def repr_set(self, x, level):
+        return self._repr_unordered(x, level, "{", "}", self.maxset)
+
+    def repr_frozenset(self, x, level):
+        return self._repr_unordered(x, level, "frozenset({", "})", self.maxfrozenset)
+
+    def repr_int(self, x, level):
+        if x.bit_length() > 600:
+            return "<int with %d bits>" % x.bit_length()
+        return super().repr_int(x, level)
+
+    def repr1(self, x, level):
+        # Subclasses of builtins keep their own repr; reprlib would dispatch
+        # on the type's name and may mis-handle them.
+        try:
+            return super().repr1(x, level)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return _fallback(x, exc)
+
+    def repr_instance(self, x, level):
+        try:
+            s = repr(x)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            return _fallback(x, exc)
+        if not isinstance(s, str):
+            return _fallback(x, TypeError("__repr__ returned non-string"))
+        if len(s) > self.maxother:
+            return s[: self.maxother - 3] + "..."
+        return s
+
+
+def _fallback(x, exc):
+    return "<%s object (repr raised %s)>" % (_safe_type_name(x), type(exc).__name__)
+
+
+_REPR = _Repr()
+
+
+def preview(value):
+    """A short, never-raising repr of value (KeyboardInterrupt excepted)."""
+    try:
+        s = _REPR.repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        s = _fallback(value, exc)
+    if len(s) > PREVIEW_LIMIT:
+        s = s[: PREVIEW_LIMIT - 3] + "..."
+    return s
+
+
+def _safe_type_name(value):
+    try:
+        return type(value).__name__
+    except Exception:
+        return "object"
+
+
+def type_name(value):
+    t = type(value)
+    try:
+        module = t.__module__
+        qualname = t.__qualname__
+    except Exception:
+        return "builtins.object"
+    if not isinstance(module, str):
+        module = "builtins"
+    if not isinstance(qualname, str):
+        qualname = getattr(t, "__name__", "object")
+    return "%s.%s" % (module, qualname)
+
+
+def exception_message(exc):
+    """``Type: message`` as the last line of a traceback shows it."""
+    t = type(exc)
+    name = t.__qualname__
+    module = t.__module__
+    if module not in ("builtins", "__main__", None):
+        name = "%s.%s" % (module, name)
+    try:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        text = "<exception str() failed>"
+    if isinstance(exc, SyntaxError) and exc.msg:
+        text = exc.msg
+    return "%s: %s" % (name, text) if text else name
+
+
+def encode_visualization(result):
+    """(data, error): data is JSON-safe; non-JSON results become their str.
+
+    NaN and infinities are not JSON, so a result holding them is sent as its
+    str too. error is a message when the encoded result exceeds the limit.
+    """
+    try:
+        encoded = json.dumps(result, allow_nan=False)
+        data = result
+    except (TypeError, ValueError, RecursionError):
+        data = str(result)
+        encoded = json.dumps(data)
+    if len(encoded) > VISUALIZATION_LIMIT:
+        return None, "visualization result is %d bytes of JSON, over the %d byte limit" % (
+            len(encoded),
+            VISUALIZATION_LIMIT,
+        )
+    if data is result:
+        # Re-decode so later mutation of the user's object cannot change
+        # what is sent, and so tuples and the like become plain JSON.
+        data = json.loads(encoded)
+    return data, None
+
+
+class Diagnostics:
+    """Builds Diagnostic objects for failures in project code.
+
+    sources: callable(filename) -> engine_text.Source or None, for the
+    modules the engine knows; other project files fall back to linecache.
+    """
+
+    def __init__(self, root, sources, engine_dir):
+        self.root = os.path.realpath(root)
+        self.sources = sources
+        self.engine_dir = os.path.realpath(engine_dir)
+
+    def relative(self, filename):
+        """Project-relative POSIX path of filename, or None outside the root."""
+        if not filename or filename.startswith("<"):
+            return None
+        real = os.path.realpath(filename)
+        if real.startswith(self.engine_dir + os.sep):
+            return None
+        if real != self.root and real.startswith(self.root + os.sep):
+            return os.path.relpath(real, self.root).replace(os.sep, "/")
+        return None
+
+    def stack(self, tb, frame_names=None):
+        """Frames of tb in project files, innermost last."""
+        out = []
+        frame_names = frame_names or {}
+        for summary in traceback.extract_tb(tb):
+            path = self.relative(summary.filename)
+            if path is None:
+                continue
+            name = summary.name
+            if name == "<module>" and summary.filename in frame_names:
+                name = frame_names[summary.filename]
+            out.append({"functionName": name, "path": path, "location": self._location(summary)})
+        return out
+
+    def _location(self, summary):
+        source = self.sources(summary.filename)
+        colno = getattr(summary, "colno", None)
+        if source is None:
+            if summary.lineno is None:
+                return None
+            line = summary.line or ""
+            return {
+                "start": {"line": summary.lineno - 1, "character": 0},
+                "end": {"line": summary.lineno - 1, "character": len(line)},
+            }
+        return source.line_range(
+            summary.lineno,
+            colno,
+            getattr(summary, "end_lineno", None),
+            getattr(summary, "end_colno", None),
+        )
+
+    def for_exception(self, exc, location=None, path=None, expression_id=None, frame_names=None, message=None):
+        stack = self.stack(exc.__traceback__, frame_names)
+        if location is None and stack:
+            location = stack[-1]["location"]
+            path = path or stack[-1]["path"]
+        diag = {"kind": "Error", "message": message or exception_message(exc), "stack": stack}
+        if path is not None:
+            diag["path"] = path
+        if location is not None:
+            diag["location"] = location
+        if expression_id is not None:
+            diag["expressionId"] = expression_id
+        return diag
+
+    def for_syntax_error(self, exc, path):
+        """A Diagnostic for a SyntaxError raised while parsing path."""
+        diag = {"kind": "Error", "message": exception_message(exc), "stack": [], "path": path}
+        lineno = exc.lineno
+        if lineno:
+            # SyntaxError offsets are 1-based character offsets into the line.
+            start = max((exc.offset or 1) - 1, 0)
+            end_line = getattr(exc, "end_lineno", None) or lineno
+            end = getattr(exc, "end_offset", None)
+            end = max(end - 1, start) if end and end > 0 and end_line >= lineno else start
+            if end_line == lineno and end <= start:
+                end = start + 1
+            diag["location"] = {
+                "start": {"line": lineno - 1, "character": start},
+                "end": {"line": end_line - 1, "character": end},
+            }
+        return diag

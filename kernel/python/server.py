@@ -1,0 +1,849 @@
+"""ripple kernel server: the Python side of kernel/PROTOCOL.md.
+
+Started by ripple's Go side as
+
+    PYTHON -u server.py PORT
+
+with RIPPLE_TOKEN, RIPPLE_ROOT and RIPPLE_KERNEL_ID in the environment, in its
+own process group, with the project root as working directory. It connects to
+127.0.0.1:PORT, proves the token, announces itself with a `ready` frame and
+then serves requests one at a time on the main thread until the connection
+closes. Standard library only; Python >= 3.9.
+
+Threads and what they own:
+- the main thread reads requests, runs handlers (user code runs here) and
+  writes `prog` and `res` frames;
+- the pump thread forwards what user code writes to fd 1 and 2 (which are
+  pipes) as `out`/`err` frames, and notices when the connection closes.
+Every frame is written under _SEND_LOCK, and the pump reads the pipes only
+while holding it; so when the main thread holds the lock, no output byte sits
+in a thread's private buffer, and draining the pipes before writing `res`
+forwards every byte the request wrote (the ordering rule of the protocol).
+
+The execution engine (engine.py next to this file, owned by another part of
+ripple) is loaded at boot with importlib and contributes methods through
+`engine.register(kernel)`; `kernel` is a _KernelAPI instance.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import threading
+
+PROTOCOL_VERSION = 1
+RESULT_CAP = 64 * 1024  # bytes of a `res` payload, PROTOCOL.md "Frames"
+OUT_FRAME_MAX = 1 << 20  # largest `out`/`err` payload
+HEADER_MAX = 64  # longest header line, newline included
+SMALL_FRAME = 16 * 1024  # below this, header and payload go in one send
+CODE_CACHE_MAX = 4096  # compiled `eval` sources kept
+DISCONNECT_GRACE = 0.8  # seconds between a lost connection and a hard exit
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class ProtocolError(Exception):
+    """The Go side sent something that is not a valid frame."""
+
+
+class MethodNotFound(Exception):
+    """A request named a method this kernel does not have."""
+
+
+class InvalidParams(Exception):
+    """A request's params do not fit its method."""
+
+
+class ResultTooLarge(Exception):
+    """A result did not fit in RESULT_CAP even with its strings cut."""
+
+
+class _State:
+    """Mutable kernel state shared by the main thread and the signal handlers.
+
+    Signal handlers run on the main thread between bytecodes, so the fields
+    written by the main thread need no lock; `request` is also read by the
+    pump thread, under _SEND_LOCK (see _finish).
+    """
+
+    __slots__ = ("request", "pending", "in_user", "terminating", "forked")
+
+    def __init__(self):
+        self.request = 0  # id of the request being served, 0 when idle
+        self.pending = 0  # id of the request an unraised SIGINT was meant for
+        self.in_user = False  # inside a user_code() region: SIGINT raises
+        self.terminating = False  # SIGTERM or EOF: exit, do not serve
+        self.forked = False  # this is a child that user code forked
+
+
+_S = _State()
+_SEND_LOCK = threading.Lock()
+_SOCK = None  # the connection to the Go side
+_OUT_R = -1  # read ends of the fd 1 / fd 2 pipes (non-blocking)
+_ERR_R = -1
+_LOG = None  # the process's original stderr: the startup log
+_MAIN = None  # globals of the user's __main__
+_DRAIN_POLL = None  # poll object over the two pipe read ends (main thread)
+_DRAIN_VIEW = None  # the main thread's read buffer for draining
+_PIPE_SIZE = 65536  # capacity of the output pipes
+_POLLRDHUP = 0  # poll flag for "peer closed", 0 where the OS has none
+
+
+# ---------------------------------------------------------------- frames
+
+
+def _send_frame(kind, rid, payload):
+    """Write one frame. The caller holds _SEND_LOCK."""
+    head = b"%s %d %d\n" % (kind, rid, len(payload))
+    if len(payload) <= SMALL_FRAME:
+        _SOCK.sendall(head + payload)
+    else:
+        _SOCK.sendall(head)
+        _SOCK.sendall(payload)
+
+
+def _read_frame(rfile):
+    """Read one frame; returns (kind, id, payload) or None at EOF."""
+    line = rfile.readline(HEADER_MAX + 1)
+    if not line:
+        return None
+    if len(line) > HEADER_MAX or line[-1:] != b"\n":
+        raise ProtocolError("header line %r is longer than %d bytes or cut" % (line[:HEADER_MAX], HEADER_MAX))
+    parts = line.split(b" ")
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2][:-1].isdigit():
+        raise ProtocolError("malformed header line %r" % line)
+    size = int(parts[2])
+    payload = rfile.read(size) if size else b""
+    if len(payload) != size:
+        return None
+    return parts[0], int(parts[1]), payload
+
+
+# ---------------------------------------------------------------- JSON
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+_scan_once = json.JSONDecoder().scan_once  # skips json.loads' encoding sniffing
+
+
+def _loads(payload):
+    """Decode a request payload: UTF-8 JSON, nothing after the value."""
+    text = payload.decode("utf-8").lstrip()
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration as e:
+        raise ValueError("invalid JSON at character %d" % e.value) from None
+    if end != len(text) and text[end:].strip():
+        raise ValueError("extra data after the JSON value at character %d" % end)
+    return value
+
+
+def _finite(obj):
+    """A copy of obj with NaN and infinities replaced by strings (JSON has none)."""
+    if isinstance(obj, float):
+        if obj != obj:
+            return "NaN"
+        if obj in (float("inf"), float("-inf")):
+            return "Infinity" if obj > 0 else "-Infinity"
+        return obj
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def dumps(obj):
+    """Encode obj as UTF-8 JSON bytes; NaN/inf become strings, lone
+    surrogates are escaped so the result is always valid JSON."""
+    try:
+        text = _ENCODER.encode(obj)
+    except ValueError:  # NaN or inf somewhere
+        obj = _finite(obj)
+        text = _ENCODER.encode(obj)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: \u-escape everything
+        return _ASCII_ENCODER.encode(obj).encode("ascii")
+
+
+def _cut(text, limit):
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    head = data[:limit].decode("utf-8", "ignore")
+    cut = len(data) - len(head.encode("utf-8", "surrogatepass"))
+    return "%s[ripple: %d bytes cut]" % (head, cut)
+
+
+def _cut_strings(obj, limit):
+    if isinstance(obj, str):
+        return _cut(obj, limit)
+    if isinstance(obj, dict):
+        return {k: _cut_strings(v, limit) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_cut_strings(v, limit) for v in obj]
+    return obj
+
+
+def _capped(result):
+    """Encode a `res` payload, cutting long strings to stay within RESULT_CAP."""
+    data = dumps(result)
+    if len(data) <= RESULT_CAP:
+        return data
+    for limit in (16384, 4096, 1024, 256, 64):
+        small = dumps(_cut_strings(result, limit))
+        if len(small) <= RESULT_CAP:
+            return small
+    message = "result of %d bytes does not fit in the %d-byte cap" % (len(data), RESULT_CAP)
+    return dumps({"status": "err", "error": {"type": "ResultTooLarge", "message": message, "traceback": ""}})
+
+
+# ---------------------------------------------------------------- output
+
+
+def _drain_locked(rid):
+    """Forward what fd 1 and 2 hold now as frames of request rid.
+
+    The caller holds _SEND_LOCK. Bounded: reads at most what a pipe can hold
+    (plus what is written meanwhile, up to one buffer), so a child process
+    that writes forever cannot keep the caller here.
+    """
+    for fd, _ in _DRAIN_POLL.poll(0):
+        kind = b"out" if fd == _OUT_R else b"err"
+        budget = _PIPE_SIZE
+        while budget > 0:
+            try:
+                n = os.readv(fd, (_DRAIN_VIEW,))
+            except BlockingIOError:
+                break
+            if not n:
+                break
+            _send_frame(kind, rid, _DRAIN_VIEW[:n])
+            budget -= n
+
+
+def _flush_python_streams():
+    # -u makes the standard streams write through, but user code may have
+    # replaced them with buffered ones.
+    out, err = sys.stdout, sys.stderr
+    for stream in (out, err) if out is sys.__stdout__ and err is sys.__stderr__ else (
+        out, err, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+def _pump():
+    """Forward pipe output as it appears; exit the kernel when the
+    connection closes. Runs with SIGINT and SIGTERM blocked (inherited)."""
+    poller = select.poll()
+    poller.register(_OUT_R, select.POLLIN)
+    poller.register(_ERR_R, select.POLLIN)
+    sock_fd = _SOCK.fileno()
+    if _POLLRDHUP:
+        poller.register(sock_fd, _POLLRDHUP)
+        timeout = None
+    else:
+        timeout = 250  # no POLLRDHUP: watch the parent instead
+    parent = os.getppid()
+    buf = memoryview(bytearray(OUT_FRAME_MAX))
+    while True:
+        try:
+            events = poller.poll(timeout)
+        except InterruptedError:
+            continue
+        for fd, ev in events:
+            if fd == sock_fd:
+                _on_disconnect()
+                return
+            kind = b"out" if fd == _OUT_R else b"err"
+            try:
+                with _SEND_LOCK:
+                    try:
+                        n = os.readv(fd, (buf,))
+                    except BlockingIOError:
+                        continue  # the main thread drained it first
+                    if n:
+                        _send_frame(kind, _S.request, buf[:n])
+                    else:
+                        # Every write end is closed (user code closed fd
+                        # 1 or 2): nothing will come; stop polling it.
+                        poller.unregister(fd)
+            except OSError:
+                _on_disconnect()
+                return
+        if not _POLLRDHUP and os.getppid() != parent:
+            _on_disconnect()
+            return
+
+
+def _on_disconnect():
+    """The Go side is gone: ask the main thread to exit gracefully, and exit
+    hard if it has not done so within DISCONNECT_GRACE seconds."""
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+    except OSError:
+        pass
+    # The pump thread is a daemon: if the main thread exits first, the
+    # interpreter stops this sleep with it.
+    threading.Event().wait(DISCONNECT_GRACE)
+    _kill_group_members()
+    os._exit(1)
+
+
+def _kill_group_members():
+    """SIGKILL every other process of the kernel's process group (children
+    started by user code), so nothing outlives the kernel."""
+    if _S.forked:
+        return  # a forked child exiting is not the kernel exiting
+    me = os.getpid()
+    try:
+        if os.getpgrp() != me:
+            return  # not our group: leave it alone
+    except OSError:
+        return
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        names = None
+    if names is None:
+        # No /proc: signal the whole group, this process included.
+        try:
+            os.killpg(me, signal.SIGKILL)
+        except OSError:
+            pass
+        return
+    for _ in range(2):  # a second pass catches children forked meanwhile
+        for name in names:
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    stat = f.read()
+                # pid (comm) state ppid pgrp ...; comm may hold spaces.
+                fields = stat[stat.rindex(b")") + 2:].split()
+                if int(fields[2]) == me:
+                    os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                continue
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+
+
+# ---------------------------------------------------------------- interrupts
+
+
+class _UserCode:
+    """The user-code region: SIGINT raises KeyboardInterrupt only inside it.
+
+    An interrupt that arrived outside a region while the current request
+    ran raises when the request next enters one. Regions nest through
+    _KernelAPI.user_code, which hands out the inert _NESTED region while a
+    region is open, so only the outermost region changes state (nothing to
+    undo when an interrupt lands inside an inner region's enter or exit).
+    """
+
+    __slots__ = ()
+
+    def __enter__(self):
+        s = _S
+        if s.in_user:
+            raise RuntimeError("kernel.user_code() regions do not nest")
+        s.in_user = True
+        if s.pending and s.pending == s.request:
+            s.pending = 0
+            s.in_user = False
+            raise KeyboardInterrupt
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        _S.in_user = False
+        return False
+
+
+_REGION = _UserCode()
+
+
+class _Nested:
+    """A region inside a region: user code already runs, nothing to track."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        return False
+
+
+_NESTED = _Nested()
+_ENTER_CODE = _UserCode.__enter__.__code__
+_EXIT_CODE = _UserCode.__exit__.__code__
+
+
+def _on_sigint(signum, frame):
+    s = _S
+    if s.in_user:
+        code = frame.f_code if frame is not None else None
+        if code is _EXIT_CODE:
+            # The user code already finished: a late interrupt. Record it;
+            # it must not turn a finished result into `int`.
+            s.in_user = False
+            s.pending = s.request
+            return
+        if code is _ENTER_CODE:
+            # Raising here skips __exit__; leave the region ourselves.
+            s.in_user = False
+        raise KeyboardInterrupt
+    s.pending = s.request
+
+
+def _on_sigterm(signum, frame):
+    if _S.terminating:
+        return
+    _S.terminating = True
+    raise SystemExit(0)
+
+
+class _Critical:
+    """Run kernel bookkeeping inside a user region without being torn by
+    SIGINT: the interrupt is recorded and raised when the section ends."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = _S.in_user
+        _S.in_user = False
+
+    def __exit__(self, exc_type, exc, tb):
+        s = _S
+        if self.saved:
+            s.in_user = True
+            if exc_type is None and s.pending and s.pending == s.request:
+                s.pending = 0
+                s.in_user = False
+                raise KeyboardInterrupt
+        return False
+
+
+# ---------------------------------------------------------------- errors
+
+
+def _type_name(exc):
+    t = type(exc)
+    if t.__module__ in ("builtins", "__main__", None):
+        return t.__qualname__
+    return "%s.%s" % (t.__module__, t.__qualname__)
+
+
+def _message(exc):
+    try:
+        return str(exc)
+    except Exception:
+        return "<unprintable %s>" % type(exc).__name__
+
+
+def _is_kernel_file(filename):
+    return os.path.dirname(filename) == _HERE
+
+
+def _trim(te, seen, syntax=False):
+    """Drop the kernel's own frames from a TracebackException chain, unless
+    only kernel frames are left (then the kernel itself failed: keep them).
+    A SyntaxError's location is in its message, not in a frame: its kernel
+    frames always go."""
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    import traceback
+
+    user = [f for f in te.stack if not _is_kernel_file(f.filename)]
+    if user or syntax:
+        te.stack = traceback.StackSummary.from_list(user)
+    _trim(te.__cause__, seen)
+    _trim(te.__context__, seen)
+
+
+def describe(exc):
+    """{type, message, traceback} of an exception, trimmed to user code."""
+    if isinstance(exc, (InvalidParams, MethodNotFound, ResultTooLarge)):
+        # The kernel's own request errors: the message says it all.
+        return {"type": type(exc).__name__, "message": _message(exc), "traceback": ""}
+    try:
+        import traceback
+
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _trim(te, set(), isinstance(exc, SyntaxError))
+        text = "".join(te.format())
+    except Exception as e:  # never fail to report a failure
+        text = "<traceback unavailable: %s>" % _message(e)
+    return {"type": _type_name(exc), "message": _message(exc), "traceback": text}
+
+
+# ---------------------------------------------------------------- methods
+
+
+_EMPTY = {}
+_OK_EMPTY = b'{"status":"ok","value":{}}'
+_code_cache = {}
+_eval_names = []
+_repr = None
+
+
+def _compile(code, mode):
+    if mode not in ("exec", "eval"):
+        raise InvalidParams('eval: params.mode must be "exec" or "eval", got %r' % (mode,))
+    if len(_code_cache) >= CODE_CACHE_MAX:
+        import linecache
+
+        for name in _eval_names:
+            linecache.cache.pop(name, None)
+        _code_cache.clear()
+        del _eval_names[:]
+    import linecache
+
+    name = "<ripple-eval-%d>" % (len(_eval_names) + 1)
+    co = compile(code, name, mode, dont_inherit=True)
+    # Keep the source so tracebacks show the offending line.
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    _eval_names.append(name)
+    _code_cache[(code, mode)] = co
+    return co
+
+
+def _limited_repr(value):
+    global _repr
+    if _repr is None:
+        import reprlib
+
+        r = reprlib.Repr()
+        r.maxstring = 200
+        r.maxother = 200
+        r.maxlong = 200
+        _repr = r.repr
+    try:
+        return _repr(value)
+    except Exception as e:
+        return "<repr failed: %s: %s>" % (type(e).__name__, _message(e))
+
+
+def _method_eval(params):
+    code = params.get("code")
+    if type(code) is not str:
+        raise InvalidParams("eval: params.code must be a string, got %s" % type(code).__name__)
+    mode = params.get("mode", "exec")
+    co = _code_cache.get((code, mode))
+    if co is None:
+        co = _compile(code, mode)
+    if mode == "exec":
+        with _REGION:
+            exec(co, _MAIN)
+        return _EMPTY
+    with _REGION:
+        text = _limited_repr(eval(co, _MAIN))
+    return {"repr": text}
+
+
+def _method_ping(params):
+    return _EMPTY
+
+
+def _method_shutdown(params):
+    _S.terminating = True
+    return _EMPTY
+
+
+_METHODS = {"ping": _method_ping, "eval": _method_eval, "shutdown": _method_shutdown}
+
+
+# ---------------------------------------------------------------- requests
+
+
+def _handle(rid, payload):
+    _S.request = rid
+    _S.pending = 0  # an interrupt recorded before this request is stale
+    try:
+        try:
+            req = _loads(payload)
+            method = req["method"]
+            params = req.get("params")
+        except (ValueError, TypeError, KeyError) as e:
+            raise InvalidParams("request %d is not {method, params} JSON: %s" % (rid, e))
+        fn = _METHODS.get(method)
+        if fn is None:
+            raise MethodNotFound("unknown method %r" % (method,))
+        if params is None:
+            params = _EMPTY
+        elif type(params) is not dict:
+            raise InvalidParams("%s: params must be an object" % method)
+        value = fn(params)
+        if type(value) is dict and not value:
+            out = _OK_EMPTY
+        else:
+            out = _capped({"status": "ok", "value": value})
+    except KeyboardInterrupt as e:
+        out = _capped({"status": "int", "error": describe(e)})
+    except SystemExit as e:
+        if _S.terminating:
+            raise
+        out = _capped({"status": "err", "error": describe(e)})
+    except BaseException as e:
+        out = _capped({"status": "err", "error": describe(e)})
+    _finish(rid, out)
+
+
+def _finish(rid, payload):
+    """The result hand-off: forward the request's remaining output, then
+    its `res`. SIGINT only records from here on (in_user is False)."""
+    _S.in_user = False
+    if _S.forked:
+        # User code forked and the child came back here: the request and
+        # the connection are the parent's.
+        _flush_python_streams()
+        os._exit(0)
+    _flush_python_streams()
+    with _SEND_LOCK:
+        _drain_locked(rid)
+        _send_frame(b"res", rid, payload)
+        _S.request = 0
+
+
+class _KernelAPI:
+    """What the execution engine sees of the kernel (engine.register(kernel))."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root):
+        self.root = root  # the project root: sys.path[0] and the cwd
+
+    def user_code(self):
+        """Context manager around user code: SIGINT raises KeyboardInterrupt
+        only inside it; an interrupt of this request that arrived outside
+        raises on entry. Regions nest (the engine opens one for a statement
+        and another for a module the statement imports)."""
+        return _NESTED if _S.in_user else _REGION
+
+    def emit_progress(self, obj):
+        """Send a `prog` frame for the current request."""
+        data = dumps(obj)
+        with _Critical():
+            with _SEND_LOCK:
+                _send_frame(b"prog", _S.request, data)
+
+    def flush_output(self):
+        """Forward output written so far before whatever is sent next."""
+        _flush_python_streams()
+        with _Critical():
+            with _SEND_LOCK:
+                _drain_locked(_S.request)
+
+
+# ---------------------------------------------------------------- boot
+
+
+def _log(message):
+    try:
+        out = _LOG if _LOG is not None else sys.stderr
+        out.write("ripple kernel: %s\n" % message)
+        out.flush()
+    except Exception:
+        pass
+
+
+def _load_engine(api):
+    path = os.path.join(_HERE, "engine.py")
+    if not os.path.exists(path):
+        return
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_ripple_engine", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_ripple_engine"] = module
+    spec.loader.exec_module(module)
+    methods = module.register(api)
+    if not isinstance(methods, dict):
+        raise TypeError("engine.register returned %s, want a dict of handlers" % type(methods).__name__)
+    for name, fn in methods.items():
+        if name in _METHODS:
+            raise ValueError("engine method %r collides with a kernel method" % (name,))
+        if not callable(fn):
+            raise TypeError("engine method %r is not callable" % (name,))
+        _METHODS[name] = fn
+
+
+def _spawn_sentinel(fd):
+    """Start the sentinel: a shell in the kernel's process group that waits
+    on the death pipe (fd, whose write end only the Go server holds) and
+    SIGKILLs the whole group when the server is gone. It is the line that
+    holds when Linux's parent-death signal kills this kernel before it can
+    kill its children, or when the kernel is stuck in C code holding the
+    GIL. It ignores SIGINT: interrupts address the whole group."""
+    script = "trap '' INT; read _ <&%d; kill -9 0" % fd
+    try:
+        os.posix_spawn("/bin/sh", ["sh", "-c", script], os.environ)
+    except OSError as e:
+        _log("cannot start the sentinel: %s" % e)
+    finally:
+        os.close(fd)  # user code's children have no business with it
+
+
+def _after_fork_in_child():
+    """A child forked by user code shares our socket: it must never write
+    a frame. Its output still reaches the pipes (fd 1 and 2)."""
+    _S.forked = True
+    try:
+        _SOCK.close()  # the child's copy only; the parent's stays open
+    except Exception:
+        pass
+
+
+def _capture_output():
+    """Turn fd 1 and 2 into pipes read by the pump. Returns (out_r, err_r)."""
+    import fcntl
+
+    ends = []
+    for target in (1, 2):
+        r, w = os.pipe()
+        if sys.platform.startswith("linux"):
+            try:
+                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), OUT_FRAME_MAX)
+            except OSError:
+                pass
+        os.set_blocking(r, False)
+        os.dup2(w, target)  # inheritable: child processes write here too
+        os.close(w)
+        ends.append(r)
+    return ends
+
+
+def _pipe_size(fd):
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        try:
+            return fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+        except OSError:
+            pass
+    return 65536
+
+
+def main():
+    global _SOCK, _OUT_R, _ERR_R, _LOG, _MAIN, _DRAIN_POLL, _DRAIN_VIEW, _PIPE_SIZE, _POLLRDHUP
+
+    # Before anything else: our stderr is the startup log; keep it for
+    # the kernel's own diagnostics and for faulthandler's crash reports.
+    _LOG = os.fdopen(os.dup(2), "w", buffering=1)
+    try:
+        import faulthandler
+
+        faulthandler.enable(file=_LOG, all_threads=False)
+        # The Go side sends SIGUSR1 before killing a kernel that ignored an
+        # interrupt: the log then shows where it was stuck.
+        faulthandler.register(signal.SIGUSR1, file=_LOG, all_threads=True)
+    except Exception:
+        pass
+
+    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
+        _log("usage: server.py PORT (got %r)" % (sys.argv[1:],))
+        sys.exit(2)
+    port = int(sys.argv[1])
+    token = os.environ.pop("RIPPLE_TOKEN", "").encode("ascii")
+    if not token:
+        _log("RIPPLE_TOKEN is not set")
+        sys.exit(2)
+    root = os.path.abspath(os.environ.get("RIPPLE_ROOT") or os.getcwd())
+    death_fd = os.environ.pop("RIPPLE_DEATH_FD", "")
+    if death_fd.isdigit():
+        _spawn_sentinel(int(death_fd))
+
+    # User code sees the project as a script run from its root would.
+    sys.path[0] = root
+    if os.getcwd() != root:
+        os.chdir(root)
+    sys.argv = [""]
+    sys.modules["_ripple_server"] = sys.modules["__main__"]  # keeps our globals alive
+    user_main = type(sys)("__main__")
+    user_main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = user_main
+    _MAIN = user_main.__dict__
+
+    api = _KernelAPI(root)
+    _load_engine(api)
+
+    _POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000 if sys.platform.startswith("linux") else 0)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.connect(("127.0.0.1", port))
+    _SOCK = sock
+    sock.sendall(b"auth 0 %d\n%s" % (len(token), token))
+
+    _OUT_R, _ERR_R = _capture_output()
+    _PIPE_SIZE = max(_pipe_size(_OUT_R), _pipe_size(_ERR_R))
+    _DRAIN_POLL = select.poll()
+    _DRAIN_POLL.register(_OUT_R, select.POLLIN)
+    _DRAIN_POLL.register(_ERR_R, select.POLLIN)
+    _DRAIN_VIEW = memoryview(bytearray(OUT_FRAME_MAX))
+
+    # Helper threads must never receive SIGINT/SIGTERM: block them while the
+    # pump starts (it inherits the mask), then unblock on the main thread.
+    signal.signal(signal.SIGINT, _on_sigint)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    threading.Thread(target=_pump, name="ripple-pump", daemon=True).start()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
+
+    import atexit
+
+    atexit.register(_kill_group_members)  # registered first: runs last
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+    info = {
+        "pid": os.getpid(),
+        "pgid": os.getpgrp(),
+        "python": sys.version,
+        "executable": sys.executable,
+        "protocol": PROTOCOL_VERSION,
+    }
+    with _SEND_LOCK:
+        _send_frame(b"ready", 0, dumps(info))
+
+    rfile = sock.makefile("rb", buffering=65536)
+    try:
+        while not _S.terminating:
+            frame = _read_frame(rfile)
+            if frame is None:
+                break  # EOF: the Go side is gone
+            kind, rid, payload = frame
+            if kind != b"req" or rid == 0:
+                raise ProtocolError("unexpected %r frame with id %d" % (kind, rid))
+            _handle(rid, payload)
+    except ProtocolError as e:
+        _log("protocol error: %s" % e)
+        sys.exit(3)
+    except SystemExit:
+        if not _S.terminating:
+            raise
+    _S.terminating = True
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException:
+        # fd 2 may be a pipe by now: report to the startup log.
+        import traceback
+
+        _log("kernel failed:\n" + traceback.format_exc())
+        sys.exit(1)

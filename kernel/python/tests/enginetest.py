@@ -1,0 +1,171 @@
+"""Test helpers: load the engine by path and drive it like the Go side does.
+
+Session(files) makes a temporary project, an Engine over a StubKernel, and
+compiles the files. ``run()`` executes a stack and returns a Run: the
+result, the progress events, and views of the updates by depth and id.
+Latest (the view a client keeps) accumulates the newest update per id and
+depth across runs, as the Go side's context store does.
+"""
+
+import contextlib
+import importlib.util
+import io
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINE_PATH = os.path.join(os.path.dirname(HERE), "engine.py")
+sys.path.insert(0, HERE)
+
+from stubkernel import StubKernel  # noqa: E402
+
+_engine_module = None
+
+
+def engine_module():
+    global _engine_module
+    if _engine_module is None:
+        spec = importlib.util.spec_from_file_location("ripple_engine_under_test", ENGINE_PATH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _engine_module = module
+    return _engine_module
+
+
+def path_of(name):
+    return name.replace(".", "/") + ".py"
+
+
+def main_stack(module="main", name="main", args=(), owner="", this=None):
+    item = {
+        "type": "ExplicitCall",
+        "module": module,
+        "definedOnType": owner,
+        "name": name,
+        "positionalArgumentsExpressions": list(args),
+    }
+    if this is not None:
+        item["thisArgumentExpression"] = this
+    return [item]
+
+
+class Run:
+    def __init__(self, result, events, output):
+        self.result = result
+        self.events = events
+        self.output = output
+
+    def updates(self, depth=None):
+        out = []
+        for ev in self.events:
+            if ev["type"] == "updates" and (depth is None or ev["depth"] == depth):
+                out.extend(ev["updates"])
+        return out
+
+    def top_depth(self):
+        depths = [ev["depth"] for ev in self.events if ev["type"] == "updates"]
+        return max(depths) if depths else 0
+
+    def pending(self, depth=0):
+        return [u["expressionId"] for u in self.updates(depth) if u["payload"]["type"] == "Pending" and "message" not in u["payload"]]
+
+    def computed(self, depth=0):
+        """Ids of statements that ran (fresh values or panics), in order."""
+        return [
+            u["expressionId"]
+            for u in self.updates(depth)
+            if u["payload"]["type"] in ("Value", "Panic") and not u["fromCache"] and u["profilingInfo"]
+        ]
+
+    def values(self, depth=0):
+        out = {}
+        for u in self.updates(depth):
+            out[u["expressionId"]] = describe(u)
+        return out
+
+    def diagnostics(self):
+        return [ev["diagnostic"] for ev in self.events if ev["type"] == "diagnostic"]
+
+    def visualizations(self):
+        return [ev for ev in self.events if ev["type"] in ("visualization", "visualizationFailed")]
+
+
+def describe(update):
+    payload = update["payload"]
+    kind = payload["type"]
+    if kind == "Value":
+        return payload.get("preview")
+    if kind == "Panic":
+        return ("Panic", payload["message"], tuple(payload["trace"]))
+    if kind == "Pending":
+        return ("Pending", payload.get("message"))
+    return (kind,)
+
+
+class Session:
+    def __init__(self, files=None, compile_files=True):
+        self.root = os.path.realpath(tempfile.mkdtemp(prefix="ripple-engine-test-"))
+        self.kernel = StubKernel(self.root)
+        self.engine = engine_module().Engine(self.kernel)
+        self.latest = {}  # depth -> {id: update}
+        self.files = {}
+        if files and compile_files:
+            self.compile(files)
+
+    def close(self):
+        self.engine.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def write(self, relpath, text):
+        full = os.path.join(self.root, relpath)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def compile(self, files, removed=()):
+        mods = []
+        for name, source in files.items():
+            self.files[name] = source
+            mods.append({"name": name, "path": path_of(name), "source": source})
+        return self.engine.compile({"modules": mods, "removed": list(removed)})
+
+    def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx"):
+        stack = stack or main_stack()
+        self.kernel.events = []
+        out = io.StringIO()
+        params = {
+            "contextId": context,
+            "stack": stack,
+            "invalidate": invalidate,
+            "wanted": wanted,
+            "visualizations": visualizations or [],
+        }
+        with contextlib.redirect_stdout(out):
+            try:
+                result = self.engine.execute(params)
+            except KeyboardInterrupt:
+                result = "interrupted"
+        run = Run(result, self.kernel.events, out.getvalue())
+        top = len(stack) - 1
+        # Like the Go side: a stack change drops deeper frames' updates.
+        for depth in [d for d in self.latest if d > top]:
+            del self.latest[depth]
+        for ev in run.events:
+            if ev["type"] == "updates":
+                view = self.latest.setdefault(ev["depth"], {})
+                for u in ev["updates"]:
+                    view[u["expressionId"]] = u
+        return run
+
+    def view(self, depth=0):
+        return {k: describe(u) for k, u in self.latest.get(depth, {}).items()}
+
+
+class EngineTestCase(unittest.TestCase):
+    def session(self, files=None, **kw):
+        s = Session(files, **kw)
+        self.addCleanup(s.close)
+        return s

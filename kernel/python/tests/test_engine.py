@@ -1,0 +1,240 @@
+"""Execution details: returns, closures, stacks, failures, visualizations, bad input."""
+
+import unittest
+
+from enginetest import EngineTestCase, main_stack
+
+
+def src(*lines, header=""):
+    return header + "def main():\n" + "".join("    %s\n" % line for line in lines)
+
+
+class Execution(EngineTestCase):
+    def test_return_ends_the_run(self):
+        s = self.session({"main": src("x = 1", "if x > 0:", "    return x * 10", "y = 2")})
+        run = s.run()
+        self.assertEqual(run.values(), {"main:main/x": "1", "main:main/#1": "10", "main:main/y": ("Pending", "not reached")})
+        s.compile({"main": src("x = -1", "if x > 0:", "    return x * 10", "y = 2")})
+        run = s.run()
+        self.assertEqual(s.view(), {"main:main/x": "-1", "main:main/#1": "None", "main:main/y": "2"})
+
+    def test_closures_see_current_locals(self):
+        s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
+        self.assertEqual(s.run().values()["main:main/y"], "5")
+        s.compile({"main": src("k = 1", "f = lambda: k", "k = 6", "y = f()", "g = [k * v for v in range(2)]")})
+        run = s.run()
+        self.assertEqual(s.view()["main:main/y"], "6")
+        self.assertEqual(s.view()["main:main/g"], "[0, 6]")
+        self.assertNotIn("main:main/f", run.computed())
+
+    def test_nonlocal_in_nested_function(self):
+        body = ["count = 0", "def bump():", "    nonlocal count", "    count += 1", "bump()", "n = count"]
+        s = self.session({"main": src(*body)})
+        self.assertEqual(s.run().values()["main:main/n"], "1")
+
+    def test_reader_before_later_mutation(self):
+        body = ["xs = []", "n = len(xs)", "xs.append(1)", "m = len(xs)"]
+        s = self.session({"main": src(*body)})
+        s.run()
+        body[1] = "n = len(xs) + 0"
+        s.compile({"main": src(*body)})
+        s.run()
+        self.assertEqual(s.view(), {"main:main/xs": "[]", "main:main/n": "0", "main:main/#1": "None", "main:main/m": "1"})
+
+    def test_alias_mutation(self):
+        body = ["xs = []", "ys = xs", "ys.append(1)", "n = len(xs)"]
+        s = self.session({"main": src(*body)})
+        s.run()
+        body[2] = "ys.append(2)"
+        s.compile({"main": src(*body)})
+        s.run()
+        vis = {"visualizationId": "e", "expressionId": "main:main/n", "expression": "xs", "oneshot": True}
+        run = s.run(visualizations=[vis])
+        self.assertEqual(run.visualizations()[0]["data"], [2])
+        self.assertEqual(s.view()["main:main/n"], "1")
+
+    def test_moved_statement_is_not_recomputed(self):
+        s = self.session({"main": src("x = print('x') or 1", "y = x + 1")})
+        s.run()
+        s.compile({"main": src("w = 0", "x = print('x') or 1", "y = x + 1")})
+        run = s.run()
+        self.assertEqual(run.computed(), ["main:main/w"])
+        self.assertEqual(run.output, "")
+        moved = [u for u in run.updates() if u["expressionId"] == "main:main/x"]
+        self.assertEqual(len(moved), 1)
+        self.assertTrue(moved[0]["fromCache"])
+        self.assertEqual(moved[0]["range"]["start"]["line"], 2)
+
+    def test_recursion_error_is_a_panic(self):
+        s = self.session({"main": "def r(n):\n    return r(n + 1)\n\n" + src("a = 1", "b = r(0)", "c = a + 1")})
+        run = s.run()
+        self.assertEqual(run.values()["main:main/b"][1][:14], "RecursionError")
+        self.assertEqual(run.values()["main:main/c"], "2")
+        self.assertEqual(run.result, {"status": "complete"})
+
+    def test_wanted_runs_only_what_is_needed(self):
+        s = self.session({"main": src("a = 1", "b = 2", "c = a + 1", "d = b + 1")})
+        run = s.run(wanted=["main:main/c"])
+        self.assertEqual(run.computed(), ["main:main/a", "main:main/c"])
+        run = s.run()
+        self.assertEqual(run.computed(), ["main:main/b", "main:main/d"])
+
+    def test_generator_function_fails(self):
+        s = self.session({"main": src("x = 1", "yield x")})
+        run = s.run()
+        self.assertEqual(run.result["status"], "failed")
+        self.assertEqual(run.result["result"]["kind"], "failure")
+        self.assertIn("generator", run.result["result"]["message"])
+
+    def test_undefined_names_and_values(self):
+        s = self.session({"main": src("x = 1", "del x", "y = x")})
+        run = s.run()
+        self.assertEqual(run.values()["main:main/y"][1], "NameError: name 'x' is not defined")
+
+    def test_long_functions_are_compiled_lazily_and_behave(self):
+        body = "".join("    v%d = %d\n" % (i, i) for i in range(100))
+        lib = "def big(a, b=2, *r, k=3, **kw):\n" + body + "    if a < 0:\n        raise ValueError('neg')\n    return (a, b, r, k, kw, v99)\n"
+        main = "import inspect\nfrom lib import big\n\n" + src(
+            "x = big(1, 5, 6, k=4, z=1)", "y = big(0)", "s = str(inspect.signature(big))", "z = big(-1)"
+        )
+        s = self.session({"lib": lib, "main": main})
+        run = s.run()
+        values = run.values()
+        self.assertEqual(values["main:main/x"], "(1, 5, (6,), 4, {'z': 1}, 99)")
+        self.assertEqual(values["main:main/y"], "(0, 2, (), 3, {}, 99)")
+        self.assertEqual(values["main:main/s"], "'(a, b=2, *r, k=3, **kw)'")
+        self.assertEqual(values["main:main/z"][1], "ValueError: neg")
+        [diag] = run.diagnostics()
+        self.assertEqual(diag["stack"][-1]["location"]["start"]["line"], 102)
+        run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": "main:main/x"}])
+        self.assertEqual(run.values(1)["lib:big/v99"], "99")
+
+    def test_drop_context_and_status(self):
+        s = self.session({"main": src("x = print('ran') or 1")})
+        self.assertEqual(s.run().output, "ran\n")
+        self.assertEqual(s.engine.status({})["contexts"], ["ctx"])
+        self.assertEqual(s.engine.drop_context({"contextId": "ctx"}), {})
+        self.assertEqual(s.engine.status({}), {"modules": {"main": "ok"}, "contexts": []})
+        self.assertEqual(s.run().output, "ran\n")
+
+
+class Stacks(EngineTestCase):
+    LIB = (
+        "class Cart:\n"
+        "    def __init__(self, items):\n"
+        "        self.items = items\n"
+        "    def total(self, tax):\n"
+        "        s = sum(self.items)\n"
+        "        return s + tax\n\n"
+        "def scale(v, factor=3):\n"
+        "    r = v * factor\n"
+        "    return r\n"
+    )
+
+    def test_explicit_call_with_arguments_and_method(self):
+        s = self.session({"lib": self.LIB})
+        run = s.run(main_stack("lib", "scale", args=["2"]))
+        self.assertEqual(run.values(), {"lib:scale/r": "6", "lib:scale/return": "6"})
+        run = s.run(main_stack("lib", "total", args=["1"], owner="Cart", this="Cart([1, 2])"))
+        self.assertEqual(run.values(), {"lib:Cart.total/s": "3", "lib:Cart.total/return": "4"})
+        run = s.run(main_stack("lib", "total", args=["1"], owner="Cart", this="Cart([1, 2])"))
+        self.assertEqual(run.computed(), [])
+
+    def test_explicit_call_failures(self):
+        s = self.session({"lib": self.LIB})
+        cases = [
+            (main_stack("lib", "nope"), "function lib:nope not found"),
+            (main_stack("lib", "scale", args=["1/0"]), "argument 1 of lib:scale ('1/0') raised ZeroDivisionError"),
+            (main_stack("lib", "scale", args=["1", "2", "3"]), "cannot call lib:scale with 3 argument(s)"),
+            (main_stack("lib", "total", owner="Cart"), "needs a thisArgumentExpression"),
+            (main_stack("nomodule", "main"), "module nomodule is not a module of the project"),
+            (main_stack("lib", "scale", args=["(("]), "argument 1 of lib:scale ('((') raised SyntaxError"),
+        ]
+        for stack, message in cases:
+            with self.subTest(message=message):
+                run = s.run(stack)
+                self.assertEqual(run.result["status"], "failed")
+                self.assertEqual(run.result["result"]["kind"], "failure")
+                self.assertIn(message, run.result["result"]["message"])
+
+    def test_local_call_into_method_and_failures(self):
+        main = "from lib import Cart, scale\n\n" + src("c = Cart([1, 2, 3])", "t = c.total(10)", "u = t + 1", "k = scale(t)")
+        s = self.session({"lib": self.LIB, "main": main})
+        run = s.run()
+        t = [u for u in run.updates() if u["expressionId"] == "main:main/t" and u["payload"]["type"] == "Value"][0]
+        self.assertEqual(t["methodCall"], {"methodPointer": {"module": "lib", "definedOnType": "Cart", "name": "total"}})
+        run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": "main:main/t"}])
+        self.assertEqual(run.values(1), {"lib:Cart.total/s": "6", "lib:Cart.total/return": "16"})
+        run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": "main:main/k"}])
+        self.assertEqual(run.values(1), {"lib:scale/r": "48", "lib:scale/return": "48"})
+        for expression_id, message in [
+            ("main:main/u", "not a direct call of a project function"),
+            ("main:main/zz", "is not a statement of main:main"),
+        ]:
+            run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": expression_id}])
+            self.assertEqual(run.result["result"]["kind"], "failure")
+            self.assertIn(message, run.result["result"]["message"])
+
+
+class Visualizations(EngineTestCase):
+    def test_pointer_arguments_limit_and_errors(self):
+        lib = "def show(v, n):\n    return {'v': v, 'n': n}\n\ndef huge(v):\n    return 'x' * (2 << 20)\n"
+        s = self.session({"lib": lib, "main": src("x = [1, 2]")})
+        s.run()
+        vis = [
+            {"visualizationId": "p", "expressionId": "main:main/x", "expression": "lib:show", "positionalArgumentsExpressions": ["3"], "apply": True},
+            {"visualizationId": "h", "expressionId": "main:main/x", "expression": "lib:huge", "apply": True},
+            {"visualizationId": "s", "expressionId": "main:main/x", "expression": "lambda v: (", "apply": True},
+            {"visualizationId": "o", "expressionId": "main:main/x", "expression": "undefined_name", "oneshot": True},
+            {"visualizationId": "q", "expressionId": "main:main/nope", "expression": "len", "apply": True},
+        ]
+        run = s.run(visualizations=vis, wanted=["main:main/x"])
+        events = {e["visualizationId"]: e for e in run.visualizations()}
+        self.assertEqual(events["p"]["data"], {"v": [1, 2], "n": 3})
+        self.assertEqual(events["h"]["type"], "visualizationFailed")
+        self.assertIn("byte limit", events["h"]["message"])
+        self.assertTrue(events["s"]["message"].startswith("SyntaxError"))
+        self.assertEqual(events["o"]["message"], "NameError: name 'undefined_name' is not defined")
+        self.assertIn("not a statement", events["q"]["message"])
+        self.assertEqual(run.result, {"status": "complete"})
+
+    def test_never_applied_to_interrupted_value(self):
+        s = self.session({"main": src("x = 1", "y = x + 1")})
+        vis = [{"visualizationId": "v", "expressionId": "main:main/y", "expression": "lambda v: v", "apply": False}]
+        s.kernel.interrupt_at_line(2)
+        run = s.run(visualizations=vis)
+        s.kernel.clear_interrupts()
+        self.assertEqual(run.result, "interrupted")
+        self.assertEqual(run.visualizations(), [])
+        run = s.run(visualizations=vis)
+        self.assertEqual([e["data"] for e in run.visualizations()], [2])
+
+
+class BadInput(EngineTestCase):
+    def test_execute_params(self):
+        s = self.session({"main": src("x = 1")})
+        explicit = main_stack()[0]
+        cases = [
+            (None, "contextId must be a non-empty string"),
+            ({"contextId": "c"}, "stack must be a non-empty list"),
+            ({"contextId": "c", "stack": [{"type": "LocalCall", "expressionId": "a"}]}, "stack item 0 must be an ExplicitCall"),
+            ({"contextId": "c", "stack": [explicit, explicit]}, "ExplicitCall is only allowed at the bottom"),
+            ({"contextId": "c", "stack": [{"type": "Weird"}]}, "unknown type 'Weird'"),
+            ({"contextId": "c", "stack": [{"type": "ExplicitCall", "name": "main"}]}, "needs a string module"),
+            ({"contextId": "c", "stack": [explicit], "invalidate": "some"}, "invalidate must be null"),
+            ({"contextId": "c", "stack": [explicit], "wanted": "x"}, "wanted must be null or a list"),
+            ({"contextId": "c", "stack": [explicit], "visualizations": [{"visualizationId": "v"}]}, "needs a string expressionId"),
+            ({"contextId": "c", "stack": [dict(explicit, positionalArgumentsExpressions=[1])]}, "must be a list of strings"),
+        ]
+        for params, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as ctx:
+                    s.engine.execute(params)
+                self.assertIn(message, str(ctx.exception))
+        self.assertEqual(s.run().result, {"status": "complete"})
+        with self.assertRaises(ValueError):
+            s.engine.drop_context({"contextId": 3})
+
+
+if __name__ == "__main__":
+    unittest.main()

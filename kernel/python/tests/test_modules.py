@@ -1,0 +1,139 @@
+"""Project modules: finder, reload graph, fresh objects, broken modules, versions."""
+
+import sys
+import unittest
+
+from enginetest import EngineTestCase, main_stack
+
+
+def ok_names(result):
+    return [m["name"] for m in result["modules"] if m["ok"]]
+
+
+class Modules(EngineTestCase):
+    def test_import_forms_and_relative_imports(self):
+        s = self.session()
+        s.write("pkg/__init__.py", "BASE = 10\n")
+        s.write("pkg/util.py", "from . import BASE\n\ndef inc(v):\n    return v + BASE\n")
+        s.write("pkg/sub/__init__.py", "")
+        s.write("pkg/sub/deep.py", "from ..util import inc\n\ndef twice(v):\n    return inc(inc(v))\n")
+        main = (
+            "import pkg.util\nfrom pkg import util as u2\nfrom pkg.sub import deep\n\n"
+            "def main():\n    a = pkg.util.inc(1)\n    b = u2.inc(2)\n    c = deep.twice(3)\n"
+        )
+        result = s.compile({"main": main})
+        self.assertEqual(result["modules"], [{"name": "main", "path": "main.py", "ok": True}])
+        run = s.run()
+        self.assertEqual(run.values(), {"main:main/a": "11", "main:main/b": "12", "main:main/c": "23"})
+        # Modules never sent were read from disk and are project modules now.
+        self.assertEqual(s.engine.status({})["modules"]["pkg.sub.deep"], "ok")
+        # An unsaved change of pkg/util.py (sent, not on disk) is what runs.
+        s.compile({"pkg.util": "from . import BASE\n\ndef inc(v):\n    return v + BASE * 2\n"})
+        run = s.run()
+        self.assertEqual(run.values(), {"main:main/a": "21", "main:main/b": "22", "main:main/c": "43"})
+
+    def test_reload_order_and_fresh_objects(self):
+        s = self.session()
+        files = {
+            "base": "class Box:\n    pass\n\nSTATE = []\n",
+            "mid": "import base\n\ndef make():\n    return base.Box()\n",
+            "top": "from mid import make\nimport base\n\ndef main():\n    b = make()\n    ok = isinstance(b, base.Box)\n",
+            "other": "X = 1\n",
+        }
+        s.compile(files)
+        old_base = sys.modules["base"]
+        old_base.STATE.append("stale")
+        result = s.compile({"base": files["base"] + "\nY = 2\n"})
+        self.assertEqual(result["reloaded"], ["base", "mid", "top"])
+        self.assertIsNot(sys.modules["base"], old_base)
+        self.assertEqual(sys.modules["base"].STATE, [])
+        self.assertIs(sys.modules["mid"].base, sys.modules["base"])
+        run = s.run(main_stack("top"))
+        self.assertEqual(run.values()["top:main/ok"], "True")
+
+    def test_broken_module_and_importers(self):
+        s = self.session()
+        s.compile({"lib": "def f():\n    return 1\n", "app": "import lib\n\ndef main():\n    v = lib.f()\n"})
+        result = s.compile({"lib": "def f(:\n    return 1\n"})
+        by_name = {m["name"]: m for m in result["modules"]}
+        self.assertFalse(by_name["lib"]["ok"])
+        self.assertEqual(by_name["lib"]["diagnostic"]["location"]["start"]["line"], 0)
+        self.assertFalse(by_name["app"]["ok"])
+        diag = by_name["app"]["diagnostic"]
+        self.assertIn("lib", diag["message"])
+        self.assertEqual(diag["path"], "app.py")
+        self.assertEqual(diag["location"]["start"]["line"], 0)
+        self.assertNotIn("lib", sys.modules)
+        with self.assertRaises(ImportError):
+            __import__("lib")
+        run = s.run(main_stack("app"))
+        self.assertEqual(run.result["result"]["kind"], "compileError")
+        self.assertEqual(s.engine.status({})["modules"], {"app": "broken", "lib": "broken"})
+        result = s.compile({"lib": "def f():\n    return 2\n"})
+        self.assertEqual(ok_names(result), ["lib", "app"])
+        self.assertEqual(s.run(main_stack("app")).values(), {"app:main/v": "2"})
+
+    def test_load_time_exception(self):
+        s = self.session()
+        result = s.compile({"boom": "x = 1\ny = [][3]\n"})
+        [entry] = result["modules"]
+        self.assertFalse(entry["ok"])
+        diag = entry["diagnostic"]
+        self.assertEqual(diag["message"], "IndexError: list index out of range")
+        self.assertEqual(diag["location"]["start"], {"line": 1, "character": 4})
+        self.assertEqual(diag["stack"][-1]["path"], "boom.py")
+
+    def test_removed_module(self):
+        s = self.session()
+        s.compile({"gone": "V = 1\n", "user": "import gone\n\ndef main():\n    v = gone.V\n"})
+        result = s.compile({}, removed=["gone"])
+        self.assertEqual([(m["name"], m["ok"]) for m in result["modules"]], [("user", False)])
+        self.assertNotIn("gone", sys.modules)
+
+    def test_bad_compile_requests(self):
+        s = self.session()
+        bad = [
+            ({"modules": [{"name": "a-b", "path": "a-b.py", "source": ""}]}, "module name 'a-b'"),
+            ({"modules": [{"name": "a", "path": "../a.py", "source": ""}]}, "must stay inside the project root"),
+            ({"modules": [{"name": "a", "path": "/abs/a.py", "source": ""}]}, "relative POSIX path"),
+            ({"modules": [{"name": "a", "path": "b.py", "source": ""}]}, "does not match its path"),
+            ({"modules": [{"name": "a", "path": "a.py", "source": 3}]}, "source must be a string"),
+            ({"modules": "main"}, "modules must be a list"),
+            ({"removed": [1]}, "removed module name 1"),
+        ]
+        for params, message in bad:
+            with self.subTest(params=params):
+                with self.assertRaises(ValueError) as ctx:
+                    s.engine.compile(params)
+                self.assertIn(message, str(ctx.exception))
+        # The engine keeps working after bad requests.
+        self.assertEqual(ok_names(s.compile({"a": "A = 1\n"})), ["a"])
+
+
+class Versions(EngineTestCase):
+    def test_helper_edit_reruns_only_its_readers(self):
+        helpers = "K = 2\n\ndef foo(a):\n    return a * K\n\ndef bar(a):\n    return a + 1\n"
+        main = "from helpers import foo, bar\nimport helpers\n\ndef main():\n    x = 1\n    y = foo(x)\n    z = bar(x)\n    w = helpers.bar(2)\n"
+        s = self.session({"helpers": helpers, "main": main})
+        s.run()
+        # K is read by foo: foo's version changes, bar's does not, but the
+        # module as a whole (read through `helpers.`) changes.
+        s.compile({"helpers": helpers.replace("K = 2", "K = 3")})
+        run = s.run()
+        self.assertEqual(run.computed(), ["main:main/y", "main:main/w"])
+        self.assertEqual(run.values()["main:main/y"], "3")
+        # A comment or blank lines change nothing.
+        s.compile({"helpers": "# note\n" + helpers.replace("K = 2", "K = 3") + "\n\n"})
+        self.assertEqual(s.run().computed(), [])
+        # Mutual recursion: editing one member changes both.
+        rec = "def even(n):\n    return n == 0 or odd(n - 1)\n\ndef odd(n):\n    return n != 0 and even(n - 1)\n"
+        s.compile({"helpers": rec + "def foo(a):\n    return a\n\ndef bar(a):\n    return a\n"})
+        s.compile({"main": "from helpers import even\n\ndef main():\n    e = even(4)\n"})
+        self.assertEqual(s.run().values(), {"main:main/e": "True"})
+        s.compile({"helpers": rec.replace("n != 0 and", "n != 1 and") + "def foo(a):\n    return a\n\ndef bar(a):\n    return a\n"})
+        run = s.run()
+        self.assertEqual(run.computed(), ["main:main/e"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,124 @@
+package kernel
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+func testFiles(server string) fstest.MapFS {
+	return fstest.MapFS{
+		"python/server.py":       {Data: []byte(server)},
+		"python/engine.py":       {Data: []byte("def register(kernel):\n    return {}\n")},
+		"python/tests/x_test.py": {Data: []byte("not installed")},
+	}
+}
+
+func TestInstallScripts(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	dir, err := installScripts(parent, testFiles("print('v1')\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(dir), "kernel-") {
+		t.Errorf("dir = %s", dir)
+	}
+	for name, want := range map[string]string{"server.py": "print('v1')\n", "engine.py": "def register(kernel):\n    return {}\n"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v", name, got, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x_test.py")); !os.IsNotExist(err) {
+		t.Errorf("files under python/tests were installed")
+	}
+
+	// Reused as is when present (a __pycache__ beside the files is fine).
+	os.Mkdir(filepath.Join(dir, "__pycache__"), 0o700)
+	st1, _ := os.Stat(filepath.Join(dir, "server.py"))
+	again, err := installScripts(parent, testFiles("print('v1')\n"))
+	st2, _ := os.Stat(filepath.Join(again, "server.py"))
+	if err != nil || again != dir || !os.SameFile(st1, st2) {
+		t.Errorf("second install: %s, %v; want the same files in %s", again, err, dir)
+	}
+
+	// Other content gets another directory.
+	v2, err := installScripts(parent, testFiles("print('v2')\n"))
+	if err != nil || v2 == dir {
+		t.Errorf("new content installed into %s, %v", v2, err)
+	}
+
+	// A damaged install is replaced.
+	os.WriteFile(filepath.Join(dir, "server.py"), []byte("garbage"), 0o600)
+	fixed, err := installScripts(parent, testFiles("print('v1')\n"))
+	if err != nil || fixed != dir {
+		t.Fatalf("repair: %s, %v", fixed, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "server.py")); string(got) != "print('v1')\n" {
+		t.Errorf("damaged server.py not replaced: %q", got)
+	}
+
+	// No temporary or damaged directories are left behind.
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") || strings.Contains(e.Name(), ".damaged-") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestInstallScriptsConcurrently(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	var wg sync.WaitGroup
+	dirs := make([]string, 8)
+	errs := make([]error, 8)
+	for i := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dirs[i], errs[i] = installScripts(parent, testFiles("print('race')\n"))
+		}()
+	}
+	wg.Wait()
+	for i := range dirs {
+		if errs[i] != nil || dirs[i] != dirs[0] {
+			t.Errorf("install %d: %s, %v", i, dirs[i], errs[i])
+		}
+	}
+}
+
+func TestInstallScriptsNeedsServer(t *testing.T) {
+	t.Parallel()
+	_, err := installScripts(t.TempDir(), fstest.MapFS{"python/engine.py": {Data: []byte("x")}})
+	if err == nil || !strings.Contains(err.Error(), "server.py") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRemoveStaleScripts(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	keep := filepath.Join(parent, "kernel-keep")
+	fresh := filepath.Join(parent, "kernel-fresh")
+	stale := filepath.Join(parent, "kernel-stale")
+	other := filepath.Join(parent, "logs")
+	for _, d := range []string{keep, fresh, stale, other} {
+		os.MkdirAll(d, 0o700)
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, d := range []string{keep, stale, other} {
+		os.Chtimes(d, old, old)
+	}
+	removeStaleScripts(parent, keep, 14*24*time.Hour)
+	for d, want := range map[string]bool{keep: true, fresh: true, stale: false, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", filepath.Base(d), err == nil, want)
+		}
+	}
+}
