@@ -23,8 +23,9 @@ type API interface {
 	// taken over: the server has closed the old connection and will not call
 	// Disconnect for it.
 	Connect(ctx context.Context, clientID string, c engine.Client) (protocol.InitProtocolConnectionResult, error)
-	// Disconnect is called once when a connected client's connection ends.
-	Disconnect(clientID string)
+	// Disconnect is called once when the connection of a connected client
+	// ends; c is the Client that connection registered.
+	Disconnect(clientID string, c engine.Client)
 
 	Status(ctx context.Context) (protocol.RuntimeStatusResult, error)
 	RestartKernel(ctx context.Context, clientID string, id protocol.ContextID) error

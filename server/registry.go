@@ -76,7 +76,7 @@ func (r *registry) connect(ctx context.Context, s *session, id string) (protocol
 	} else if old != nil {
 		// The engine still has the old connection's registration; end it
 		// as the old session would have.
-		r.api.Disconnect(id)
+		r.api.Disconnect(id, old.client)
 	}
 	hasOwner := sl.owner != nil
 	sl.mu.Unlock()
@@ -90,7 +90,7 @@ func (r *registry) disconnect(s *session, id string) {
 	sl.mu.Lock()
 	if sl.owner == s {
 		sl.owner = nil
-		r.api.Disconnect(id)
+		r.api.Disconnect(id, s.client)
 	}
 	hasOwner := sl.owner != nil
 	sl.mu.Unlock()

@@ -133,9 +133,14 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c engine.Client) 
 	return protocol.InitProtocolConnectionResult{Version: protocol.Version, ProjectRoot: "/fake", Modules: modules}, nil
 }
 
-// Disconnect forgets the client.
-func (e *Engine) Disconnect(clientID string) {
+// Disconnect forgets the client if c is its current connection (as the
+// real engine does); a stale one is ignored.
+func (e *Engine) Disconnect(clientID string, c engine.Client) {
 	e.mu.Lock()
+	if e.clients[clientID] != c {
+		e.mu.Unlock()
+		return
+	}
 	delete(e.clients, clientID)
 	e.mu.Unlock()
 	e.events <- Event{Connected: false, ClientID: clientID}
