@@ -50,6 +50,7 @@ func serveProject(t *testing.T, files map[string]string, cfg engine.Config) *sta
 func serveDir(t *testing.T, dir string, cfg engine.Config) *stack {
 	t.Helper()
 	cfg.Root = dir
+	cfg.Watch = true // as ripple serve does
 	if cfg.Kernels == 0 {
 		cfg.Kernels = 1
 	}
