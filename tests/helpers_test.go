@@ -17,6 +17,8 @@ import (
 
 	"crypto/sha3"
 
+	"go.uber.org/goleak"
+
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/internal/leakcheck"
 	"github.com/ripple-run/ripple/protocol"
@@ -24,7 +26,10 @@ import (
 	"github.com/ripple-run/ripple/server/servertest"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) {
+	// The ripple binary some tests build is removed when they are done.
+	leakcheck.Main(m, goleak.Cleanup(func(int) { removeBinary() }))
+}
 
 const token = "e2e-token"
 
