@@ -291,6 +291,7 @@ func (c *conn) write(m outMessage) bool {
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, m.data)
 	c.out.sent(m)
+	m.release()
 	if err != nil {
 		select {
 		case <-c.closing:

@@ -64,6 +64,27 @@ type outbox struct {
 type outMessage struct {
 	data  []byte
 	reply bool
+	// buf is the pooled buffer data lives in (nil when not pooled); the
+	// writer gives it back with release once data is written.
+	buf *[]byte
+}
+
+// messagePool recycles the buffers of encoded notifications, which are
+// most of the traffic (expression updates, output). Buffers that grew past
+// maxPooledMessage are left to the garbage collector, so one large
+// visualization does not pin its memory in the pool.
+var messagePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledMessage = 64 << 10
+
+// release gives m's buffer back to the pool; m.data must not be used
+// after.
+func (m outMessage) release() {
+	if m.buf == nil || cap(*m.buf) > maxPooledMessage {
+		return
+	}
+	*m.buf = (*m.buf)[:0]
+	messagePool.Put(m.buf)
 }
 
 // outboxStats counts what the bound cost a client (for logs and tests).
@@ -100,16 +121,22 @@ func newOutbox(limit int) *outbox {
 // error only when params cannot be encoded.
 func (o *outbox) notify(method string, params any) error {
 	ctxID, kind := classify(params)
-	data, err := protocol.AppendNotification(nil, method, params)
+	buf := messagePool.Get().(*[]byte)
+	data, err := protocol.AppendNotification((*buf)[:0], method, params)
+	*buf = data
+	m := outMessage{data: data, buf: buf}
 	if err != nil {
+		m.release()
 		return fmt.Errorf("encode %s: %w", method, err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
+		m.release()
 		return nil
 	}
 	if kind != plainNotification && (o.over || o.queued+len(data) > o.limit) {
+		m.release()
 		o.enterOver()
 		o.keep(ctxID, kind, params)
 		return nil
@@ -117,7 +144,7 @@ func (o *outbox) notify(method string, params any) error {
 	if o.over && ctxID != "" {
 		o.flushKept(ctxID)
 	}
-	o.push(outMessage{data: data})
+	o.push(m)
 	return nil
 }
 

@@ -38,6 +38,9 @@ type Client struct {
 type Message struct {
 	protocol.ServerMessage
 	Raw []byte
+	// Received is when the reader goroutine read the message (for
+	// latency measurements that must not include the consumer's delay).
+	Received time.Time
 }
 
 // Dial connects to url (ws://host:port/ws?token=...) with the extra
@@ -82,8 +85,7 @@ func (c *Client) read() {
 			c.mu.Unlock()
 			return
 		}
-		var m Message
-		m.Raw = data
+		m := Message{Raw: data, Received: time.Now()}
 		if len(data) > 0 && data[0] == '{' {
 			if err := json.Unmarshal(data, &m.ServerMessage); err != nil {
 				m.ServerMessage = protocol.ServerMessage{}
