@@ -402,4 +402,3 @@ func TestServeBinaryBadArguments(t *testing.T) {
 		}
 	}
 }
-
