@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -28,56 +26,12 @@ func newTestSession(eng *servertest.Engine) *session {
 	}
 }
 
-// expectedReplies says how many replies a frame must get: one per request
-// or invalid message, in one array for a batch.
-func expectedReplies(data []byte) (messages, replies int) {
-	frame := protocol.Decode(data)
-	for _, m := range frame.Messages {
-		if m.Kind != protocol.KindNotification {
-			replies++
-		}
-	}
-	if replies == 0 {
-		return 0, 0
-	}
-	return 1, replies
-}
-
-// checkReply checks the reply to one frame against the JSON-RPC rules.
+// checkReply fails the test when reply is not what JSON-RPC 2.0 prescribes
+// for data.
 func checkReply(t *testing.T, data, reply []byte) {
 	t.Helper()
-	messages, replies := expectedReplies(data)
-	if messages == 0 {
-		if reply != nil {
-			t.Fatalf("frame %q: a reply %s to notifications only", data, reply)
-		}
-		return
-	}
-	if !json.Valid(reply) {
-		t.Fatalf("frame %q: reply is not JSON: %q", data, reply)
-	}
-	var objs []protocol.ServerMessage
-	if protocol.Decode(data).Batch {
-		if err := json.Unmarshal(reply, &objs); err != nil {
-			t.Fatalf("frame %q: batch reply %s: %v", data, reply, err)
-		}
-	} else {
-		var one protocol.ServerMessage
-		if err := json.Unmarshal(reply, &one); err != nil {
-			t.Fatalf("frame %q: reply %s: %v", data, reply, err)
-		}
-		objs = append(objs, one)
-	}
-	if len(objs) != replies {
-		t.Fatalf("frame %q: %d replies, want %d", data, len(objs), replies)
-	}
-	for _, o := range objs {
-		if o.JSONRPC != "2.0" || (o.Error == nil) == (o.Result == nil) || o.ID == nil {
-			t.Fatalf("frame %q: malformed reply %s", data, reply)
-		}
-		if o.Error != nil && o.Error.Message == "" {
-			t.Fatalf("frame %q: error without a message: %s", data, reply)
-		}
+	if err := servertest.CheckReply(data, reply); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -115,69 +69,6 @@ func FuzzDispatch(f *testing.F) {
 	})
 }
 
-// randomMessage returns a malformed or random message: mutations of valid
-// requests (truncated, bytes flipped, fields of the wrong type, unknown
-// methods and ids, wrong stack items) and plain noise.
-func randomMessage(r *rand.Rand, ctxID string) []byte {
-	methods := []string{
-		protocol.MethodRuntimeStatus, protocol.MethodPop, protocol.MethodPush, protocol.MethodRecompute,
-		protocol.MethodCreateContext, protocol.MethodDestroyContext, protocol.MethodFileRead, protocol.MethodFileList,
-		protocol.MethodTextApplyEdit, protocol.MethodAttachVisualization, protocol.MethodDetachVisualization,
-		protocol.MethodExecuteExpression, protocol.MethodInterrupt, "no/such", "", "executionContext/POP",
-	}
-	values := []string{
-		`"` + ctxID + `"`, `"` + string(protocol.NewContextID()) + `"`, `7`, `-1`, `1e309`, `null`, `true`, `[]`, `{}`,
-		`"main:main/x"`, `"../../etc/passwd"`, `"/etc/passwd"`, `"all"`, `"\u0000"`, `"` + strings.Repeat("é", 50) + `"`,
-		`{"type":"ExplicitCall","methodPointer":{"module":"main","definedOnType":"","name":"main"},"positionalArgumentsExpressions":[]}`,
-		`{"type":"LocalCall","expressionId":"main:main/y"}`, `{"type":"LocalCall"}`, `{"type":"Nope"}`,
-		`{"start":{"line":0,"character":0},"end":{"line":0,"character":-1}}`,
-	}
-	fields := []string{"contextId", "stackItem", "path", "invalidatedExpressions", "visualizationId", "expressionId",
-		"executionContextId", "expression", "edit", "visualizationConfig", "contents"}
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
-	request := func() string {
-		var params strings.Builder
-		params.WriteString("{")
-		for i := range r.IntN(4) {
-			if i > 0 {
-				params.WriteString(",")
-			}
-			fmt.Fprintf(&params, "%q:%s", pick(fields), pick(values))
-		}
-		params.WriteString("}")
-		id := pick([]string{`1`, `"s"`, `null`, `[1]`, `1.5`, ``})
-		idPart := ""
-		if id != "" {
-			idPart = `"id":` + id + `,`
-		}
-		return fmt.Sprintf(`{"jsonrpc":%s,%s"method":%q,"params":%s}`,
-			pick([]string{`"2.0"`, `"2.0"`, `"2.0"`, `"1.0"`, `2`}), idPart, pick(methods), params.String())
-	}
-	switch r.IntN(6) {
-	case 0: // noise
-		b := make([]byte, r.IntN(64))
-		for i := range b {
-			b[i] = byte(r.IntN(256))
-		}
-		return b
-	case 1: // truncated
-		s := request()
-		return []byte(s[:r.IntN(len(s))])
-	case 2: // a byte flipped
-		b := []byte(request())
-		b[r.IntN(len(b))] = byte(r.IntN(256))
-		return b
-	case 3: // a batch
-		parts := make([]string, r.IntN(4))
-		for i := range parts {
-			parts[i] = pick([]string{request(), `1`, `"x"`, `[]`})
-		}
-		return []byte("[" + strings.Join(parts, ",") + "]")
-	default:
-		return []byte(request())
-	}
-}
-
 func TestTenThousandBadMessages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{}, nil)
@@ -191,7 +82,7 @@ func TestTenThousandBadMessages(t *testing.T) {
 	const n = 10000
 	sent := make([][]byte, 0, n)
 	for range n {
-		msg := randomMessage(r, ctxID)
+		msg := servertest.BadMessage(r, ctxID)
 		if len(msg) == 0 {
 			msg = []byte(" ")
 		}
@@ -211,7 +102,7 @@ func TestTenThousandBadMessages(t *testing.T) {
 	}()
 	answered := 0
 	for i, msg := range sent {
-		messages, _ := expectedReplies(msg)
+		messages, _ := servertest.ExpectedReplies(msg)
 		if messages == 0 {
 			continue
 		}
