@@ -371,6 +371,11 @@ func (o *outbox) release(reply []byte) {
 	o.queue = append(o.queue, o.held...)
 	clear(o.held)
 	o.held = o.held[:0]
+	if o.over {
+		// The client could not read what was held: its time over the
+		// bound starts now.
+		o.overSince = time.Now()
+	}
 	o.signal()
 }
 
@@ -402,11 +407,12 @@ func (o *outbox) sent(m outMessage) {
 	}
 }
 
-// overFor says how long the outbox has been over the bound (0 when not).
+// overFor says how long the outbox has been over the bound (0 when not,
+// and while holding: the client is not the one keeping messages back).
 func (o *outbox) overFor(now time.Time) time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.over {
+	if !o.over || o.holding {
 		return 0
 	}
 	return now.Sub(o.overSince)

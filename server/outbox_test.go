@@ -197,3 +197,18 @@ func TestOutboxRefusesUnencodable(t *testing.T) {
 		t.Fatal("a function was encoded")
 	}
 }
+
+func TestOutboxHoldingIsNotTheClientsFault(t *testing.T) {
+	t.Parallel()
+	o := newOutbox(100)
+	o.hold()
+	o.notify(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: protocol.ContextID(strings.Repeat("c", 200))})
+	later := time.Now().Add(time.Hour)
+	if d := o.overFor(later); d != 0 {
+		t.Fatalf("over the bound for %v while the server held the messages", d)
+	}
+	o.release(nil)
+	if d := o.overFor(time.Now().Add(time.Second)); d == 0 || d > 2*time.Second {
+		t.Fatalf("over for %v right after the release, want the time since the release", d)
+	}
+}
