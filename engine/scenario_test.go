@@ -430,3 +430,19 @@ func TestDeferredEditRunsOnRecompute(t *testing.T) {
 	run := h.client.waitRun(t, m, id)
 	expect(t, "y", run.values()["main:main/y"], "300")
 }
+
+// A visualization of a label the function does not have is answered with
+// visualizationEvaluationFailed naming it.
+func TestVisualizationOfUnknownExpression(t *testing.T) {
+	t.Parallel()
+	h, id, _ := scenario(t)
+	m := h.client.mark()
+	must(t, h.e.AttachVisualization(h.ctx, clientID, protocol.AttachVisualizationParams{
+		VisualizationID: protocol.VisualizationID(protocol.NewContextID()), ExpressionID: "main:main/nope",
+		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v"}}))
+	run := h.client.waitRun(t, m, id)
+	_, failed := visualizations(run.notes)
+	if len(failed) != 1 || !strings.Contains(failed[0], "main:main/nope") {
+		t.Errorf("visualizationEvaluationFailed = %v, want one naming main:main/nope", failed)
+	}
+}
