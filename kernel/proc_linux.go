@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -35,4 +36,14 @@ func waitExited(pid int) error {
 			return err
 		}
 	}
+}
+
+// sharedMemoryFile returns an anonymous memory file (memfd), close-on-exec
+// in this process: a child gets it only through ExtraFiles.
+func sharedMemoryFile(name string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }

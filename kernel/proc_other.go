@@ -4,6 +4,7 @@ package kernel
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -16,3 +17,14 @@ func procAttr() *syscall.SysProcAttr {
 // waitExited is not available outside Linux: the caller reaps directly and
 // skips killing the rest of the process group after the kernel's death.
 func waitExited(pid int) error { return errors.ErrUnsupported }
+
+// sharedMemoryFile returns an unlinked temporary file (close-on-exec, as
+// every file Go opens): its pages are shared by whoever maps it.
+func sharedMemoryFile(name string) (*os.File, error) {
+	f, err := os.CreateTemp("", name+"-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	return f, nil
+}
