@@ -14,7 +14,8 @@ Threads and what they own:
 - the main thread reads requests, runs handlers (user code runs here) and
   writes `prog` and `res` frames;
 - the pump thread forwards what user code writes to fd 1 and 2 (which are
-  pipes) as `out`/`err` frames, and notices when the connection closes.
+  pipes) as `out`/`err` frames, notices when the connection closes, and
+  nudges the main thread when an interrupt's handler is stuck (_Nudger).
 Every frame is written under _SEND_LOCK, and the pump reads the pipes only
 while holding it; so when the main thread holds the lock, no output byte sits
 in a thread's private buffer, and draining the pipes before writing `res`
@@ -72,7 +73,9 @@ class _State:
 
     Signal handlers run on the main thread between bytecodes, so the fields
     written by the main thread need no lock; `request` is also read by the
-    pump thread, under _SEND_LOCK (see _finish).
+    pump thread, under _SEND_LOCK for output (see _finish), and with
+    `claimed` by its _Nudger (a stale read there costs one harmless nudge
+    or delays one by a poll round).
     """
 
     __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked")
@@ -320,8 +323,16 @@ class _Nudger:
     the main thread: the blocking call fails with EINTR and CPython runs
     the pending handlers, the SIGINT one included. Nudges repeat, further
     apart, until the handler has claimed the interrupt or the request is
-    no longer running. A nudge sent needlessly only runs a handler that
-    does nothing (CPython retries the interrupted call).
+    no longer running. A nudge sent needlessly runs a handler that does
+    nothing, and CPython retries the call it interrupted (C code that does
+    not retry on EINTR sees an error, but only in a request the Go side is
+    interrupting anyway).
+
+    Why watching only the running request is enough: when the pump finds
+    no due interrupt, either its handler has run already, or the request
+    it names has not started, and then the main thread will run through
+    Python function calls (where CPython checks for pending handlers)
+    before that request's user code starts.
 
     Owned by the pump thread.
     """
@@ -438,8 +449,9 @@ def _kill_group_members():
 class _UserCode:
     """The user-code region: SIGINT raises KeyboardInterrupt only inside it.
 
-    An interrupt that arrived outside a region while the current request
-    ran raises when the request next enters one. Regions nest through
+    An interrupt of the current request that arrived outside a region
+    (while it ran, or before the kernel started it) raises when the
+    request next enters one. Regions nest through
     _KernelAPI.user_code, which hands out the inert _NESTED region while a
     region is open, so only the outermost region changes state (nothing to
     undo when an interrupt lands inside an inner region's enter or exit).
