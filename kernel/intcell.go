@@ -54,6 +54,17 @@ func (c *interruptCell) announce(id uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&c.mem[0])), id)
 }
 
+// unlinkedTempFile creates a temporary file and removes its name, so it
+// lives only as long as it is open or mapped. Go opens it close-on-exec.
+func unlinkedTempFile(name string) (*os.File, error) {
+	f, err := os.CreateTemp("", name+"-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	return f, nil
+}
+
 // close unmaps the cell. Idempotent.
 func (c *interruptCell) close() {
 	if c.mem != nil {

@@ -39,11 +39,12 @@ func waitExited(pid int) error {
 }
 
 // sharedMemoryFile returns an anonymous memory file (memfd), close-on-exec
-// in this process: a child gets it only through ExtraFiles.
+// in this process: a child gets it only through ExtraFiles. Where memfd is
+// unavailable (old kernels, seccomp), an unlinked temporary file serves.
 func sharedMemoryFile(name string) (*os.File, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
 	if err != nil {
-		return nil, os.NewSyscallError("memfd_create", err)
+		return unlinkedTempFile(name)
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }

@@ -18,13 +18,6 @@ func procAttr() *syscall.SysProcAttr {
 // skips killing the rest of the process group after the kernel's death.
 func waitExited(pid int) error { return errors.ErrUnsupported }
 
-// sharedMemoryFile returns an unlinked temporary file (close-on-exec, as
-// every file Go opens): its pages are shared by whoever maps it.
-func sharedMemoryFile(name string) (*os.File, error) {
-	f, err := os.CreateTemp("", name+"-*")
-	if err != nil {
-		return nil, err
-	}
-	os.Remove(f.Name())
-	return f, nil
-}
+// sharedMemoryFile returns a file whose pages are shared by whoever maps
+// it: an unlinked temporary file.
+func sharedMemoryFile(name string) (*os.File, error) { return unlinkedTempFile(name) }

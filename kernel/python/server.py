@@ -815,7 +815,9 @@ def _map_interrupt_cell(fd):
     except (OSError, ValueError) as e:
         raise RuntimeError("cannot map the interrupt cell (fd %d): %s" % (fd, e)) from None
     finally:
-        os.close(fd)  # the mapping keeps the memory; user code has no use for the fd
+        # mmap keeps a close-on-exec duplicate; this inherited one would
+        # reach every process user code starts.
+        os.close(fd)
     return memoryview(mapping).cast("Q")
 
 
