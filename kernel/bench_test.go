@@ -89,3 +89,27 @@ func BenchmarkStart(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkInterruptRightAfterSend measures a request cancelled as soon as
+// its frame is written (a run superseded just as it began): from the
+// cancel to the return of the call.
+func BenchmarkInterruptRightAfterSend(b *testing.B) {
+	var cancel context.CancelFunc
+	k := startKernel(b, func(c *Config) {
+		c.afterSend = func(uint64) {
+			b.StartTimer()
+			cancel()
+		}
+	})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ { // not b.Loop: the timer runs only from the cancel
+		b.StopTimer()
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		err := k.Eval(ctx, "while True: pass", nil)
+		cancel()
+		if !errors.Is(err, ErrInterrupted) {
+			b.Fatal(err)
+		}
+	}
+}

@@ -57,6 +57,9 @@ type Config struct {
 	scriptDir     string         // use these Python files instead of ScriptDir()
 	onListen      func(port int) // called once the handshake port is open
 	skipLossGrace bool           // never kill after a lost connection
+	// beforeSend and afterSend are called by exchange on the caller's
+	// goroutine just before and just after it writes a request's frame.
+	beforeSend, afterSend func(id uint64)
 }
 
 const (
@@ -131,6 +134,8 @@ type Kernel struct {
 	info    ReadyInfo
 
 	death *os.File // write end of the death pipe; closed by the supervisor after reaping
+
+	cell *interruptCell // guarded by mu: says which request a SIGINT is for; unmapped once the process exited
 
 	conn net.Conn // set once before the reader starts; written only by the turn holder
 	fr   *frameReader
@@ -210,18 +215,26 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		return nil, fmt.Errorf("kernel %s: death pipe: %w", cfg.ID, err)
 	}
 	defer deathR.Close()
+	cell, cellFile, err := newInterruptCell()
+	if err != nil {
+		deathW.Close()
+		os.Remove(log.Name())
+		return nil, fmt.Errorf("kernel %s: %w", cfg.ID, err)
+	}
+	defer cellFile.Close() // the child has its own copy; the mapping stays
 
 	cmd := exec.Command(cfg.Python.Path, "-u", filepath.Join(dir, "server.py"), strconv.Itoa(acc.port()))
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
 		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
-		"RIPPLE_DEATH_FD=3")
+		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4")
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.ExtraFiles = []*os.File{deathR} // fd 3
+	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		deathW.Close()
+		cell.close()
 		os.Remove(log.Name())
 		return nil, fmt.Errorf("kernel %s: start %s: %w", cfg.ID, cfg.Python.Path, err)
 	}
@@ -232,6 +245,7 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		pid:     cmd.Process.Pid,
 		logPath: log.Name(),
 		death:   deathW,
+		cell:    cell,
 		turn:    make(chan struct{}, 1),
 		resCh:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
@@ -494,6 +508,9 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 	k.curID, k.curSink = id, sink
 	k.mu.Unlock()
 
+	if k.cfg.beforeSend != nil {
+		k.cfg.beforeSend(id)
+	}
 	if _, err := k.conn.Write(k.wbuf); err != nil {
 		// The connection only breaks when the kernel is going away; the
 		// kernel never read a whole request.
@@ -501,6 +518,9 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 		k.kill("request write failed: " + err.Error())
 		<-k.done
 		return notSent{k.err}
+	}
+	if k.cfg.afterSend != nil {
+		k.cfg.afterSend(id)
 	}
 
 	ctxDone := ctx.Done()
@@ -523,7 +543,7 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 			}
 			// Interrupt once; the request now has InterruptTimeout to end.
 			ctxDone = nil
-			k.signal(syscall.SIGINT)
+			k.interrupt(id)
 			timer = time.NewTimer(k.cfg.InterruptTimeout)
 			timeout = timer.C
 		case <-timeout:
@@ -659,13 +679,17 @@ func (k *Kernel) connLost(err error) {
 	}
 }
 
-// signal sends sig to the kernel's process group unless the process has
-// exited (its group id could then belong to someone else).
-func (k *Kernel) signal(sig syscall.Signal) {
+// interrupt interrupts request id, which is in flight: it names id in the
+// interrupt cell, then sends SIGINT to the kernel's process group, so the
+// kernel attributes the signal to id whenever its handler runs
+// (kernel/PROTOCOL.md, "Interrupts"). Nothing is sent once the process
+// has exited: its group id could belong to someone else by then.
+func (k *Kernel) interrupt(id uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.exited {
-		syscall.Kill(-k.pid, sig)
+		k.cell.announce(id)
+		syscall.Kill(-k.pid, syscall.SIGINT)
 	}
 }
 
@@ -727,6 +751,7 @@ func (k *Kernel) supervise() {
 	k.cmd.Wait()
 	k.mu.Lock()
 	k.exited = true
+	k.cell.close() // nobody announces to a process that exited
 	conn := k.conn
 	if k.lossTimer != nil {
 		k.lossTimer.Stop()

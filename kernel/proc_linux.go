@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -35,4 +36,15 @@ func waitExited(pid int) error {
 			return err
 		}
 	}
+}
+
+// sharedMemoryFile returns an anonymous memory file (memfd), close-on-exec
+// in this process: a child gets it only through ExtraFiles. Where memfd is
+// unavailable (old kernels, seccomp), an unlinked temporary file serves.
+func sharedMemoryFile(name string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return unlinkedTempFile(name)
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }

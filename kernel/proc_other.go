@@ -4,6 +4,7 @@ package kernel
 
 import (
 	"errors"
+	"os"
 	"syscall"
 )
 
@@ -16,3 +17,7 @@ func procAttr() *syscall.SysProcAttr {
 // waitExited is not available outside Linux: the caller reaps directly and
 // skips killing the rest of the process group after the kernel's death.
 func waitExited(pid int) error { return errors.ErrUnsupported }
+
+// sharedMemoryFile returns a file whose pages are shared by whoever maps
+// it: an unlinked temporary file.
+func sharedMemoryFile(name string) (*os.File, error) { return unlinkedTempFile(name) }

@@ -14,7 +14,8 @@ Threads and what they own:
 - the main thread reads requests, runs handlers (user code runs here) and
   writes `prog` and `res` frames;
 - the pump thread forwards what user code writes to fd 1 and 2 (which are
-  pipes) as `out`/`err` frames, and notices when the connection closes.
+  pipes) as `out`/`err` frames, notices when the connection closes, and
+  nudges the main thread when an interrupt's handler is stuck (_Nudger).
 Every frame is written under _SEND_LOCK, and the pump reads the pipes only
 while holding it; so when the main thread holds the lock, no output byte sits
 in a thread's private buffer, and draining the pipes before writing `res`
@@ -32,6 +33,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 
 PROTOCOL_VERSION = 1
 RESULT_CAP = 64 * 1024  # bytes of a `res` payload, PROTOCOL.md "Frames"
@@ -40,6 +42,12 @@ HEADER_MAX = 64  # longest header line, newline included
 SMALL_FRAME = 16 * 1024  # below this, header and payload go in one send
 CODE_CACHE_MAX = 4096  # compiled `eval` sources kept
 DISCONNECT_GRACE = 0.8  # seconds between a lost connection and a hard exit
+NUDGE_FIRST = 0.001  # seconds an announced SIGINT may wait for its handler before a nudge
+NUDGE_MAX = 0.05  # longest gap between two nudges
+# The nudge: a signal whose handler does nothing, sent to the main thread
+# to end a system call that started just after a SIGINT (see _Nudger).
+# SIGWINCH is ignored by default and the kernel has no terminal of its own.
+NUDGE_SIGNAL = signal.SIGWINCH
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,14 +73,17 @@ class _State:
 
     Signal handlers run on the main thread between bytecodes, so the fields
     written by the main thread need no lock; `request` is also read by the
-    pump thread, under _SEND_LOCK (see _finish).
+    pump thread, under _SEND_LOCK for output (see _finish), and with
+    `claimed` by its _Nudger (a stale read there costs one harmless nudge
+    or delays one by a poll round).
     """
 
-    __slots__ = ("request", "pending", "in_user", "terminating", "forked")
+    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked")
 
     def __init__(self):
         self.request = 0  # id of the request being served, 0 when idle
-        self.pending = 0  # id of the request an unraised SIGINT was meant for
+        self.pending = 0  # highest id an unraised interrupt was meant for; 0 once raised
+        self.claimed = 0  # highest id read from the interrupt cell by a SIGINT
         self.in_user = False  # inside a user_code() region: SIGINT raises
         self.terminating = False  # SIGTERM or EOF: exit, do not serve
         self.forked = False  # this is a child that user code forked
@@ -89,6 +100,12 @@ _DRAIN_POLL = None  # poll object over the two pipe read ends (main thread)
 _DRAIN_VIEW = None  # the main thread's read buffer for draining
 _PIPE_SIZE = 65536  # capacity of the output pipes
 _POLLRDHUP = 0  # poll flag for "peer closed", 0 where the OS has none
+# The interrupt cell (PROTOCOL.md "Interrupts"): memory shared with the Go
+# side, one native-endian uint64 naming the request the Go side last
+# interrupted. Read-only here; a zero cell until main() maps the real one.
+_CELL = memoryview(bytearray(8)).cast("Q")
+_WAKE_R = -1  # read end of the signal wakeup pipe (signal.set_wakeup_fd)
+_MAIN_THREAD = 0  # threading.get_ident() of the main thread
 
 
 # ---------------------------------------------------------------- frames
@@ -241,27 +258,34 @@ def _flush_python_streams():
 
 def _pump():
     """Forward pipe output as it appears; exit the kernel when the
-    connection closes. Runs with SIGINT and SIGTERM blocked (inherited)."""
+    connection closes; nudge the main thread when a SIGINT's handler is
+    stuck behind a system call (_Nudger). Runs with SIGINT, SIGTERM and
+    NUDGE_SIGNAL blocked (inherited)."""
     poller = select.poll()
     poller.register(_OUT_R, select.POLLIN)
     poller.register(_ERR_R, select.POLLIN)
+    poller.register(_WAKE_R, select.POLLIN)
     sock_fd = _SOCK.fileno()
     if _POLLRDHUP:
         poller.register(sock_fd, _POLLRDHUP)
-        timeout = None
+        idle_timeout = None
     else:
-        timeout = 250  # no POLLRDHUP: watch the parent instead
+        idle_timeout = 250  # no POLLRDHUP: watch the parent instead
     parent = os.getppid()
     buf = memoryview(bytearray(OUT_FRAME_MAX))
+    nudger = _Nudger()
     while True:
         try:
-            events = poller.poll(timeout)
+            events = poller.poll(nudger.timeout(idle_timeout))
         except InterruptedError:
             continue
         for fd, ev in events:
             if fd == sock_fd:
                 _on_disconnect()
                 return
+            if fd == _WAKE_R:
+                nudger.signalled()
+                continue
             kind = b"out" if fd == _OUT_R else b"err"
             try:
                 with _SEND_LOCK:
@@ -278,9 +302,90 @@ def _pump():
             except OSError:
                 _on_disconnect()
                 return
+        nudger.tick()
         if not _POLLRDHUP and os.getppid() != parent:
             _on_disconnect()
             return
+
+
+class _Nudger:
+    """Makes sure the SIGINT handler of an announced interrupt runs.
+
+    CPython runs a Python signal handler on the main thread between
+    bytecodes, or when a system call returns EINTR. A SIGINT that arrives
+    after the last check and before a blocking call starts (user code
+    about to enter time.sleep, select, waitpid...) only trips a flag: the
+    call blocks on, its handler does not run, and the interrupt would be
+    lost until the Go side's timeout kills the kernel. The C-level handler
+    also writes the signal's number to the wakeup pipe, which wakes the
+    pump; if the interrupt the Go side announced for the running request
+    is still unclaimed NUDGE_FIRST later, the pump sends NUDGE_SIGNAL to
+    the main thread: the blocking call fails with EINTR and CPython runs
+    the pending handlers, the SIGINT one included. Nudges repeat, further
+    apart, until the handler has claimed the interrupt or the request is
+    no longer running. A nudge sent needlessly runs a handler that does
+    nothing, and CPython retries the call it interrupted (C code that does
+    not retry on EINTR sees an error, but only in a request the Go side is
+    interrupting anyway).
+
+    Why watching only the running request is enough: when the pump finds
+    no due interrupt, either its handler has run already, or the request
+    it names has not started, and then the main thread will run through
+    Python function calls (where CPython checks for pending handlers)
+    before that request's user code starts.
+
+    Owned by the pump thread.
+    """
+
+    __slots__ = ("at", "gap")
+
+    def __init__(self):
+        self.at = None  # monotonic time of the next nudge; None: not watching
+        self.gap = NUDGE_FIRST
+
+    def signalled(self):
+        """The wakeup pipe has bytes: a signal reached the process."""
+        try:
+            while os.read(_WAKE_R, 512):
+                pass
+        except BlockingIOError:
+            pass
+        if self.at is None and _handler_due():
+            self.gap = NUDGE_FIRST
+            self.at = time.monotonic() + self.gap
+
+    def timeout(self, idle):
+        """The pump's poll timeout in milliseconds (None: forever)."""
+        if self.at is None:
+            return idle
+        wait = max(0, int((self.at - time.monotonic()) * 1000) + 1)
+        return wait if idle is None else min(wait, idle)
+
+    def tick(self):
+        if self.at is None:
+            return
+        if not _handler_due():
+            self.at = None
+            return
+        now = time.monotonic()
+        if now >= self.at:
+            try:
+                signal.pthread_kill(_MAIN_THREAD, NUDGE_SIGNAL)
+            except OSError:
+                pass
+            self.gap = min(self.gap * 2, NUDGE_MAX)
+            self.at = now + self.gap
+
+
+def _handler_due():
+    """Whether the Go side interrupted the running request and no SIGINT
+    handler has claimed that interrupt yet (read by the pump thread)."""
+    target = _CELL[0]
+    return target > _S.claimed and target == _S.request
+
+
+def _on_nudge(signum, frame):
+    """NUDGE_SIGNAL: nothing to do; its delivery ended a system call."""
 
 
 def _on_disconnect():
@@ -344,8 +449,9 @@ def _kill_group_members():
 class _UserCode:
     """The user-code region: SIGINT raises KeyboardInterrupt only inside it.
 
-    An interrupt that arrived outside a region while the current request
-    ran raises when the request next enters one. Regions nest through
+    An interrupt of the current request that arrived outside a region
+    (while it ran, or before the kernel started it) raises when the
+    request next enters one. Regions nest through
     _KernelAPI.user_code, which hands out the inert _NESTED region while a
     region is open, so only the outermost region changes state (nothing to
     undo when an interrupt lands inside an inner region's enter or exit).
@@ -390,20 +496,40 @@ _EXIT_CODE = _UserCode.__exit__.__code__
 
 
 def _on_sigint(signum, frame):
+    """Attribute a SIGINT to a request, then interrupt that request.
+
+    The Go side writes the id of the request it interrupts into the cell
+    before it sends SIGINT, so the cell is current whenever this runs: an
+    id above every id already claimed is what this signal (or one that
+    coalesced with it) is for. A SIGINT that announces no new id (sent by
+    another process, or by user code) is for the request running now, as
+    Ctrl-C would be.
+
+    Only the running request is interrupted on the spot, and only inside
+    user code. Any other interrupt is recorded in `pending`, which keeps
+    the highest id: the interrupt of a request whose frame the kernel has
+    not read yet raises when that request enters user code; one of a
+    request that has ended is never matched again (ids only grow), so it
+    cannot touch a later request.
+    """
     s = _S
-    if s.in_user:
+    target = _CELL[0]
+    if target > s.claimed:
+        s.claimed = target
+    else:
+        target = s.request
+    if s.in_user and target == s.request:
         code = frame.f_code if frame is not None else None
-        if code is _EXIT_CODE:
-            # The user code already finished: a late interrupt. Record it;
-            # it must not turn a finished result into `int`.
-            s.in_user = False
-            s.pending = s.request
-            return
-        if code is _ENTER_CODE:
-            # Raising here skips __exit__; leave the region ourselves.
-            s.in_user = False
-        raise KeyboardInterrupt
-    s.pending = s.request
+        if code is not _EXIT_CODE:
+            if code is _ENTER_CODE:
+                # Raising here skips __exit__; leave the region ourselves.
+                s.in_user = False
+            raise KeyboardInterrupt
+        # The user code already finished: a late interrupt. Record it; it
+        # must not turn a finished result into `int`.
+        s.in_user = False
+    if target > s.pending:
+        s.pending = target
 
 
 def _on_sigterm(signum, frame):
@@ -568,8 +694,9 @@ _METHODS = {"ping": _method_ping, "eval": _method_eval, "shutdown": _method_shut
 
 
 def _handle(rid, payload):
+    # An interrupt recorded before this point is kept: if it names rid
+    # (SIGINT beat the kernel to this frame), user code raises on entry.
     _S.request = rid
-    _S.pending = 0  # an interrupt recorded before this request is stale
     try:
         try:
             req = _loads(payload)
@@ -679,6 +806,21 @@ def _load_engine(api):
         _METHODS[name] = fn
 
 
+def _map_interrupt_cell(fd):
+    """Map the interrupt cell the Go side passed as fd (read-only)."""
+    import mmap
+
+    try:
+        mapping = mmap.mmap(fd, 8, mmap.MAP_SHARED, mmap.PROT_READ)
+    except (OSError, ValueError) as e:
+        raise RuntimeError("cannot map the interrupt cell (fd %d): %s" % (fd, e)) from None
+    finally:
+        # mmap keeps a close-on-exec duplicate; this inherited one would
+        # reach every process user code starts.
+        os.close(fd)
+    return memoryview(mapping).cast("Q")
+
+
 def _spawn_sentinel(fd):
     """Start the sentinel: a shell in the kernel's process group that waits
     on the death pipe (fd, whose write end only the Go server holds) and
@@ -736,7 +878,8 @@ def _pipe_size(fd):
 
 
 def main():
-    global _SOCK, _OUT_R, _ERR_R, _LOG, _MAIN, _DRAIN_POLL, _DRAIN_VIEW, _PIPE_SIZE, _POLLRDHUP
+    global _SOCK, _OUT_R, _ERR_R, _LOG, _MAIN, _DRAIN_POLL, _DRAIN_VIEW, _PIPE_SIZE, _POLLRDHUP, _CELL
+    global _WAKE_R, _MAIN_THREAD
 
     # Before anything else: our stderr is the startup log; keep it for
     # the kernel's own diagnostics and for faulthandler's crash reports.
@@ -763,6 +906,9 @@ def main():
     death_fd = os.environ.pop("RIPPLE_DEATH_FD", "")
     if death_fd.isdigit():
         _spawn_sentinel(int(death_fd))
+    cell_fd = os.environ.pop("RIPPLE_INTERRUPT_FD", "")
+    if cell_fd.isdigit():
+        _CELL = _map_interrupt_cell(int(cell_fd))
 
     # User code sees the project as a script run from its root would.
     sys.path[0] = root
@@ -795,9 +941,18 @@ def main():
 
     # Helper threads must never receive SIGINT/SIGTERM: block them while the
     # pump starts (it inherits the mask), then unblock on the main thread.
+    # Every signal with a Python handler writes its number to the wakeup
+    # pipe, which the pump watches (_Nudger).
+    _MAIN_THREAD = threading.get_ident()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    _WAKE_R = wake_r
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGINT, _on_sigint)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    wanted = {signal.SIGINT, signal.SIGTERM}
+    signal.signal(NUDGE_SIGNAL, _on_nudge)
+    wanted = {signal.SIGINT, signal.SIGTERM, NUDGE_SIGNAL}
     signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
     threading.Thread(target=_pump, name="ripple-pump", daemon=True).start()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
