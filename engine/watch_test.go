@@ -157,7 +157,8 @@ var savePatterns = []struct {
 	}},
 	{"temp then rename", func(t *testing.T, h *harness, name, text string) {
 		// Write a temp file beside it, rename over it (atomic savers, emacs).
-		tmp := abs(h, "."+name+".tmp1234")
+		dir, base := filepath.Split(name)
+		tmp := abs(h, dir+"."+base+".tmp1234")
 		must(t, os.WriteFile(tmp, []byte(text), 0o644))
 		must(t, os.Rename(tmp, abs(h, name)))
 	}},
@@ -330,4 +331,195 @@ func TestWatchPushRacingDiskChange(t *testing.T) {
 			t.Fatalf("round %d: %+v", round, run.failed)
 		}
 	}
+}
+
+func TestWatchSelfWritesIgnored(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, watchDebounce)
+
+	// file/write: one run, from the write itself; the watcher sees its own
+	// write and schedules nothing.
+	m := h.client.mark()
+	must(t, h.e.WriteFile(h.ctx, clientID, protocol.FileWriteParams{Path: "helper.py", Contents: "def foo(a, b):\n    c = a * b * 3\n    return c\n"}))
+	run := h.client.waitRun(t, m, id)
+	expect(t, "y after file/write", run.values()["main:main/y"], "90")
+	h.quiesce()
+	expect(t, "runs after file/write", runEnds(h.client.since(m), id), 1)
+
+	// text/applyEdit then text/save: one run for the edit, none for the save.
+	m = h.client.mark()
+	h.setText("main.py", strings.Replace(scenarioMain, "x = 6", "x = 2", 1))
+	run = h.client.waitRun(t, m, id)
+	expect(t, "y after the edit", run.values()["main:main/y"], "30")
+	_, version := h.openFile("main.py")
+	m = h.client.mark()
+	must(t, h.e.SaveFile(h.ctx, clientID, protocol.SaveParams{Path: "main.py", CurrentVersion: version}))
+	h.quiesce()
+	notes := h.client.since(m)
+	expect(t, "runs after text/save", runEnds(notes, id), 0)
+	expect(t, "text/fileModifiedOnDisk after text/save", len(notesOf[protocol.FileModifiedOnDiskParams](notes)), 0)
+	disk, err := os.ReadFile(abs(h, "main.py"))
+	must(t, err)
+	expect(t, "saved", string(disk) == strings.Replace(scenarioMain, "x = 6", "x = 2", 1), true)
+}
+
+func TestWatchDirtyBufferConflict(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, watchDebounce)
+	other := newRecorder()
+	_, err := h.e.Connect(h.ctx, "other-client", other)
+	must(t, err)
+
+	typed := strings.Replace(scenarioMain, "x = 6", "x = 7", 1)
+	m := h.client.mark()
+	h.setText("main.py", typed) // unsaved edits
+	run := h.client.waitRun(t, m, id)
+	expect(t, "x typed", run.values()["main:main/x"], "7")
+
+	m, mo := h.client.mark(), other.mark()
+	write(t, h.dir, "main.py", strings.Replace(scenarioMain, "x = 6", "x = 100", 1))
+	h.client.waitFrom(t, m, "text/fileModifiedOnDisk", func(n note) bool {
+		p, ok := n.Params.(protocol.FileModifiedOnDiskParams)
+		return ok && p.Path == "main.py"
+	})
+	h.quiesce()
+	notes := h.client.since(m)
+	// The buffer (what the user typed, what runs) is kept: nothing to run.
+	expect(t, "runs", runEnds(notes, id), 0)
+	expect(t, "text/didChange", len(notesOf[protocol.DidChangeParams](notes)), 0)
+	expect(t, "file events", fileEvents(notes), []string{"main.py:Modified"})
+	content, _ := h.openFile("main.py")
+	expect(t, "buffer kept", content == typed, true)
+	// The client without the buffer open hears of the change on disk only.
+	onotes := other.since(mo)
+	expect(t, "other's file events", fileEvents(onotes), []string{"main.py:Modified"})
+	expect(t, "other's conflicts", len(notesOf[protocol.FileModifiedOnDiskParams](onotes)), 0)
+
+	// A recompute of everything still runs the buffer, not the disk.
+	m = h.client.mark()
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
+	run = h.client.waitRun(t, m, id)
+	expect(t, "x after recompute", run.values()["main:main/x"], "7")
+}
+
+func TestWatchCleanBufferReload(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, watchDebounce)
+	other := newRecorder()
+	_, err := h.e.Connect(h.ctx, "other-client", other)
+	must(t, err)
+	_, v1 := h.openFile("helper.py") // open, no edits
+
+	newText := "def foo(a, b):\n    c = a + b\n    return c\n"
+	m, mo := h.client.mark(), other.mark()
+	write(t, h.dir, "helper.py", newText)
+	run := h.client.waitRun(t, m, id)
+	expect(t, "y", run.values()["main:main/y"], "11")
+	h.quiesce()
+	notes := h.client.since(m)
+	changes := notesOf[protocol.DidChangeParams](notes)
+	if len(changes) != 1 || len(changes[0].Edits) != 1 {
+		t.Fatalf("text/didChange %+v, want one", changes)
+	}
+	fe := changes[0].Edits[0]
+	if fe.Path != "helper.py" || fe.OldVersion != v1 || fe.NewVersion != versionOf(newText) ||
+		len(fe.Edits) != 1 || fe.Edits[0].Text != newText || fe.Edits[0].Range.End != endOf(scenarioHelper) {
+		t.Errorf("text/didChange edit %+v, want the whole text of helper.py replaced", fe)
+	}
+	content, version := h.openFile("helper.py")
+	expect(t, "buffer reloaded", content == newText && version == versionOf(newText), true)
+	expect(t, "runs", runEnds(notes, id), 1)
+	expect(t, "file events", fileEvents(notes), []string{"helper.py:Modified"})
+	// The other client has not opened helper.py: no text/didChange for it.
+	expect(t, "other's text/didChange", len(notesOf[protocol.DidChangeParams](other.since(mo))), 0)
+	expect(t, "other's file events", fileEvents(other.since(mo)), []string{"helper.py:Modified"})
+}
+
+func TestWatchNewSubdirectoryModule(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, watchDebounce)
+	// A new package two levels deep, created from outside.
+	m := h.client.mark()
+	must(t, os.MkdirAll(abs(h, "lib/extra"), 0o755))
+	write(t, h.dir, "lib/__init__.py", "")
+	write(t, h.dir, "lib/extra/__init__.py", "")
+	write(t, h.dir, "lib/extra/scale.py", "FACTOR = 3\n")
+	h.quiesce()
+	events := fileEvents(h.client.since(m))
+	slices.Sort(events)
+	expect(t, "file events", events, []string{"lib/__init__.py:Added", "lib/extra/__init__.py:Added", "lib/extra/scale.py:Added"})
+
+	// main starts importing it.
+	m = h.client.mark()
+	write(t, h.dir, "main.py", "from helper import foo\nfrom lib.extra import scale\n\n\ndef main():\n    x = 6\n    y = foo(x, 5)\n    z = y * scale.FACTOR\n    return z\n")
+	run := h.client.waitRun(t, m, id)
+	expect(t, "z", run.values()["main:main/z"], "90")
+
+	// The new directory is watched: a change in it recomputes what reads it.
+	m = h.client.mark()
+	savePatterns[1].save(t, h, "lib/extra/scale.py", "FACTOR = 4\n")
+	run = h.client.waitRun(t, m, id)
+	expect(t, "z after the change in the new directory", run.values()["main:main/z"], "120")
+	expect(t, "computed", run.computed(), []string{"main:main/z", "main:main/return"})
+}
+
+func TestWatchModuleDeletedAndRestored(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, watchDebounce)
+
+	// An imported module goes away: the context fails, naming it.
+	m := h.client.mark()
+	must(t, os.Remove(abs(h, "helper.py")))
+	run := h.client.waitRun(t, m, id)
+	if run.failed == nil || !strings.Contains(run.failed.Message, "helper") {
+		t.Fatalf("after deleting helper.py the run ended %+v, want executionFailed naming helper", run.failed)
+	}
+	t.Logf("helper.py deleted: %s: %s", run.failed.Kind, run.failed.Message)
+	expect(t, "file events", fileEvents(run.notes), []string{"helper.py:Removed"})
+
+	// Restored (in a new version, so that values change): the context
+	// runs again. main, broken by the missing import, is loaded again.
+	m = h.client.mark()
+	write(t, h.dir, "helper.py", "def foo(a, b):\n    c = a * b + 1\n    return c\n")
+	run = h.client.waitRun(t, m, id)
+	if run.failed != nil {
+		t.Fatalf("after restoring helper.py: %+v", run.failed)
+	}
+	expect(t, "z", run.values()["main:main/z"], "36")
+
+	// The context's own module goes away, then comes back.
+	m = h.client.mark()
+	must(t, os.Remove(abs(h, "main.py")))
+	run = h.client.waitRun(t, m, id)
+	if run.failed == nil || !strings.Contains(run.failed.Message, "main") {
+		t.Fatalf("after deleting main.py the run ended %+v, want executionFailed naming main", run.failed)
+	}
+	t.Logf("main.py deleted: %s: %s", run.failed.Kind, run.failed.Message)
+	m = h.client.mark()
+	write(t, h.dir, "main.py", strings.Replace(scenarioMain, "x = 6", "x = 1", 1))
+	run = h.client.waitRun(t, m, id)
+	if run.failed != nil {
+		t.Fatalf("after restoring main.py: %+v", run.failed)
+	}
+	expect(t, "z", run.values()["main:main/z"], "11") // foo(1, 5) + 5 with c = a * b + 1
+}
+
+func TestWatchFileEventsForEveryChange(t *testing.T) {
+	t.Parallel()
+	h, id, _ := watchHarness(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper,
+		"data/old.csv": "a,b\n", "README.md": "# r\n"}, watchDebounce)
+	m := h.client.mark()
+	write(t, h.dir, "data/new.csv", "1,2\n")        // Added
+	write(t, h.dir, "README.md", "# readme\n")      // Modified
+	must(t, os.Remove(abs(h, "data/old.csv")))      // Removed
+	write(t, h.dir, "config.json", "{}")            // Added at the root
+	write(t, h.dir, "__pycache__/helper.pyc", "xx") // ignored folder
+	write(t, h.dir, ".hidden/secret.py", "x = 1\n") // ignored folder
+	h.quiesce()
+	notes := h.client.since(m)
+	events := fileEvents(notes)
+	slices.Sort(events)
+	expect(t, "file events", events, []string{"README.md:Modified", "config.json:Added", "data/new.csv:Added", "data/old.csv:Removed"})
+	// None of them is a module: nothing recomputes.
+	expect(t, "runs", runEnds(notes, id), 0)
 }
