@@ -80,7 +80,14 @@ func (p *textPrinter) output(stream protocol.OutputStream, text string) {
 	p.midLine = !strings.HasSuffix(text, "\n")
 }
 
-func (p *textPrinter) note(sgr, s string) { p.line(p.paint(sgr, s)) }
+// note writes one line of the view's own, cut to the terminal's width
+// (failure messages, which matter whole, are written by table instead).
+func (p *textPrinter) note(sgr, s string) {
+	if p.width > 0 {
+		s = cut(s, p.width)
+	}
+	p.line(p.paint(sgr, s))
+}
 
 // table writes the end of a run: a header with the counts, then one row per
 // changed expression.

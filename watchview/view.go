@@ -321,7 +321,7 @@ func (v *View) writeText(it item) {
 		p.note(sgrYellow, "· kernel restarted, values are computed again: "+oneLine(x.Reason))
 	case WatchInfo:
 		p.note(sgrBold, fmt.Sprintf("ripple watch · %s · %s · python %s", x.Root, x.Entry, x.PythonVersion))
-		p.note(sgrDim, "  * computed  = cached  ! error · Ctrl-C interrupts a run, twice (or when idle) exits")
+		p.note(sgrDim, "  * computed  = cached  ! error  · Ctrl-C interrupts, twice exits")
 	default:
 		switch it.method {
 		case methodInterrupt:
