@@ -51,11 +51,9 @@ func (r *Row) Recomputed() bool {
 func (r *Row) NotReached() bool { return r.Payload.Type == protocol.PayloadPending }
 
 func rowOf(u *protocol.ExpressionUpdate) Row {
-	r := Row{ID: u.ExpressionID, Type: u.Type, Payload: u.Payload, FromCache: u.FromCache}
-	if _, label, err := u.ExpressionID.Split(); err == nil {
-		r.Label = label
-	} else {
-		r.Label = string(u.ExpressionID)
+	r := Row{ID: u.ExpressionID, Type: u.Type, Payload: u.Payload, FromCache: u.FromCache, Label: string(u.ExpressionID)}
+	if i := strings.IndexByte(r.Label, '/'); i >= 0 && i < len(r.Label)-1 {
+		r.Label = r.Label[i+1:]
 	}
 	if u.Range != nil {
 		r.Start, r.HasStart = u.Range.Start, true
@@ -102,6 +100,10 @@ type Model struct {
 	// first touch.
 	before map[protocol.ExpressionID]Row
 	order  []protocol.ExpressionID
+	// placed is set when the run in progress reported a row at a position
+	// it did not have before (a new statement, or one that moved): only
+	// then can an older row be left at that position.
+	placed bool
 }
 
 // NewModel returns an empty model; the first run is run 1.
@@ -125,10 +127,19 @@ func (m *Model) Apply(us []protocol.ExpressionUpdate) []Row {
 			m.before[r.ID] = prev
 			m.order = append(m.order, r.ID)
 		}
-		if old := m.rows[r.ID]; old != nil && r.FromCache && r.NanoTime == 0 {
+		old := m.rows[r.ID]
+		if old != nil && r.FromCache && r.NanoTime == 0 {
 			r.NanoTime = old.NanoTime
 		}
-		m.rows[r.ID] = &r
+		if r.HasStart && (old == nil || !old.HasStart || old.Start != r.Start) {
+			m.placed = true
+		}
+		if old != nil {
+			*old = r // rows are never handed out by pointer
+		} else {
+			fresh := r
+			m.rows[r.ID] = &fresh
+		}
 		out = append(out, r)
 	}
 	return out
@@ -143,12 +154,8 @@ func (m *Model) Apply(us []protocol.ExpressionUpdate) []Row {
 // or replaced) and is dropped.
 func (m *Model) EndRun(failed *protocol.ExecutionResult) RunSummary {
 	s := RunSummary{Run: m.run, Failed: failed}
-	starts := make(map[protocol.Position]protocol.ExpressionID, len(m.order))
 	for _, id := range m.order {
 		r := m.rows[id]
-		if r.HasStart {
-			starts[r.Start] = id
-		}
 		prev := m.before[id]
 		switch {
 		case r.Recomputed():
@@ -163,19 +170,31 @@ func (m *Model) EndRun(failed *protocol.ExecutionResult) RunSummary {
 			s.Changed = append(s.Changed, *r)
 		}
 	}
-	for id, r := range m.rows {
-		if !r.HasStart {
-			continue
-		}
-		if other, ok := starts[r.Start]; ok && other != id {
-			delete(m.rows, id)
-		}
+	if m.placed {
+		m.dropReplaced()
 	}
 	sortRows(s.Changed)
 	m.run++
+	m.placed = false
 	clear(m.before)
 	m.order = m.order[:0]
 	return s
+}
+
+// dropReplaced drops the rows that start where a row reported in the run
+// in progress starts, under another id.
+func (m *Model) dropReplaced() {
+	starts := make(map[protocol.Position]protocol.ExpressionID, len(m.order))
+	for _, id := range m.order {
+		if r := m.rows[id]; r.HasStart {
+			starts[r.Start] = id
+		}
+	}
+	for id, r := range m.rows {
+		if other, ok := starts[r.Start]; ok && r.HasStart && other != id {
+			delete(m.rows, id)
+		}
+	}
 }
 
 // Rows returns every row of the frame, sorted by position in the source.
