@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -129,31 +130,78 @@ func expectNoKernels(t *testing.T, dir string) {
 	}
 }
 
+// process is a started ripple watch process.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, set before done is closed
+}
+
+// startProcess starts cmd. Wait is called after readDone returns (so it
+// cannot close an output pipe before everything was read); the test's
+// cleanup kills a process the test left running.
+func startProcess(t *testing.T, cmd *exec.Cmd, readDone func()) *process {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		readDone()
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// exitCode waits for the process to exit and returns its exit code;
+// shows describes what it printed, for failures.
+func (p *process) exitCode(t *testing.T, shows func() string) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(waitLimit):
+		t.Fatalf("ripple watch did not exit; it printed:\n%s", shows())
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
 // jsonWatch is a `ripple watch --json` process and its events.
 type jsonWatch struct {
+	*process
 	t      *testing.T
-	cmd    *exec.Cmd
 	events chan watchview.Event // closed at the end of stdout
 	stderr *lockedBuffer
 	seen   []watchview.Event // every event read so far
-	done   chan struct{}     // closed when the process has exited
-	err    error             // Wait's result, set before done is closed
 }
 
 func startJSONWatch(t *testing.T, args ...string) *jsonWatch {
 	t.Helper()
-	w := &jsonWatch{t: t, events: make(chan watchview.Event, 1024), stderr: &lockedBuffer{}, done: make(chan struct{})}
-	w.cmd = exec.Command(rippleBin, append([]string{"watch"}, args...)...)
-	w.cmd.Stderr = w.stderr
-	stdout, err := w.cmd.StdoutPipe()
+	w := &jsonWatch{t: t, events: make(chan watchview.Event, 1024), stderr: &lockedBuffer{}}
+	cmd := exec.Command(rippleBin, append([]string{"watch"}, args...)...)
+	cmd.Stderr = w.stderr
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var reader sync.WaitGroup
 	reader.Add(1)
+	w.process = startProcess(t, cmd, reader.Wait)
 	go func() {
 		defer reader.Done()
 		defer close(w.events)
@@ -168,19 +216,6 @@ func startJSONWatch(t *testing.T, args ...string) *jsonWatch {
 			w.events <- ev
 		}
 	}()
-	go func() {
-		reader.Wait() // Wait must not close stdout before everything is read
-		w.err = w.cmd.Wait()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-w.done:
-		default:
-			w.cmd.Process.Kill()
-			<-w.done
-		}
-	})
 	return w
 }
 
@@ -225,19 +260,7 @@ func (w *jsonWatch) run(n int) (events []watchview.Event, end watchview.Event) {
 // exit waits for the process to exit and returns its exit code.
 func (w *jsonWatch) exit() int {
 	w.t.Helper()
-	select {
-	case <-w.done:
-	case <-time.After(waitLimit):
-		w.t.Fatalf("ripple watch did not exit; stderr:\n%s", w.stderr.String())
-	}
-	if w.err == nil {
-		return 0
-	}
-	if ee, ok := w.err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	w.t.Fatal(w.err)
-	return -1
+	return w.exitCode(w.t, w.stderr.String)
 }
 
 // values maps label -> preview (or the Panic message) of the updates with

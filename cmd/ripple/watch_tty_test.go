@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,17 +20,14 @@ import (
 // the foreground process group, so a Ctrl-C typed on the master reaches
 // it as SIGINT from the line discipline.
 type ttyWatch struct {
+	*process
 	t      *testing.T
 	master *os.File
-	cmd    *exec.Cmd
 
 	mu   sync.Mutex
 	cond *sync.Cond
 	out  strings.Builder // everything read from the master, \r removed; guarded by mu
 	eof  bool            // guarded by mu: the master read ended
-
-	done chan struct{} // closed when the process has exited
-	err  error
 }
 
 // openPTY opens a new pseudo-terminal of cols columns: the master
@@ -67,19 +63,25 @@ func openPTY(t *testing.T, cols int) (master, slave *os.File) {
 func startTTYWatch(t *testing.T, cols int, args ...string) *ttyWatch {
 	t.Helper()
 	master, slave := openPTY(t, cols)
-	w := &ttyWatch{t: t, master: master, done: make(chan struct{})}
+	w := &ttyWatch{t: t, master: master}
 	w.cond = sync.NewCond(&w.mu)
-	w.cmd = exec.Command(rippleBin, append([]string{"watch"}, args...)...)
-	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = slave, slave, slave
-	w.cmd.Env = append(os.Environ(), "NO_COLOR=", "TERM=xterm")
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := w.cmd.Start(); err != nil {
+	// Cleanups run last-in first-out: the process is killed if the test
+	// left it running (startProcess's), then the master is closed, which
+	// ends the read even if a straggler still holds the slave, then the
+	// reader is waited for.
+	var reader sync.WaitGroup
+	t.Cleanup(reader.Wait)
+	t.Cleanup(func() {
 		master.Close()
 		slave.Close()
-		t.Fatal(err)
-	}
+	})
+	cmd := exec.Command(rippleBin, append([]string{"watch"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = append(os.Environ(), "NO_COLOR=", "TERM=xterm")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	// Nothing to wait for before Wait: the master is not the child's pipe.
+	w.process = startProcess(t, cmd, func() {})
 	slave.Close() // the child has its own copies: the master reads EIO when they are gone
-	var reader sync.WaitGroup
 	reader.Add(1)
 	go func() {
 		defer reader.Done()
@@ -98,20 +100,6 @@ func startTTYWatch(t *testing.T, cols int, args ...string) *ttyWatch {
 			}
 		}
 	}()
-	go func() {
-		w.err = w.cmd.Wait()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-w.done:
-		default:
-			w.cmd.Process.Kill()
-			<-w.done
-		}
-		master.Close() // ends the read if a straggler still holds the slave
-		reader.Wait()
-	})
 	return w
 }
 
@@ -155,19 +143,7 @@ func (w *ttyWatch) ctrlC() {
 
 func (w *ttyWatch) exit() int {
 	w.t.Helper()
-	select {
-	case <-w.done:
-	case <-time.After(waitLimit):
-		w.t.Fatalf("ripple watch did not exit; the terminal shows:\n%s", w.output())
-	}
-	var ee *exec.ExitError
-	if errors.As(w.err, &ee) {
-		return ee.ExitCode()
-	}
-	if w.err != nil {
-		w.t.Fatal(w.err)
-	}
-	return 0
+	return w.exitCode(w.t, w.output)
 }
 
 // section returns the output from offset from up to the next table header
