@@ -160,12 +160,13 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // watchEntry connects the view, starts the entry and serves Ctrl-C until
 // the user exits or ctx ends.
 func watchEntry(ctx context.Context, e *engine.Engine, view *runEnds, f watchFlags, sigint <-chan os.Signal, stderr io.Writer) int {
+	// The first line goes out before the view can receive anything else.
+	py := e.Python()
+	view.Watching(watchview.WatchInfo{Root: e.Root(), Entry: f.entry.String(), Python: py.Path, PythonVersion: py.Version})
 	if _, err := e.Connect(ctx, watchClientID, view); err != nil {
 		fmt.Fprintf(stderr, "ripple watch: %v\n", err)
 		return 1
 	}
-	py := e.Python()
-	view.Watching(watchview.WatchInfo{Root: e.Root(), Entry: f.entry.String(), Python: py.Path, PythonVersion: py.Version})
 	created, err := e.CreateContext(ctx, watchClientID, protocol.CreateContextParams{})
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple watch: %v\n", err)
