@@ -157,8 +157,11 @@ func (e *Engine) compileRequest(slot int, kernelID string, mods []string) (compi
 		if fresh {
 			loaded = false
 		}
+		// A broken module is sent again even if its text did not change
+		// (see ensureCompiled).
+		_, broken := e.sources.broken[m]
 		switch {
-		case ok && (!loaded || have != src):
+		case ok && (!loaded || have != src || broken):
 			p.Modules = append(p.Modules, compileModule{Name: m, Path: path, Source: src})
 			after[m] = src
 		case !ok && loaded:
@@ -215,10 +218,20 @@ func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods
 // with mods (plus deferred edits), all kernels in parallel. A kernel that
 // dies meanwhile is not an error here: its replacement gets every known
 // module in onKernelReady.
+//
+// Modules whose last compile failed are tried again with every
+// EnsureCompiled that has work: what broke them may be what changed. The
+// case that needs it is a module that failed because a project module it
+// imports was missing: when that module comes back, the kernel, whose
+// import graph only has edges to modules that existed when the importer
+// was last parsed, would not reload the importer by itself.
 func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) error {
 	mods := e.sources.takeDeferred()
 	for _, m := range job.Modules.Items() {
 		mods = append(mods, string(m))
+	}
+	if len(mods) > 0 {
+		mods = append(mods, e.sources.brokenModules()...)
 	}
 	slices.Sort(mods)
 	mods = slices.Compact(mods)
@@ -266,6 +279,17 @@ func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) 
 	e.sources.installed[slot] = make(map[string]string)
 	e.sources.mu.Unlock()
 	return e.compileOn(ctx, slot, k, mods)
+}
+
+// brokenModules returns the modules whose last compile failed.
+func (t *sourceTable) brokenModules() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.broken))
+	for m := range t.broken {
+		out = append(out, m)
+	}
+	return out
 }
 
 // brokenDiagnostic returns the diagnostic of a module whose last compile

@@ -76,6 +76,16 @@ type Engine struct {
 
 	runsMu  sync.Mutex
 	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
+
+	// applyMu makes apply's read of the contexts and its queue.Apply one
+	// step with respect to every other apply. Without it, an edit that read
+	// the contexts before a concurrent push stored its frame could run its
+	// queue.Apply after the push's: its abort-all would cancel the push's
+	// Execute and enqueue none for that context (its stack looked empty),
+	// and the context would never run. With it, of two applies the later
+	// one reads a state that includes the earlier one's change, so the last
+	// plan applied always covers every context's current stack.
+	applyMu sync.Mutex
 }
 
 // New returns an engine for cfg.Root. It finds the Python interpreter and
@@ -243,6 +253,8 @@ func (e *Engine) goBackground(f func(ctx context.Context)) {
 // kernel does not have in their current version, and the queue aborts and
 // enqueues atomically.
 func (e *Engine) apply(call jobs.Call) error {
+	e.applyMu.Lock()
+	defer e.applyMu.Unlock()
 	cs, err := e.jobContexts()
 	if err != nil {
 		return err

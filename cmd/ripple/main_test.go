@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +11,24 @@ import (
 
 	"github.com/ripple-run/ripple/internal/leakcheck"
 	"github.com/ripple-run/ripple/kernel"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+// rippleBin is the ripple binary built for the end-to-end tests (watch).
+var rippleBin string
+
+func TestMain(m *testing.M) {
+	dir, err := buildRipple()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rippleBin = filepath.Join(dir, "ripple")
+	leakcheck.Main(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

@@ -21,6 +21,10 @@ commands:
   serve [flags] [DIR]             serve DIR to IDE clients over a WebSocket (serve -h: flags)
   kernel-check [--python P] [DIR] start a kernel in DIR (default: the current
                                   directory), run a line of Python, print its output
+  watch [DIR] [--entry module:function] [--json] [--python P]
+                                  run the entry (default main:main) of the project
+                                  in DIR and show its values; re-run on every save.
+                                  Ctrl-C interrupts a run, twice (or when idle) exits
 `
 
 // run executes one command line and returns the process exit code.
@@ -37,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return kernelCheck(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return watchCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
