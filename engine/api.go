@@ -115,10 +115,12 @@ func (e *Engine) WriteFile(ctx context.Context, clientID string, p protocol.File
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	kind := fileEventKind(e.ws.Exists(string(p.Path)))
 	upd, err := e.ws.Write(string(p.Path), p.Contents)
 	if err != nil {
 		return err
 	}
+	e.broadcast(protocol.NotifyFileEvent, protocol.FileEventParams{Path: p.Path, Kind: kind})
 	if upd != nil {
 		e.bufferReloaded(*upd, "")
 	}
@@ -143,8 +145,15 @@ func (e *Engine) DeleteFile(ctx context.Context, clientID, path string) error {
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	files, err := e.ws.FilesAt(path)
+	if err != nil {
+		return err
+	}
 	if err := e.ws.Delete(path); err != nil {
 		return err
+	}
+	for _, f := range files {
+		e.broadcast(protocol.NotifyFileEvent, protocol.FileEventParams{Path: protocol.Path(f), Kind: protocol.FileRemoved})
 	}
 	return e.edited(path, jobs.OriginClient)
 }
@@ -194,7 +203,23 @@ func (e *Engine) SaveFile(ctx context.Context, clientID string, p protocol.SaveP
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
-	return e.ws.Save(workspace.ClientID(clientID), string(p.Path), workspace.Version(p.CurrentVersion))
+	kind := fileEventKind(e.ws.Exists(string(p.Path)))
+	if err := e.ws.Save(workspace.ClientID(clientID), string(p.Path), workspace.Version(p.CurrentVersion)); err != nil {
+		return err
+	}
+	e.broadcast(protocol.NotifyFileEvent, protocol.FileEventParams{Path: p.Path, Kind: kind})
+	return nil
+}
+
+// fileEventKind is the file/event kind of a write to a file that existed
+// or not (PROTOCOL.md 4: file/event reports changes from any source, the
+// engine's own writes included; the watcher ignores those, so they are
+// reported here).
+func fileEventKind(existed bool) protocol.FileEventKind {
+	if existed {
+		return protocol.FileModified
+	}
+	return protocol.FileAdded
 }
 
 // CloseFile answers text/closeFile. Unsaved edits of the last client are

@@ -446,3 +446,29 @@ func TestVisualizationOfUnknownExpression(t *testing.T) {
 		t.Errorf("visualizationEvaluationFailed = %v, want one naming main:main/nope", failed)
 	}
 }
+
+// file/event reports the engine's own writes too (PROTOCOL.md 4: "from any
+// source"): file/write of a new and an existing file, text/save, delete.
+func TestFileEventsForOwnWrites(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": mainWith(baseBody...), "helper.py": scenarioHelper, "data/a.txt": "a"}, engine.Config{})
+	events := func(from int) []string {
+		var out []string
+		h.client.mu.Lock()
+		defer h.client.mu.Unlock()
+		for _, n := range h.client.notes[from:] {
+			if p, ok := n.Params.(protocol.FileEventParams); ok {
+				out = append(out, string(p.Kind)+" "+string(p.Path))
+			}
+		}
+		return out
+	}
+	m := h.client.mark()
+	must(t, h.e.WriteFile(h.ctx, clientID, protocol.FileWriteParams{Path: "notes.txt", Contents: "hi"}))
+	must(t, h.e.WriteFile(h.ctx, clientID, protocol.FileWriteParams{Path: "notes.txt", Contents: "hi again"}))
+	h.setText("helper.py", "def foo(a, b):\n    return a\n")
+	_, v := h.openFile("helper.py")
+	must(t, h.e.SaveFile(h.ctx, clientID, protocol.SaveParams{Path: "helper.py", CurrentVersion: v}))
+	must(t, h.e.DeleteFile(h.ctx, clientID, "data"))
+	expect(t, "file events", events(m), []string{"Added notes.txt", "Modified notes.txt", "Modified helper.py", "Removed data/a.txt"})
+}

@@ -265,3 +265,35 @@ func (ws *Workspace) filesUnder(rel string) ([]string, error) {
 	})
 	return files, err
 }
+
+// Exists reports whether a file or directory exists at p (false for paths
+// outside the root).
+func (ws *Workspace) Exists(p string) bool {
+	rel, err := ws.resolveParent(p)
+	if err != nil {
+		return false
+	}
+	_, err = ws.root.Lstat(rel)
+	return err == nil
+}
+
+// FilesAt lists the files a Delete of p would remove: p itself, or every
+// file below it for a directory, as resolved project-relative paths.
+func (ws *Workspace) FilesAt(p string) ([]string, error) {
+	rel, err := ws.resolveParent(p)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := ws.root.Lstat(rel)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	if !fi.IsDir() {
+		return []string{rel}, nil
+	}
+	files, err := ws.filesUnder(rel)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	return files, nil
+}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +158,34 @@ func TestDelete(t *testing.T) {
 	wantErr(t, ws.Delete("keep.py/x"), ErrNotDirectory)
 	if got := readDisk(t, root, "keep.py"); got != "k" {
 		t.Errorf("keep.py = %q", got)
+	}
+}
+
+func TestExistsAndFilesAt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Write("pkg/a.py", "a = 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Write("pkg/sub/b.py", "b = 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !ws.Exists("pkg/a.py") || !ws.Exists("pkg") || ws.Exists("pkg/none.py") || ws.Exists("../etc/passwd") {
+		t.Error("Exists answers wrongly")
+	}
+	files, err := ws.FilesAt("pkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(files, ",") != "pkg/a.py,pkg/sub/b.py" {
+		t.Errorf("FilesAt(pkg) = %v", files)
+	}
+	if _, err := ws.FilesAt("missing"); !errors.Is(err, ErrFileNotFound) {
+		t.Errorf("FilesAt(missing) err = %v, want ErrFileNotFound", err)
 	}
 }

@@ -98,11 +98,13 @@ type Watcher struct {
 	rescan          bool
 	firstAt, lastAt time.Time
 
-	// tree, polling and limitLogged are owned by Start, then by the batch
-	// goroutine. polling is set once any directory is polled.
+	// tree, polling, limitLogged and gitHeld are owned by Start, then by
+	// the batch goroutine. polling is set once any directory is polled;
+	// gitHeld while a batch is held back by git's index lock.
 	tree        tree
 	polling     bool
 	limitLogged bool
+	gitHeld     bool
 }
 
 // NewWatcher returns a watcher for ws. Start it to begin watching.
@@ -293,6 +295,17 @@ func (w *Watcher) due(now time.Time) (due bool, wait time.Duration) {
 		return false, min(w.opts.Debounce-quiet, w.opts.MaxDelay-age)
 	}
 	if age < gitLockMaxDelay && w.gitBusy() {
+		w.gitHeld = true
+		return false, w.opts.Debounce
+	}
+	if w.gitHeld {
+		// git has just released its lock: the events of its last writes may
+		// still be on their way from inotify, so the release counts as one
+		// more change and the batch waits for another quiet period.
+		w.gitHeld = false
+		w.pendMu.Lock()
+		w.touchLocked(now)
+		w.pendMu.Unlock()
 		return false, w.opts.Debounce
 	}
 	return true, 0
