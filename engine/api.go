@@ -83,6 +83,33 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 	return res, nil
 }
 
+// Compile brings modules up to date in every kernel ahead of the runs that
+// need them (not a client protocol method). It enqueues one EnsureCompiled
+// of the modules that some kernel does not have in their current version
+// and returns without waiting: by the queue's rule 5 it runs before any
+// Execute enqueued after it. ripple run calls it with every entry's module
+// before its first push, so that a later push finds its module current and
+// enqueues no EnsureCompiled of its own, which (being exclusive) would wait
+// for every running entry to end. A module not in the project is refused
+// with ErrModuleNotFound and nothing is enqueued.
+func (e *Engine) Compile(ctx context.Context, modules []string) error {
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	mods := make([]jobs.Module, 0, len(modules))
+	for _, m := range modules {
+		if _, err := e.ws.ModulePath(m); err != nil {
+			return fmt.Errorf("%w: %s", ErrModuleNotFound, m)
+		}
+		mods = append(mods, jobs.Module(m))
+	}
+	stale := e.staleModules(jobs.SetOf(mods...))
+	if stale.IsEmpty() {
+		return nil
+	}
+	return e.queue.Apply(jobs.Plan{EnsureCompiled: jobs.EnsureCompiled{Modules: stale}})
+}
+
 // RestartKernel restarts the kernel of a context (runtime/restartKernel):
 // every context on it is recomputed from scratch.
 func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol.ContextID) error {
