@@ -20,6 +20,9 @@ commands:
   version                         print ripple's version
   kernel-check [--python P] [DIR] start a kernel in DIR (default: the current
                                   directory), run a line of Python, print its output
+  run [DIR] [flags]               run the project's entries or tests headless for CI
+                                  (ripple run -h for the flags)
+  report merge OUT IN...          merge the reports of the shards of a run
 `
 
 // run executes one command line and returns the process exit code.
@@ -34,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "kernel-check":
 		return kernelCheck(ctx, args[1:], stdout, stderr)
+	case "run", "report":
+		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
