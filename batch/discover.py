@@ -120,6 +120,9 @@ def collect(tree):
             found[node.name] = list(methods.values())
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.pop(node.name, None)
+        else:
+            for name in bound_names(node):  # test_x = None rebinds it
+                found.pop(name, None)
     tests = [t for ts in found.values() for t in ts]
     tests.sort(key=lambda t: t["line"])
     return tests
@@ -153,6 +156,8 @@ def lookup(tree, qualname):
             return "missing", 0
         if last:
             return ("def", match.lineno) if isinstance(match, FUNCS) else ("bound", match.lineno)
+        if isinstance(match, FUNCS):
+            return "missing", 0  # a function has no methods
         if not isinstance(match, ast.ClassDef):
             return "bound", 0
         body = match.body
