@@ -47,7 +47,10 @@ type Config struct {
 	// WatchDebounce is the watcher's debounce (0 = 50 ms).
 	WatchDebounce time.Duration
 	// ExecuteTimeout bounds every Execute job (0 = none); a run past it ends
-	// with executionFailed {kind: "timeout"}.
+	// with executionFailed {kind: "timeout"}. The clock starts when the
+	// context's kernel is ready to take the run: waiting for a kernel to
+	// boot or restart (after another context crashed it) is not the run's
+	// time.
 	ExecuteTimeout time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again).
