@@ -67,6 +67,15 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
+// perSlot is how many entries are pushed per kernel slot at a time: the
+// one running and the next, queued behind it on the same slot, which the
+// queue starts as soon as the kernel is free, without a round trip through
+// the dispatcher between two entries. The price: an entry may wait behind
+// a slow one on its slot while another slot is free (one entry per slot
+// at most). --fail-fast pushes one per slot, so that nothing starts after
+// a failure that the dispatcher has not seen.
+const perSlot = 2
+
 // clientID is the engine client a batch run connects as.
 const clientID = "ripple-run"
 
@@ -104,8 +113,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
-	// The kernels boot while the entries are discovered.
+	// The entries are discovered while the kernels boot (Start returns
+	// once every slot has a kernel ready).
+	type discovered struct {
+		entries []Entry
+		err     error
+	}
+	found := make(chan discovered, 1)
+	go func() {
+		entries, err := Discover(ctx, e.Python(), e.Root(), DiscoverOptions{Entries: opts.Entries, Tests: opts.Tests})
+		found <- discovered{entries, err}
+	}()
 	if err := e.Start(ctx); err != nil {
+		<-found
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
 	stopped := false
@@ -124,7 +144,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer stop()
 
-	entries, err := Discover(ctx, e.Python(), e.Root(), DiscoverOptions{Entries: opts.Entries, Tests: opts.Tests})
+	disc := <-found
+	entries, err := disc.entries, disc.err
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: during discovery", ErrInterrupted)
@@ -136,7 +157,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	report := &Report{Project: e.Root(), Python: e.Python(), Kernels: kernels, Timeout: opts.Timeout, Shard: opts.Shard,
 		Started: started, Results: make([]*Result, len(entries))}
-	d := &dispatcher{e: e, opts: &opts, slots: kernels, entries: entries, report: report,
+	inFlight := kernels * perSlot
+	if opts.FailFast {
+		inFlight = kernels
+	}
+	d := &dispatcher{e: e, opts: &opts, inFlight: inFlight, entries: entries, report: report,
 		col: newCollector(len(entries), opts.ShowValues), running: make(map[protocol.ContextID]*runRecord),
 		sources: newSourceCache(e.Root()), started: started}
 	if opts.Observer != nil {
@@ -171,22 +196,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // dispatcher starts the entries and turns their runs into results. It
 // runs on Run's goroutine only, so its fields need no lock.
 //
-// Scheduling: at most one entry per kernel slot runs at a time. The engine
+// Scheduling: the queue runs one entry per kernel slot at a time; the
+// dispatcher keeps inFlight entries pushed (perSlot per slot). The engine
 // puts a new context on the slot with the fewest contexts, and a finished
 // entry's context is destroyed before the next one is created, so the next
-// entry lands on the slot that just became free: a slow entry holds up its
-// own slot only. What a cancelled entry leaves behind: its context is
-// destroyed (the engine aborts its job and the kernel forgets its values);
-// module state in the kernel stays, as it does between tests in pytest.
+// entry lands on the slot that just freed a place: a slow entry holds up
+// its own slot only (and the one entry queued behind it). What a cancelled
+// entry leaves behind: its context is destroyed (the engine aborts its job
+// and the kernel forgets its values); module state in the kernel stays, as
+// it does between tests in pytest.
 type dispatcher struct {
-	e       *engine.Engine
-	opts    *Options
-	slots   int
-	entries []Entry
-	report  *Report
-	col     *collector
-	sources *sourceCache
-	started time.Time
+	e    *engine.Engine
+	opts *Options
+	// inFlight is how many entries are pushed at a time.
+	inFlight int
+	entries  []Entry
+	report   *Report
+	col      *collector
+	sources  *sourceCache
+	started  time.Time
 
 	next    int                               // the next entry to start
 	running map[protocol.ContextID]*runRecord // entries in flight
@@ -211,7 +239,7 @@ func (d *dispatcher) modules() []string {
 	return slices.Compact(mods)
 }
 
-// loop starts entries while slots are free and collects their ends, until
+// loop starts entries while fewer than inFlight are pushed and collects their ends, until
 // every entry has ended or the run stops.
 func (d *dispatcher) loop(ctx context.Context) {
 	var tick <-chan time.Time
@@ -221,7 +249,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		tick = t.C
 	}
 	for {
-		for !d.stopping && d.next < len(d.entries) && len(d.running) < d.slots {
+		for !d.stopping && d.next < len(d.entries) && len(d.running) < d.inFlight {
 			d.start(ctx, d.next)
 			d.next++
 		}
@@ -324,10 +352,16 @@ func (d *dispatcher) abandon() {
 	}
 }
 
+// interruptedResult is the result of an entry cancelled by --fail-fast or
+// Ctrl-C: interrupted if its run had begun, skipped if it was still
+// queued behind another entry.
 func (d *dispatcher) interruptedResult(rec *runRecord, why string) *Result {
 	rec.ended = time.Now()
 	r := d.result(rec)
 	r.Status, r.Message = StatusInterrupted, why
+	if rec.running.IsZero() {
+		r.Status, r.Message, r.Duration = StatusSkipped, "not run: "+why, 0
+	}
 	return r
 }
 
