@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,42 @@ func TestSummaryLine(t *testing.T) {
 	rep.Interrupted = true
 	if got := batch.SummaryLine(rep); !strings.HasSuffix(got, "(interrupted)") {
 		t.Errorf("interrupted: %q", got)
+	}
+}
+
+// Not parallel: it sets environment variables.
+func TestInteractive(t *testing.T) {
+	pty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	defer pty.Close()
+	pipeR, pipeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pipeR.Close()
+	defer pipeW.Close()
+
+	t.Setenv("CI", "")
+	t.Setenv("TERM", "xterm")
+	if !batch.Interactive(pty) {
+		t.Error("a terminal outside CI is not interactive")
+	}
+	if batch.Interactive(pipeW) {
+		t.Error("a pipe is interactive")
+	}
+	t.Setenv("CI", "false")
+	if !batch.Interactive(pty) {
+		t.Error("CI=false turned the bar off")
+	}
+	t.Setenv("CI", "true")
+	if batch.Interactive(pty) {
+		t.Error("CI=true leaves the bar on")
+	}
+	t.Setenv("CI", "")
+	t.Setenv("TERM", "dumb")
+	if batch.Interactive(pty) {
+		t.Error("TERM=dumb leaves the bar on")
 	}
 }

@@ -124,10 +124,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		entries, err := Discover(ctx, e.Python(), e.Root(), DiscoverOptions{Entries: opts.Entries, Tests: opts.Tests})
 		found <- discovered{entries, err}
 	}()
-	if err := e.Start(ctx); err != nil {
-		<-found
-		return nil, fmt.Errorf("%w: %w", ErrProject, err)
-	}
+	startErr := e.Start(ctx)
 	stopped := false
 	stop := func() error {
 		if stopped {
@@ -143,8 +140,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return e.Stop(sctx)
 	}
 	defer stop()
-
 	disc := <-found
+	if startErr != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: while the kernels started", ErrInterrupted)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrProject, startErr)
+	}
 	entries, err := disc.entries, disc.err
 	if err != nil {
 		if ctx.Err() != nil {
