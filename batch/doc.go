@@ -39,10 +39,11 @@
 //
 // Run starts an engine with Batch set (a crash is reported, not retried)
 // and ExecuteTimeout = Options.Timeout, asks it to compile every entry's
-// module ahead (engine.Compile), then keeps each kernel busy with one
-// entry: create a context, push the entry, wait for executionComplete or
-// executionFailed, destroy the context, start the next entry on the slot
-// that became free. An entry
+// module ahead (engine.Compile), then keeps each kernel busy: create a
+// context, push the entry, wait for executionComplete or executionFailed,
+// destroy the context, push the next entry, which lands on the slot that
+// freed a place. Two entries are pushed per kernel (one with --fail-fast):
+// the queue starts the second as soon as the first ends. An entry
 //   - passes when its run completes and no statement raised;
 //   - fails when a statement raised (a Panic whose trace starts at that
 //     statement; a failing assert is one): the result names the
@@ -114,8 +115,7 @@
 //
 // # The JUnit report
 //
-// See WriteJUnit's file for the elements: one testsuite per module, one
-// testcase per entry (name = qualname, classname = module, time in
+// WriteJUnit writes one testsuite per module and one testcase per entry (name = qualname, classname = module, time in
 // seconds, file and line), failure for failed, error for error, crashed
 // and timeout, skipped for skipped and interrupted, system-out and
 // system-err with the captured output.

@@ -216,15 +216,19 @@ def test_d():
 // the failure.
 func TestRunFailFastInterruptsRunningEntries(t *testing.T) {
 	t.Parallel()
-	root := project(t, map[string]string{"test_ff.py": `import time
+	// test_a fails once test_b is running (test_b leaves a marker).
+	marker := filepath.Join(t.TempDir(), "b-running")
+	root := project(t, map[string]string{"test_ff.py": `import os
+import time
 
 
 def test_a_fails():
-    time.sleep(0.3)
+    while not os.path.exists('` + marker + `'): time.sleep(0.01)
     assert False
 
 
 def test_b_long():
+    open('` + marker + `', 'w').close()
     time.sleep(60)
 
 
