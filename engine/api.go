@@ -325,6 +325,10 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 	}
 	if item.Type == protocol.LocalCall {
 		top, err := e.store.TopFrame(nil, p.ContextID)
+		if errors.Is(err, contexts.ErrEmptyStack) {
+			// PROTOCOL.md 3: a LocalCall on an empty stack is 2004, not 2003.
+			return fmt.Errorf("%w: context %s: a LocalCall needs a non-empty stack", ErrInvalidStackItem, p.ContextID)
+		}
 		if err != nil {
 			return err
 		}

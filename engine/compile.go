@@ -62,6 +62,17 @@ func (t *sourceTable) deferModules(mods ...string) {
 	}
 }
 
+// deferredModules returns the deferred modules.
+func (t *sourceTable) deferredModules() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.deferred))
+	for m := range t.deferred {
+		out = append(out, m)
+	}
+	return out
+}
+
 // takeDeferred returns and forgets the deferred modules.
 func (t *sourceTable) takeDeferred() []string {
 	t.mu.Lock()

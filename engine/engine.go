@@ -252,6 +252,12 @@ func (e *Engine) apply(call jobs.Call) error {
 	if err != nil {
 		return err
 	}
+	if len(plan.Executes) > 0 {
+		// Edits made with execute:false are compiled before anything runs.
+		for _, m := range e.sources.deferredModules() {
+			plan.EnsureCompiled.Modules.Union(jobs.SetOf(jobs.Module(m)))
+		}
+	}
 	plan.EnsureCompiled.Modules = e.staleModules(plan.EnsureCompiled.Modules)
 	if err := e.queue.Apply(plan); err != nil {
 		return err

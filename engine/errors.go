@@ -45,7 +45,10 @@ func ProtocolError(err error) *protocol.Error {
 	if err == nil {
 		return nil
 	}
-	if pe := protocol.AsError(err); pe != nil {
+	// protocol.AsError would turn every other error into an internal
+	// error; only an *protocol.Error passes through as it is.
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
 		return pe
 	}
 	for _, c := range codes {

@@ -414,3 +414,35 @@ func TestScenario13MutationChain(t *testing.T) {
 	must(t, json.Unmarshal([]byte(data[0]), &xs))
 	expect(t, "xs", xs, []int{2})
 }
+
+// An edit made with execute:false is compiled by the next recompute,
+// although the recompute itself names only the bottom frame's module.
+func TestDeferredEditRunsOnRecompute(t *testing.T) {
+	t.Parallel()
+	h, id, _ := scenario(t)
+	_, v := h.openFile("helper.py")
+	text := "def foo(a, b):\n    c = a * b * 10\n    return c\n"
+	m := h.client.mark()
+	must(t, h.e.ApplyEdit(h.ctx, clientID, protocol.ApplyEditParams{Execute: false, Edit: protocol.FileEdit{
+		Path: "helper.py", Edits: []protocol.TextEdit{{Range: protocol.Range{End: endOf(scenarioHelper)}, Text: text}},
+		OldVersion: v, NewVersion: versionOf(text)}}))
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id}))
+	run := h.client.waitRun(t, m, id)
+	expect(t, "y", run.values()["main:main/y"], "300")
+}
+
+// A visualization of a label the function does not have is answered with
+// visualizationEvaluationFailed naming it.
+func TestVisualizationOfUnknownExpression(t *testing.T) {
+	t.Parallel()
+	h, id, _ := scenario(t)
+	m := h.client.mark()
+	must(t, h.e.AttachVisualization(h.ctx, clientID, protocol.AttachVisualizationParams{
+		VisualizationID: protocol.VisualizationID(protocol.NewContextID()), ExpressionID: "main:main/nope",
+		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v"}}))
+	run := h.client.waitRun(t, m, id)
+	_, failed := visualizations(run.notes)
+	if len(failed) != 1 || !strings.Contains(failed[0], "main:main/nope") {
+		t.Errorf("visualizationEvaluationFailed = %v, want one naming main:main/nope", failed)
+	}
+}

@@ -97,6 +97,9 @@ func (a *acceptor) check(conn net.Conn) {
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetNoDelay(true) // Go's default, stated: small frames must not wait
+	}
 	// Out of pending before it is handed over: close must not touch a
 	// connection that wait may already have returned.
 	a.mu.Lock()

@@ -18,6 +18,7 @@ const usage = `usage: ripple <command> [arguments]
 
 commands:
   version                         print ripple's version
+  serve [flags] [DIR]             serve DIR to IDE clients over a WebSocket (serve -h: flags)
   kernel-check [--python P] [DIR] start a kernel in DIR (default: the current
                                   directory), run a line of Python, print its output
   run [DIR] [flags]               run the project's entries or tests headless for CI
@@ -37,6 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "kernel-check":
 		return kernelCheck(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
 	case "run", "report":
 		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/server"
+)
+
+// shutdownTimeout bounds a graceful shutdown: connections closed, running
+// jobs cancelled, kernels stopped.
+const shutdownTimeout = 20 * time.Second
+
+// serve runs `ripple serve [flags] [PROJECT_DIR]` until ctx is cancelled
+// (SIGINT or SIGTERM, see main), then shuts down gracefully and returns 0.
+// Flags may come before or after the directory.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: ripple serve [flags] [PROJECT_DIR]\n\nServe PROJECT_DIR (default: the current directory) to IDE clients over a WebSocket.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	addr := fs.String("addr", "127.0.0.1:0", "listen `address` (host:port; port 0 picks a free one)")
+	token := fs.String("token", "", "access `token` clients present (default: $RIPPLE_TOKEN, else 32 random bytes)")
+	var origins []string
+	fs.Func("allow-origin", "also accept browser connections from `origin` (scheme://host[:port]; repeatable)", func(s string) error {
+		origins = append(origins, s)
+		return nil
+	})
+	kernels := fs.Int("kernels", 0, "number of kernel processes (default: the number of CPUs)")
+	python := fs.String("python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
+	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
+	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
+
+	dir, ok := parseInterspersed(fs, args, stderr)
+	if !ok {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "ripple serve: --log-level %q: want debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	if *kernels < 0 {
+		fmt.Fprintf(stderr, "ripple serve: --kernels %d: want a positive number (or 0 for the number of CPUs)\n", *kernels)
+		return 2
+	}
+	if *grace <= 0 {
+		fmt.Fprintf(stderr, "ripple serve: --grace %v: want a positive duration\n", *grace)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	root, err := projectDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: project directory %s: %v\n", dir, err)
+		return 1
+	}
+	if *token == "" {
+		*token = os.Getenv("RIPPLE_TOKEN")
+	}
+	if *token == "" {
+		*token = randomToken()
+	}
+
+	eng, err := engine.New(ctx, engine.Config{
+		Root:            root,
+		Python:          *python,
+		Kernels:         *kernels,
+		Logger:          log.With("component", "engine"),
+		DisconnectGrace: *grace,
+		Watch:           true,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+		return 1
+	}
+	// Shutdown runs on its own context: ctx is already cancelled by then.
+	shutdown := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := eng.Stop(sctx); err != nil {
+			log.Error("engine stop", "err", err)
+		}
+	}
+	if err := eng.Start(ctx); err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+		shutdown()
+		return 1
+	}
+	srv, err := server.New(eng, server.Config{
+		Addr:         *addr,
+		Token:        *token,
+		AllowOrigins: origins,
+		Logger:       log.With("component", "server"),
+	})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+		shutdown()
+		return 1
+	}
+	fmt.Fprintf(stdout, "ripple: serving %s at %s\n", root, srv.URL())
+
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	// Clients first (their calls are answered, they get 1001), then the
+	// engine (running jobs cancelled, kernels stopped).
+	if err := srv.Stop(sctx); err != nil {
+		log.Error("server stop", "err", err)
+	}
+	shutdown()
+	log.Info("stopped")
+	return 0
+}
+
+// parseInterspersed parses flags that may come before and after the one
+// positional argument, and returns that argument ("." when absent).
+func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) (string, bool) {
+	if err := fs.Parse(args); err != nil {
+		return "", false
+	}
+	dir := "."
+	if fs.NArg() > 0 {
+		dir = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", false
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "ripple %s: want at most one project directory, got %q and %q\n",
+				fs.Name(), dir, strings.Join(fs.Args(), " "))
+			return "", false
+		}
+	}
+	return dir, true
+}
+
+// projectDir returns dir as an absolute path to an existing directory.
+func projectDir(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(root)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("not a directory")
+	}
+	return root, nil
+}
+
+// randomToken returns 32 random bytes, hex-encoded.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
