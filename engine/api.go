@@ -47,7 +47,10 @@ type Config struct {
 	// WatchDebounce is the watcher's debounce (0 = 50 ms).
 	WatchDebounce time.Duration
 	// ExecuteTimeout bounds every Execute job (0 = none); a run past it ends
-	// with executionFailed {kind: "timeout"}.
+	// with executionFailed {kind: "timeout"}. The clock starts when the
+	// context's kernel is ready to take the run: waiting for a kernel to
+	// boot or restart (after another context crashed it) is not the run's
+	// time.
 	ExecuteTimeout time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again).
@@ -81,6 +84,33 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 	qs := e.queue.Status()
 	res.Queue = protocol.QueueStatus{Pending: qs.Pending(), Running: qs.Running()}
 	return res, nil
+}
+
+// Compile brings modules up to date in every kernel ahead of the runs that
+// need them (not a client protocol method). It enqueues one EnsureCompiled
+// of the modules that some kernel does not have in their current version
+// and returns without waiting: by the queue's rule 5 it runs before any
+// Execute enqueued after it. ripple run calls it with every entry's module
+// before its first push, so that a later push finds its module current and
+// enqueues no EnsureCompiled of its own, which (being exclusive) would wait
+// for every running entry to end. A module not in the project is refused
+// with ErrModuleNotFound and nothing is enqueued.
+func (e *Engine) Compile(ctx context.Context, modules []string) error {
+	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	mods := make([]jobs.Module, 0, len(modules))
+	for _, m := range modules {
+		if _, err := e.ws.ModulePath(m); err != nil {
+			return fmt.Errorf("%w: %s", ErrModuleNotFound, m)
+		}
+		mods = append(mods, jobs.Module(m))
+	}
+	stale := e.staleModules(jobs.SetOf(mods...))
+	if stale.IsEmpty() {
+		return nil
+	}
+	return e.queue.Apply(jobs.Plan{EnsureCompiled: jobs.EnsureCompiled{Modules: stale}})
 }
 
 // RestartKernel restarts the kernel of a context (runtime/restartKernel):

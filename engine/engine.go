@@ -139,10 +139,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		OnReady:   e.onKernelReady,
 		OnRestart: e.onKernelRestart,
 	})
+	// ExecuteTimeout is applied by execute, not by the queue: its clock
+	// starts when the run's kernel is ready (see execute).
 	e.queue = queue.New(runner{e}, queue.Options{
-		MaxRunning:     cfg.Kernels,
-		ExecuteTimeout: cfg.ExecuteTimeout,
-		OnEnd:          e.onJobEnd,
+		MaxRunning: cfg.Kernels,
+		OnEnd:      e.onJobEnd,
 	})
 	if cfg.Watch {
 		e.watcher = workspace.NewWatcher(ws, workspace.WatchOptions{Debounce: cfg.WatchDebounce})

@@ -139,6 +139,17 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	}()
 
 	st := e.stream(id)
+	if t := e.cfg.ExecuteTimeout; t > 0 {
+		// The timeout is the run's own time, so its clock starts once the
+		// slot's kernel can take the run: a kernel restarting after
+		// another context crashed it, reloading the project's modules,
+		// may take longer than one run may. (pool.Call below finds the
+		// kernel at once; a wait cut short by an abort is reported there.)
+		_, _ = e.pool.Kernel(ctx, slot)
+		var cancelRun context.CancelFunc
+		ctx, cancelRun = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
+		defer cancelRun()
+	}
 	sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
 	raw, callErr := e.pool.Call(ctx, slot, "execute", params, sink)
 	st.endOutput()

@@ -25,6 +25,9 @@ commands:
                                   run the entry (default main:main) of the project
                                   in DIR and show its values; re-run on every save.
                                   Ctrl-C interrupts a run, twice (or when idle) exits
+  run [DIR] [flags]               run the project's entries or tests headless for CI
+                                  (ripple run -h for the flags)
+  report merge OUT IN...          merge the reports of the shards of a run
 `
 
 // run executes one command line and returns the process exit code.
@@ -43,6 +46,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watchCmd(ctx, args[1:], stdout, stderr)
+	case "run", "report":
+		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

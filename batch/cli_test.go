@@ -1,0 +1,280 @@
+package batch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ripple runs the built binary and returns its exit status and output.
+func ripple(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rippleBin, args...)
+	cmd.Env = append(os.Environ(), "CI=true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("ripple %q: %v", args, err)
+	return 0, "", ""
+}
+
+// The fixture through the real binary: exit status 1, one line per entry
+// in report order, and reports that parse (JUnit checked with Go's and
+// Python's XML parsers).
+func TestCLIFixture(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	junit, jsonPath := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+	code, out, errOut := ripple(t, "run", fixture, "--tests", "--timeout", "1s", "--kernels", "2", "--junit", junit, "--json", jsonPath)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var ids []string
+	for _, l := range strings.Split(out, "\n") {
+		if _, rest, ok := strings.Cut(l, "] "); ok && strings.HasPrefix(l, "[") {
+			f := strings.Fields(rest)
+			ids = append(ids, f[0]+" "+strings.TrimSuffix(f[2], ":"))
+		}
+	}
+	want := []string{"CRASH test_crash:test_exit", "CRASH test_crash:test_segfault", "TIMEOUT test_hang:test_hang_ignoring_sigint",
+		"PASS test_math:test_add", "FAIL test_math:test_add_wrong", "FAIL test_math:test_raises_in_helper",
+		"SKIP test_math:test_needs_fixture", "SKIP test_math:test_marked_skip", "PASS test_math:TestCalc.test_method",
+		"FAIL test_math:TestCalc.test_method_wrong", "PASS test_print:test_prints", "FAIL test_print:test_prints_then_fails",
+		"ERROR test_syntax", "ERROR test_uses_broken:test_uses_broken"}
+	if strings.Join(ids, "\n") != strings.Join(want, "\n") {
+		t.Errorf("result lines:\n%s\nwant:\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
+	}
+	for _, s := range []string{
+		"--- FAIL test_print:test_prints_then_fails (test_print.py:10)",
+		"    | the context of the failure",
+		"ripple run: 14 entries in ",
+		"3 passed, 4 failed, 2 errors, 2 crashed, 1 timed out, 2 skipped",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, out)
+		}
+	}
+
+	root := readJUnitFile(t, junit)
+	if mustAttr(root, "tests") != "14" || mustAttr(root, "failures") != "4" || mustAttr(root, "errors") != "5" || mustAttr(root, "skipped") != "2" {
+		t.Errorf("JUnit totals %+v", root.Attrs)
+	}
+	py := exec.Command(python(t).Path, "-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(len(r.findall('testsuite/testcase')))", junit)
+	if b, err := py.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != "14" {
+		t.Errorf("Python's XML parser on the JUnit report: %v: %s", err, b)
+	}
+	var doc struct {
+		Summary map[string]int `json:"summary"`
+		Entries []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Stdout string `json:"stdout"`
+		} `json:"entries"`
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Summary["total"] != 14 || doc.Summary["crashed"] != 2 || doc.Summary["timeout"] != 1 || len(doc.Entries) != 14 ||
+		doc.Entries[10].ID != "test_print:test_prints" || doc.Entries[10].Stdout != "hello on stdout\n" {
+		t.Errorf("JSON report: %+v", doc)
+	}
+}
+
+func TestCLIPasses(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"main.py": "def main():\n    x = 1\n    print('ran', x)\n"})
+	code, out, errOut := ripple(t, "run", "--show-values", root)
+	if code != 0 || !strings.Contains(out, "PASS     main.py:1  main:main") || !strings.Contains(out, "=> 1") ||
+		!strings.Contains(out, "1 passed") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	t.Parallel()
+	noMain := project(t, map[string]string{"lib.py": "x = 1\n"})
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", fixture, "--bogus"}, "bogus"},
+		{[]string{"run", fixture, "--tests", "--shard", "3/2"}, `--shard "3/2"`},
+		{[]string{"run", fixture, "--entry", "nocolon"}, `--entry "nocolon"`},
+		{[]string{"run", fixture, "--entry", "nosuch:main"}, "module nosuch is not in the project"},
+		{[]string{"run", fixture, "--kernels", "-1"}, "--kernels -1"},
+		{[]string{"run", fixture, "--timeout", "soon"}, "soon"},
+		{[]string{"run", fixture, "--tests", "--junit", filepath.Join(file, "junit.xml")}, "not a directory"},
+		{[]string{"run", fixture, "--tests", "--json", t.TempDir()}, "is a directory"},
+		{[]string{"run", filepath.Join(t.TempDir(), "missing")}, "missing"},
+		{[]string{"run", file}, "not a directory"},
+		{[]string{"run", fixture, noMain}, "at most one project directory"},
+		{[]string{"run", noMain}, "no main.py"},
+		{[]string{"run", noMain, "--tests"}, "no test module"},
+		{[]string{"run", fixture, "--python", "/nonexistent/python3"}, "/nonexistent/python3"},
+		{[]string{"report"}, "usage: ripple report merge"},
+		{[]string{"report", "merge", "out.xml"}, "at least one IN"},
+		{[]string{"report", "merge", filepath.Join(t.TempDir(), "out.txt"), "a.xml"}, "want a .xml (JUnit) or .json"},
+		{[]string{"report", "merge", filepath.Join(t.TempDir(), "out.xml"), "/nonexistent/a.xml"}, "/nonexistent/a.xml"},
+	}
+	for _, c := range cases {
+		code, out, errOut := ripple(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("ripple %q: exit %d, stderr %q; want exit 2 naming %q (stdout %q)", c.args, code, errOut, c.want, out)
+		}
+	}
+	if code, _, errOut := ripple(t, "run", "-h"); code != 0 || !strings.Contains(errOut, "-fail-fast") {
+		t.Errorf("run -h: exit %d, %q", code, errOut)
+	}
+}
+
+func TestCLIFailFastAndTimeout(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_t.py": `import time
+
+
+def test_a_slow():
+    time.sleep(60)
+
+
+def test_b():
+    x = 1
+`})
+	code, out, _ := ripple(t, "run", root, "--tests", "--kernels", "1", "--timeout", "0.5", "--fail-fast")
+	if code != 1 || !strings.Contains(out, "TIMEOUT  test_t.py:4  test_t:test_a_slow") || !strings.Contains(out, "SKIP     test_t.py:8  test_t:test_b") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// Ctrl-C: the binary stops its kernels, writes the reports of what ran
+// and exits with 130.
+func TestCLIInterrupt(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "running")
+	root := project(t, map[string]string{"test_i.py": `import time
+
+
+def test_1():
+    x = 1
+
+
+def test_2_waits():
+    open('` + marker + `', 'w').close()
+    time.sleep(120)
+`})
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(rippleBin, "run", root, "--tests", "--kernels", "1", "--json", jsonPath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("test_2 never started:\n%s\n%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "STOPPED  test_i.py:8  test_i:test_2_waits") || !strings.Contains(stdout.String(), "(interrupted)") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+	var doc struct {
+		Interrupted bool `json:"interrupted"`
+		Entries     []struct {
+			Status string `json:"status"`
+		} `json:"entries"`
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || !doc.Interrupted || len(doc.Entries) != 2 || doc.Entries[0].Status != "passed" ||
+		doc.Entries[1].Status != "interrupted" {
+		t.Errorf("report %v: %s", err, data)
+	}
+	if pids := kernelsIn(t, root); len(pids) > 0 {
+		t.Errorf("kernels left after Ctrl-C: %v", pids)
+	}
+}
+
+// Shards of a run, merged, give the unsharded run's report.
+func TestCLIShardsMerge(t *testing.T) {
+	t.Parallel()
+	root := project(t, sleepyTests(10))
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	if code, out, errOut := ripple(t, "run", root, "--tests", "--kernels", "2", "--junit", p("all.xml"), "--json", p("all.json")); code != 1 {
+		t.Fatalf("unsharded: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, k := range []string{"1", "2"} {
+		code, out, errOut := ripple(t, "run", root, "--tests", "--kernels", "2", "--shard", k+"/2", "--junit", p(k+".xml"), "--json", p(k+".json"))
+		if code != 0 && code != 1 {
+			t.Fatalf("shard %s: exit %d\n%s\n%s", k, code, out, errOut)
+		}
+		if !strings.Contains(out, "(shard "+k+"/2)") {
+			t.Errorf("shard %s summary:\n%s", k, out)
+		}
+	}
+	for _, ext := range []string{".xml", ".json"} {
+		code, out, errOut := ripple(t, "report", "merge", p("merged"+ext), p("1"+ext), p("2"+ext))
+		if code != 0 || !strings.Contains(out, "wrote") {
+			t.Fatalf("merge %s: exit %d\n%s\n%s", ext, code, out, errOut)
+		}
+	}
+	if got, want := strings.Join(testcases(readJUnitFile(t, p("merged.xml"))), "\n"), strings.Join(testcases(readJUnitFile(t, p("all.xml"))), "\n"); got != want {
+		t.Errorf("merged JUnit:\n%s\nunsharded:\n%s", got, want)
+	}
+	statuses := func(path string) string {
+		var doc struct {
+			Entries []struct{ ID, Status string } `json:"entries"`
+		}
+		data, _ := os.ReadFile(path)
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, e := range doc.Entries {
+			b.WriteString(e.ID + " " + e.Status + "\n")
+		}
+		return b.String()
+	}
+	if got, want := statuses(p("merged.json")), statuses(p("all.json")); got != want || strings.Count(got, "\n") != 10 {
+		t.Errorf("merged JSON:\n%s\nunsharded:\n%s", got, want)
+	}
+}

@@ -1,0 +1,289 @@
+package batch
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Console prints a run for a person at a terminal or for a CI log. It is
+// an Observer: one line per entry, in report order, as soon as the entries
+// before it have ended ("[  3/12] FAIL  test_math.py:11  test_math:test_add_wrong
+// (0.002s): AssertionError"); with ShowValues, each statement's value under
+// its entry. On a terminal a progress bar (entries done / total, failing so
+// far, elapsed) stays below the lines. Finish prints every failure with its
+// location, traceback and captured output, then the summary.
+//
+// Its methods are called from one goroutine (Run's), so it has no lock.
+type Console struct {
+	w          io.Writer
+	bar        bool
+	showValues bool
+
+	total    int
+	printed  int
+	barShown bool
+	lastBar  time.Time
+	progress Progress
+}
+
+// ConsoleOptions configure a Console.
+type ConsoleOptions struct {
+	// ProgressBar draws a progress bar below the lines (a terminal).
+	ProgressBar bool
+	// ShowValues prints each statement's value preview.
+	ShowValues bool
+}
+
+// NewConsole returns a Console writing to w.
+func NewConsole(w io.Writer, opts ConsoleOptions) *Console {
+	return &Console{w: w, bar: opts.ProgressBar, showValues: opts.ShowValues}
+}
+
+// Interactive reports whether a progress bar suits f: it is a terminal
+// and the environment is not a CI system (CI set to anything but "" or
+// "false") nor a dumb terminal.
+func Interactive(f *os.File) bool {
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
+		return false
+	}
+	if os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// barRefresh throttles redraws of the progress bar.
+const barRefresh = 100 * time.Millisecond
+
+// Started implements Observer.
+func (c *Console) Started(entries []Entry, kernels int) {
+	c.total = len(entries)
+	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), plural(len(entries), "entry", "entries"), kernels, plural(kernels, "kernel", "kernels"))
+}
+
+// Result implements Observer.
+func (c *Console) Result(r *Result) {
+	c.clearBar()
+	c.printed++
+	width := len(fmt.Sprint(c.total))
+	fmt.Fprintf(c.w, "[%*d/%d] %-8s %s  %s", width, c.printed, c.total, statusWord(r.Status), r.Entry.Location(), r.Entry.ID())
+	if r.Status != StatusSkipped && r.Entry.CollectError == nil {
+		fmt.Fprintf(c.w, " (%s)", seconds(r.Duration))
+	}
+	if r.Message != "" {
+		fmt.Fprintf(c.w, ": %s", firstLine(r.Message))
+	}
+	fmt.Fprintln(c.w)
+	if c.showValues {
+		writeValues(c.w, "    ", r.Values)
+	}
+	c.drawBar()
+}
+
+// Progress implements Observer.
+func (c *Console) Progress(p Progress) {
+	c.progress = p
+	if c.bar && time.Since(c.lastBar) >= barRefresh {
+		c.clearBar()
+		c.drawBar()
+	}
+}
+
+func (c *Console) drawBar() {
+	if !c.bar {
+		return
+	}
+	p := c.progress
+	const cells = 30
+	filled := 0
+	if p.Total > 0 {
+		filled = cells * p.Done / p.Total
+	}
+	fmt.Fprintf(c.w, "[%s%s] %d/%d", strings.Repeat("#", filled), strings.Repeat(".", cells-filled), p.Done, p.Total)
+	if p.Failing > 0 {
+		fmt.Fprintf(c.w, "  %d failing", p.Failing)
+	}
+	fmt.Fprintf(c.w, "  %s", p.Elapsed.Round(100*time.Millisecond))
+	c.barShown = true
+	c.lastBar = time.Now()
+}
+
+// clearBar erases the bar so a line can be printed in its place.
+func (c *Console) clearBar() {
+	if c.barShown {
+		io.WriteString(c.w, "\r\x1b[K")
+		c.barShown = false
+	}
+}
+
+// Finish prints the failures and the summary of a finished run.
+func (c *Console) Finish(rep *Report) {
+	c.clearBar()
+	first := true
+	for _, r := range rep.Results {
+		if !r.Status.Failing() {
+			continue
+		}
+		if first {
+			fmt.Fprintln(c.w, "\nfailures:")
+			first = false
+		}
+		fmt.Fprintf(c.w, "\n--- %s %s (%s)\n", statusWord(r.Status), r.Entry.ID(), r.Entry.Location())
+		writeDetails(c.w, "    ", r, c.showValues)
+	}
+	fmt.Fprintln(c.w)
+	fmt.Fprintln(c.w, SummaryLine(rep))
+}
+
+// SummaryLine is the one-line outcome of a run: "ripple run: 12 entries
+// in 4.5s on 2 kernels: 5 passed, 4 failed, 1 crashed, 2 skipped".
+func SummaryLine(rep *Report) string {
+	s := rep.Summary()
+	parts := []string{}
+	for _, c := range []struct {
+		n    int
+		word string
+	}{{s.Passed, "passed"}, {s.Failed, "failed"}, {s.Errors, plural(s.Errors, "error", "errors")}, {s.Crashed, "crashed"},
+		{s.Timeouts, "timed out"}, {s.Skipped, "skipped"}, {s.Interrupted, "interrupted"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing ran")
+	}
+	line := fmt.Sprintf("ripple run: %d %s in %s on %d %s", s.Total, plural(s.Total, "entry", "entries"),
+		rep.Duration.Round(10*time.Millisecond), rep.Kernels, plural(rep.Kernels, "kernel", "kernels"))
+	if !rep.Shard.All() {
+		line += " (shard " + rep.Shard.String() + ")"
+	}
+	line += ": " + strings.Join(parts, ", ")
+	switch {
+	case rep.Interrupted:
+		line += " (interrupted)"
+	case rep.StoppedEarly:
+		line += " (stopped at the first failure: --fail-fast)"
+	}
+	return line
+}
+
+// writeDetails writes why a result did not pass: each raising statement
+// with its source, message and traceback, the diagnostic of a run that
+// failed as a whole, the values (with values) and the captured output.
+// Every line starts with indent. JUnit failure texts use it too.
+func writeDetails(w io.Writer, indent string, r *Result, values bool) {
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "%s%s:%d  %s  (%s)\n", indent, f.Path, f.Line, firstLine(f.Source), f.ExpressionID)
+		writeIndented(w, indent, f.Message)
+		if len(f.Traceback) > 0 {
+			fmt.Fprintf(w, "%straceback (most recent call last):\n", indent)
+			for _, fr := range f.Traceback {
+				fmt.Fprintf(w, "%s  %s in %s\n", indent, frameLocation(fr), fr.Function)
+			}
+		}
+	}
+	if len(r.Failures) == 0 && r.Message != "" {
+		writeIndented(w, indent, r.Message)
+	}
+	if d := r.Diagnostic; d != nil {
+		if d.Path != "" && d.Location != nil {
+			fmt.Fprintf(w, "%sat %s:%d:%d: %s\n", indent, d.Path, d.Location.Start.Line+1, d.Location.Start.Character+1, firstLine(d.Message))
+		}
+		for _, el := range d.Stack {
+			fmt.Fprintf(w, "%s  %s in %s\n", indent, frameLocation(Frame{Path: el.Path, Line: line(el.Location)}), el.FunctionName)
+		}
+	}
+	if values && len(r.Values) > 0 {
+		fmt.Fprintf(w, "%svalues:\n", indent)
+		writeValues(w, indent+"  ", r.Values)
+	}
+	if r.Output != "" {
+		fmt.Fprintf(w, "%soutput:\n", indent)
+		for _, l := range strings.Split(strings.TrimSuffix(r.Output, "\n"), "\n") {
+			fmt.Fprintf(w, "%s| %s\n", indent, l)
+		}
+	}
+}
+
+// writeValues writes one line per statement: its line, source and value
+// ("=>"), exception ("!!") or state ("..").
+func writeValues(w io.Writer, indent string, vs []Value) {
+	for _, v := range vs {
+		mark := "=>"
+		switch v.Kind {
+		case "Panic":
+			mark = "!!"
+		case "Pending":
+			mark = ".."
+		}
+		src := firstLine(v.Source)
+		if src == "" {
+			src = string(v.ExpressionID)
+		}
+		fmt.Fprintf(w, "%s%4d  %-40s %s %s\n", indent, v.Line, cut(src, 40), mark, firstLine(v.Text))
+	}
+}
+
+func writeIndented(w io.Writer, indent, text string) {
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s\n", indent, l)
+	}
+}
+
+func frameLocation(f Frame) string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", f.Path, f.Line)
+	}
+	return f.Path
+}
+
+func statusWord(s Status) string {
+	switch s {
+	case StatusPassed:
+		return "PASS"
+	case StatusFailed:
+		return "FAIL"
+	case StatusError:
+		return "ERROR"
+	case StatusCrashed:
+		return "CRASH"
+	case StatusTimeout:
+		return "TIMEOUT"
+	case StatusSkipped:
+		return "SKIP"
+	case StatusInterrupted:
+		return "STOPPED"
+	}
+	return strings.ToUpper(string(s))
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
+
+// cut shortens s to n code points, marking the cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,231 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path"
+	"strings"
+
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/workspace"
+)
+
+// discoverScript is run with the project's interpreter: static discovery
+// with ast, standard library only (its docstring is the protocol).
+//
+//go:embed discover.py
+var discoverScript string
+
+// DiscoverOptions says what ripple run runs: the --entry list, plus
+// discovered tests with Tests; with neither, main:main.
+type DiscoverOptions struct {
+	Entries []string
+	Tests   bool
+}
+
+// defaultEntry is what runs when neither --entry nor --tests is given.
+const defaultEntry = "main:main"
+
+// IsTestFile reports whether a file name is a test module by pytest's
+// default python_files: test_*.py or *_test.py.
+func IsTestFile(name string) bool {
+	base := path.Base(name)
+	stem, ok := strings.CutSuffix(base, ".py")
+	return ok && (strings.HasPrefix(stem, "test_") || strings.HasSuffix(stem, "_test"))
+}
+
+type discoverRequest struct {
+	Files   []discoverFile   `json:"files"`
+	Lookups []discoverLookup `json:"lookups"`
+}
+
+type discoverFile struct {
+	Path string `json:"path"`
+}
+
+type discoverLookup struct {
+	Path     string `json:"path"`
+	Qualname string `json:"qualname"`
+}
+
+type discoverError struct {
+	Message string `json:"message"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+}
+
+type discoverAnswer struct {
+	Files []struct {
+		Path  string         `json:"path"`
+		Error *discoverError `json:"error"`
+		Tests []struct {
+			Class string `json:"class"`
+			Name  string `json:"name"`
+			Line  int    `json:"line"`
+			Skip  string `json:"skip"`
+		} `json:"tests"`
+	} `json:"files"`
+	Lookups []struct {
+		Path     string         `json:"path"`
+		Qualname string         `json:"qualname"`
+		Status   string         `json:"status"` // def | bound | missing | error
+		Line     int            `json:"line"`
+		Error    *discoverError `json:"error"`
+	} `json:"lookups"`
+}
+
+// Discover lists the entries of the project at root, in report order
+// (path, line, id), without importing any of its code: the modules are
+// parsed by a small script run with python. A test module with a syntax
+// error becomes one entry that fails with the error. An --entry naming a
+// module or function that does not exist is ErrUsage; nothing to run is
+// ErrNoEntries.
+func Discover(ctx context.Context, python kernel.Interpreter, root string, opts DiscoverOptions) ([]Entry, error) {
+	var explicit []protocol.MethodPointer
+	for _, s := range opts.Entries {
+		mp, err := ParseEntry(s)
+		if err != nil {
+			return nil, err
+		}
+		explicit = append(explicit, mp)
+	}
+	useDefault := len(explicit) == 0 && !opts.Tests
+	if useDefault {
+		mp, _ := protocol.ParseMethodPointer(defaultEntry)
+		explicit = append(explicit, mp)
+	}
+
+	ws, err := workspace.Open(root, workspace.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
+	mods, err := ws.Modules()
+	ws.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: list the modules of %s: %w", ErrProject, root, err)
+	}
+	pathOf := make(map[string]string, len(mods))
+	var req discoverRequest
+	for _, m := range mods {
+		pathOf[m.Name] = m.Path
+		if opts.Tests && IsTestFile(m.Path) {
+			req.Files = append(req.Files, discoverFile{Path: m.Path})
+		}
+	}
+	for _, mp := range explicit {
+		p, ok := pathOf[mp.Module]
+		switch {
+		case !ok && useDefault:
+			return nil, fmt.Errorf("%w: no --entry or --tests given, and the project %s has no main.py for the default entry %s", ErrNoEntries, root, defaultEntry)
+		case !ok:
+			return nil, fmt.Errorf("%w: --entry %s: module %s is not in the project %s", ErrUsage, mp, mp.Module, root)
+		}
+		req.Lookups = append(req.Lookups, discoverLookup{Path: p, Qualname: mp.Qualname()})
+	}
+
+	ans, err := runDiscovery(ctx, python, root, &req)
+	if err != nil {
+		return nil, err
+	}
+	if len(ans.Lookups) != len(req.Lookups) || len(ans.Files) != len(req.Files) {
+		return nil, fmt.Errorf("%w: the discovery script answered %d files and %d entries for %d and %d", ErrDiscovery,
+			len(ans.Files), len(ans.Lookups), len(req.Files), len(req.Lookups))
+	}
+
+	var entries []Entry
+	seen := make(map[string]bool)
+	add := func(e Entry) {
+		if !seen[e.ID()] {
+			seen[e.ID()] = true
+			entries = append(entries, e)
+		}
+	}
+	for i, lk := range ans.Lookups {
+		mp := explicit[i]
+		switch lk.Status {
+		case "missing":
+			if useDefault {
+				return nil, fmt.Errorf("%w: no --entry or --tests given, and %s has no function main for the default entry %s", ErrNoEntries, lk.Path, defaultEntry)
+			}
+			return nil, fmt.Errorf("%w: --entry %s: %s defines no %s", ErrUsage, mp, lk.Path, mp.Qualname())
+		case "def", "bound", "error":
+			// bound: a name the engine may still call (an assignment,
+			// an import); error: the module does not parse, and the
+			// engine reports its compile error for this entry.
+			add(Entry{Pointer: mp, Path: lk.Path, Line: lk.Line})
+		default:
+			return nil, fmt.Errorf("%w: unknown lookup status %q for %s", ErrDiscovery, lk.Status, mp)
+		}
+	}
+	for _, f := range ans.Files {
+		module, _ := workspace.ModuleName(f.Path)
+		if f.Error != nil {
+			add(Entry{Pointer: protocol.MethodPointer{Module: module}, Path: f.Path, Line: f.Error.Line,
+				CollectError: collectDiagnostic(f.Path, f.Error)})
+			continue
+		}
+		for _, t := range f.Tests {
+			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
+				Path: f.Path, Line: t.Line, Skip: t.Skip})
+		}
+	}
+	if len(entries) == 0 {
+		if len(req.Files) == 0 {
+			return nil, fmt.Errorf("%w: --tests found no test module (test_*.py or *_test.py) in %s", ErrNoEntries, root)
+		}
+		return nil, fmt.Errorf("%w: --tests found no test function (test*) or Test* class in the %d test modules of %s", ErrNoEntries, len(req.Files), root)
+	}
+	sortEntries(entries)
+	return entries, nil
+}
+
+// runDiscovery runs the discovery script in root. -I keeps the project's
+// own files (a json.py, an ast.py) and the environment out of the
+// script's imports; -S skips site, which it does not need.
+func runDiscovery(ctx context.Context, python kernel.Interpreter, root string, req *discoverRequest) (*discoverAnswer, error) {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
+	}
+	cmd := exec.CommandContext(ctx, python.Path, "-I", "-S", "-c", discoverScript)
+	cmd.Dir = root
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w: %s", ErrDiscovery, python.Path, err, lastLines(stderr.String(), 10))
+	}
+	var ans discoverAnswer
+	if err := json.Unmarshal(stdout.Bytes(), &ans); err != nil {
+		return nil, fmt.Errorf("%w: %s answered no JSON: %w: %s", ErrDiscovery, python.Path, err, lastLines(stderr.String(), 10))
+	}
+	return &ans, nil
+}
+
+// collectDiagnostic is the compile diagnostic of a module that does not
+// parse, as the engine would report it (0-based location).
+func collectDiagnostic(p string, e *discoverError) *protocol.Diagnostic {
+	d := &protocol.Diagnostic{Kind: protocol.DiagnosticError, Message: e.Message, Path: p, Stack: []protocol.StackTraceElement{}}
+	if e.Line > 0 {
+		pos := protocol.Position{Line: e.Line - 1, Character: max(e.Column-1, 0)}
+		d.Location = &protocol.Range{Start: pos, End: pos}
+	}
+	return d
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

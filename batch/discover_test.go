@@ -1,0 +1,289 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ripple-run/ripple/batch"
+)
+
+// entryLines lists entries as "id path:line [skip]".
+func entryLines(es []batch.Entry) string {
+	var b strings.Builder
+	for _, e := range es {
+		b.WriteString(e.ID() + " " + e.Location())
+		if e.Skip != "" {
+			b.WriteString(" skip")
+		}
+		if e.CollectError != nil {
+			b.WriteString(" collect-error")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func discover(t *testing.T, root string, opts batch.DiscoverOptions) ([]batch.Entry, error) {
+	t.Helper()
+	return batch.Discover(context.Background(), python(t), root, opts)
+}
+
+func TestDiscoverFixture(t *testing.T) {
+	t.Parallel()
+	es, err := discover(t, fixture, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `test_crash:test_exit test_crash.py:4
+test_crash:test_segfault test_crash.py:9
+test_hang:test_hang_ignoring_sigint test_hang.py:5
+test_math:test_add test_math.py:6
+test_math:test_add_wrong test_math.py:11
+test_math:test_raises_in_helper test_math.py:17
+test_math:test_needs_fixture test_math.py:22 skip
+test_math:test_marked_skip test_math.py:27 skip
+test_math:TestCalc.test_method test_math.py:36
+test_math:TestCalc.test_method_wrong test_math.py:40
+test_print:test_prints test_print.py:4
+test_print:test_prints_then_fails test_print.py:10
+test_syntax test_syntax.py:1 collect-error
+test_uses_broken:test_uses_broken test_uses_broken.py:4
+`
+	if got := entryLines(es); got != want {
+		t.Errorf("entries:\n%s\nwant:\n%s", got, want)
+	}
+	for _, e := range es {
+		switch e.ID() {
+		case "test_math:test_needs_fixture":
+			if !strings.Contains(e.Skip, "tmp_path") {
+				t.Errorf("skip reason %q does not name the argument", e.Skip)
+			}
+		case "test_math:test_marked_skip":
+			if e.Skip != "marked skip: not today" {
+				t.Errorf("skip reason %q", e.Skip)
+			}
+		case "test_syntax":
+			d := e.CollectError
+			if d.Path != "test_syntax.py" || d.Location == nil || d.Location.Start.Line != 0 || !strings.Contains(d.Message, "SyntaxError") {
+				t.Errorf("collect error %+v", d)
+			}
+		case "test_math:TestCalc.test_method":
+			if item := e.StackItem(); item.ThisArgumentExpression != "TestCalc()" || item.MethodPointer.DefinedOnType != "TestCalc" {
+				t.Errorf("stack item %+v", item)
+			}
+		}
+	}
+}
+
+func TestDiscoverRules(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"pkg/__init__.py":  "",
+		"pkg/test_deep.py": "def test_deep():\n    pass\n",
+		"calc_test.py": `import asyncio
+
+
+def testsuffixless():
+    pass
+
+
+def test_twice():
+    x = 1
+
+
+def test_twice():
+    x = 2
+
+
+async def test_async():
+    pass
+
+
+def test_defaults(a=1, *args, **kwargs):
+    pass
+
+
+def test_kwonly(*, flag):
+    pass
+
+
+class TestMethods:
+    def test_plain(self):
+        pass
+
+    @staticmethod
+    def test_static():
+        pass
+
+    @classmethod
+    def test_class(cls):
+        pass
+
+    def test_needs(self, tmp_path):
+        pass
+
+    def helper(self):
+        pass
+
+
+@unittest.skip("later")
+class TestSkipped:
+    def test_one(self):
+        pass
+
+
+class TestNew:
+    def __new__(cls):
+        return super().__new__(cls)
+
+    def test_never(self):
+        pass
+
+
+class NotATest:
+    def test_never(self):
+        pass
+
+
+def test_shadowed():
+    pass
+
+
+test_shadowed = None
+`,
+		"tests.py":               "def test_not_a_test_module():\n    pass\n",
+		"test_data.txt":          "def test_x(): pass\n",
+		".venv/test_venv.py":     "def test_hidden():\n    pass\n",
+		"node_modules/test_n.py": "def test_hidden():\n    pass\n",
+	})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `calc_test:testsuffixless calc_test.py:4
+calc_test:test_twice calc_test.py:12
+calc_test:test_async calc_test.py:16 skip
+calc_test:test_defaults calc_test.py:20
+calc_test:test_kwonly calc_test.py:24 skip
+calc_test:TestMethods.test_plain calc_test.py:29
+calc_test:TestMethods.test_static calc_test.py:33
+calc_test:TestMethods.test_class calc_test.py:37
+calc_test:TestMethods.test_needs calc_test.py:40 skip
+calc_test:TestSkipped.test_one calc_test.py:49 skip
+pkg/test_deep.py:1
+`
+	// pkg/test_deep's id is pkg.test_deep:test_deep.
+	want = strings.Replace(want, "pkg/test_deep.py:1", "pkg.test_deep:test_deep pkg/test_deep.py:1", 1)
+	if got := entryLines(es); got != want {
+		t.Errorf("entries:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Discovery parses; it never runs the project's code.
+func TestDiscoverDoesNotImport(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"test_side.py": "open('imported', 'w').close()\nimport os\nos._exit(7)\n\n\ndef test_x():\n    pass\n",
+		// The project's own json.py and ast.py must not shadow the
+		// discovery script's imports.
+		"json.py": "raise SystemExit('project json imported')\n",
+		"ast.py":  "raise SystemExit('project ast imported')\n",
+	})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := entryLines(es); got != "test_side:test_x test_side.py:6\n" {
+		t.Errorf("entries: %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "imported")); err == nil {
+		t.Error("discovery ran the module's code")
+	}
+}
+
+func TestDiscoverEntries(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"main.py":   "from helper import add\n\n\ndef main():\n    x = 1\n\n\nclass Job:\n    def run(self):\n        pass\n\n\nalias = main\n",
+		"helper.py": "def add(a, b):\n    return a + b\n",
+		"broken.py": "def main(:\n",
+	})
+	es, err := discover(t, root, batch.DiscoverOptions{Entries: []string{"main:Job.run", "helper:add", "main:alias", "broken:main", "main:main"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An assignment (alias) and a module that does not parse are left for
+	// the engine to judge: their line is unknown.
+	want := `broken:main broken.py
+helper:add helper.py:1
+main:alias main.py
+main:main main.py:4
+main:Job.run main.py:9
+`
+	if got := entryLines(es); got != want {
+		t.Errorf("entries:\n%s\nwant:\n%s", got, want)
+	}
+
+	es, err = discover(t, root, batch.DiscoverOptions{})
+	if err != nil || entryLines(es) != "main:main main.py:4\n" {
+		t.Errorf("default entry: %v %q", err, entryLines(es))
+	}
+}
+
+func TestDiscoverErrors(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"main.py":   "def other():\n    pass\n",
+		"tool.py":   "def run():\n    pass\n",
+		"test_e.py": "def helper():\n    pass\n",
+	})
+	empty := project(t, map[string]string{"lib.py": "x = 1\n"})
+	cases := []struct {
+		name string
+		root string
+		opts batch.DiscoverOptions
+		err  error
+		want string
+	}{
+		{"bad pointer", root, batch.DiscoverOptions{Entries: []string{"nocolon"}}, batch.ErrUsage, `--entry "nocolon"`},
+		{"missing module", root, batch.DiscoverOptions{Entries: []string{"nosuch:main"}}, batch.ErrUsage, "module nosuch is not in the project"},
+		{"missing function", root, batch.DiscoverOptions{Entries: []string{"tool:nope"}}, batch.ErrUsage, "tool.py defines no nope"},
+		{"missing method", root, batch.DiscoverOptions{Entries: []string{"tool:run.x"}}, batch.ErrUsage, "tool.py defines no run.x"},
+		{"default without main function", root, batch.DiscoverOptions{}, batch.ErrNoEntries, "main.py has no function main"},
+		{"default without main.py", empty, batch.DiscoverOptions{}, batch.ErrNoEntries, "has no main.py"},
+		{"no test module", empty, batch.DiscoverOptions{Tests: true}, batch.ErrNoEntries, "no test module"},
+		{"no test in modules", root, batch.DiscoverOptions{Tests: true}, batch.ErrNoEntries, "no test function"},
+	}
+	for _, c := range cases {
+		_, err := discover(t, c.root, c.opts)
+		if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %v naming %q", c.name, err, c.err, c.want)
+		}
+	}
+}
+
+func TestDiscoverBrokenInterpreter(t *testing.T) {
+	t.Parallel()
+	py := python(t)
+	py.Path = filepath.Join(t.TempDir(), "no-python")
+	_, err := batch.Discover(context.Background(), py, fixture, batch.DiscoverOptions{Tests: true})
+	if !errors.Is(err, batch.ErrDiscovery) || !strings.Contains(err.Error(), "no-python") {
+		t.Errorf("err = %v, want ErrDiscovery naming the interpreter", err)
+	}
+}
+
+func TestIsTestFile(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"test_a.py": true, "a_test.py": true, "pkg/test_b.py": true, "test.py": false, "tests.py": false,
+		"test_a.txt": false, "atest.py": false, "contest_a.py": false, "test_.py": true,
+	} {
+		if got := batch.IsTestFile(name); got != want {
+			t.Errorf("IsTestFile(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// Package batch is ripple run: it runs a project's entries (functions, or
+// tests found as pytest finds them) headless on the engine's kernel pool,
+// and reports the results for CI: a console listing, JUnit XML and a JSON
+// report. It has no execution path of its own: each entry is an execution
+// context of an in-process engine client, pushed as an ExplicitCall and
+// run by the same queue, jobs and kernels as ripple serve.
+//
+// Start here:
+//
+//	console := batch.NewConsole(os.Stdout, batch.ConsoleOptions{})
+//	rep, err := batch.Run(ctx, batch.Options{Root: dir, Tests: true, Observer: console})
+//	if err != nil && rep == nil { ... } // usage or project error
+//	console.Finish(rep)
+//	err = batch.WriteJUnit("junit.xml", rep)
+//	ok := rep.Summary().Failing() == 0
+//
+// # Entries
+//
+// The entries are the --entry list (module:function or
+// module:Class.method), plus, with Tests, the tests found by pytest's
+// default rules: modules test_*.py and *_test.py; in them, functions whose
+// name starts with "test", and classes whose name starts with "Test" and
+// that have no __init__, with their methods whose name starts with "test";
+// with neither, main:main. Discovery is static (Discover runs a small
+// standard-library script, discover.py, with the project's interpreter;
+// it parses modules with ast and imports nothing), so a test module with a
+// syntax error is one failing entry, not a crash. A test that needs
+// arguments (pytest fixtures, parametrize), an async test and one marked
+// skip (@pytest.mark.skip, @unittest.skip) are skipped entries. Not
+// supported: fixtures, xunit-style setup/teardown methods, skipif and
+// xfail marks (the test runs), tests inherited from a base class, tests
+// defined conditionally. A method runs on ClassName() (thisArgumentExpression).
+//
+// Entries are in report order: by path, then line, then id. Every output
+// (console lines, JUnit, JSON) lists results in that order, whatever the
+// parallelism.
+//
+// # How entries run
+//
+// Run starts an engine with Batch set (a crash is reported, not retried)
+// and ExecuteTimeout = Options.Timeout, asks it to compile every entry's
+// module ahead (engine.Compile), then keeps each kernel busy: create a
+// context, push the entry, wait for executionComplete or executionFailed,
+// destroy the context, push the next entry, which lands on the slot that
+// freed a place. Two entries are pushed per kernel (one with --fail-fast):
+// the queue starts the second as soon as the first ends. An entry
+//   - passes when its run completes and no statement raised;
+//   - fails when a statement raised (a Panic whose trace starts at that
+//     statement; a failing assert is one): the result names the
+//     statement, its line and source, the message and the traceback from
+//     the executionStatus diagnostic;
+//   - is an error on compileError (its module or one it imports does not
+//     load; the diagnostic says where) or failure (the function does not
+//     exist, the class cannot be built);
+//   - crashed when its kernel died (kernelDied: os._exit, a segfault; the
+//     message has the exit status or signal); the kernel is replaced;
+//   - timed out when it ran past the timeout (interrupted, and its kernel
+//     restarted if it ignored the interrupt).
+//
+// What the entry printed (stdout, stderr, output of C code and child
+// processes) is kept with its result, up to 1 MiB per stream (the middle
+// of longer output is dropped, with a marker).
+//
+// # Sharding and merging
+//
+// Shard K/N keeps the entries whose id's FNV-1a hash is K-1 modulo N:
+// stable when unrelated entries are added or removed. MergeJUnit and
+// MergeJSON (ripple report merge) combine the shards' reports into the
+// report an unsharded run would have written, apart from times.
+//
+// # The JSON report (version 1)
+//
+// WriteJSON writes one object; times are in seconds, lines are 1-based:
+//
+//	{
+//	  "version": 1,                    // JSONVersion
+//	  "project": "/abs/project/root",
+//	  "python": {"path": "/usr/bin/python3.11", "version": "3.11.2"},
+//	  "kernels": 4,                    // kernels the run used
+//	  "timeout": 30,                   // per-entry timeout, 0 = none
+//	  "shards": ["2/4"],               // shards in this report; [] = unsharded
+//	  "startedAt": "2025-01-02T03:04:05Z",
+//	  "duration": 12.5,                // wall time of the run
+//	  "interrupted": false,            // stopped by Ctrl-C
+//	  "stoppedEarly": false,           // stopped by --fail-fast
+//	  "summary": {"total": 0, "passed": 0, "failed": 0, "errors": 0,
+//	              "crashed": 0, "timeout": 0, "skipped": 0, "interrupted": 0},
+//	  "entries": [{
+//	    "id": "test_math:TestCalc.test_method",
+//	    "module": "test_math", "class": "TestCalc", "function": "test_method",
+//	    "path": "test_math.py", "line": 36,   // the def; 0 when unknown
+//	    "status": "failed",     // passed failed error crashed timeout skipped interrupted
+//	    "duration": 0.002,
+//	    "message": "AssertionError",          // why it did not pass; "" if it did
+//	    "kind": "compileError",               // only when the run failed as a whole:
+//	                                          // compileError failure kernelDied timeout interrupted
+//	    "failures": [{                        // statements that raised, in source order
+//	      "expressionId": "test_math:TestCalc.test_method/#1",
+//	      "path": "test_math.py", "line": 38, "source": "assert x == 3",
+//	      "message": "AssertionError",
+//	      "traceback": [{"function": "TestCalc.test_method", "path": "test_math.py", "line": 38}]
+//	    }],
+//	    "diagnostic": {...},                  // optional: the client protocol's Diagnostic
+//	                                          // (0-based location) of a compile error
+//	    "stdout": "...", "stderr": "...",
+//	    "values": [{                          // only with --show-values
+//	      "expressionId": "test_math:TestCalc.test_method/x", "line": 37,
+//	      "source": "x = add(1, 1)",
+//	      "kind": "Value",                    // Value, Panic or Pending (not reached)
+//	      "type": "builtins.int",
+//	      "text": "2"                         // the preview, the exception, or the reason
+//	    }]
+//	  }]
+//	}
+//
+// # The JUnit report
+//
+// WriteJUnit writes one testsuite per module and one testcase per entry (name = qualname, classname = module, time in
+// seconds, file and line), failure for failed, error for error, crashed
+// and timeout, skipped for skipped and interrupted, system-out and
+// system-err with the captured output.
+package batch

@@ -1,0 +1,76 @@
+package batch
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// Entry is one function ripple run runs, in an execution context of its
+// own.
+type Entry struct {
+	// Pointer names the function; DefinedOnType is set for a test method,
+	// which runs on a fresh instance of its class.
+	Pointer protocol.MethodPointer
+	// Path is the module's file, relative to the project root, with
+	// forward slashes.
+	Path string
+	// Line is the 1-based line of the function's def, 0 when discovery
+	// could not place it (a function bound by an assignment).
+	Line int
+	// Skip, when set, is why the entry is reported as skipped without
+	// running (it takes arguments, it is marked skip).
+	Skip string
+	// CollectError, when set, is why the module could not be read (a
+	// syntax error): the entry stands for the whole module and fails with
+	// it. Pointer.Name is empty then.
+	CollectError *protocol.Diagnostic
+}
+
+// ID names the entry in reports and for sharding: the pointer's text form
+// ("test_cart:TestCart.test_total"), or the module's name for a module
+// that could not be collected.
+func (e *Entry) ID() string {
+	if e.CollectError != nil {
+		return e.Pointer.Module
+	}
+	return e.Pointer.String()
+}
+
+// StackItem is the ExplicitCall that runs the entry. A method's self is a
+// new instance of its class, built with no arguments, as pytest does.
+func (e *Entry) StackItem() protocol.StackItem {
+	item := protocol.NewExplicitCall(e.Pointer)
+	if e.Pointer.DefinedOnType != "" {
+		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "()"
+	}
+	return item
+}
+
+// Location is "path:line" (or the path alone when the line is unknown).
+func (e *Entry) Location() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d", e.Path, e.Line)
+	}
+	return e.Path
+}
+
+// sortEntries puts entries in report order: by path, then line, then id.
+// Every report lists results in this order, whatever the parallelism.
+func sortEntries(es []Entry) {
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), cmp.Compare(a.ID(), b.ID()))
+	})
+}
+
+// ParseEntry parses an --entry value, module:function or
+// module:Class.method.
+func ParseEntry(s string) (protocol.MethodPointer, error) {
+	mp, err := protocol.ParseMethodPointer(s)
+	if err != nil {
+		return protocol.MethodPointer{}, fmt.Errorf("%w: --entry %q: want module:function or module:Class.method: %w", ErrUsage, s, err)
+	}
+	return mp, nil
+}

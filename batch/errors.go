@@ -1,0 +1,24 @@
+package batch
+
+import "errors"
+
+// Errors of a batch run. ripple run maps ErrUsage, ErrNoEntries,
+// ErrDiscovery and ErrProject to exit status 2 and ErrInterrupted to 130.
+var (
+	// ErrUsage: a flag value that cannot be used (--entry, --shard,
+	// --kernels, a report path), with the value at fault.
+	ErrUsage = errors.New("usage")
+	// ErrNoEntries: nothing to run (no test found, no main:main).
+	ErrNoEntries = errors.New("no entries")
+	// ErrDiscovery: the discovery script could not run or answered
+	// something unreadable (a broken interpreter).
+	ErrDiscovery = errors.New("discovery failed")
+	// ErrProject: the project cannot be opened or run (missing directory,
+	// no usable Python).
+	ErrProject = errors.New("project error")
+	// ErrInterrupted: the run was stopped (Ctrl-C) before every entry
+	// ended; the report holds what ran.
+	ErrInterrupted = errors.New("interrupted")
+	// ErrReport: a report file could not be read, merged or written.
+	ErrReport = errors.New("report error")
+)

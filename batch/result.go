@@ -1,0 +1,163 @@
+package batch
+
+import (
+	"time"
+
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// Status is how an entry ended.
+type Status string
+
+const (
+	// StatusPassed: the run completed and no statement raised.
+	StatusPassed Status = "passed"
+	// StatusFailed: a statement raised (a failing assert included); the
+	// run itself completed.
+	StatusFailed Status = "failed"
+	// StatusError: the entry could not run: its module does not compile
+	// or load, the function does not exist, its class cannot be built
+	// without arguments.
+	StatusError Status = "error"
+	// StatusCrashed: the kernel died while running the entry (os._exit, a
+	// segfault); the kernel was replaced for the other entries.
+	StatusCrashed Status = "crashed"
+	// StatusTimeout: the entry ran past --timeout and was interrupted (its
+	// kernel restarted if it ignored the interrupt).
+	StatusTimeout Status = "timeout"
+	// StatusSkipped: not run: marked skip, takes arguments, or not started
+	// because the run stopped early (--fail-fast, Ctrl-C).
+	StatusSkipped Status = "skipped"
+	// StatusInterrupted: stopped while running because the run stopped
+	// early (--fail-fast, Ctrl-C).
+	StatusInterrupted Status = "interrupted"
+)
+
+// Failing reports whether the status makes ripple run exit with 1.
+func (s Status) Failing() bool {
+	switch s {
+	case StatusFailed, StatusError, StatusCrashed, StatusTimeout:
+		return true
+	}
+	return false
+}
+
+// Result is one entry's outcome.
+type Result struct {
+	Entry  Entry
+	Status Status
+	// Duration runs from the push of the entry to the end of its run.
+	Duration time.Duration
+	// Message says in one line why the entry did not pass ("" if it did).
+	Message string
+	// Failures are the statements that raised, in source order (dependents
+	// of a raising statement, which fail with it, are not listed).
+	Failures []Failure
+	// Kind is how the engine ended a run that failed as a whole
+	// (compileError, failure, kernelDied, timeout, interrupted); "" when
+	// the run completed or never started.
+	Kind protocol.ResultKind
+	// Diagnostic explains a run that failed as a whole (compile error).
+	Diagnostic *protocol.Diagnostic
+	// Stdout, Stderr and Output (both, interleaved) are what the entry
+	// printed, including output of C code and child processes.
+	Stdout, Stderr, Output string
+	// Values are every statement's final state, in source order; recorded
+	// only with Options.ShowValues.
+	Values []Value
+}
+
+// Failure is a statement that raised.
+type Failure struct {
+	ExpressionID protocol.ExpressionID
+	Path         string
+	Line         int    // 1-based
+	Source       string // the statement's source text
+	Message      string // "AssertionError: total is wrong"
+	Traceback    []Frame
+}
+
+// Frame is one frame of a traceback, outermost call first.
+type Frame struct {
+	Function string
+	Path     string
+	Line     int // 1-based; 0 when unknown
+}
+
+// Value is a statement's final state.
+type Value struct {
+	ExpressionID protocol.ExpressionID
+	Line         int // 1-based; 0 when unknown
+	Source       string
+	// Kind is the payload type: Value, Panic or Pending (not reached).
+	Kind protocol.PayloadType
+	// Type is the value's qualified type name (Value only).
+	Type string
+	// Text is the preview of a Value, the message of a Panic, the reason of
+	// a Pending.
+	Text string
+}
+
+// Report is the outcome of a batch run, results in report order (the
+// entries' path, line, id), whatever the parallelism.
+type Report struct {
+	Project string
+	Python  kernel.Interpreter
+	Kernels int
+	Timeout time.Duration
+	Shard   Shard
+	Started time.Time
+	// Duration runs from the start of the engine to the last result.
+	Duration time.Duration
+	// Interrupted: the run was stopped by Ctrl-C (ErrInterrupted).
+	Interrupted bool
+	// StoppedEarly: --fail-fast stopped the run at the first failure.
+	StoppedEarly bool
+	Results      []*Result
+}
+
+// Summary counts results by status.
+type Summary struct {
+	Total       int `json:"total"`
+	Passed      int `json:"passed"`
+	Failed      int `json:"failed"`
+	Errors      int `json:"errors"`
+	Crashed     int `json:"crashed"`
+	Timeouts    int `json:"timeout"`
+	Skipped     int `json:"skipped"`
+	Interrupted int `json:"interrupted"`
+}
+
+// add counts one result.
+func (s *Summary) add(st Status) {
+	s.Total++
+	switch st {
+	case StatusPassed:
+		s.Passed++
+	case StatusFailed:
+		s.Failed++
+	case StatusError:
+		s.Errors++
+	case StatusCrashed:
+		s.Crashed++
+	case StatusTimeout:
+		s.Timeouts++
+	case StatusSkipped:
+		s.Skipped++
+	case StatusInterrupted:
+		s.Interrupted++
+	}
+}
+
+// Failing is the number of results that make the run fail.
+func (s Summary) Failing() int { return s.Failed + s.Errors + s.Crashed + s.Timeouts }
+
+// Summary counts the report's results.
+func (r *Report) Summary() Summary {
+	var s Summary
+	for _, res := range r.Results {
+		s.add(res.Status)
+	}
+	return s
+}

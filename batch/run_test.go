@@ -1,0 +1,418 @@
+package batch_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/batch"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// The fixture's statuses, messages, failing statements and output, with
+// two kernels and a 1 s timeout (the hanging test ignores the interrupt:
+// its kernel is restarted).
+func TestRunFixture(t *testing.T) {
+	t.Parallel()
+	obs := &recorder{}
+	rep := run(t, batch.Options{Root: fixture, Tests: true, Kernels: 2, Timeout: time.Second, Observer: obs})
+	want := `test_crash:test_exit crashed
+test_crash:test_segfault crashed
+test_hang:test_hang_ignoring_sigint timeout
+test_math:test_add passed
+test_math:test_add_wrong failed
+test_math:test_raises_in_helper failed
+test_math:test_needs_fixture skipped
+test_math:test_marked_skip skipped
+test_math:TestCalc.test_method passed
+test_math:TestCalc.test_method_wrong failed
+test_print:test_prints passed
+test_print:test_prints_then_fails failed
+test_syntax error
+test_uses_broken:test_uses_broken error
+`
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	s := rep.Summary()
+	if s != (batch.Summary{Total: 14, Passed: 3, Failed: 4, Errors: 2, Crashed: 2, Timeouts: 1, Skipped: 2}) || s.Failing() != 9 {
+		t.Errorf("summary %+v", s)
+	}
+	if obs.started != 14 || obs.kernels != 2 || len(obs.results) != 14 {
+		t.Errorf("observer: started %d on %d kernels, %d results", obs.started, obs.kernels, len(obs.results))
+	}
+	for i, r := range obs.results {
+		if r != rep.Results[i] {
+			t.Errorf("observer result %d is %s, want %s (report order)", i, r.Entry.ID(), rep.Results[i].Entry.ID())
+		}
+	}
+
+	res := byID(rep)
+	wrong := res["test_math:test_add_wrong"]
+	if len(wrong.Failures) != 1 {
+		t.Fatalf("test_add_wrong failures %+v", wrong.Failures)
+	}
+	f := wrong.Failures[0]
+	if f.ExpressionID != "test_math:test_add_wrong/#1" || f.Line != 14 || f.Path != "test_math.py" ||
+		f.Source != `assert total == expected, "2 + 2 should be 5"` || f.Message != "AssertionError: 2 + 2 should be 5" ||
+		wrong.Message != f.Message {
+		t.Errorf("test_add_wrong failure %+v (message %q)", f, wrong.Message)
+	}
+	if len(f.Traceback) != 1 || f.Traceback[0] != (batch.Frame{Function: "test_add_wrong", Path: "test_math.py", Line: 14}) {
+		t.Errorf("test_add_wrong traceback %+v", f.Traceback)
+	}
+
+	// The statement that raised is the failure; the one that depends on it
+	// fails with it but is not listed. The traceback reaches into helper.
+	raises := res["test_math:test_raises_in_helper"]
+	if len(raises.Failures) != 1 || raises.Failures[0].ExpressionID != "test_math:test_raises_in_helper/ratio" ||
+		raises.Failures[0].Message != "ZeroDivisionError: division by zero" {
+		t.Fatalf("test_raises_in_helper failures %+v", raises.Failures)
+	}
+	tb := raises.Failures[0].Traceback
+	if len(tb) != 2 || tb[1] != (batch.Frame{Function: "divide", Path: "helper.py", Line: 6}) {
+		t.Errorf("traceback %+v, want it to end in helper.py:6 divide", tb)
+	}
+	if m := res["test_math:TestCalc.test_method_wrong"]; m.Failures[0].Source != "assert x == 3" || m.Failures[0].Line != 42 {
+		t.Errorf("method failure %+v", m.Failures)
+	}
+
+	if r := res["test_crash:test_exit"]; r.Kind != protocol.ResultKernelDied || !strings.Contains(r.Message, "exit status 3") {
+		t.Errorf("test_exit: kind %q message %q", r.Kind, r.Message)
+	}
+	if r := res["test_crash:test_segfault"]; !strings.Contains(r.Message, "SIGSEGV") {
+		t.Errorf("test_segfault message %q", r.Message)
+	}
+	if r := res["test_hang:test_hang_ignoring_sigint"]; r.Kind != protocol.ResultTimeout || !strings.Contains(r.Message, "timed out after 1s") ||
+		!strings.Contains(r.Message, "restarted") {
+		t.Errorf("hang: kind %q message %q", r.Kind, r.Message)
+	}
+
+	prints := res["test_print:test_prints"]
+	if prints.Stdout != "hello on stdout\n" || prints.Stderr != "hello on stderr\n" || !strings.Contains(prints.Output, "hello on stdout") {
+		t.Errorf("test_prints output: stdout %q stderr %q", prints.Stdout, prints.Stderr)
+	}
+	if r := res["test_print:test_prints_then_fails"]; r.Stdout != "the context of the failure\n" || r.Status != batch.StatusFailed {
+		t.Errorf("test_prints_then_fails: %s, stdout %q", r.Status, r.Stdout)
+	}
+
+	syntax := res["test_syntax"]
+	if syntax.Kind != protocol.ResultCompileError || syntax.Diagnostic == nil || syntax.Diagnostic.Path != "test_syntax.py" {
+		t.Errorf("test_syntax: %+v", syntax)
+	}
+	broken := res["test_uses_broken:test_uses_broken"]
+	if broken.Kind != protocol.ResultCompileError || !strings.Contains(broken.Message, "broken_helper") || broken.Diagnostic == nil {
+		t.Errorf("test_uses_broken: kind %q message %q diagnostic %+v", broken.Kind, broken.Message, broken.Diagnostic)
+	}
+	if r := res["test_math:test_needs_fixture"]; !strings.Contains(r.Message, "tmp_path") {
+		t.Errorf("skip message %q", r.Message)
+	}
+	if rep.Kernels != 2 || rep.Python.Path == "" || rep.Duration <= 0 || rep.Interrupted {
+		t.Errorf("report header %+v", rep)
+	}
+}
+
+// Results come in report order whatever the parallelism: the same with
+// one kernel and with four, although with four the entries end in another
+// order (earlier tests sleep longer).
+func TestRunDeterministicOrder(t *testing.T) {
+	t.Parallel()
+	root := project(t, sleepyTests(16))
+	one := run(t, batch.Options{Root: root, Tests: true, Kernels: 1})
+	obs := &recorder{}
+	four := run(t, batch.Options{Root: root, Tests: true, Kernels: 4, Observer: obs})
+	if outline(one) != outline(four) {
+		t.Errorf("1 kernel:\n%s\n4 kernels:\n%s", outline(one), outline(four))
+	}
+	if s := four.Summary(); s.Total != 16 || s.Failed != 4 || s.Passed != 12 {
+		t.Errorf("summary %+v", s)
+	}
+	ids := make([]string, len(obs.results))
+	for i, r := range obs.results {
+		ids[i] = r.Entry.ID()
+	}
+	if !slices.IsSorted(ids) || len(ids) != 16 { // test_a.py before test_b.py, by line
+		t.Errorf("observer order %v", ids)
+	}
+	last := obs.progress[len(obs.progress)-1]
+	if last.Done != 16 || last.Total != 16 || last.Failing != 4 {
+		t.Errorf("last progress %+v", last)
+	}
+}
+
+// A crash is reported and the kernel replaced: the entries after it on
+// the same (only) kernel run, and one that times out by an ordinary
+// interrupt leaves its kernel alive.
+func TestRunCrashAndTimeoutDoNotStopTheRest(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_k.py": `import os
+import time
+
+state = []
+
+
+def test_1_crash():
+    os._exit(9)
+
+
+def test_2_after_crash():
+    state.append(2)
+    n = len(state)
+    assert n == 1
+
+
+def test_3_slow():
+    state.append(3)
+    time.sleep(60)
+
+
+def test_4_same_kernel():
+    n = len(state)
+    assert n == 2
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 1, Timeout: 2 * time.Second})
+	want := "test_k:test_1_crash crashed\ntest_k:test_2_after_crash passed\ntest_k:test_3_slow timeout\ntest_k:test_4_same_kernel passed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	if m := byID(rep)["test_k:test_3_slow"].Message; strings.Contains(m, "restarted") {
+		t.Errorf("an interruptible timeout restarted the kernel: %q", m)
+	}
+}
+
+func TestRunFailFast(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_ff.py": `def test_a():
+    x = 1
+
+
+def test_b():
+    assert 1 == 2
+
+
+def test_c():
+    x = 3
+
+
+def test_d():
+    x = 4
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 1, FailFast: true})
+	want := "test_ff:test_a passed\ntest_ff:test_b failed\ntest_ff:test_c skipped\ntest_ff:test_d skipped\n"
+	if got := outline(rep); got != want || !rep.StoppedEarly {
+		t.Fatalf("results (stopped early %v):\n%s\nwant:\n%s", rep.StoppedEarly, got, want)
+	}
+	if m := byID(rep)["test_ff:test_c"].Message; !strings.Contains(m, "--fail-fast") {
+		t.Errorf("skip message %q", m)
+	}
+}
+
+// With several kernels, --fail-fast interrupts the entries running beside
+// the failure.
+func TestRunFailFastInterruptsRunningEntries(t *testing.T) {
+	t.Parallel()
+	// test_a fails once test_b is running (test_b leaves a marker).
+	marker := filepath.Join(t.TempDir(), "b-running")
+	root := project(t, map[string]string{"test_ff.py": `import os
+import time
+
+
+def test_a_fails():
+    while not os.path.exists('` + marker + `'): time.sleep(0.01)
+    assert False
+
+
+def test_b_long():
+    open('` + marker + `', 'w').close()
+    time.sleep(60)
+
+
+def test_c():
+    x = 3
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2, FailFast: true})
+	want := "test_ff:test_a_fails failed\ntest_ff:test_b_long interrupted\ntest_ff:test_c skipped\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestRunShowValues(t *testing.T) {
+	t.Parallel()
+	rep := run(t, batch.Options{Root: fixture, Entries: []string{"test_math:test_add_wrong", "main:main"}, ShowValues: true})
+	if got := outline(rep); got != "main:main passed\ntest_math:test_add_wrong failed\n" {
+		t.Fatalf("results:\n%s", got)
+	}
+	vs := byID(rep)["test_math:test_add_wrong"].Values
+	var lines []string
+	for _, v := range vs {
+		lines = append(lines, string(v.Kind)+" "+v.Source+" "+v.Text)
+	}
+	want := []string{"Value total = add(2, 2) 4", "Value expected = 5 5", `Panic assert total == expected, "2 + 2 should be 5" AssertionError: 2 + 2 should be 5`}
+	if !slices.Equal(lines, want) {
+		t.Errorf("values:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if vs[0].Type != "builtins.int" || vs[0].Line != 12 {
+		t.Errorf("value %+v", vs[0])
+	}
+	if m := byID(rep)["main:main"]; m.Stdout != "total is 5\n" || len(m.Values) != 2 {
+		t.Errorf("main: stdout %q values %+v", m.Stdout, m.Values)
+	}
+	// Without the option, no values are kept.
+	rep = run(t, batch.Options{Root: fixture, Entries: []string{"test_math:test_add_wrong"}})
+	if vs := rep.Results[0].Values; vs != nil {
+		t.Errorf("values without ShowValues: %+v", vs)
+	}
+}
+
+// An entry whose function does not exist or whose class cannot be built
+// is an error, not a crash of the run.
+func TestRunEntryErrors(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"main.py": "def main():\n    x = 1\n\n\nmain_alias = None\n\n\nclass Needs:\n    def __init__(self, x):\n        self.x = x\n\n    def run(self):\n        y = 1\n",
+	})
+	rep := run(t, batch.Options{Root: root, Entries: []string{"main:main_alias", "main:Needs.run"}})
+	if got := outline(rep); got != "main:main_alias error\nmain:Needs.run error\n" {
+		t.Fatalf("results:\n%s", got)
+	}
+	for _, r := range rep.Results {
+		if r.Kind != protocol.ResultFailure || r.Message == "" {
+			t.Errorf("%s: kind %q message %q", r.Entry.ID(), r.Kind, r.Message)
+		}
+	}
+}
+
+func TestRunShards(t *testing.T) {
+	t.Parallel()
+	root := project(t, sleepyTests(12))
+	all := run(t, batch.Options{Root: root, Tests: true, Kernels: 2})
+	seen := map[string]int{}
+	for k := 1; k <= 3; k++ {
+		rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2, Shard: batch.Shard{Index: k, Total: 3}})
+		for _, r := range rep.Results {
+			seen[r.Entry.ID()]++
+			if want := byID(all)[r.Entry.ID()]; want == nil || want.Status != r.Status {
+				t.Errorf("shard %d: %s %s, unsharded %v", k, r.Entry.ID(), r.Status, want)
+			}
+		}
+	}
+	if len(seen) != 12 {
+		t.Errorf("shards ran %d distinct entries, want 12", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s ran in %d shards", id, n)
+		}
+	}
+}
+
+// A shard can be empty (more machines than entries): that is an empty,
+// passing report, not an error.
+func TestRunEmptyShard(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_one.py": "def test_one():\n    pass\n"})
+	var empty *batch.Report
+	for k := 1; k <= 2 && empty == nil; k++ {
+		rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 1, Shard: batch.Shard{Index: k, Total: 2}})
+		if len(rep.Results) == 0 {
+			empty = rep
+		}
+	}
+	if empty == nil {
+		t.Fatal("neither shard of 2 is empty with one entry")
+	}
+	if empty.Summary().Failing() != 0 {
+		t.Errorf("empty shard summary %+v", empty.Summary())
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		opts batch.Options
+		err  error
+		want string
+	}{
+		{batch.Options{Root: filepath.Join(t.TempDir(), "missing")}, batch.ErrProject, "missing"},
+		{batch.Options{Root: fixture, Kernels: -1}, batch.ErrUsage, "--kernels -1"},
+		{batch.Options{Root: fixture, Python: "/nonexistent/python3"}, batch.ErrProject, "/nonexistent/python3"},
+		{batch.Options{Root: fixture, Entries: []string{"nosuch:main"}}, batch.ErrUsage, "nosuch"},
+		{batch.Options{Root: project(t, map[string]string{"lib.py": ""}), Tests: true}, batch.ErrNoEntries, "no test module"},
+	}
+	for _, c := range cases {
+		rep, err := batch.Run(context.Background(), c.opts)
+		if rep != nil || !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Run(%+v) = %v, %v; want %v naming %q", c.opts, rep, err, c.err, c.want)
+		}
+	}
+}
+
+// Ctrl-C: the running entry is interrupted, the others skipped, the
+// engine stopped (no kernel left: leakcheck and the process check below),
+// and Run says ErrInterrupted with the report of what ran.
+func TestRunCancelled(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "running")
+	root := project(t, map[string]string{"test_c.py": `import time
+
+
+def test_1():
+    x = 1
+
+
+def test_2_waits():
+    open(` + "'" + marker + "'" + `, 'w').close()
+    time.sleep(120)
+
+
+def test_3():
+    x = 3
+`})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(marker); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition
+		}
+	}()
+	rep, err := batch.Run(ctx, batch.Options{Root: root, Tests: true, Kernels: 1})
+	if !errors.Is(err, batch.ErrInterrupted) || rep == nil {
+		t.Fatalf("Run = %v, %v; want a report and ErrInterrupted", rep, err)
+	}
+	want := "test_c:test_1 passed\ntest_c:test_2_waits interrupted\ntest_c:test_3 skipped\n"
+	if got := outline(rep); got != want || !rep.Interrupted {
+		t.Errorf("results (interrupted %v):\n%s\nwant:\n%s", rep.Interrupted, got, want)
+	}
+	if pids := kernelsIn(t, root); len(pids) > 0 {
+		t.Errorf("kernel processes left in %s: %v", root, pids)
+	}
+}
+
+// kernelsIn lists the processes whose working directory is root (a
+// kernel's is its project root).
+func kernelsIn(t *testing.T, root string) []string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []string
+	for _, p := range procs {
+		if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && cwd == real {
+			pids = append(pids, filepath.Base(p))
+		}
+	}
+	return pids
+}

@@ -1,0 +1,6 @@
+from helper import add
+
+
+def main():
+    total = add(2, 3)
+    print("total is", total)

@@ -1,0 +1,5 @@
+from broken_helper import oops
+
+
+def test_uses_broken():
+    oops()
