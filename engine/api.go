@@ -53,7 +53,8 @@ type Config struct {
 	// time.
 	ExecuteTimeout time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
-	// run reports a crash instead of running the entry again).
+	// run reports a crash instead of running the entry again) and the warm
+	// spare kernel.
 	Batch bool
 }
 

@@ -135,7 +135,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			Root:             ws.Root(),
 			InterruptTimeout: cfg.InterruptTimeout,
 		},
-		Size:      cfg.Kernels,
+		Size: cfg.Kernels,
+		// A batch run restarts a kernel only after a crash: a spare would
+		// cost a start and a stop on every run for a rare case.
+		NoSpare:   cfg.Batch,
 		OnReady:   e.onKernelReady,
 		OnRestart: e.onKernelRestart,
 	})
