@@ -35,7 +35,7 @@ import (
 // current sources from scratch with the same stack: every expression the
 // fresh run reports must be held by the client with the same type and
 // preview (or Panic message and trace, or "not reached"), the same
-// methodCall, and the run must end the same way.
+// methodCall and the same range, and the run must end the same way.
 //
 // Programs and edits come from the Python engine's own generator
 // (kernel/python/tests/fuzzprog.py, through testdata/invariant/gen.py);
@@ -561,6 +561,9 @@ func viewString(u protocol.ExpressionUpdate) string {
 	}
 	if u.MethodCall != nil {
 		fmt.Fprintf(&b, " methodCall %s", u.MethodCall.MethodPointer)
+	}
+	if u.Range != nil {
+		fmt.Fprintf(&b, " at %d:%d-%d:%d", u.Range.Start.Line, u.Range.Start.Character, u.Range.End.Line, u.Range.End.Character)
 	}
 	return b.String()
 }
