@@ -396,7 +396,7 @@ class Frame:
         self.item = None  # the stack item of the current request
         self.pointer = None  # (module, qualname) of the function it runs
         self.cache = {}  # expression id -> Entry
-        self.reported = {}  # expression id -> last update sent, or PENDING / NOT_REACHED
+        self.reported = {}  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
         self.namespace = {}  # persistent across runs (see the module doc)
         self.plan = None
         self.params = {}
@@ -670,8 +670,10 @@ class Runner:
         for i in order:
             ps = stmts[i]
             if returned:
-                if reported.get(ps.id) is not NOT_REACHED:
-                    reported[ps.id] = NOT_REACHED
+                # Sent again when the statement moved: the client's range
+                # of a not-reached statement must follow edits too.
+                if reported.get(ps.id) != (NOT_REACHED, ps.range):
+                    reported[ps.id] = (NOT_REACHED, ps.range)
                     self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
                 continue
             if i not in rerun:
