@@ -45,7 +45,10 @@ func ProtocolError(err error) *protocol.Error {
 	if err == nil {
 		return nil
 	}
-	if pe := protocol.AsError(err); pe != nil {
+	// Not protocol.AsError: it turns any error into an InternalError, so
+	// the table below would never be consulted.
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
 		return pe
 	}
 	for _, c := range codes {
