@@ -485,7 +485,7 @@ func (s *invSession) finishStep(st invStep, m int) {
 }
 
 // waitIdle waits until the engine's queue has nothing pending or running.
-func waitIdle(t *testing.T, e *engine.Engine) {
+func waitIdle(t testing.TB, e *engine.Engine) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -710,7 +710,7 @@ func (h *harness) stop() {
 }
 
 // kernelPID is the pid of slot's kernel (runtime/status).
-func kernelPID(t *testing.T, e *engine.Engine, slot int) int {
+func kernelPID(t testing.TB, e *engine.Engine, slot int) int {
 	t.Helper()
 	st, err := e.Status(context.Background())
 	must(t, err)
