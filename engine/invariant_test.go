@@ -542,8 +542,9 @@ func (s *invSession) compare(st invStep, failed *protocol.ExecutionResult) {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Logf("write %s: %v", path, err)
 	}
-	t.Errorf("invariant violated: seed %d, step %d (%s); script written to %s (copy it into testdata/invariant/regressions to keep it)\n%s",
-		s.script.Seed, len(s.script.Steps), st, path, strings.Join(problems, "\n"))
+	t.Errorf("invariant violated: seed %d, step %d (%s); script written to %s (copy it into testdata/invariant/regressions to keep it; "+
+		"or run the seed again: RIPPLE_INVARIANT_SEED=%d RIPPLE_INVARIANT_STEPS=%d go test -run TestInvariantRandomSessions ./engine/)\n%s",
+		s.script.Seed, len(s.script.Steps), st, path, s.script.Seed, invariantStepsPerProgram, strings.Join(problems, "\n"))
 }
 
 var hexAddress = regexp.MustCompile(` at 0x[0-9a-f]+`)
