@@ -189,20 +189,13 @@ func BenchmarkEditOneOf1000StatementsKernelOnly(b *testing.B) {
 	lines := thousandStatements()
 	dir := b.TempDir()
 	write(b, dir, "main.py", strings.Join(lines, "\n"))
+	k := startKernel(b, dir)
 	ctx := context.Background()
-	py, err := kernel.FindPython(ctx, "", dir)
-	must(b, err)
-	k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: dir, LogDir: b.TempDir()})
-	must(b, err)
-	b.Cleanup(func() { k.Stop(context.Background()) })
 	execute := map[string]any{"contextId": "bench", "invalidate": nil, "wanted": nil, "visualizations": []any{},
 		"stack": []any{map[string]any{"type": "ExplicitCall", "module": "main", "name": "main", "positionalArgumentsExpressions": []string{}}}}
-	compile := func(src string) {
-		_, err := k.Call(ctx, "compile", map[string]any{"modules": []any{map[string]any{"name": "main", "path": "main.py", "source": src}}, "removed": []string{}}, nil)
-		must(b, err)
-	}
+	compile := func(src string) { compileModule(b, k, "main", src) }
 	compile(strings.Join(lines, "\n"))
-	_, err = k.Call(ctx, "execute", execute, nil)
+	_, err := k.Call(ctx, "execute", execute, nil)
 	must(b, err)
 	var latencies []time.Duration
 	b.ReportAllocs()
@@ -310,39 +303,23 @@ func BenchmarkCompile5000LineModule(b *testing.B) {
 	src := strings.Join(lines, "\n")
 	b.Run("kernel-cold", func(b *testing.B) {
 		dir := b.TempDir()
-		ctx := context.Background()
-		py, err := kernel.FindPython(ctx, "", dir)
-		must(b, err)
-		k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: dir, LogDir: b.TempDir()})
-		must(b, err)
-		b.Cleanup(func() { k.Stop(context.Background()) })
+		k := startKernel(b, dir)
 		n := 0
 		for b.Loop() {
 			name := fmt.Sprintf("big%d", n)
 			write(b, dir, name+".py", src)
-			_, err := k.Call(ctx, "compile", map[string]any{"modules": []any{map[string]any{"name": name, "path": name + ".py", "source": src}}, "removed": []string{}}, nil)
-			must(b, err)
+			compileModule(b, k, name, src)
 			n++
 		}
 	})
 	b.Run("kernel-edit", func(b *testing.B) {
-		dir := b.TempDir()
-		ctx := context.Background()
-		py, err := kernel.FindPython(ctx, "", dir)
-		must(b, err)
-		k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: dir, LogDir: b.TempDir()})
-		must(b, err)
-		b.Cleanup(func() { k.Stop(context.Background()) })
+		k := startKernel(b, b.TempDir())
 		edited := slices.Clone(lines)
-		compile := func() {
-			_, err := k.Call(ctx, "compile", map[string]any{"modules": []any{map[string]any{"name": "big", "path": "big.py", "source": strings.Join(edited, "\n")}}, "removed": []string{}}, nil)
-			must(b, err)
-		}
-		compile()
+		compileModule(b, k, "big", src)
 		n := 0
 		for b.Loop() {
 			edited[5+7*(n%500)+1] = fmt.Sprintf("    c = a * b + K + %d", n)
-			compile()
+			compileModule(b, k, "big", strings.Join(edited, "\n"))
 			n++
 		}
 	})
@@ -363,4 +340,26 @@ func BenchmarkCompile5000LineModule(b *testing.B) {
 			n++
 		}
 	})
+}
+
+// startKernel starts a kernel on dir without an engine (stopped by the
+// benchmark's cleanup).
+func startKernel(b *testing.B, dir string) *kernel.Kernel {
+	b.Helper()
+	ctx := context.Background()
+	py, err := kernel.FindPython(ctx, "", dir)
+	must(b, err)
+	k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: dir, LogDir: b.TempDir()})
+	must(b, err)
+	b.Cleanup(func() { k.Stop(context.Background()) })
+	return k
+}
+
+// compileModule sends a compile request for one module, as the engine's
+// EnsureCompiled does.
+func compileModule(b *testing.B, k *kernel.Kernel, name, src string) {
+	b.Helper()
+	_, err := k.Call(context.Background(), "compile", map[string]any{
+		"modules": []any{map[string]any{"name": name, "path": name + ".py", "source": src}}, "removed": []string{}}, nil)
+	must(b, err)
 }

@@ -30,18 +30,6 @@ func (r *recorder) countNotes(from int, match func(note) bool) int {
 	return n
 }
 
-func isEnd(id protocol.ContextID) func(note) bool {
-	return func(n note) bool {
-		switch p := n.Params.(type) {
-		case protocol.ExecutionCompleteParams:
-			return p.ContextID == id
-		case protocol.ExecutionFailedParams:
-			return p.ContextID == id
-		}
-		return false
-	}
-}
-
 func isFailed(id protocol.ContextID, kind protocol.ResultKind) func(note) bool {
 	return func(n note) bool {
 		p, ok := n.Params.(protocol.ExecutionFailedParams)

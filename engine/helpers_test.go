@@ -137,10 +137,9 @@ func (rr *runResult) computed() []string {
 	return out
 }
 
-// waitRun waits for the end of a run of ctxID after mark and collects it.
-func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runResult {
-	t.Helper()
-	notes := r.waitFrom(t, from, "end of run of "+string(id), func(n note) bool {
+// isEnd matches the end of a run of context id.
+func isEnd(id protocol.ContextID) func(note) bool {
+	return func(n note) bool {
 		switch p := n.Params.(type) {
 		case protocol.ExecutionCompleteParams:
 			return p.ContextID == id
@@ -148,7 +147,13 @@ func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runRe
 			return p.ContextID == id
 		}
 		return false
-	})
+	}
+}
+
+// waitRun waits for the end of a run of ctxID after mark and collects it.
+func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runResult {
+	t.Helper()
+	notes := r.waitFrom(t, from, "end of run of "+string(id), isEnd(id))
 	rr := &runResult{notes: notes}
 	for _, n := range notes {
 		switch p := n.Params.(type) {

@@ -405,15 +405,8 @@ func (s *invSession) step(st invStep) {
 		must(t, h.e.Interrupt(h.ctx, clientID, s.id))
 	case "running":
 		h.client.waitFrom(t, m, "the run to start", func(n note) bool {
-			switch p := n.Params.(type) {
-			case protocol.ExpressionUpdatesParams:
-				return p.ContextID == s.id
-			case protocol.ExecutionCompleteParams:
-				return p.ContextID == s.id
-			case protocol.ExecutionFailedParams:
-				return p.ContextID == s.id
-			}
-			return false
+			p, ok := n.Params.(protocol.ExpressionUpdatesParams)
+			return ok && p.ContextID == s.id || isEnd(s.id)(n)
 		})
 		must(t, h.e.Interrupt(h.ctx, clientID, s.id))
 	}
