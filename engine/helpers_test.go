@@ -51,7 +51,7 @@ func (r *recorder) mark() int {
 
 // waitFrom waits until a notification at or after index from satisfies
 // match, and returns the notifications from `from` up to and including it.
-func (r *recorder) waitFrom(t *testing.T, from int, what string, match func(note) bool) []note {
+func (r *recorder) waitFrom(t testing.TB, from int, what string, match func(note) bool) []note {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	stop := time.AfterFunc(time.Until(deadline), func() {
@@ -137,10 +137,9 @@ func (rr *runResult) computed() []string {
 	return out
 }
 
-// waitRun waits for the end of a run of ctxID after mark and collects it.
-func (r *recorder) waitRun(t *testing.T, from int, id protocol.ContextID) *runResult {
-	t.Helper()
-	notes := r.waitFrom(t, from, "end of run of "+string(id), func(n note) bool {
+// isEnd matches the end of a run of context id.
+func isEnd(id protocol.ContextID) func(note) bool {
+	return func(n note) bool {
 		switch p := n.Params.(type) {
 		case protocol.ExecutionCompleteParams:
 			return p.ContextID == id
@@ -148,7 +147,13 @@ func (r *recorder) waitRun(t *testing.T, from int, id protocol.ContextID) *runRe
 			return p.ContextID == id
 		}
 		return false
-	})
+	}
+}
+
+// waitRun waits for the end of a run of ctxID after mark and collects it.
+func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runResult {
+	t.Helper()
+	notes := r.waitFrom(t, from, "end of run of "+string(id), isEnd(id))
 	rr := &runResult{notes: notes}
 	for _, n := range notes {
 		switch p := n.Params.(type) {
@@ -172,7 +177,7 @@ func (r *recorder) waitRun(t *testing.T, from int, id protocol.ContextID) *runRe
 
 // harness is a started engine on a temp project with one connected client.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	e      *engine.Engine
 	dir    string
 	client *recorder
@@ -181,7 +186,7 @@ type harness struct {
 
 const clientID = "test-client"
 
-func setup(t *testing.T, files map[string]string, cfg engine.Config) *harness {
+func setup(t testing.TB, files map[string]string, cfg engine.Config) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
@@ -213,7 +218,7 @@ func setup(t *testing.T, files map[string]string, cfg engine.Config) *harness {
 	return h
 }
 
-func write(t *testing.T, dir, name, text string) {
+func write(t testing.TB, dir, name, text string) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -283,14 +288,14 @@ func endOf(s string) protocol.Position {
 	return protocol.Position{Line: len(lines) - 1, Character: len([]rune(lines[len(lines)-1]))}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func expect(t *testing.T, what string, got, want any) {
+func expect(t testing.TB, what string, got, want any) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s: got %v, want %v", what, got, want)

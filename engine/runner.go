@@ -283,6 +283,12 @@ func (e *Engine) onJobEnd(rec jobs.Record) {
 // whose run was on the old kernel (its runner decides, with CrashStreak)
 // and those that killed their kernel twice in a row.
 func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
+	// busy is read before the contexts: a runner finishes its run (store)
+	// before it stops being busy, so a context is either still busy here
+	// or its final result is in the snapshot below.
+	e.runsMu.Lock()
+	busy := e.running[ev.Slot]
+	e.runsMu.Unlock()
 	cs, err := e.store.ContextsOnSlot(nil, ev.Slot)
 	if err != nil {
 		return
@@ -305,17 +311,26 @@ func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
 	if e.cfg.Batch {
 		return
 	}
-	e.runsMu.Lock()
-	busy := e.running[ev.Slot]
-	e.runsMu.Unlock()
-	for _, id := range ids {
-		if id == busy || e.crashes.Count(string(id)) > kernel.MaxCrashRetries {
+	for _, c := range cs {
+		if c.ID == busy || e.crashes.Count(string(c.ID)) > kernel.MaxCrashRetries || stoppedByUser(c) {
 			continue
 		}
-		if stack, err := e.store.Stack(nil, id); err == nil && len(stack) > 0 {
-			e.rerun(id, jobs.ReasonRestart)
+		if stack, err := e.store.Stack(nil, c.ID); err == nil && len(stack) > 0 {
+			e.rerun(c.ID, jobs.ReasonRestart)
 		}
 	}
+}
+
+// stoppedByUser reports whether a context's last run ended interrupted or
+// timed out: it stays stopped until the user acts, also when the restart
+// is the one its interrupt caused (the restart event may come after its
+// runner has finished, so busy no longer names it). Re-running it would
+// re-enter the code the user stopped, e.g. a loop that ignores SIGINT.
+func stoppedByUser(c *contexts.ExecutionContext) bool {
+	if c.Status != contexts.StatusFailed || c.LastResult == nil {
+		return false
+	}
+	return c.LastResult.Kind == protocol.ResultInterrupted || c.LastResult.Kind == protocol.ResultTimeout
 }
 
 // runSink turns an execute request's output and progress into records and

@@ -396,7 +396,7 @@ class Frame:
         self.item = None  # the stack item of the current request
         self.pointer = None  # (module, qualname) of the function it runs
         self.cache = {}  # expression id -> Entry
-        self.reported = {}  # expression id -> last update sent, or PENDING / NOT_REACHED
+        self.reported = {}  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
         self.namespace = {}  # persistent across runs (see the module doc)
         self.plan = None
         self.params = {}
@@ -619,7 +619,51 @@ class Runner:
     # -- running ------------------------------------------------------------------------
 
     def run(self, frame, depth, rec, qualname, top, wanted, visualizations):
-        """Run one frame. Returns nothing; raises Failure or KeyboardInterrupt."""
+        """Run one frame. Returns nothing; raises Failure or KeyboardInterrupt.
+
+        * A full run must leave every live object of the frame as a fresh
+          run would: carrying only mutations that this run applied (ran, or
+          kept from the cache by a statement it reached). A mutation made
+          earlier by a statement that was since deleted, changed or is no
+          longer reached (a return now comes first) stays on the object, and
+          a LocalCall entered with it, or a visualization, would see it. The
+          creators of such objects lose their entries and the frame runs
+          once more: they, their dependents and the mutators still there
+          make fresh objects (a second pass only ever finds this pass's own
+          mutations, so it ends).
+        """
+        for _ in range(3):
+            first_stamp = self.engine.next_stamp()
+            self._run_pass(frame, depth, rec, qualname, top, wanted, visualizations)
+            if wanted is not None:
+                return  # a partial run reaches only what it wants
+            stale = self._stale_creators(frame, first_stamp)
+            if not stale:
+                return
+            for creator in stale:
+                frame.cache.pop(creator, None)
+
+    @staticmethod
+    def _stale_creators(frame, first_stamp):
+        """Creators of live objects carrying a mutation this run did not apply."""
+        cache, reached = frame.cache, frame.reached
+        out = set()
+        for obj, creator, mutations in frame.mutlog.values():
+            if creator is None or not mutations or creator not in reached:
+                continue
+            entry = cache.get(creator)
+            if entry is None or not any(value is obj for _, value in entry.bindings):
+                continue  # not the creator's current object: nothing holds it
+            for mutator, stamp in mutations:
+                if stamp > first_stamp:
+                    continue  # made by this run
+                m = cache.get(mutator)
+                if mutator not in reached or m is None or m.stamp != stamp:
+                    out.add(creator)
+                    break
+        return out
+
+    def _run_pass(self, frame, depth, rec, qualname, top, wanted, visualizations):
         plan = self.plan_for(frame, rec, qualname)
         module_dict = rec.module.__dict__
         rerun, reaches_param = self.rerun_set(plan, frame)
@@ -670,8 +714,10 @@ class Runner:
         for i in order:
             ps = stmts[i]
             if returned:
-                if reported.get(ps.id) is not NOT_REACHED:
-                    reported[ps.id] = NOT_REACHED
+                # Sent again when the statement moved: the client's range
+                # of a not-reached statement must follow edits too.
+                if reported.get(ps.id) != (NOT_REACHED, ps.range):
+                    reported[ps.id] = (NOT_REACHED, ps.range)
                     self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
                 continue
             if i not in rerun:
