@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ripple-run/ripple/internal/jsonstr"
 	"io"
 	"net"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 )
 
 // Config describes one kernel process.
@@ -865,49 +865,8 @@ func appendCallPayload(dst []byte, method string, params any) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
-			i++
-			continue
-		}
-		if c < 0x80 {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string (see jsonstr.Append).
+func appendJSONString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // tailBuffer keeps the last stderrTailSize bytes written to it.
 type tailBuffer struct {

@@ -2,8 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
+	"github.com/ripple-run/ripple/internal/jsonstr"
 	"strconv"
-	"unicode/utf8"
 )
 
 // This file encodes what goes on the wire: responses and notifications from
@@ -168,54 +168,5 @@ func appendID(dst []byte, id json.RawMessage) []byte {
 	return append(dst, id...)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, and
-// U+2028/U+2029 are escaped so the output is also valid JavaScript.
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendQuoted appends s as a JSON string (see jsonstr.Append).
+func appendQuoted(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
