@@ -159,8 +159,8 @@ func BenchmarkEditOneOf1000Statements(b *testing.B) {
 		seen := <-lc.seen
 		latencies = append(latencies, seen.Sub(start))
 		run := h.client.waitRun(b, m, id)
-		if got := len(run.computed()); got != want || run.failed != nil {
-			b.Fatalf("edit of a%d re-ran %v (%s), want %d statements", i, run.computed(), resultString(run.failed), want)
+		if got := len(run.updates.Computed()); got != want || run.failed != nil {
+			b.Fatalf("edit of a%d re-ran %v (%s), want %d statements", i, run.updates.Computed(), resultString(run.failed), want)
 		}
 		n++
 	}
@@ -253,7 +253,7 @@ func BenchmarkIncrementalVsFromScratch(b *testing.B) {
 		must(b, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
 		run := h.client.waitRun(b, m, id)
 		scratch = append(scratch, time.Since(start))
-		if got := len(run.computed()); got != n {
+		if got := len(run.updates.Computed()); got != n {
 			b.Fatalf("from scratch ran %d statements, want %d", got, n)
 		}
 
@@ -263,7 +263,7 @@ func BenchmarkIncrementalVsFromScratch(b *testing.B) {
 		h.editLine("main.py", lines, leaf, fmt.Sprintf("    v%d = work(%d) + %d", n-1, n-1, k))
 		run = h.client.waitRun(b, m, id)
 		incremental = append(incremental, time.Since(start))
-		if got := run.computed(); len(got) != 1 {
+		if got := run.updates.Computed(); len(got) != 1 {
 			b.Fatalf("the leaf edit ran %v, want only the leaf", got)
 		}
 	}
@@ -334,8 +334,8 @@ func BenchmarkCompile5000LineModule(b *testing.B) {
 			m := h.client.mark()
 			h.editLine("big.py", edited, line, fmt.Sprintf("    c = a * b + K + %d", n))
 			run := h.client.waitRun(b, m, id)
-			if run.failed != nil || len(run.computed()) != 0 {
-				b.Fatalf("edit of an uncalled function: %s, ran %v", resultString(run.failed), run.computed())
+			if run.failed != nil || len(run.updates.Computed()) != 0 {
+				b.Fatalf("edit of an uncalled function: %s, ran %v", resultString(run.failed), run.updates.Computed())
 			}
 			n++
 		}

@@ -67,7 +67,7 @@ func TestReconnectWithinGraceGetsContextsBack(t *testing.T) {
 	m = back.mark()
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
 	run := back.waitRun(t, m, id)
-	expect(t, "recomputed after reconnect", run.computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	expect(t, "recomputed after reconnect", run.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
 	if n := h.client.countNotes(old, func(note) bool { return true }); n != 0 {
 		t.Errorf("the stale connection got %d notifications", n)
 	}
@@ -144,7 +144,7 @@ func TestTwoClientsOwningOneContext(t *testing.T) {
 		if run.failed != nil {
 			t.Errorf("client %s: %s", name, resultString(run.failed))
 		}
-		expect(t, "client "+name+" return", run.values()["main:main/return"], "36")
+		expect(t, "client "+name+" return", run.updates.Values()["main:main/return"], "36")
 	}
 	expect(t, "both clients got the same updates", len(runA.updates), len(runB.updates))
 }

@@ -41,13 +41,13 @@ func TestCompileAheadLetsPushesRunBesideRunningEntries(t *testing.T) {
 	if runB.failed != nil {
 		t.Fatalf("b failed: %+v", runB.failed)
 	}
-	expect(t, "b's y", runB.values()["b:main/y"], "2")
+	expect(t, "b's y", runB.updates.Values()["b:main/y"], "2")
 	// a is still running: b did not wait for it.
 	m := h.client.mark()
 	write(t, filepath.Dir(release), "release", "")
 	runA := h.client.waitRun(t, m, idA)
-	if runA.failed != nil || runA.values()["a:main/x"] != "1" {
-		t.Fatalf("a ended %+v with %v", runA.failed, runA.values())
+	if runA.failed != nil || runA.updates.Values()["a:main/x"] != "1" {
+		t.Fatalf("a ended %+v with %v", runA.failed, runA.updates.Values())
 	}
 }
 

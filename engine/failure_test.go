@@ -100,8 +100,8 @@ func TestKernelDiesOnceRerunOnce(t *testing.T) {
 	// Re-run once, on the new kernel: it completes (the marker file exists).
 	h.client.waitFrom(t, m, "the re-run to complete", isComplete(id))
 	rerun := h.client.waitRun(t, m+len(failed), id)
-	expect(t, "y after the re-run", rerun.values()["main:main/y"], "2")
-	expect(t, "x recomputed on the new kernel", slices.Contains(rerun.computed(), "main:main/x"), true)
+	expect(t, "y after the re-run", rerun.updates.Values()["main:main/y"], "2")
+	expect(t, "x recomputed on the new kernel", slices.Contains(rerun.updates.Computed(), "main:main/x"), true)
 
 	waitIdle(t, h.e)
 	expect(t, "kernelDied failures", h.client.countNotes(m, isFailed(id, protocol.ResultKernelDied)), 1)
@@ -154,7 +154,7 @@ func TestKernelDiesTwiceStaysFailed(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("run after the fix: %s", resultString(run.failed))
 	}
-	expect(t, "y after the fix", run.values()["main:main/y"], "3")
+	expect(t, "y after the fix", run.updates.Values()["main:main/y"], "3")
 }
 
 // countNotesLocked is countNotes for use inside a waitFrom match (which
@@ -234,7 +234,7 @@ func TestInterruptIgnoredRestartsKernel(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("run after the fix: %s", resultString(run.failed))
 	}
-	expect(t, "computed on the new kernel", run.computed(), []string{"main:main/x", "main:main/y"})
+	expect(t, "computed on the new kernel", run.updates.Computed(), []string{"main:main/x", "main:main/y"})
 }
 
 // waitGone polls until process pid no longer exists.
@@ -280,9 +280,9 @@ func TestRestartKernelRecomputesEveryContext(t *testing.T) {
 			t.Errorf("context %s: %s", name, resultString(run.failed))
 			continue
 		}
-		expect(t, "context "+name+" computed from scratch", run.computed(), []string{"main:main/x", "main:main/#1", "main:main/y"})
+		expect(t, "context "+name+" computed from scratch", run.updates.Computed(), []string{"main:main/x", "main:main/#1", "main:main/y"})
 		expect(t, "context "+name+" printed again", strings.Count(run.output, "x ran"), 1)
-		expect(t, "context "+name+" y", run.values()["main:main/y"], "12")
+		expect(t, "context "+name+" y", run.updates.Values()["main:main/y"], "12")
 	}
 }
 
@@ -314,8 +314,8 @@ func TestTwoKernelsRunInParallel(t *testing.T) {
 	b, mb := h.startContext("main:main", "'b'", "'a'")
 	runA := h.client.waitRun(t, ma, a)
 	runB := h.client.waitRun(t, mb, b)
-	expect(t, "a met b", runA.values()["main:main/met"], "True")
-	expect(t, "b met a", runB.values()["main:main/met"], "True")
+	expect(t, "a met b", runA.updates.Values()["main:main/met"], "True")
+	expect(t, "b met a", runB.updates.Values()["main:main/met"], "True")
 
 	st, err := h.e.Status(h.ctx)
 	must(t, err)
@@ -342,10 +342,10 @@ func TestEditSupersedesRunInProgress(t *testing.T) {
 	waitIdle(t, h.e)
 	expect(t, "executionFailed after the start", h.client.countNotes(m, isEnd(id)), 1)
 	run := h.client.waitRun(t, m2, id)
-	v := run.values()
+	v := run.updates.Values()
 	expect(t, "y, z", []string{v["main:main/y"], v["main:main/z"]}, []string{"3", "4"})
-	if slices.Contains(run.computed(), "main:main/x") {
-		t.Errorf("x recomputed by the new run: %v", run.computed())
+	if slices.Contains(run.updates.Computed(), "main:main/x") {
+		t.Errorf("x recomputed by the new run: %v", run.updates.Computed())
 	}
 }
 
@@ -398,7 +398,7 @@ func TestEditBurstCostsOneCompileAndOneRun(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("run after the burst: %s", resultString(run.failed))
 	}
-	expect(t, "x", run.values()["main:main/x"], strconv.Itoa(burst))
+	expect(t, "x", run.updates.Values()["main:main/x"], strconv.Itoa(burst))
 	expect(t, "runs reported", h.client.countNotes(m, isEnd(id)), 1)
 	newCompiles := len(lines("compiles.log")) - compiles
 	newRuns := lines("runs.log")[runs:]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/protocol/protocoltest"
 )
 
 // note is one notification a test client received.
@@ -91,51 +92,13 @@ func describe(n note) string {
 // runResult is what one run of a context sent.
 type runResult struct {
 	notes   []note
-	updates []protocol.ExpressionUpdate // in arrival order
+	updates protocoltest.Updates // in arrival order
 	failed  *protocol.ExecutionResult
 	output  string
 }
 
-// latest returns the last update of an expression label ("x" for
-// main:main/x) in the run, or nil.
-func (rr *runResult) latest(id string) *protocol.ExpressionUpdate {
-	for i := len(rr.updates) - 1; i >= 0; i-- {
-		if string(rr.updates[i].ExpressionID) == id {
-			return &rr.updates[i]
-		}
-	}
-	return nil
-}
 
-// values returns id -> preview (or "Panic: message") of the final state of
-// every non-Pending expression of the run.
-func (rr *runResult) values() map[string]string {
-	out := map[string]string{}
-	for _, u := range rr.updates {
-		switch u.Payload.Type {
-		case protocol.PayloadValue:
-			out[string(u.ExpressionID)] = u.Payload.Preview
-		case protocol.PayloadPanic:
-			out[string(u.ExpressionID)] = "Panic: " + u.Payload.Message
-		default:
-			delete(out, string(u.ExpressionID))
-		}
-	}
-	return out
-}
 
-// computed lists the expressions that got a fresh (not fromCache) value.
-func (rr *runResult) computed() []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, u := range rr.updates {
-		if u.Payload.Type != protocol.PayloadPending && !u.FromCache && !seen[string(u.ExpressionID)] {
-			seen[string(u.ExpressionID)] = true
-			out = append(out, string(u.ExpressionID))
-		}
-	}
-	return out
-}
 
 // isEnd matches the end of a run of context id.
 func isEnd(id protocol.ContextID) func(note) bool {

@@ -58,12 +58,12 @@ func TestScenario01FirstRun(t *testing.T) {
 		}
 	}
 	expect(t, "pending", pending, []string{"main:main/x", "main:main/y", "main:main/z"})
-	v := run.values()
+	v := run.updates.Values()
 	expect(t, "x", v["main:main/x"], "6")
 	expect(t, "y", v["main:main/y"], "30")
 	expect(t, "z", v["main:main/z"], "35")
 	for _, id := range []string{"main:main/x", "main:main/y", "main:main/z"} {
-		u := run.latest(id)
+		u := run.updates.Latest(id)
 		if u.FromCache {
 			t.Errorf("%s fromCache on the first run", id)
 		}
@@ -77,10 +77,10 @@ func TestScenario01FirstRun(t *testing.T) {
 			t.Errorf("%s has no range", id)
 		}
 	}
-	if mc := run.latest("main:main/y").MethodCall; mc == nil || mc.MethodPointer.String() != "helper:foo" {
+	if mc := run.updates.Latest("main:main/y").MethodCall; mc == nil || mc.MethodPointer.String() != "helper:foo" {
 		t.Errorf("y methodCall = %+v, want helper:foo", mc)
 	}
-	if mc := run.latest("main:main/x").MethodCall; mc != nil {
+	if mc := run.updates.Latest("main:main/x").MethodCall; mc != nil {
 		t.Errorf("x has a methodCall %+v", mc)
 	}
 }
@@ -99,7 +99,7 @@ func TestScenario02Recompute(t *testing.T) {
 	m = h.client.mark()
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "recompute all computed", run.computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	expect(t, "recompute all computed", run.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
 	if run.updates[0].Payload.Type != protocol.PayloadPending {
 		t.Errorf("recompute all: first update %+v, want Pending", run.updates[0])
 	}
@@ -108,7 +108,7 @@ func TestScenario02Recompute(t *testing.T) {
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id,
 		InvalidatedExpressions: &protocol.InvalidatedExpressions{IDs: []protocol.ExpressionID{"main:main/z"}}}))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "recompute [z] computed", run.computed(), []string{"main:main/z"})
+	expect(t, "recompute [z] computed", run.updates.Computed(), []string{"main:main/z"})
 }
 
 func TestScenario03PrintOnce(t *testing.T) {
@@ -125,7 +125,7 @@ func TestScenario03PrintOnce(t *testing.T) {
 	if strings.Contains(run.output, "computing x") {
 		t.Errorf("recompute of z printed again: %q", run.output)
 	}
-	expect(t, "computed", run.computed(), []string{"main:main/z"})
+	expect(t, "computed", run.updates.Computed(), []string{"main:main/z"})
 }
 
 func TestScenario04Edits(t *testing.T) {
@@ -134,15 +134,15 @@ func TestScenario04Edits(t *testing.T) {
 	m := h.client.mark()
 	h.setText("main.py", mainWith("x = 7", "y = foo(x, 5)", "z = y + 5"))
 	run := h.client.waitRun(t, m, id)
-	expect(t, "computed after x edit", run.computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
-	v := run.values()
+	expect(t, "computed after x edit", run.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	v := run.updates.Values()
 	expect(t, "values", []string{v["main:main/x"], v["main:main/y"], v["main:main/z"]}, []string{"7", "35", "40"})
 
 	m = h.client.mark()
 	h.setText("main.py", mainWith("x = 7", "y = foo(x, 5)", "z = y + 6"))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "computed after z edit", run.computed(), []string{"main:main/z"})
-	expect(t, "z", run.values()["main:main/z"], "41")
+	expect(t, "computed after z edit", run.updates.Computed(), []string{"main:main/z"})
+	expect(t, "z", run.updates.Values()["main:main/z"], "41")
 }
 
 func TestScenario05LocalCall(t *testing.T) {
@@ -151,7 +151,7 @@ func TestScenario05LocalCall(t *testing.T) {
 	m := h.client.mark()
 	must(t, h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: id, StackItem: protocol.NewLocalCall("main:main/y")}))
 	run := h.client.waitRun(t, m, id)
-	v := run.values()
+	v := run.updates.Values()
 	expect(t, "c", v["helper:foo/c"], "30")
 	expect(t, "return", v["helper:foo/return"], "30")
 	for _, u := range run.updates {
@@ -163,8 +163,8 @@ func TestScenario05LocalCall(t *testing.T) {
 	m = h.client.mark()
 	h.setText("helper.py", "def foo(a, b):\n    c = a * b + 1\n    return c\n")
 	run = h.client.waitRun(t, m, id)
-	expect(t, "c after edit", run.values()["helper:foo/c"], "31")
-	expect(t, "computed in foo", run.computed(), []string{"helper:foo/c", "helper:foo/return"})
+	expect(t, "c after edit", run.updates.Values()["helper:foo/c"], "31")
+	expect(t, "computed in foo", run.updates.Computed(), []string{"helper:foo/c", "helper:foo/return"})
 
 	m = h.client.mark()
 	must(t, h.e.Pop(h.ctx, clientID, id))
@@ -176,7 +176,7 @@ func TestScenario05LocalCall(t *testing.T) {
 			t.Errorf("pop resend %s not fromCache", u.ExpressionID)
 		}
 	}
-	v = run.values()
+	v = run.updates.Values()
 	expect(t, "y after pop", v["main:main/y"], "31")
 	expect(t, "z after pop", v["main:main/z"], "36")
 }
@@ -187,19 +187,19 @@ func TestScenario06Panic(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("a Panic must not fail the run: %+v", run.failed)
 	}
-	x := run.latest("main:main/x")
+	x := run.updates.Latest("main:main/x")
 	if x.Payload.Type != protocol.PayloadPanic || x.Payload.Message != "ZeroDivisionError: division by zero" {
 		t.Fatalf("x = %+v", x.Payload)
 	}
 	expect(t, "x trace", x.Payload.Trace, []string{"main:main/x"})
 	for _, dep := range []string{"main:main/y", "main:main/z"} {
-		u := run.latest(dep)
+		u := run.updates.Latest(dep)
 		if u.Payload.Type != protocol.PayloadPanic || u.Payload.Message != x.Payload.Message {
 			t.Errorf("%s = %+v, want the same Panic", dep, u.Payload)
 		}
 		expect(t, dep+" trace", u.Payload.Trace, []string{"main:main/x"})
 	}
-	expect(t, "w", run.values()["main:main/w"], "3")
+	expect(t, "w", run.updates.Values()["main:main/w"], "3")
 	sawDiag := false
 	for _, n := range run.notes {
 		if p, ok := n.Params.(protocol.ExecutionStatusParams); ok && len(p.Diagnostics) > 0 && strings.Contains(p.Diagnostics[0].Message, "ZeroDivisionError") {
@@ -212,18 +212,18 @@ func TestScenario06Panic(t *testing.T) {
 	m := h.client.mark()
 	h.setText("main.py", mainWith("x = 6", "y = foo(x, 5)", "z = y + 5", "w = 3"))
 	run = h.client.waitRun(t, m, id)
-	v := run.values()
+	v := run.updates.Values()
 	expect(t, "fixed", []string{v["main:main/x"], v["main:main/y"], v["main:main/z"]}, []string{"6", "30", "35"})
 }
 
 func TestScenario07UndefinedName(t *testing.T) {
 	t.Parallel()
 	_, _, run := scenario(t, "x = 6", "y = fooo(x, 5)", "z = y + 5")
-	y := run.latest("main:main/y")
+	y := run.updates.Latest("main:main/y")
 	if y.Payload.Type != protocol.PayloadPanic || !strings.Contains(y.Payload.Message, "NameError") {
 		t.Fatalf("y = %+v", y.Payload)
 	}
-	if z := run.latest("main:main/z"); z.Payload.Type != protocol.PayloadPanic {
+	if z := run.updates.Latest("main:main/z"); z.Payload.Type != protocol.PayloadPanic {
 		t.Errorf("z = %+v, want Panic", z.Payload)
 	}
 	var diag *protocol.Diagnostic
@@ -271,8 +271,8 @@ func TestScenario08Visualization(t *testing.T) {
 	data, _ := visualizations(notes)
 	expect(t, "data", data, []string{"12"})
 	run := h.client.waitRun(t, m, id)
-	if strings.Contains(run.output, "x ran") || slices.Contains(run.computed(), "main:main/x") {
-		t.Errorf("attach re-ran x: output %q computed %v", run.output, run.computed())
+	if strings.Contains(run.output, "x ran") || slices.Contains(run.updates.Computed(), "main:main/x") {
+		t.Errorf("attach re-ran x: output %q computed %v", run.output, run.updates.Computed())
 	}
 
 	m = h.client.mark()
@@ -355,14 +355,14 @@ func TestScenario11Interrupt(t *testing.T) {
 	m = h.client.mark()
 	h.setText("main.py", mainWith("x = 6", "import time; time.sleep(0); y = foo(x, 5)", "z = x + 1"))
 	run = h.client.waitRun(t, m, id)
-	computed := run.computed()
+	computed := run.updates.Computed()
 	if slices.Contains(computed, "main:main/x") {
 		t.Errorf("x recomputed after the interrupt: %v", computed)
 	}
 	if !slices.Contains(computed, "main:main/#1") {
 		t.Errorf("the interrupted statement was not run again: %v", computed)
 	}
-	expect(t, "y", run.values()["main:main/y"], "30")
+	expect(t, "y", run.updates.Values()["main:main/y"], "30")
 }
 
 func TestScenario12SyntaxError(t *testing.T) {
@@ -390,17 +390,17 @@ func TestScenario12SyntaxError(t *testing.T) {
 	m = h.client.mark()
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "z", run.values()["main:main/z"], "35")
+	expect(t, "z", run.updates.Values()["main:main/z"], "35")
 }
 
 func TestScenario13MutationChain(t *testing.T) {
 	t.Parallel()
 	h, id, run := scenario(t, "xs = []", "xs.append(1)", "n = len(xs)")
-	expect(t, "n", run.values()["main:main/n"], "1")
+	expect(t, "n", run.updates.Values()["main:main/n"], "1")
 	m := h.client.mark()
 	h.setText("main.py", mainWith("xs = []", "xs.append(2)", "n = len(xs)"))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "n", run.values()["main:main/n"], "1")
+	expect(t, "n", run.updates.Values()["main:main/n"], "1")
 	// xs is shown by a visualization of its current value.
 	m = h.client.mark()
 	must(t, h.e.ExecuteExpression(h.ctx, clientID, protocol.ExecuteExpressionParams{ExecutionContextID: id,
@@ -428,7 +428,7 @@ func TestDeferredEditRunsOnRecompute(t *testing.T) {
 		OldVersion: v, NewVersion: versionOf(text)}}))
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id}))
 	run := h.client.waitRun(t, m, id)
-	expect(t, "y", run.values()["main:main/y"], "300")
+	expect(t, "y", run.updates.Values()["main:main/y"], "300")
 }
 
 // A visualization of a label the function does not have is answered with

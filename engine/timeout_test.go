@@ -34,5 +34,5 @@ func TestExecuteTimeoutStartsWhenTheKernelIsReady(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("quick:main ended %+v, want complete", run.failed)
 	}
-	expect(t, "x", run.values()["quick:main/x"], "1")
+	expect(t, "x", run.updates.Values()["quick:main/x"], "1")
 }

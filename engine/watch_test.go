@@ -194,10 +194,10 @@ func TestWatchSavePatterns(t *testing.T) {
 			if run.failed != nil {
 				t.Fatalf("run failed: %+v", run.failed)
 			}
-			v := run.values()
+			v := run.updates.Values()
 			expect(t, "y, z", []string{v["main:main/y"], v["main:main/z"]}, []string{"60", "65"})
 			// x does not read helper: it stays cached.
-			expect(t, "computed", run.computed(), []string{"main:main/y", "main:main/z", "main:main/return"})
+			expect(t, "computed", run.updates.Computed(), []string{"main:main/y", "main:main/z", "main:main/return"})
 			h.quiesce()
 			notes := h.client.since(m)
 			expect(t, "runs", runEnds(notes, id), 1)
@@ -212,8 +212,8 @@ func TestWatchSaveOfMainItself(t *testing.T) {
 	m := h.client.mark()
 	savePatterns[1].save(t, h, "main.py", strings.Replace(scenarioMain, "z = y + 5", "z = y + 50", 1))
 	run := h.client.waitRun(t, m, id)
-	expect(t, "z", run.values()["main:main/z"], "80")
-	expect(t, "computed", run.computed(), []string{"main:main/z", "main:main/return"})
+	expect(t, "z", run.updates.Values()["main:main/z"], "80")
+	expect(t, "computed", run.updates.Computed(), []string{"main:main/z", "main:main/return"})
 }
 
 // burstFiles is a project of 20 modules f00..f19, each defining x, and a
@@ -295,12 +295,12 @@ func TestWatchGitCheckout(t *testing.T) {
 	gitCmd(t, h.dir, "checkout", "-q", "main")
 	h.quiesce()
 	id, run := h.newContext("main:main")
-	expect(t, "total on main", run.values()["main:main/total"], "0")
+	expect(t, "total on main", run.updates.Values()["main:main/total"], "0")
 
 	m := h.client.mark()
 	gitCmd(t, h.dir, "checkout", "-q", "other")
 	run = h.client.waitRun(t, m, id)
-	expect(t, "total on other", run.values()["main:main/total"], "210")
+	expect(t, "total on other", run.updates.Values()["main:main/total"], "210")
 	h.quiesce()
 	notes := h.client.since(m)
 	expect(t, "runs started", runStarts(notes, id, "main:main/total"), 1)
@@ -342,7 +342,7 @@ func TestWatchSelfWritesIgnored(t *testing.T) {
 	m := h.client.mark()
 	must(t, h.e.WriteFile(h.ctx, clientID, protocol.FileWriteParams{Path: "helper.py", Contents: "def foo(a, b):\n    c = a * b * 3\n    return c\n"}))
 	run := h.client.waitRun(t, m, id)
-	expect(t, "y after file/write", run.values()["main:main/y"], "90")
+	expect(t, "y after file/write", run.updates.Values()["main:main/y"], "90")
 	h.quiesce()
 	expect(t, "runs after file/write", runEnds(h.client.since(m), id), 1)
 
@@ -350,7 +350,7 @@ func TestWatchSelfWritesIgnored(t *testing.T) {
 	m = h.client.mark()
 	h.setText("main.py", strings.Replace(scenarioMain, "x = 6", "x = 2", 1))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "y after the edit", run.values()["main:main/y"], "30")
+	expect(t, "y after the edit", run.updates.Values()["main:main/y"], "30")
 	_, version := h.openFile("main.py")
 	m = h.client.mark()
 	must(t, h.e.SaveFile(h.ctx, clientID, protocol.SaveParams{Path: "main.py", CurrentVersion: version}))
@@ -374,7 +374,7 @@ func TestWatchDirtyBufferConflict(t *testing.T) {
 	m := h.client.mark()
 	h.setText("main.py", typed) // unsaved edits
 	run := h.client.waitRun(t, m, id)
-	expect(t, "x typed", run.values()["main:main/x"], "7")
+	expect(t, "x typed", run.updates.Values()["main:main/x"], "7")
 
 	m, mo := h.client.mark(), other.mark()
 	write(t, h.dir, "main.py", strings.Replace(scenarioMain, "x = 6", "x = 100", 1))
@@ -399,7 +399,7 @@ func TestWatchDirtyBufferConflict(t *testing.T) {
 	m = h.client.mark()
 	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
 	run = h.client.waitRun(t, m, id)
-	expect(t, "x after recompute", run.values()["main:main/x"], "7")
+	expect(t, "x after recompute", run.updates.Values()["main:main/x"], "7")
 }
 
 func TestWatchCleanBufferReload(t *testing.T) {
@@ -414,7 +414,7 @@ func TestWatchCleanBufferReload(t *testing.T) {
 	m, mo := h.client.mark(), other.mark()
 	write(t, h.dir, "helper.py", newText)
 	run := h.client.waitRun(t, m, id)
-	expect(t, "y", run.values()["main:main/y"], "11")
+	expect(t, "y", run.updates.Values()["main:main/y"], "11")
 	h.quiesce()
 	notes := h.client.since(m)
 	changes := notesOf[protocol.DidChangeParams](notes)
@@ -453,14 +453,14 @@ func TestWatchNewSubdirectoryModule(t *testing.T) {
 	m = h.client.mark()
 	write(t, h.dir, "main.py", "from helper import foo\nfrom lib.extra import scale\n\n\ndef main():\n    x = 6\n    y = foo(x, 5)\n    z = y * scale.FACTOR\n    return z\n")
 	run := h.client.waitRun(t, m, id)
-	expect(t, "z", run.values()["main:main/z"], "90")
+	expect(t, "z", run.updates.Values()["main:main/z"], "90")
 
 	// The new directory is watched: a change in it recomputes what reads it.
 	m = h.client.mark()
 	savePatterns[1].save(t, h, "lib/extra/scale.py", "FACTOR = 4\n")
 	run = h.client.waitRun(t, m, id)
-	expect(t, "z after the change in the new directory", run.values()["main:main/z"], "120")
-	expect(t, "computed", run.computed(), []string{"main:main/z", "main:main/return"})
+	expect(t, "z after the change in the new directory", run.updates.Values()["main:main/z"], "120")
+	expect(t, "computed", run.updates.Computed(), []string{"main:main/z", "main:main/return"})
 }
 
 func TestWatchModuleDeletedAndRestored(t *testing.T) {
@@ -485,7 +485,7 @@ func TestWatchModuleDeletedAndRestored(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("after restoring helper.py: %+v", run.failed)
 	}
-	expect(t, "z", run.values()["main:main/z"], "36")
+	expect(t, "z", run.updates.Values()["main:main/z"], "36")
 
 	// The context's own module goes away, then comes back.
 	m = h.client.mark()
@@ -501,7 +501,7 @@ func TestWatchModuleDeletedAndRestored(t *testing.T) {
 	if run.failed != nil {
 		t.Fatalf("after restoring main.py: %+v", run.failed)
 	}
-	expect(t, "z", run.values()["main:main/z"], "11") // foo(1, 5) + 5 with c = a * b + 1
+	expect(t, "z", run.updates.Values()["main:main/z"], "11") // foo(1, 5) + 5 with c = a * b + 1
 }
 
 func TestWatchFileEventsForEveryChange(t *testing.T) {

@@ -73,7 +73,7 @@ func TestWireTenThousandBadMessages(t *testing.T) {
 	}
 	t.Logf("error codes: %v", codes)
 	bystander.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: bid, InvalidatedExpressions: protocol.InvalidateAll()}, nil)
-	expect(t, "bystander z", bystander.waitRun(bid).values()["main:main/z"], "35")
+	expect(t, "bystander z", bystander.waitRun(bid).updates.Values()["main:main/z"], "35")
 	var st json.RawMessage
 	fuzzer.call(protocol.MethodRuntimeStatus, nil, &st)
 }

@@ -296,7 +296,7 @@ func TestServeBinaryLifecycle(t *testing.T) {
 
 	c, _ := connect(t, p.url, "ide")
 	_, r := c.newContext("main:main")
-	expect(t, "z", r.values()["main:main/z"], "35")
+	expect(t, "z", r.updates.Values()["main:main/z"], "35")
 	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileRead, protocol.FileReadParams{Path: "../../etc/passwd"}, "../../etc/passwd")
 	kernels := p.kernels(t)
 	if len(kernels) == 0 {

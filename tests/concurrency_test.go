@@ -173,7 +173,7 @@ func TestWireFiftyClientsEditing(t *testing.T) {
 	c.call(protocol.MethodCreateContext, protocol.CreateContextParams{ContextID: ids[0]}, nil)
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: ids[0], InvalidatedExpressions: protocol.InvalidateAll()}, nil)
 	r := c.waitRun(ids[0])
-	if r.failed != nil || r.values()["main:main/y"] != "42" {
-		t.Fatalf("after the storm: failed %+v, values %v", r.failed, r.values())
+	if r.failed != nil || r.updates.Values()["main:main/y"] != "42" {
+		t.Fatalf("after the storm: failed %+v, values %v", r.failed, r.updates.Values())
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/internal/leakcheck"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/protocol/protocoltest"
 	"github.com/ripple-run/ripple/server"
 	"github.com/ripple-run/ripple/server/servertest"
 )
@@ -180,7 +180,7 @@ func (c *client) newContext(pointer string, args ...string) (protocol.ContextID,
 // executionFailed.
 type run struct {
 	messages []servertest.Message // everything received, all contexts
-	updates  []protocol.ExpressionUpdate
+	updates  protocoltest.Updates
 	failed   *protocol.ExecutionResult
 	output   string
 	visData  []string
@@ -274,43 +274,8 @@ func trim(s string) string {
 	return s
 }
 
-// latest returns the last update of an expression in the run, or nil.
-func (r *run) latest(id string) *protocol.ExpressionUpdate {
-	for i := len(r.updates) - 1; i >= 0; i-- {
-		if string(r.updates[i].ExpressionID) == id {
-			return &r.updates[i]
-		}
-	}
-	return nil
-}
 
-// values maps each expression to its final preview ("Panic: msg" for a
-// panic) in the run; Pending ones are left out.
-func (r *run) values() map[string]string {
-	out := map[string]string{}
-	for _, u := range r.updates {
-		switch u.Payload.Type {
-		case protocol.PayloadValue:
-			out[string(u.ExpressionID)] = u.Payload.Preview
-		case protocol.PayloadPanic:
-			out[string(u.ExpressionID)] = "Panic: " + u.Payload.Message
-		default:
-			delete(out, string(u.ExpressionID))
-		}
-	}
-	return out
-}
 
-// computed lists the expressions that got a fresh value, in order.
-func (r *run) computed() []string {
-	var out []string
-	for _, u := range r.updates {
-		if u.Payload.Type != protocol.PayloadPending && !u.FromCache && !slices.Contains(out, string(u.ExpressionID)) {
-			out = append(out, string(u.ExpressionID))
-		}
-	}
-	return out
-}
 
 func expect(t *testing.T, what string, got, want any) {
 	t.Helper()

@@ -70,8 +70,8 @@ func TestWireSessionAndRuntime(t *testing.T) {
 		t.Errorf("kernelRestarted %+v", kr)
 	}
 	r = c.waitRun(id)
-	if r.failed != nil || !slices.Contains(r.computed(), "main:main/y") {
-		t.Errorf("run after restart: failed %+v, computed %v", r.failed, r.computed())
+	if r.failed != nil || !slices.Contains(r.updates.Computed(), "main:main/y") {
+		t.Errorf("run after restart: failed %+v, computed %v", r.failed, r.updates.Computed())
 	}
 	c.call(protocol.MethodRuntimeStatus, nil, &st)
 	if len(st.Kernels) != 1 || st.Kernels[0].PID == oldPID {
@@ -200,10 +200,10 @@ func TestWireTextBuffers(t *testing.T) {
 
 	// Unsaved buffer contents are what runs.
 	id, r := a.newContext("main:main")
-	expect(t, "y", r.values()["main:main/y"], "30")
+	expect(t, "y", r.updates.Values()["main:main/y"], "30")
 	a.setText("helper.py", "def foo(a, b):\n    c = a * b * 10\n    return c\n")
 	r = a.waitRun(id)
-	expect(t, "y from the unsaved buffer", r.values()["main:main/y"], "300")
+	expect(t, "y from the unsaved buffer", r.updates.Values()["main:main/y"], "300")
 	expect(t, "helper.py on disk", readFile(t, s.dir, "helper.py"), scenarioHelper)
 
 	// Changed on disk under unsaved edits: the buffer is kept, its clients
@@ -300,8 +300,8 @@ func TestWireNotificationsFollowContexts(t *testing.T) {
 	a.setText("helper.py", "def foo(a, b):\n    c = a + b\n    return c\n")
 	ra := a.waitRun(idA)
 	rb := b.waitRun(idB)
-	expect(t, "alice y", ra.values()["main:main/y"], "11")
-	expect(t, "bob return", rb.values()["helper:foo/return"], "5")
+	expect(t, "alice y", ra.updates.Values()["main:main/y"], "11")
+	expect(t, "bob return", rb.updates.Values()["helper:foo/return"], "5")
 	for _, pair := range []struct {
 		r     *run
 		other protocol.ContextID

@@ -49,15 +49,15 @@ func TestWireScenario01FirstRun(t *testing.T) {
 		}
 	}
 	expect(t, "pending", pending, []string{"main:main/x", "main:main/y", "main:main/z"})
-	v := r.values()
+	v := r.updates.Values()
 	expect(t, "values", []string{v["main:main/x"], v["main:main/y"], v["main:main/z"]}, []string{"6", "30", "35"})
 	for _, id := range []string{"main:main/x", "main:main/y", "main:main/z"} {
-		u := r.latest(id)
+		u := r.updates.Latest(id)
 		if u.FromCache || u.Type != "builtins.int" || len(u.ProfilingInfo) != 1 || u.Range == nil {
 			t.Errorf("%s: %+v", id, u)
 		}
 	}
-	if mc := r.latest("main:main/y").MethodCall; mc == nil || mc.MethodPointer.String() != "helper:foo" {
+	if mc := r.updates.Latest("main:main/y").MethodCall; mc == nil || mc.MethodPointer.String() != "helper:foo" {
 		t.Errorf("y methodCall %+v, want helper:foo", mc)
 	}
 }
@@ -72,7 +72,7 @@ func TestWireScenario02Recompute(t *testing.T) {
 	}
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}, nil)
 	r = c.waitRun(id)
-	expect(t, "recompute all", r.computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	expect(t, "recompute all", r.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
 	if len(r.updates) == 0 || r.updates[0].Payload.Type != protocol.PayloadPending {
 		t.Errorf("recompute all: first update is not Pending")
 	}
@@ -81,7 +81,7 @@ func TestWireScenario02Recompute(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = c.waitRun(id)
-	expect(t, "recompute [z]", r.computed(), []string{"main:main/z"})
+	expect(t, "recompute [z]", r.updates.Computed(), []string{"main:main/z"})
 }
 
 func TestWireScenario03PrintOnce(t *testing.T) {
@@ -103,13 +103,13 @@ func TestWireScenario04Edits(t *testing.T) {
 	c, id, _ := scenario(t)
 	c.setText("main.py", mainWith("x = 7", "y = foo(x, 5)", "z = y + 5"))
 	r := c.waitRun(id)
-	expect(t, "computed", r.computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
-	v := r.values()
+	expect(t, "computed", r.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	v := r.updates.Values()
 	expect(t, "values", []string{v["main:main/x"], v["main:main/y"], v["main:main/z"]}, []string{"7", "35", "40"})
 	c.setText("main.py", mainWith("x = 7", "y = foo(x, 5)", "z = y + 6"))
 	r = c.waitRun(id)
-	expect(t, "computed after the z edit", r.computed(), []string{"main:main/z"})
-	expect(t, "z", r.values()["main:main/z"], "41")
+	expect(t, "computed after the z edit", r.updates.Computed(), []string{"main:main/z"})
+	expect(t, "z", r.updates.Values()["main:main/z"], "41")
 }
 
 func TestWireScenario05LocalCall(t *testing.T) {
@@ -117,11 +117,11 @@ func TestWireScenario05LocalCall(t *testing.T) {
 	c, id, _ := scenario(t)
 	c.call(protocol.MethodPush, protocol.PushParams{ContextID: id, StackItem: protocol.NewLocalCall("main:main/y")}, nil)
 	r := c.waitRun(id)
-	v := r.values()
+	v := r.updates.Values()
 	expect(t, "foo", []string{v["helper:foo/c"], v["helper:foo/return"]}, []string{"30", "30"})
 	c.setText("helper.py", "def foo(a, b):\n    c = a * b + 1\n    return c\n")
 	r = c.waitRun(id)
-	expect(t, "c after the edit", r.values()["helper:foo/c"], "31")
+	expect(t, "c after the edit", r.updates.Values()["helper:foo/c"], "31")
 	c.call(protocol.MethodPop, protocol.PopParams{ContextID: id}, nil)
 	r = c.waitRun(id)
 	var first protocol.ExpressionUpdatesParams
@@ -136,7 +136,7 @@ func TestWireScenario05LocalCall(t *testing.T) {
 			t.Errorf("pop resend: %s not fromCache", u.ExpressionID)
 		}
 	}
-	v = r.values()
+	v = r.updates.Values()
 	expect(t, "after pop", []string{v["main:main/y"], v["main:main/z"]}, []string{"31", "36"})
 }
 
@@ -146,33 +146,33 @@ func TestWireScenario06Panic(t *testing.T) {
 	if r.failed != nil {
 		t.Fatalf("run failed: %+v", r.failed)
 	}
-	x := r.latest("main:main/x")
+	x := r.updates.Latest("main:main/x")
 	if x.Payload.Type != protocol.PayloadPanic || x.Payload.Message != "ZeroDivisionError: division by zero" {
 		t.Fatalf("x = %+v", x.Payload)
 	}
 	for _, dep := range []string{"main:main/y", "main:main/z"} {
-		u := r.latest(dep)
+		u := r.updates.Latest(dep)
 		if u.Payload.Type != protocol.PayloadPanic || !slices.Equal(u.Payload.Trace, []protocol.ExpressionID{"main:main/x"}) {
 			t.Errorf("%s = %+v", dep, u.Payload)
 		}
 	}
-	expect(t, "w", r.values()["main:main/w"], "3")
+	expect(t, "w", r.updates.Values()["main:main/w"], "3")
 	if len(r.status) == 0 || len(r.status[0].Stack) == 0 {
 		t.Errorf("no executionStatus diagnostic with a traceback: %+v", r.status)
 	}
 	c.setText("main.py", mainWith("x = 6", "y = foo(x, 5)", "z = y + 5", "w = 3"))
 	r = c.waitRun(id)
-	v := r.values()
+	v := r.updates.Values()
 	expect(t, "fixed", []string{v["main:main/x"], v["main:main/y"], v["main:main/z"]}, []string{"6", "30", "35"})
 }
 
 func TestWireScenario07UndefinedName(t *testing.T) {
 	t.Parallel()
 	_, _, r := scenario(t, "x = 6", "y = fooo(x, 5)", "z = y + 5")
-	if y := r.latest("main:main/y"); y.Payload.Type != protocol.PayloadPanic || !strings.Contains(y.Payload.Message, "NameError") {
+	if y := r.updates.Latest("main:main/y"); y.Payload.Type != protocol.PayloadPanic || !strings.Contains(y.Payload.Message, "NameError") {
 		t.Fatalf("y = %+v", y.Payload)
 	}
-	if z := r.latest("main:main/z"); z.Payload.Type != protocol.PayloadPanic {
+	if z := r.updates.Latest("main:main/z"); z.Payload.Type != protocol.PayloadPanic {
 		t.Errorf("z = %+v", z.Payload)
 	}
 	if len(r.status) == 0 || r.status[0].Location == nil || r.status[0].Location.Start.Line != 5 || r.status[0].Path != "main.py" {
@@ -188,8 +188,8 @@ func TestWireScenario08Visualization(t *testing.T) {
 		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v * 2"}}, nil)
 	r := c.waitRun(id)
 	expect(t, "data", r.visData, []string{"12"})
-	if strings.Contains(r.output, "x ran") || slices.Contains(r.computed(), "main:main/x") {
-		t.Errorf("attach re-ran x: %q %v", r.output, r.computed())
+	if strings.Contains(r.output, "x ran") || slices.Contains(r.updates.Computed(), "main:main/x") {
+		t.Errorf("attach re-ran x: %q %v", r.output, r.updates.Computed())
 	}
 	c.setText("main.py", mainWith(`x = 7; print("x ran")`, "y = foo(x, 5)", "z = y + 5"))
 	r = c.waitRun(id)
@@ -258,10 +258,10 @@ func TestWireScenario11Interrupt(t *testing.T) {
 	}
 	c.setText("main.py", mainWith("x = 6", "import time; time.sleep(0); y = foo(x, 5)", "z = x + 1"))
 	r = c.waitRun(id)
-	if slices.Contains(r.computed(), "main:main/x") {
-		t.Errorf("x recomputed after the interrupt: %v", r.computed())
+	if slices.Contains(r.updates.Computed(), "main:main/x") {
+		t.Errorf("x recomputed after the interrupt: %v", r.updates.Computed())
 	}
-	expect(t, "y", r.values()["main:main/y"], "30")
+	expect(t, "y", r.updates.Values()["main:main/y"], "30")
 }
 
 func TestWireScenario12SyntaxError(t *testing.T) {
@@ -280,15 +280,15 @@ func TestWireScenario12SyntaxError(t *testing.T) {
 		t.Fatalf("after the fix: %+v", r.failed)
 	}
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}, nil)
-	expect(t, "z", c.waitRun(id).values()["main:main/z"], "35")
+	expect(t, "z", c.waitRun(id).updates.Values()["main:main/z"], "35")
 }
 
 func TestWireScenario13MutationChain(t *testing.T) {
 	t.Parallel()
 	c, id, r := scenario(t, "xs = []", "xs.append(1)", "n = len(xs)")
-	expect(t, "n", r.values()["main:main/n"], "1")
+	expect(t, "n", r.updates.Values()["main:main/n"], "1")
 	c.setText("main.py", mainWith("xs = []", "xs.append(2)", "n = len(xs)"))
-	expect(t, "n after the edit", c.waitRun(id).values()["main:main/n"], "1")
+	expect(t, "n after the edit", c.waitRun(id).updates.Values()["main:main/n"], "1")
 	c.call(protocol.MethodExecuteExpression, protocol.ExecuteExpressionParams{ExecutionContextID: id,
 		VisualizationID: protocol.NewVisualizationID(), ExpressionID: "main:main/n", Expression: "xs"}, nil)
 	r = c.waitRun(id)

@@ -33,10 +33,10 @@ func TestWireReconnectRestoresContexts(t *testing.T) {
 		}
 		got[string(u.ExpressionID)] = u.Payload.Preview
 	}
-	expect(t, "resent values", got, first.values())
+	expect(t, "resent values", got, first.updates.Values())
 	// The context is usable again.
 	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}, nil)
-	expect(t, "z", c2.waitRun(id).values()["main:main/z"], "35")
+	expect(t, "z", c2.waitRun(id).updates.Values()["main:main/z"], "35")
 }
 
 // A reconnect that arrives while the server still holds the old
