@@ -97,9 +97,6 @@ type runResult struct {
 	output  string
 }
 
-
-
-
 // isEnd matches the end of a run of context id.
 func isEnd(id protocol.ContextID) func(note) bool {
 	return func(n note) bool {

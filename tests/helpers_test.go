@@ -274,9 +274,6 @@ func trim(s string) string {
 	return s
 }
 
-
-
-
 func expect(t *testing.T, what string, got, want any) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
