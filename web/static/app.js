@@ -77,7 +77,8 @@ const session = {
   connectedOnce: false,
   modules: [],
   modulePaths: new Map(), // module -> path of its file
-  updates: new Map(), // ExpressionId -> latest update of the frame
+  updates: new Map(), // ExpressionId -> latest update of the frame, with seq
+  seq: 0, // arrival order of updates
   run: { state: "idle" }, // idle | running | complete | failed
   diagnostics: [],
   compileError: null, // the Diagnostic of the last compileError, until a run completes
@@ -182,7 +183,7 @@ async function restoreStack(reconnect) {
     await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: bottom.item });
   } catch (e) {
     if (e.code === INVALID_STACK_ITEM) {
-      if (reconnect) toast("info", "Reconnected: the server kept this page's context and values.");
+      toast("info", `${reconnect ? "Reconnected" : "Welcome back"}: the server kept this page's context and its values.`);
       return;
     }
     toast("error", `Could not run ${bottom.pointer}: ${e.message}`);
@@ -201,7 +202,7 @@ async function restoreStack(reconnect) {
     }
   }
   setStack(kept);
-  if (reconnect) toast("warn", "Reconnected: the server had forgotten this page's context; it was created again.");
+  toast("warn", "The server had forgotten this page's context (its grace period ended or it restarted); it was created again.");
 }
 
 // ---- notifications ---------------------------------------------------------
@@ -223,12 +224,20 @@ function onNotify(method, p) {
     case "executionContext/executionFailed":
       if (p.contextId !== session.contextId) return;
       session.run = { state: "failed", result: p.result, started: session.run.started, ended: Date.now() };
-      if (p.result.kind === "compileError") session.compileError = p.result.diagnostic || { message: p.result.message };
+      if (p.result.kind === "compileError") {
+        // No run started, so the list still holds the last run's problems
+        // and earlier compile errors: this one replaces them.
+        session.compileError = p.result.diagnostic || { message: p.result.message };
+        session.diagnostics = p.result.diagnostic ? [p.result.diagnostic] : [];
+        renderProblems();
+      }
       scheduleRender();
       break;
     case "executionContext/executionStatus":
       if (p.contextId !== session.contextId) return;
-      session.diagnostics = p.diagnostics || [];
+      // One notification per diagnostic as the run finds them; a new run
+      // starts a new list (onUpdates).
+      session.diagnostics.push(...(p.diagnostics || []));
       renderProblems();
       break;
     case "executionContext/output":
@@ -265,19 +274,49 @@ function onNotify(method, p) {
   }
 }
 
+// onUpdates records a frame's expression updates. A run starts with
+// Pending for exactly the statements that will run (PROTOCOL.md 5.4); the
+// others are not sent again: their values come from the cache this run, so
+// the page marks them so.
 function onUpdates(updates) {
   const top = topPointer();
-  let started = false;
-  for (const u of updates) {
-    if (!top || !u.expressionId.startsWith(`${top}/`)) continue; // an older frame's
-    session.updates.set(u.expressionId, u);
-    if (u.payload.type === "Pending" && !u.payload.message) started = true;
-  }
-  if (started && session.run.state !== "running") {
+  const mine = updates.filter((u) => top && u.expressionId.startsWith(`${top}/`)); // not an older frame's
+  const starts = mine.some((u) => u.payload.type === "Pending" && !u.payload.message);
+  if (starts && session.run.state !== "running") {
     session.run = { state: "running", started: Date.now() };
+    session.diagnostics = [];
+    renderProblems();
     outputSeparator();
+    for (const [id, u] of session.updates) {
+      if (u.payload.type === "Value" && !u.fromCache) session.updates.set(id, { ...u, fromCache: true });
+    }
   }
+  for (const u of mine) session.updates.set(u.expressionId, { ...u, seq: ++session.seq });
   scheduleRender();
+}
+
+// pruneUpdates forgets the updates of statements that were deleted. The
+// server never says so: a statement whose range is unchanged and whose
+// value is cached is not sent again, so absence from a run means nothing.
+// But a statement that moved is sent again with its new range, and live
+// statements' ranges never overlap; so an older update whose lines overlap
+// a newer one's belongs to a statement that is gone. So does one whose
+// first line in the shown text is now blank or a comment.
+function pruneUpdates(lineText) {
+  const newestFirst = [...session.updates.values()].sort((a, b) => b.seq - a.seq);
+  const taken = [];
+  for (const u of newestFirst) {
+    if (!u.range) continue;
+    const from = u.range.start.line;
+    const to = u.range.end.line;
+    const text = lineText ? lineText(from) : null;
+    const overlaps = taken.some(([a, b]) => from <= b && a <= to);
+    if (overlaps || (text !== null && /^\s*(#.*)?$/.test(text))) {
+      session.updates.delete(u.expressionId);
+      continue;
+    }
+    taken.push([from, to]);
+  }
 }
 
 // ---- stack -----------------------------------------------------------------
@@ -646,9 +685,10 @@ function frameUpdates() {
 
 function render() {
   const top = topPointer();
-  const updates = frameUpdates();
   const frameModule = top ? top.split(":")[0] : null;
   const showing = editor.current && frameModule && session.modulePaths.get(frameModule) === editor.current.path;
+  if (showing) pruneUpdates((line) => editor.lineText(line));
+  const updates = frameUpdates();
   if (showing) editor.showAnnotations(updates);
   else editor.clearAnnotations();
   editor.markError(session.compileError);
@@ -682,7 +722,7 @@ function renderRunState(updates) {
   switch (run.state) {
     case "running": {
       const pending = updates.filter((u) => updateState(u) === "pending").length;
-      text = `running… ${pending ? `${pending} pending` : ""}`;
+      text = `running ${duration((Date.now() - run.started) * 1e6)}${pending ? ` · ${pending} pending` : ""}`;
       break;
     }
     case "complete": {
@@ -704,16 +744,12 @@ function renderRunState(updates) {
       break;
     }
     default:
-      text = top() ? "" : "nothing running";
+      text = topPointer() ? "" : "nothing running";
   }
   el.dataset.state = st;
   el.textContent = text;
   el.title = text;
   $("interrupt").disabled = run.state !== "running";
-}
-
-function top() {
-  return topPointer();
 }
 
 function renderVizChoices(updates) {

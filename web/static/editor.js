@@ -244,11 +244,13 @@ export class Editor {
     const tab = this.cm.getOption("tabSize");
     const width = (line) => this.displayWidth(doc.getLine(line), tab);
     const column = Math.max(36, ...placed.map((p) => width(p.line) + 3));
+    // In pixels of the editor's font: the annotation's own font is smaller.
+    const charWidth = this.cm.defaultCharWidth();
     this.cm.operation(() => {
       for (const { u, line } of placed) {
         const el = document.createElement("span");
         el.className = "ripple-annotation";
-        el.style.marginLeft = `${column - width(line)}ch`;
+        el.style.marginLeft = `${(column - width(line)) * charWidth}px`;
         this.events.annotation(u, el);
         const text = doc.getLine(line);
         const bookmark = doc.setBookmark({ line, ch: text.length }, { widget: el, insertLeft: true });
@@ -257,6 +259,12 @@ export class Editor {
         this.annotations.push({ bookmark, handle, cls });
       }
     });
+  }
+
+  // lineText returns a line of the shown buffer, or null past its end.
+  lineText(line) {
+    const doc = this.cm.getDoc();
+    return line >= 0 && line < doc.lineCount() ? doc.getLine(line) : null;
   }
 
   clearAnnotations() {

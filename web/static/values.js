@@ -74,7 +74,8 @@ export function fillAnnotation(u, el, actions, selected) {
     case "panic":
     case "error": {
       const p = u.payload;
-      const origin = p.trace && p.trace.length > 1 ? p.trace[0] : null;
+      // A dependent's trace names the statements that raised, not itself.
+      const origin = p.trace && p.trace.length > 0 && p.trace[0] !== u.expressionId ? p.trace[0] : null;
       main.append(span("ann-dot", "✖"), span("ann-preview", p.message || "error"));
       if (origin) main.append(span("ann-from", `from ${label(origin)}`));
       tip.push(p.message || "", origin ? `raised by ${origin}` : "raised here");
@@ -83,7 +84,8 @@ export function fillAnnotation(u, el, actions, selected) {
     default: {
       const preview = u.payload.preview ?? "";
       main.append(span("ann-dot", st === "cached" ? "○" : "●"), span("ann-preview", preview));
-      const type = shortType(u.type);
+      // The class name only: the full name is in the tooltip.
+      const type = shortType(u.type).split(".").pop();
       if (type) main.append(span("ann-type", type));
       const ns = executionTime(u);
       if (ns !== null) main.append(span("ann-time", st === "cached" ? "cached" : duration(ns)));
