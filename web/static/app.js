@@ -85,7 +85,6 @@ const session = {
   // viz: {id, expressionId, code} of the attached visualization.
   viz: store.get("viz", null),
   vizPick: null, // the statement picked in the pane
-  kernelNotice: null,
 };
 if (!session.clientId) {
   session.clientId = uuid();
@@ -217,8 +216,6 @@ function onNotify(method, p) {
       if (p.contextId !== session.contextId) return;
       session.run = { state: "complete", started: session.run.started, ended: Date.now() };
       session.compileError = null;
-      session.kernelNotice = null;
-      hideBanner("kernel");
       scheduleRender();
       break;
     case "executionContext/executionFailed":
@@ -254,7 +251,6 @@ function onNotify(method, p) {
       break;
     case "runtime/kernelRestarted":
       if (!(p.contextIds || []).includes(session.contextId)) return;
-      session.kernelNotice = p;
       showBanner(
         "kernel",
         "warn",
@@ -603,29 +599,39 @@ function showVizError(message) {
 
 const MAX_OUTPUT = 200_000; // characters kept in the output pane
 
-function appendOutput(stream, text) {
+// writeOutput changes the output pane with change(out), keeping it
+// scrolled to the end if it was there, and bounded.
+function writeOutput(change) {
   const out = $("output");
   const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
-  const last = out.lastElementChild;
-  if (last && last.dataset.stream === stream) last.textContent += text;
-  else {
+  change(out);
+  while (out.textContent.length > MAX_OUTPUT && out.firstElementChild) out.firstElementChild.remove();
+  if (atBottom) out.scrollTop = out.scrollHeight;
+}
+
+function appendOutput(stream, text) {
+  writeOutput((out) => {
+    const last = out.lastElementChild;
+    if (last && last.dataset.stream === stream) {
+      last.textContent += text;
+      return;
+    }
     const s = document.createElement("span");
     s.dataset.stream = stream;
     s.className = stream;
     s.textContent = text;
     out.append(s);
-  }
-  while (out.textContent.length > MAX_OUTPUT && out.firstElementChild) out.firstElementChild.remove();
-  if (atBottom) out.scrollTop = out.scrollHeight;
+  });
 }
 
 function outputSeparator() {
-  const out = $("output");
-  if (!out.lastElementChild || out.lastElementChild.classList.contains("sep")) return;
-  const s = document.createElement("span");
-  s.className = "sep";
-  s.textContent = `── run at ${new Date().toLocaleTimeString()} ──\n`;
-  out.append(s);
+  writeOutput((out) => {
+    if (!out.lastElementChild || out.lastElementChild.classList.contains("sep")) return;
+    const s = document.createElement("span");
+    s.className = "sep";
+    s.textContent = `── run at ${new Date().toLocaleTimeString()} ──\n`;
+    out.append(s);
+  });
 }
 
 function renderProblems() {
@@ -749,7 +755,9 @@ function renderRunState(updates) {
   el.dataset.state = st;
   el.textContent = text;
   el.title = text;
-  $("interrupt").disabled = run.state !== "running";
+  // Always usable: the page may not have seen a run start (it reconnected
+  // in the middle of one); it only stands out while a run is going.
+  $("interrupt").classList.toggle("active", run.state === "running");
 }
 
 function renderVizChoices(updates) {
