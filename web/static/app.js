@@ -29,8 +29,12 @@ const DEFAULT_VISUALIZATION =
 
 const store = {
   get(key, fallback) {
-    const v = sessionStorage.getItem(`ripple.${key}`);
-    return v === null ? fallback : JSON.parse(v);
+    try {
+      const v = sessionStorage.getItem(`ripple.${key}`);
+      return v === null ? fallback : JSON.parse(v);
+    } catch (e) {
+      return fallback; // unreadable: start afresh rather than not at all
+    }
   },
   set(key, value) {
     sessionStorage.setItem(`ripple.${key}`, JSON.stringify(value));
@@ -861,7 +865,8 @@ $("viz-code").addEventListener("keydown", (ev) => {
 });
 $("viz-detach").addEventListener("click", () => detachViz());
 window.addEventListener("keydown", (ev) => {
-  if ((ev.ctrlKey || ev.metaKey) && ev.key === "s") {
+  // The editor handles its own Ctrl-S (and prevents the default).
+  if ((ev.ctrlKey || ev.metaKey) && ev.key === "s" && !ev.defaultPrevented) {
     ev.preventDefault();
     save();
   }
@@ -879,3 +884,7 @@ if (!session.token) {
   rpc.start();
 }
 window.addEventListener("pagehide", () => rpc.stop());
+// A page restored from the back-forward cache connects again.
+window.addEventListener("pageshow", (ev) => {
+  if (ev.persisted && session.token) rpc.start();
+});

@@ -89,19 +89,23 @@ export class Editor {
   async reopen() {
     for (const buf of this.buffers.values()) {
       const res = await this.rpc.call("text/openFile", { path: buf.path });
-      if (res.currentVersion === buf.sentVersion) continue;
-      const lost = buf.dirty && (await buf.serverIsDisk(this.rpc, res.currentVersion));
-      if (lost) {
-        buf.server = res.content;
-        buf.serverVersion = res.currentVersion;
-        buf.sent = res.content;
-        buf.sentVersion = res.currentVersion;
-        if (buf === this.current) this.localChange();
-        else this.sendDiff(buf, buf.doc.getValue());
-        this.events.notice("info", `${buf.path}: your unsaved edits were restored on the server`);
-      } else {
-        this.replaceFromServer(buf, res.content, res.currentVersion);
+      if (res.currentVersion !== buf.sentVersion) {
+        const lost = buf.dirty && (await buf.serverIsDisk(this.rpc, res.currentVersion));
+        if (lost) {
+          buf.server = res.content;
+          buf.serverVersion = res.currentVersion;
+          buf.sent = res.content;
+          buf.sentVersion = res.currentVersion;
+          this.events.notice("info", `${buf.path}: your unsaved edits were restored on the server`);
+        } else {
+          // Someone else's text (or an edit of ours that landed just
+          // before the drop) is the server's: it wins.
+          this.replaceFromServer(buf, res.content, res.currentVersion);
+        }
       }
+      // Whatever the document has beyond the server's text (typed as the
+      // connection dropped) goes now.
+      this.sendDiff(buf, buf.doc.getValue());
     }
   }
 

@@ -54,12 +54,6 @@ export class Rpc {
     this.connect();
   }
 
-  // drop closes the current socket as a network failure would (used by the
-  // page's "reconnect" control and its tests); the client reconnects.
-  drop() {
-    if (this.ws) this.ws.close(4000, "dropped by the page");
-  }
-
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
