@@ -92,7 +92,7 @@ type serveProc struct {
 	seen map[int]bool
 }
 
-var urlLine = regexp.MustCompile(`^ripple: serving (.+) at (ws://127\.0\.0\.1:\d+/ws\?token=(.+))\n`)
+var urlLine = regexp.MustCompile(`^ripple: serving (.+) at (ws://127\.0\.0\.1:\d+/ws\?token=(\S+)) and the web page at http://127\.0\.0\.1:\d+/\?token=\S+\n`)
 
 // startServe runs the binary with args and env additions and waits for its
 // URL line on stdout.

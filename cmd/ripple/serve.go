@@ -15,6 +15,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/server"
+	"github.com/ripple-run/ripple/web"
 )
 
 // shutdownTimeout bounds a graceful shutdown: connections closed, running
@@ -103,6 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Addr:         *addr,
 		Token:        *token,
 		AllowOrigins: origins,
+		Web:          web.Handler(),
 		Logger:       log.With("component", "server"),
 	})
 	if err == nil {
@@ -113,7 +115,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		shutdown()
 		return 1
 	}
-	fmt.Fprintf(stdout, "ripple: serving %s at %s\n", root, srv.URL())
+	page, err := web.PageURL(srv.URL())
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		_ = srv.Stop(sctx)
+		cancel()
+		shutdown()
+		return 1
+	}
+	// One line (PROTOCOL.md 1): the WebSocket URL for IDEs, then the page
+	// for a browser; both end at a space or the line's end.
+	fmt.Fprintf(stdout, "ripple: serving %s at %s and the web page at %s\n", root, srv.URL(), page)
 
 	<-ctx.Done()
 	log.Info("shutting down", "cause", context.Cause(ctx))

@@ -1,0 +1,30 @@
+// Package web is ripple's built-in web client: a page that shows a project
+// live in a browser (files, an editor, each statement's value beside it,
+// output, problems, visualizations), speaking PROTOCOL.md over the server's
+// WebSocket like any other client. Everything it needs is embedded in the
+// binary with go:embed; there is no build step (the one library, CodeMirror
+// 5, is committed as its release files: see VENDOR.md).
+//
+// Plug it into the server and print its URL:
+//
+//	srv, err := server.New(eng, server.Config{Token: token, Web: web.Handler()})
+//	...
+//	page, err := web.PageURL(srv.URL()) // http://127.0.0.1:PORT/?token=TOKEN
+//
+// # The token
+//
+// The page's assets are served to anyone who can reach the port, without
+// the token: they are the same for every ripple binary and hold nothing of
+// the project. What needs the token is the WebSocket (/ws), where the
+// project is: the page reads the token from its own URL (?token=) and puts
+// it only into the WebSocket URL, which the server checks along with the
+// Origin (the page is same-origin, so it passes). The responses carry a
+// Content-Security-Policy that allows only the page's own scripts and
+// connections to its own origin, forbid framing, and send no Referer, so
+// the token in the address bar does not travel anywhere else.
+//
+// The files: web.go (the handler and PageURL), static/ (the page:
+// index.html, app.js wiring it together, rpc.js the JSON-RPC client,
+// editor.js the buffers and the editor, text.js positions and diffs,
+// sha3.js buffer versions, values.js and dataview.js rendering).
+package web

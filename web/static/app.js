@@ -1,0 +1,890 @@
+// ripple's web client: a page that speaks PROTOCOL.md to the server it
+// was loaded from, like any other client.
+//
+// The token comes from the page's own URL (?token=...) and goes only into
+// the WebSocket URL. The client id, the execution context id, its stack and
+// the visualization are kept in sessionStorage (one browser tab = one
+// client), so a reload or a dropped connection comes back as the same
+// client and gets its contexts back (PROTOCOL.md 1; the server keeps them
+// for its grace period).
+
+import { Rpc, DISCONNECTED } from "./rpc.js";
+import { Editor } from "./editor.js";
+import { fillAnnotation, label, state as updateState, duration } from "./values.js";
+import { render as renderData } from "./dataview.js";
+
+const $ = (id) => document.getElementById(id);
+
+// Error codes the page acts on (PROTOCOL.md 6).
+const FILE_NOT_FOUND = 1003;
+const INVALID_STACK_ITEM = 2004;
+const EMPTY_STACK = 2003;
+
+// The visualization used when the expression box is empty: the value as
+// JSON (what json cannot encode becomes its repr), DataFrames as records,
+// so lists of dicts and frames show as tables.
+const DEFAULT_VISUALIZATION =
+  'lambda v: __import__("json").loads(__import__("json").dumps(' +
+  'v.to_dict("records") if type(v).__name__ == "DataFrame" else v, default=repr))';
+
+const store = {
+  get(key, fallback) {
+    try {
+      const v = sessionStorage.getItem(`ripple.${key}`);
+      return v === null ? fallback : JSON.parse(v);
+    } catch (e) {
+      return fallback; // unreadable: start afresh rather than not at all
+    }
+  },
+  set(key, value) {
+    sessionStorage.setItem(`ripple.${key}`, JSON.stringify(value));
+  },
+};
+
+// uuid returns a random UUID (crypto.randomUUID exists only in secure
+// contexts; a page served on a LAN address is not one).
+function uuid() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function pointerText(mp) {
+  return `${mp.module}:${mp.definedOnType ? mp.definedOnType + "." : ""}${mp.name}`;
+}
+
+// parsePointer reads "module:qualname" into a MethodPointer.
+function parsePointer(text) {
+  const m = /^\s*([A-Za-z_][\w.]*):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*$/.exec(text);
+  if (!m) return null;
+  const dot = m[2].lastIndexOf(".");
+  return {
+    module: m[1],
+    definedOnType: dot < 0 ? "" : m[2].slice(0, dot),
+    name: dot < 0 ? m[2] : m[2].slice(dot + 1),
+  };
+}
+
+// The page's state. Every field is only touched on the page's one thread;
+// "frame" below means the top frame of the context's stack.
+const session = {
+  token: new URLSearchParams(location.search).get("token"),
+  clientId: store.get("clientId", null),
+  contextId: store.get("contextId", null),
+  // stack: [{item: StackItem, pointer: "module:qualname" of the frame's
+  // function}], bottom first; mirrors the server's.
+  stack: store.get("stack", []),
+  entry: store.get("entry", ""),
+  connectedOnce: false,
+  modules: [],
+  modulePaths: new Map(), // module -> path of its file
+  updates: new Map(), // ExpressionId -> latest update of the frame, with seq
+  seq: 0, // arrival order of updates
+  run: { state: "idle" }, // idle | running | complete | failed
+  diagnostics: [],
+  compileError: null, // the Diagnostic of the last compileError, until a run completes
+  // viz: {id, expressionId, code} of the attached visualization.
+  viz: store.get("viz", null),
+  vizPick: null, // the statement picked in the pane
+};
+if (!session.clientId) {
+  session.clientId = uuid();
+  store.set("clientId", session.clientId);
+}
+if (!session.contextId) {
+  session.contextId = uuid();
+  store.set("contextId", session.contextId);
+}
+
+const wsURL = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws?token=${encodeURIComponent(session.token || "")}`;
+const rpc = new Rpc(wsURL, { open: onOpen, notify: onNotify, state: onConnState });
+
+const editor = new Editor($("editor"), rpc, {
+  notice: toast,
+  changed: () => renderFileState(),
+  save: () => save(),
+  annotation: (u, el) =>
+    fillAnnotation(u, el, { pick: pickForViz, enter: enterCall }, session.viz && session.viz.expressionId === u.expressionId),
+});
+
+// ---- connection -----------------------------------------------------------
+
+function onConnState(name, info) {
+  const conn = $("conn");
+  conn.dataset.state = name;
+  editor.setWritable(name === "open");
+  $("reconnect").hidden = name !== "reconnecting";
+  document.body.classList.toggle("offline", name !== "open");
+  switch (name) {
+    case "connecting":
+      $("conn-text").textContent = "connecting…";
+      break;
+    case "open":
+      $("conn-text").textContent = "connected";
+      hideBanner("conn");
+      break;
+    case "reconnecting": {
+      const wait = info.delay ? ` in ${Math.round(info.delay / 100) / 10} s` : "";
+      $("conn-text").textContent = `disconnected · retrying${wait}`;
+      showBanner("conn", "warn", "Disconnected from ripple. Reconnecting with the same client id; edits are paused until then.");
+      if (info.attempt >= 1) probe();
+      break;
+    }
+  }
+}
+
+// probe tells a refused token or origin from a server that is gone: the
+// WebSocket API hides the HTTP status of a failed handshake, a plain GET of
+// /ws does not (401 wrong token, 403 origin, 400 = would have upgraded).
+async function probe() {
+  try {
+    const res = await fetch(`/ws?token=${encodeURIComponent(session.token || "")}`, { cache: "no-store" });
+    if (res.status === 401) showBanner("conn", "error", "The token in this page's URL was refused. Open the URL that `ripple serve` printed.");
+    else if (res.status === 403) showBanner("conn", "error", "The server refused this page's origin (see --allow-origin).");
+  } catch (e) {
+    showBanner("conn", "warn", "The ripple server is not reachable. Reconnecting when it is back…");
+  }
+}
+
+// onOpen runs on every (re)connect before the connection's notifications
+// are delivered: session, files, context and stack, buffers,
+// visualization.
+async function onOpen() {
+  const init = await rpc.call("session/initProtocolConnection", { clientId: session.clientId });
+  session.modules = init.modules;
+  $("project").textContent = init.projectRoot;
+  $("project").title = init.projectRoot;
+  document.title = `ripple · ${init.projectRoot.split("/").filter(Boolean).pop() || init.projectRoot}`;
+  loadTree();
+  await rpc.call("executionContext/create", { contextId: session.contextId });
+  const reconnect = session.connectedOnce;
+  session.connectedOnce = true;
+  await restoreStack(reconnect);
+  await editor.reopen();
+  await showFrameModule();
+  if (session.viz) await attachViz(session.viz.expressionId, session.viz.code, true);
+  render();
+}
+
+// restoreStack makes the server's stack the page's. A context the server
+// kept answers the first push with 2004 (its stack is not empty): nothing
+// to do, the server resends its values. Otherwise the context is new (first
+// visit, or the server forgot it) and the stack is pushed again.
+async function restoreStack(reconnect) {
+  if (session.stack.length === 0) {
+    if (!session.entry) session.entry = session.modules.includes("main") ? "main:main" : "";
+    $("entry").value = session.entry;
+    if (session.entry) await runEntry(session.entry, false);
+    return;
+  }
+  $("entry").value = session.entry;
+  const [bottom, ...rest] = session.stack;
+  try {
+    await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: bottom.item });
+  } catch (e) {
+    if (e.code === INVALID_STACK_ITEM) {
+      toast("info", `${reconnect ? "Reconnected" : "Welcome back"}: the server kept this page's context and its values.`);
+      return;
+    }
+    toast("error", `Could not run ${bottom.pointer}: ${e.message}`);
+    setStack([]);
+    return;
+  }
+  clearFrame();
+  const kept = [bottom];
+  for (const frame of rest) {
+    try {
+      await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: frame.item });
+      kept.push(frame);
+    } catch (e) {
+      toast("warn", `Could not re-enter ${frame.pointer}: ${e.message}`);
+      break;
+    }
+  }
+  setStack(kept);
+  toast("warn", "The server had forgotten this page's context (its grace period ended or it restarted); it was created again.");
+}
+
+// ---- notifications ---------------------------------------------------------
+
+function onNotify(method, p) {
+  switch (method) {
+    case "executionContext/expressionUpdates":
+      if (p.contextId !== session.contextId) return;
+      onUpdates(p.updates);
+      break;
+    case "executionContext/executionComplete":
+      if (p.contextId !== session.contextId) return;
+      session.run = { state: "complete", started: session.run.started, ended: Date.now() };
+      session.compileError = null;
+      scheduleRender();
+      break;
+    case "executionContext/executionFailed":
+      if (p.contextId !== session.contextId) return;
+      session.run = { state: "failed", result: p.result, started: session.run.started, ended: Date.now() };
+      if (p.result.kind === "compileError") {
+        // No run started, so the list still holds the last run's problems
+        // and earlier compile errors: this one replaces them.
+        session.compileError = p.result.diagnostic || { message: p.result.message };
+        session.diagnostics = p.result.diagnostic ? [p.result.diagnostic] : [];
+        renderProblems();
+      }
+      scheduleRender();
+      break;
+    case "executionContext/executionStatus":
+      if (p.contextId !== session.contextId) return;
+      // One notification per diagnostic as the run finds them; a new run
+      // starts a new list (onUpdates).
+      session.diagnostics.push(...(p.diagnostics || []));
+      renderProblems();
+      break;
+    case "executionContext/output":
+      if (p.contextId !== session.contextId) return;
+      appendOutput(p.stream, p.text);
+      break;
+    case "executionContext/visualizationUpdate":
+      if (!session.viz || p.visualizationContext.visualizationId !== session.viz.id) return;
+      showVizData(p.data);
+      break;
+    case "executionContext/visualizationEvaluationFailed":
+      if (!session.viz || p.visualizationId !== session.viz.id) return;
+      showVizError(p.message);
+      break;
+    case "runtime/kernelRestarted":
+      if (!(p.contextIds || []).includes(session.contextId)) return;
+      showBanner(
+        "kernel",
+        "warn",
+        `The kernel was restarted (${p.reason || "no reason given"}). ${p.statePreserved ? "Its state was kept." : "Its state was lost: every value is computed again."}`,
+      );
+      break;
+    case "file/event":
+      onFileEvent(p);
+      break;
+    case "text/didChange":
+      editor.didChange(p.edits || []);
+      scheduleRender();
+      break;
+    case "text/fileModifiedOnDisk":
+      toast("warn", `${p.path} changed on disk. Your unsaved edits are kept; saving overwrites the file.`);
+      break;
+  }
+}
+
+// onUpdates records a frame's expression updates. A run starts with
+// Pending for exactly the statements that will run (PROTOCOL.md 5.4); the
+// others are not sent again: their values come from the cache this run, so
+// the page marks them so.
+function onUpdates(updates) {
+  const top = topPointer();
+  const mine = updates.filter((u) => top && u.expressionId.startsWith(`${top}/`)); // not an older frame's
+  const starts = mine.some((u) => u.payload.type === "Pending" && !u.payload.message);
+  if (starts && session.run.state !== "running") {
+    session.run = { state: "running", started: Date.now() };
+    session.diagnostics = [];
+    renderProblems();
+    outputSeparator();
+    for (const [id, u] of session.updates) {
+      if (u.payload.type === "Value" && !u.fromCache) session.updates.set(id, { ...u, fromCache: true });
+    }
+  }
+  for (const u of mine) session.updates.set(u.expressionId, { ...u, seq: ++session.seq });
+  scheduleRender();
+}
+
+// pruneUpdates forgets the updates of statements that were deleted. The
+// server never says so: a statement whose range is unchanged and whose
+// value is cached is not sent again, so absence from a run means nothing.
+// But a statement that moved is sent again with its new range, and live
+// statements' ranges never overlap; so an older update whose lines overlap
+// a newer one's belongs to a statement that is gone. So does one whose
+// first line in the shown text is now blank or a comment.
+function pruneUpdates(lineText) {
+  const newestFirst = [...session.updates.values()].sort((a, b) => b.seq - a.seq);
+  const taken = [];
+  for (const u of newestFirst) {
+    if (!u.range) continue;
+    const from = u.range.start.line;
+    const to = u.range.end.line;
+    const text = lineText ? lineText(from) : null;
+    const overlaps = taken.some(([a, b]) => from <= b && a <= to);
+    if (overlaps || (text !== null && /^\s*(#.*)?$/.test(text))) {
+      session.updates.delete(u.expressionId);
+      continue;
+    }
+    taken.push([from, to]);
+  }
+}
+
+// ---- stack -----------------------------------------------------------------
+
+function topPointer() {
+  const top = session.stack[session.stack.length - 1];
+  return top ? top.pointer : null;
+}
+
+function setStack(stack) {
+  session.stack = stack;
+  store.set("stack", stack);
+}
+
+function clearFrame() {
+  session.updates.clear();
+  session.run = { state: "idle" };
+}
+
+// runEntry replaces the stack with a call of the entry point
+// ("module:function", no arguments).
+async function runEntry(text, popFirst = true) {
+  const mp = parsePointer(text);
+  if (!mp) {
+    toast("error", `"${text}" is not a function: write module:function, e.g. main:main`);
+    return;
+  }
+  if (mp.definedOnType) {
+    toast("error", `${text} is a method; the page runs module functions (module:function)`);
+    return;
+  }
+  await detachViz();
+  if (popFirst) {
+    for (;;) {
+      try {
+        await rpc.call("executionContext/pop", { contextId: session.contextId });
+      } catch (e) {
+        if (e.code === EMPTY_STACK) break;
+        throw e;
+      }
+    }
+  }
+  setStack([]);
+  clearFrame();
+  const item = { type: "ExplicitCall", methodPointer: mp, positionalArgumentsExpressions: [] };
+  try {
+    await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: item });
+  } catch (e) {
+    toast("error", `Cannot run ${text}: ${e.message}`);
+    render();
+    return;
+  }
+  session.entry = pointerText(mp);
+  store.set("entry", session.entry);
+  setStack([{ item, pointer: session.entry }]);
+  await showFrameModule();
+  render();
+}
+
+// enterCall pushes the LocalCall of a statement with methodCall.
+async function enterCall(u) {
+  const item = { type: "LocalCall", expressionId: u.expressionId };
+  await detachViz();
+  try {
+    await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: item });
+  } catch (e) {
+    toast("error", `Cannot enter ${label(u.expressionId)}: ${e.message}`);
+    return;
+  }
+  clearFrame();
+  setStack([...session.stack, { item, pointer: pointerText(u.methodCall.methodPointer) }]);
+  await showFrameModule();
+  render();
+}
+
+// popTo pops frames until depth frames are left.
+async function popTo(depth) {
+  await detachViz();
+  while (session.stack.length > depth) {
+    try {
+      await rpc.call("executionContext/pop", { contextId: session.contextId });
+    } catch (e) {
+      toast("error", `Cannot leave ${topPointer()}: ${e.message}`);
+      break;
+    }
+    setStack(session.stack.slice(0, -1));
+    clearFrame();
+  }
+  await showFrameModule();
+  render();
+}
+
+// ---- files -----------------------------------------------------------------
+
+// modulePath finds the file of a module: pkg/mod.py or pkg/mod/__init__.py.
+async function openModule(module) {
+  const known = session.modulePaths.get(module);
+  const base = module.replaceAll(".", "/");
+  const candidates = known ? [known] : [`${base}.py`, `${base}/__init__.py`];
+  for (const path of candidates) {
+    try {
+      await editor.open(path);
+      session.modulePaths.set(module, path);
+      return path;
+    } catch (e) {
+      if (e.code !== FILE_NOT_FOUND) throw e;
+    }
+  }
+  return null;
+}
+
+async function showFrameModule() {
+  const top = topPointer();
+  try {
+    if (top) await openModule(top.split(":")[0]);
+    else if (!editor.current && session.modules.includes("main")) await openModule("main");
+  } catch (e) {
+    if (e.code !== DISCONNECTED) toast("error", e.message);
+  }
+  renderFileState();
+  markTree();
+}
+
+async function openFile(path) {
+  try {
+    await editor.open(path);
+  } catch (e) {
+    toast("error", `Cannot open ${path}: ${e.message}`);
+  }
+  renderFileState();
+  markTree();
+  render();
+}
+
+async function save() {
+  try {
+    const buf = await editor.save();
+    if (buf) toast("info", `Saved ${buf.path}`);
+  } catch (e) {
+    toast("error", `Save failed: ${e.message}`);
+  }
+}
+
+function onFileEvent(p) {
+  if (p.kind !== "Modified") loadTree();
+  const buf = editor.buffers.get(p.path);
+  if (buf) buf.readDisk(rpc).then(renderFileState);
+}
+
+const HIDDEN = /(^|\/)(\.[^/]*|__pycache__|node_modules|venv)$/;
+
+async function loadTree() {
+  const root = $("tree");
+  const open = new Set([...root.querySelectorAll("li.dir.open")].map((li) => li.dataset.path));
+  if (open.size === 0) for (const path of editor.buffers.keys()) for (const d of parents(path)) open.add(d);
+  const list = await listDir("", open);
+  root.replaceChildren(...list);
+  markTree();
+}
+
+function parents(path) {
+  const parts = path.split("/");
+  return parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
+async function listDir(path, open) {
+  let res;
+  try {
+    res = await rpc.call("file/list", { path });
+  } catch (e) {
+    return [];
+  }
+  const entries = res.entries.filter((e) => !HIDDEN.test(e.path));
+  entries.sort((a, b) => (a.kind === b.kind ? a.path.localeCompare(b.path) : a.kind === "directory" ? -1 : 1));
+  const items = [];
+  for (const e of entries) {
+    const li = document.createElement("li");
+    li.dataset.path = e.path;
+    const name = e.path.split("/").pop();
+    const row = document.createElement("button");
+    row.type = "button";
+    row.className = "tree-row";
+    row.textContent = name;
+    li.append(row);
+    if (e.kind === "directory") {
+      li.className = "dir";
+      const children = document.createElement("ul");
+      li.append(children);
+      const expand = async () => {
+        li.classList.add("open");
+        children.replaceChildren(...(await listDir(e.path, open)));
+        markTree();
+      };
+      row.addEventListener("click", () => (li.classList.contains("open") ? li.classList.remove("open") : expand()));
+      if (open.has(e.path) || (path === "" && entries.length < 12 && /^[a-z]/.test(name))) await expand();
+    } else {
+      li.className = "file";
+      row.addEventListener("click", () => openFile(e.path));
+    }
+    items.push(li);
+  }
+  return items;
+}
+
+function markTree() {
+  for (const li of $("tree").querySelectorAll("li.file")) {
+    const buf = editor.buffers.get(li.dataset.path);
+    li.classList.toggle("current", editor.current !== null && editor.current.path === li.dataset.path);
+    li.classList.toggle("dirty", !!buf && buf.dirty);
+  }
+}
+
+// ---- visualization -----------------------------------------------------------
+
+function pickForViz(u) {
+  session.vizPick = u.expressionId;
+  $("viz-expr").value = u.expressionId;
+  attachViz(u.expressionId, $("viz-code").value.trim());
+}
+
+// attachViz attaches the pane's visualization to expressionId, or modifies
+// the attached one when only its code changed. again: re-attach after a
+// reconnect (the server may or may not still have it).
+async function attachViz(expressionId, code, again = false) {
+  if (!expressionId) return;
+  const config = { executionContextId: session.contextId, expression: code || DEFAULT_VISUALIZATION };
+  const cur = session.viz;
+  try {
+    if (cur && !again && cur.expressionId === expressionId) {
+      await rpc.call("executionContext/modifyVisualization", { visualizationId: cur.id, visualizationConfig: config });
+      session.viz = { ...cur, code };
+    } else {
+      if (cur) await detachViz();
+      const id = uuid();
+      session.viz = { id, expressionId, code };
+      await rpc.call("executionContext/attachVisualization", { visualizationId: id, expressionId, visualizationConfig: config });
+    }
+    store.set("viz", session.viz);
+    setVizStatus("waiting", `${label(expressionId)}: waiting for a value…`);
+  } catch (e) {
+    if (!cur || cur.expressionId !== expressionId) session.viz = null;
+    store.set("viz", session.viz);
+    showVizError(e.message);
+  }
+  $("viz-code").value = code;
+  scheduleRender();
+}
+
+async function detachViz() {
+  const cur = session.viz;
+  if (!cur) return;
+  session.viz = null;
+  store.set("viz", null);
+  try {
+    await rpc.call("executionContext/detachVisualization", {
+      executionContextId: session.contextId,
+      visualizationId: cur.id,
+      expressionId: cur.expressionId,
+    });
+  } catch (e) {
+    // Already gone (the frame was left or the server forgot it).
+  }
+  $("viz-view").replaceChildren();
+  setVizStatus("idle", "Pick a statement: click its value in the editor or choose it above.");
+  scheduleRender();
+}
+
+function setVizStatus(state, text) {
+  const el = $("viz-status");
+  el.dataset.state = state;
+  el.textContent = text;
+}
+
+function showVizData(data) {
+  setVizStatus("ok", `${label(session.viz.expressionId)} · updated ${new Date().toLocaleTimeString()}`);
+  $("viz-view").replaceChildren(renderData(data));
+}
+
+function showVizError(message) {
+  setVizStatus("error", message);
+}
+
+// ---- output and problems -------------------------------------------------------
+
+const MAX_OUTPUT = 200_000; // characters kept in the output pane
+
+// writeOutput changes the output pane with change(out), keeping it
+// scrolled to the end if it was there, and bounded.
+function writeOutput(change) {
+  const out = $("output");
+  const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
+  change(out);
+  while (out.textContent.length > MAX_OUTPUT && out.firstElementChild) out.firstElementChild.remove();
+  if (atBottom) out.scrollTop = out.scrollHeight;
+}
+
+function appendOutput(stream, text) {
+  writeOutput((out) => {
+    const last = out.lastElementChild;
+    if (last && last.dataset.stream === stream) {
+      last.textContent += text;
+      return;
+    }
+    const s = document.createElement("span");
+    s.dataset.stream = stream;
+    s.className = stream;
+    s.textContent = text;
+    out.append(s);
+  });
+}
+
+function outputSeparator() {
+  writeOutput((out) => {
+    if (!out.lastElementChild || out.lastElementChild.classList.contains("sep")) return;
+    const s = document.createElement("span");
+    s.className = "sep";
+    s.textContent = `── run at ${new Date().toLocaleTimeString()} ──\n`;
+    out.append(s);
+  });
+}
+
+function renderProblems() {
+  const list = $("problems");
+  const diags = session.diagnostics;
+  $("problems-count").textContent = diags.length ? String(diags.length) : "";
+  list.replaceChildren(
+    ...diags.map((d) => {
+      const li = document.createElement("li");
+      li.className = d.kind === "Error" ? "error" : "warning";
+      const where = d.path ? `${d.path}${d.location ? `:${d.location.start.line + 1}:${d.location.start.character + 1}` : ""}` : "";
+      const head = document.createElement("button");
+      head.type = "button";
+      head.className = "problem";
+      head.textContent = `${where ? where + "  " : ""}${d.message}`;
+      head.addEventListener("click", () => revealDiagnostic(d));
+      li.append(head);
+      if (d.stack && d.stack.length) {
+        const st = document.createElement("div");
+        st.className = "problem-stack";
+        st.textContent = d.stack
+          .map((f) => `${f.functionName}${f.path ? ` (${f.path}${f.location ? `:${f.location.start.line + 1}` : ""})` : ""}`)
+          .join("  ←  ");
+        li.append(st);
+      }
+      return li;
+    }),
+  );
+}
+
+async function revealDiagnostic(d) {
+  if (!d.path) return;
+  await openFile(d.path);
+  if (d.location) editor.reveal(d.location.start);
+}
+
+// ---- rendering ---------------------------------------------------------------
+
+let renderQueued = false;
+function scheduleRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    render();
+  });
+}
+
+// frameUpdates returns the frame's updates in source order.
+function frameUpdates() {
+  return [...session.updates.values()].sort((a, b) => {
+    const la = a.range ? a.range.start.line : 1e9;
+    const lb = b.range ? b.range.start.line : 1e9;
+    return la - lb || a.expressionId.localeCompare(b.expressionId);
+  });
+}
+
+function render() {
+  const top = topPointer();
+  const frameModule = top ? top.split(":")[0] : null;
+  const showing = editor.current && frameModule && session.modulePaths.get(frameModule) === editor.current.path;
+  if (showing) pruneUpdates((line) => editor.lineText(line));
+  const updates = frameUpdates();
+  if (showing) editor.showAnnotations(updates);
+  else editor.clearAnnotations();
+  editor.markError(session.compileError);
+  renderCrumbs();
+  renderRunState(updates);
+  renderVizChoices(updates);
+}
+
+function renderCrumbs() {
+  const crumbs = $("crumbs");
+  crumbs.replaceChildren(
+    ...session.stack.map((frame, i) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "crumb";
+      const last = i === session.stack.length - 1;
+      b.textContent = frame.item.type === "LocalCall" ? `${label(frame.item.expressionId)} → ${frame.pointer}` : frame.pointer;
+      b.title = last ? "the function shown" : `back to ${frame.pointer}`;
+      b.disabled = last;
+      b.addEventListener("click", () => popTo(i + 1));
+      return b;
+    }),
+  );
+}
+
+function renderRunState(updates) {
+  const el = $("run-state");
+  const run = session.run;
+  let text = "";
+  let st = run.state;
+  switch (run.state) {
+    case "running": {
+      const pending = updates.filter((u) => updateState(u) === "pending").length;
+      text = `running ${duration((Date.now() - run.started) * 1e6)}${pending ? ` · ${pending} pending` : ""}`;
+      break;
+    }
+    case "complete": {
+      const panics = updates.filter((u) => updateState(u) === "panic").length;
+      text = panics ? `done · ${panics} panic${panics > 1 ? "s" : ""}` : "done";
+      if (panics) st = "panic";
+      break;
+    }
+    case "failed": {
+      const r = run.result;
+      st = r.kind;
+      if (r.kind === "compileError") {
+        const d = r.diagnostic;
+        const where = d && d.path ? `${d.path}${d.location ? `:${d.location.start.line + 1}` : ""}: ` : "";
+        text = `compile error · ${where}${d ? d.message : r.message}`;
+      } else if (r.kind === "interrupted") text = "interrupted";
+      else if (r.kind === "kernelDied") text = `kernel died · ${r.message}`;
+      else text = `${r.kind} · ${r.message}`;
+      break;
+    }
+    default:
+      text = topPointer() ? "" : "nothing running";
+  }
+  el.dataset.state = st;
+  el.textContent = text;
+  el.title = text;
+  // Always usable: the page may not have seen a run start (it reconnected
+  // in the middle of one); it only stands out while a run is going.
+  $("interrupt").classList.toggle("active", run.state === "running");
+}
+
+function renderVizChoices(updates) {
+  const sel = $("viz-expr");
+  const want = session.viz ? session.viz.expressionId : session.vizPick || sel.value;
+  const ids = updates.map((u) => u.expressionId);
+  if (want && !ids.includes(want)) ids.push(want);
+  const same = sel.options.length === ids.length + 1 && ids.every((id, i) => sel.options[i + 1].value === id);
+  if (!same) {
+    const none = new Option("— choose a statement —", "");
+    sel.replaceChildren(none, ...ids.map((id) => new Option(label(id), id)));
+  }
+  sel.value = want || "";
+  $("viz-detach").disabled = !session.viz;
+}
+
+function renderFileState() {
+  const buf = editor.current;
+  $("file-name").textContent = buf ? buf.path : "no file open";
+  const st = $("file-state");
+  if (!buf) st.textContent = "";
+  else if (buf.dirty) st.textContent = "● unsaved (Ctrl-S saves)";
+  else st.textContent = "saved";
+  st.dataset.state = buf && buf.dirty ? "dirty" : "clean";
+  markTree();
+}
+
+// ---- banners and toasts --------------------------------------------------------
+
+const banners = new Map(); // key -> {kind, text}
+
+function showBanner(key, kind, text) {
+  banners.set(key, { kind, text });
+  renderBanners();
+}
+
+function hideBanner(key) {
+  banners.delete(key);
+  renderBanners();
+}
+
+function renderBanners() {
+  const host = $("banners");
+  host.replaceChildren(
+    ...[...banners].map(([key, b]) => {
+      const div = document.createElement("div");
+      div.className = `banner ${b.kind}`;
+      div.dataset.key = key;
+      div.textContent = b.text;
+      const close = document.createElement("button");
+      close.type = "button";
+      close.className = "banner-close";
+      close.textContent = "×";
+      close.title = "dismiss";
+      close.addEventListener("click", () => hideBanner(key));
+      div.append(close);
+      return div;
+    }),
+  );
+}
+
+function toast(kind, text) {
+  const t = document.createElement("div");
+  t.className = `toast ${kind}`;
+  t.textContent = text;
+  $("toasts").append(t);
+  setTimeout(() => t.remove(), kind === "error" ? 12000 : 6000);
+}
+
+// ---- controls ----------------------------------------------------------------
+
+function call(method, params, what) {
+  return rpc.call(method, params).catch((e) => toast("error", `${what}: ${e.message}`));
+}
+
+$("entry-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  runEntry($("entry").value).catch((e) => toast("error", e.message));
+});
+$("recompute").addEventListener("click", () =>
+  call("executionContext/recompute", { contextId: session.contextId, invalidatedExpressions: "all" }, "Recompute"),
+);
+$("interrupt").addEventListener("click", () => call("executionContext/interrupt", { contextId: session.contextId }, "Interrupt"));
+$("restart").addEventListener("click", () => call("runtime/restartKernel", { contextId: session.contextId }, "Restart kernel"));
+$("save").addEventListener("click", () => save());
+$("reconnect").addEventListener("click", () => rpc.reconnectNow());
+$("clear-output").addEventListener("click", () => $("output").replaceChildren());
+$("viz-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  attachViz($("viz-expr").value, $("viz-code").value.trim());
+});
+$("viz-expr").addEventListener("change", () => {
+  session.vizPick = $("viz-expr").value;
+  if (session.vizPick) attachViz(session.vizPick, $("viz-code").value.trim());
+});
+$("viz-code").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+    ev.preventDefault();
+    $("viz-form").requestSubmit();
+  }
+});
+$("viz-detach").addEventListener("click", () => detachViz());
+window.addEventListener("keydown", (ev) => {
+  // The editor handles its own Ctrl-S (and prevents the default).
+  if ((ev.ctrlKey || ev.metaKey) && ev.key === "s" && !ev.defaultPrevented) {
+    ev.preventDefault();
+    save();
+  }
+});
+setInterval(() => {
+  if (session.run.state === "running") renderRunState(frameUpdates());
+}, 500);
+
+if (!session.token) {
+  showBanner("conn", "error", "This page's URL has no ?token=. Open the http:// URL that `ripple serve` printed.");
+  $("conn").dataset.state = "reconnecting";
+  $("conn-text").textContent = "no token";
+} else {
+  setVizStatus("idle", "Pick a statement: click its value in the editor or choose it above.");
+  rpc.start();
+}
+window.addEventListener("pagehide", () => rpc.stop());
+// A page restored from the back-forward cache connects again.
+window.addEventListener("pageshow", (ev) => {
+  if (ev.persisted && session.token) rpc.start();
+});

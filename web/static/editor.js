@@ -1,0 +1,410 @@
+// The editor: one CodeMirror 5 instance showing one text buffer at a time,
+// kept in step with the server's copy of every buffer the page opened
+// (PROTOCOL.md 3, text buffers).
+//
+// Each buffer tracks three texts:
+//   server: the server's content as far as the page knows it (after the
+//           edits the server acknowledged and the didChange it sent);
+//   sent:   server plus the page's edits still waiting for a reply;
+//   the CodeMirror document, which is what the user sees.
+// A local change is sent at once as one edit (the difference between sent
+// and the document), with sent's version as oldVersion. The server answers
+// a connection's calls in order, so edits can be pipelined.
+//
+// Conflicts: another client's edit that reaches the server before one of
+// ours makes ours fail with 3003 InvalidVersion. The page then reloads the
+// buffer from the server (text/openFile) and drops its own edits that did
+// not land, saying so: the server's buffer is the one all clients share.
+
+import { applyEdits, diff, lineSeparator, utf16Column } from "./text.js";
+import { version } from "./sha3.js";
+import { DISCONNECTED } from "./rpc.js";
+
+export class Editor {
+  // host: the element to put the editor in. rpc: the Rpc. events:
+  //   notice(kind, text)        something the user should read
+  //   changed(buffer)           a buffer's dirty or conflict state changed
+  //   save()                    the user asked to save (Ctrl-S)
+  //   annotation(update, el)    fill el for an expression update
+  constructor(host, rpc, events) {
+    this.rpc = rpc;
+    this.events = events;
+    this.buffers = new Map(); // path -> Buffer
+    this.current = null; // the Buffer shown
+    this.annotations = []; // {bookmark, lineHandle} on the current doc
+    this.errorMarks = []; // line handles marked with a compile error
+    this.cm = window.CodeMirror(host, {
+      value: "",
+      mode: "python",
+      lineNumbers: true,
+      indentUnit: 4,
+      tabSize: 4,
+      readOnly: "nocursor",
+      gutters: ["CodeMirror-linenumbers", "ripple-gutter"],
+      // A lone or trailing "\r" is part of the text the server has; it
+      // should not show as a special character.
+      specialChars: /[\u0000-\u0008\u000a-\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028\u2029\u202d\u202e\u2066\u2067\u2069\ufeff\ufff9-\ufffc]/,
+      extraKeys: {
+        "Ctrl-S": () => this.events.save(),
+        "Cmd-S": () => this.events.save(),
+        Tab: (cm) => cm.execCommand(cm.somethingSelected() ? "indentMore" : "insertSoftTab"),
+        "Shift-Tab": (cm) => cm.execCommand("indentLess"),
+      },
+    });
+    this.cm.on("changes", () => this.localChange());
+  }
+
+  // setWritable makes the editor editable (connected) or not.
+  setWritable(on) {
+    this.cm.setOption("readOnly", on && this.current ? false : "nocursor");
+    this.cm.getWrapperElement().classList.toggle("ripple-readonly", !on);
+  }
+
+  // open shows path, opening its buffer on the server if the page has not
+  // yet; returns the Buffer.
+  async open(path) {
+    let buf = this.buffers.get(path);
+    if (!buf) {
+      const res = await this.rpc.call("text/openFile", { path });
+      buf = new Buffer(path, res.content, res.currentVersion);
+      this.buffers.set(path, buf);
+      await buf.readDisk(this.rpc);
+    }
+    this.show(buf);
+    return buf;
+  }
+
+  show(buf) {
+    if (this.current === buf) return;
+    this.clearAnnotations();
+    this.current = buf;
+    this.cm.swapDoc(buf.doc);
+    this.setWritable(this.rpc.connected);
+  }
+
+  // reopen brings every buffer the page had back after a reconnect. The
+  // server kept them (within the grace period) or reopens them from disk;
+  // a buffer with unsaved edits the server no longer has gets them back,
+  // so a dropped connection never loses the user's work.
+  async reopen() {
+    for (const buf of this.buffers.values()) {
+      const res = await this.rpc.call("text/openFile", { path: buf.path });
+      if (res.currentVersion !== buf.sentVersion) {
+        const lost = buf.dirty && (await buf.serverIsDisk(this.rpc, res.currentVersion));
+        if (lost) {
+          buf.server = res.content;
+          buf.serverVersion = res.currentVersion;
+          buf.sent = res.content;
+          buf.sentVersion = res.currentVersion;
+          this.events.notice("info", `${buf.path}: your unsaved edits were restored on the server`);
+        } else {
+          // Someone else's text (or an edit of ours that landed just
+          // before the drop) is the server's: it wins.
+          this.replaceFromServer(buf, res.content, res.currentVersion);
+        }
+      }
+      // Whatever the document has beyond the server's text (typed as the
+      // connection dropped) goes now.
+      this.sendDiff(buf, buf.doc.getValue());
+    }
+  }
+
+  // localChange sends what the user typed.
+  localChange() {
+    const buf = this.current;
+    if (!buf || buf.applyingRemote) return;
+    this.sendDiff(buf, buf.doc.getValue());
+  }
+
+  sendDiff(buf, text) {
+    const edit = diff(buf.sent, text);
+    if (!edit) return;
+    const oldVersion = buf.sentVersion;
+    const newVersion = version(text);
+    buf.sent = text;
+    buf.sentVersion = newVersion;
+    buf.inflight++;
+    this.events.changed(buf);
+    this.rpc
+      .call("text/applyEdit", { edit: { path: buf.path, edits: [edit], oldVersion, newVersion } })
+      .then(
+        () => {
+          buf.server = text;
+          buf.serverVersion = newVersion;
+        },
+        (err) => {
+          buf.failed = err;
+        },
+      )
+      .finally(() => {
+        buf.inflight--;
+        if (buf.inflight === 0 && (buf.failed || buf.stale)) this.resync(buf);
+        this.events.changed(buf);
+      });
+  }
+
+  // resync replaces a buffer's text with the server's after a conflict or
+  // a failed edit.
+  async resync(buf) {
+    const err = buf.failed;
+    buf.failed = null;
+    buf.stale = false;
+    if (err && err.code === DISCONNECTED) {
+      // The edit may or may not have landed: reopen() after the reconnect
+      // compares versions and settles it.
+      buf.sent = buf.server;
+      buf.sentVersion = buf.serverVersion;
+      return;
+    }
+    try {
+      const res = await this.rpc.call("text/openFile", { path: buf.path });
+      const typed = buf.doc.getValue();
+      this.replaceFromServer(buf, res.content, res.currentVersion);
+      if (typed !== res.content) {
+        this.events.notice(
+          "warn",
+          err ? `${buf.path}: an edit was refused (${err.message}); the editor now shows the server's text`
+            : `${buf.path}: another client changed the file while you typed; your last keystrokes were dropped`,
+        );
+      }
+    } catch (e) {
+      this.events.notice("error", `${buf.path}: could not reload the buffer: ${e.message}`);
+    }
+  }
+
+  // replaceFromServer makes the server's content the buffer's, changing
+  // only what differs so the cursor and scroll stay where they were.
+  replaceFromServer(buf, content, ver) {
+    buf.server = content;
+    buf.serverVersion = ver;
+    buf.sent = content;
+    buf.sentVersion = ver;
+    buf.setDocText(content);
+    this.events.changed(buf);
+  }
+
+  // didChange applies text/didChange edits from other clients and from
+  // files changed on disk.
+  didChange(fileEdits) {
+    for (const fe of fileEdits) {
+      const buf = this.buffers.get(fe.path);
+      if (!buf) continue;
+      if (fe.oldVersion !== buf.serverVersion) {
+        if (fe.newVersion !== buf.serverVersion) this.markStale(buf);
+        continue;
+      }
+      let text;
+      try {
+        text = applyEdits(buf.server, fe.edits);
+      } catch (e) {
+        this.markStale(buf);
+        continue;
+      }
+      buf.server = text;
+      buf.serverVersion = fe.newVersion;
+      if (buf.inflight > 0) {
+        // Our edits in flight were based on the old text: they fail, and
+        // resync follows their replies.
+        buf.stale = true;
+        continue;
+      }
+      buf.sent = text;
+      buf.sentVersion = fe.newVersion;
+      buf.setDocText(text);
+      this.events.changed(buf);
+    }
+  }
+
+  markStale(buf) {
+    buf.stale = true;
+    if (buf.inflight === 0) this.resync(buf);
+  }
+
+  // save writes the shown buffer (text/save). Edits still in flight go
+  // first: the server answers in order.
+  async save() {
+    const buf = this.current;
+    if (!buf) return null;
+    const ver = buf.sentVersion;
+    await this.rpc.call("text/save", { path: buf.path, currentVersion: ver });
+    buf.diskVersion = ver;
+    this.events.changed(buf);
+    return buf;
+  }
+
+  // showAnnotations puts one annotation per update beside the statement's
+  // first line, in a column right of the longest of those lines.
+  showAnnotations(updates) {
+    this.clearAnnotations();
+    const doc = this.cm.getDoc();
+    const placed = [];
+    for (const u of updates) {
+      if (!u.range) continue;
+      const line = u.range.start.line;
+      if (line < 0 || line >= doc.lineCount()) continue;
+      placed.push({ u, line });
+    }
+    if (placed.length === 0) return;
+    const tab = this.cm.getOption("tabSize");
+    const width = (line) => this.displayWidth(doc.getLine(line), tab);
+    const column = Math.max(36, ...placed.map((p) => width(p.line) + 3));
+    // In pixels of the editor's font: the annotation's own font is smaller.
+    const charWidth = this.cm.defaultCharWidth();
+    this.cm.operation(() => {
+      for (const { u, line } of placed) {
+        const el = document.createElement("span");
+        el.className = "ripple-annotation";
+        el.style.marginLeft = `${(column - width(line)) * charWidth}px`;
+        this.events.annotation(u, el);
+        const text = doc.getLine(line);
+        const bookmark = doc.setBookmark({ line, ch: text.length }, { widget: el, insertLeft: true });
+        const cls = lineClass(u);
+        const handle = cls ? doc.addLineClass(line, "background", cls) : null;
+        this.annotations.push({ bookmark, handle, cls });
+      }
+    });
+  }
+
+  // lineText returns a line of the shown buffer, or null past its end.
+  lineText(line) {
+    const doc = this.cm.getDoc();
+    return line >= 0 && line < doc.lineCount() ? doc.getLine(line) : null;
+  }
+
+  clearAnnotations() {
+    const doc = this.cm.getDoc();
+    this.cm.operation(() => {
+      for (const a of this.annotations) {
+        a.bookmark.clear();
+        if (a.handle) doc.removeLineClass(a.handle, "background", a.cls);
+      }
+    });
+    this.annotations = [];
+  }
+
+  displayWidth(text, tab) {
+    let w = 0;
+    for (const ch of text) w = ch === "\t" ? w + tab - (w % tab) : w + 1;
+    return w;
+  }
+
+  // markError marks a compile error (Diagnostic location) in the shown
+  // buffer, or clears the marks when diagnostic is null.
+  markError(diagnostic) {
+    const doc = this.cm.getDoc();
+    for (const h of this.errorMarks) {
+      doc.removeLineClass(h, "wrap", "ripple-error-line");
+      doc.setGutterMarker(h, "ripple-gutter", null);
+    }
+    this.errorMarks = [];
+    if (!diagnostic || !this.current || diagnostic.path !== this.current.path || !diagnostic.location) return;
+    const line = diagnostic.location.start.line;
+    if (line < 0 || line >= doc.lineCount()) return;
+    const marker = document.createElement("span");
+    marker.className = "ripple-error-marker";
+    marker.textContent = "●";
+    marker.title = diagnostic.message;
+    const h = doc.addLineClass(line, "wrap", "ripple-error-line");
+    doc.setGutterMarker(h, "ripple-gutter", marker);
+    this.errorMarks.push(h);
+  }
+
+  // reveal scrolls to a protocol Position in the shown buffer and puts the
+  // cursor there.
+  reveal(pos) {
+    const doc = this.cm.getDoc();
+    if (pos.line >= doc.lineCount()) return;
+    const ch = utf16Column(doc.getLine(pos.line), pos.character);
+    doc.setCursor({ line: pos.line, ch });
+    this.cm.scrollIntoView({ line: pos.line, ch }, 80);
+    this.cm.focus();
+  }
+
+  refresh() {
+    this.cm.refresh();
+  }
+}
+
+function lineClass(u) {
+  switch (u.payload.type) {
+    case "Panic":
+      return "ripple-line-panic";
+    case "Pending":
+      return "ripple-line-pending";
+    default:
+      return null;
+  }
+}
+
+// Buffer is one text buffer the page has open on the server.
+class Buffer {
+  constructor(path, content, ver) {
+    this.path = path;
+    this.server = content;
+    this.serverVersion = ver;
+    this.sent = content;
+    this.sentVersion = ver;
+    this.diskVersion = ver; // set by readDisk
+    this.inflight = 0; // edits sent and not answered
+    this.failed = null; // the first error of those edits
+    this.stale = false; // another client's edit raced ours: resync after replies
+    this.applyingRemote = false; // the doc is being changed to match the server
+    // The separator the file uses, so that the document's text is the
+    // server's byte for byte.
+    this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
+  }
+
+  // dirty: the buffer has edits not written to disk.
+  get dirty() {
+    return this.sentVersion !== this.diskVersion;
+  }
+
+  // readDisk learns whether the buffer has unsaved edits (a buffer the
+  // server kept from an earlier page may have).
+  async readDisk(rpc) {
+    try {
+      const res = await rpc.call("file/read", { path: this.path });
+      this.diskVersion = version(res.contents);
+    } catch (e) {
+      this.diskVersion = null; // not on disk (deleted): everything is unsaved
+    }
+  }
+
+  // serverIsDisk reports whether the server's buffer (at ver) is just the
+  // file on disk, i.e. the server dropped the unsaved edits it had.
+  async serverIsDisk(rpc, ver) {
+    try {
+      const res = await rpc.call("file/read", { path: this.path });
+      const disk = version(res.contents);
+      this.diskVersion = disk;
+      return disk === ver;
+    } catch (e) {
+      return false;
+    }
+  }
+
+  // setDocText changes the document to text, touching only the span that
+  // differs.
+  setDocText(text) {
+    const cur = this.doc.getValue();
+    if (cur === text) return;
+    // CodeMirror indexes UTF-16 code units, so the differing span is found
+    // on the strings directly.
+    let prefix = 0;
+    const max = Math.min(cur.length, text.length);
+    while (prefix < max && cur.charCodeAt(prefix) === text.charCodeAt(prefix)) prefix++;
+    let suffix = 0;
+    while (suffix < max - prefix && cur.charCodeAt(cur.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
+    this.applyingRemote = true;
+    try {
+      this.doc.replaceRange(
+        text.slice(prefix, text.length - suffix),
+        this.doc.posFromIndex(prefix),
+        this.doc.posFromIndex(cur.length - suffix),
+        "+remote",
+      );
+    } finally {
+      this.applyingRemote = false;
+    }
+  }
+}
