@@ -293,3 +293,41 @@ func codeOf(pe *protocol.Error) any {
 	}
 	return pe.Code
 }
+
+// A client that disconnects while its context runs stops that run (nobody
+// watches it, and it would hold a kernel other clients share); reconnecting
+// runs it again.
+func TestDisconnectInterruptsAndReconnectResumes(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": mainWith("x = 6", "import time; time.sleep(float(open('delay').read())); y = foo(x, 5)", "z = y + 5"),
+		"helper.py": scenarioHelper, "delay": "600"}, engine.Config{})
+	id, m := h.startContext("main:main")
+	h.client.waitFrom(t, m, "x computed", func(n note) bool {
+		p, ok := n.Params.(protocol.ExpressionUpdatesParams)
+		return ok && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
+			return u.ExpressionID == "main:main/x" && u.Payload.Type == protocol.PayloadValue
+		})
+	})
+	m = h.client.mark()
+	h.e.Disconnect(clientID, h.client)
+	// The kernel is free again: its status says so once the run stopped.
+	waitIdle(t, h.e)
+	write(t, h.dir, "delay", "0")
+	back := newRecorder()
+	_, err := h.e.Connect(h.ctx, clientID, back)
+	must(t, err)
+	// First the state as it stands (the run that was stopped), then the
+	// run that brings it up to date.
+	last := back.waitRun(t, 0, id)
+	if last.failed == nil || last.failed.Kind != protocol.ResultInterrupted {
+		t.Fatalf("reconnect resent %+v as the last result, want the interrupted run", last.failed)
+	}
+	run := back.waitRun(t, len(last.notes), id)
+	if run.failed != nil {
+		t.Fatalf("the resumed run failed: %+v", run.failed)
+	}
+	expect(t, "z after reconnect", run.updates.Values()["main:main/z"], "35")
+	if n := h.client.mark(); n != m {
+		t.Errorf("the old client got %d notifications after it disconnected", n-m)
+	}
+}

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/workspace"
@@ -40,11 +42,21 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		return protocol.InitProtocolConnectionResult{}, err
 	}
 	for _, rc := range restored {
-		if top, err := e.store.TopFrame(nil, rc.ID); err == nil {
-			e.resend(rc.ID, top.Depth)
+		top, err := e.store.TopFrame(nil, rc.ID)
+		if err != nil {
+			continue // empty stack: nothing to show or run
 		}
+		e.resend(rc.ID, top.Depth)
 		if rc.LastResult != nil {
 			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, Result: *rc.LastResult})
+		}
+		// A run stopped when the client left is run again; values still
+		// current come from the cache and cost nothing. A context whose
+		// last run completed is current already.
+		if rc.LastResult != nil || rc.Status == contexts.StatusQueued || rc.Status == contexts.StatusRunning {
+			if err := e.apply(jobs.Recompute{Context: jobs.ContextID(rc.ID)}); err != nil {
+				e.log.Warn("refresh reconnected context", "context", rc.ID, "err", err)
+			}
 		}
 	}
 	return res, nil
@@ -64,8 +76,17 @@ func (e *Engine) Disconnect(clientID string, c Client) {
 	delete(e.clients, clientID)
 	e.clientsMu.Unlock()
 
-	if _, err := e.store.ClientDisconnected(clientID, time.Now()); err != nil {
+	orphaned, err := e.store.ClientDisconnected(clientID, time.Now())
+	if err != nil {
 		e.log.Warn("disconnect", "client", clientID, "err", err)
+	}
+	// Nobody watches these contexts any more: stop their runs so they do
+	// not hold a kernel other clients share for the whole grace period. A
+	// reconnect brings them up to date again (Connect).
+	for _, id := range orphaned {
+		if err := e.queue.AbortContext(jobs.ContextID(id), jobs.ErrInterrupted); err != nil && !errors.Is(err, jobs.ErrShutdown) {
+			e.log.Debug("interrupt disconnected context", "context", id, "err", err)
+		}
 	}
 	e.lifeMu.Lock()
 	stopped := e.stopped
