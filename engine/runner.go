@@ -151,7 +151,9 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		defer cancelRun()
 	}
 	sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
+	e.log.Debug("run start", "context", id, "slot", slot)
 	raw, callErr := e.pool.Call(ctx, slot, "execute", params, sink)
+	e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
 	st.endOutput()
 
 	if callErr == nil {

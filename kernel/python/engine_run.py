@@ -170,18 +170,27 @@ class Plan:
         self.args_dump = ""
 
 
-def find_function(tree, qualname):
-    """The (last) def node of qualname (``f`` or ``Class.method``), or None."""
-    body = tree.body
-    node = None
-    for part in qualname.split("."):
-        node = None
-        for child in body:
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name == part:
-                node = child
+def find_function(src, qualname):
+    """The (last) def node of qualname (``f`` or ``Class.method``) in the
+    module version src, or None. The top-level names are indexed once per
+    version: a test module of a thousand functions is searched per run."""
+    defs = src.defs
+    if defs is None:
+        defs = {}
+        for child in src.tree.body:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs[child.name] = child  # the last definition wins, as at run time
+        src.defs = defs
+    parts = qualname.split(".")
+    node = defs.get(parts[0])
+    for part in parts[1:]:
         if node is None:
             return None
-        body = node.body
+        found = None
+        for child in node.body:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name == part:
+                found = child
+        node = found
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     return node
@@ -500,7 +509,7 @@ class Runner:
         plan = frame.plan
         if plan is not None and plan.generation == src.generation and plan.qualname == qualname and plan.module == rec.name:
             return plan
-        func = find_function(src.tree, qualname)
+        func = find_function(src, qualname)
         if func is None:
             raise Failure("failure", "function %s:%s not found in module %s (%s)" % (rec.name, qualname, rec.name, rec.path))
         if isinstance(func, ast.AsyncFunctionDef):

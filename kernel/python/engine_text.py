@@ -28,7 +28,7 @@ class Source:
     filename: absolute file name used for code objects and tracebacks.
     """
 
-    __slots__ = ("name", "path", "filename", "text", "lines", "tree", "generation")
+    __slots__ = ("name", "path", "filename", "text", "lines", "tree", "generation", "defs")
 
     def __init__(self, name, path, filename, text, lines, tree, generation):
         self.name = name
@@ -38,6 +38,7 @@ class Source:
         self.lines = lines  # list of lines without their line breaks
         self.tree = tree
         self.generation = generation
+        self.defs = None  # top-level def/class nodes by name, built on first lookup
 
     def char_col(self, lineno, byte_col):
         """Code-point column of the UTF-8 byte column byte_col on 1-based lineno."""
