@@ -314,7 +314,9 @@ func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
 		return
 	}
 	for _, c := range cs {
-		if c.ID == busy || e.crashes.Count(string(c.ID)) > kernel.MaxCrashRetries || stoppedByUser(c) {
+		// A context already running again (its runner re-enqueued it after
+		// the death and the run waits for this kernel) needs no second run.
+		if c.ID == busy || c.Status == contexts.StatusRunning || e.crashes.Count(string(c.ID)) > kernel.MaxCrashRetries || stoppedByUser(c) {
 			continue
 		}
 		if stack, err := e.store.Stack(nil, c.ID); err == nil && len(stack) > 0 {
