@@ -29,9 +29,18 @@ type sourceTable struct {
 	kernelID []string
 	// installed[slot][module] is the source that kernel compiled last.
 	installed []map[string]string
-	// known is every module ever sent to a kernel: a new kernel gets them
-	// all (the others it imports from disk on first use).
-	known map[string]bool
+	// known is every module ever sent to a kernel, or announced by an
+	// EnsureCompiled: a new kernel gets them all in onKernelReady (the
+	// others it imports from disk on first use). knownGen counts additions.
+	known    map[string]bool
+	knownGen uint64
+	// served[slot] is set once the slot's first kernel finished
+	// onKernelReady. Until then an EnsureCompiled does not wait for that
+	// kernel: it announces its modules, and onKernelReady compiles every
+	// module announced before it finishes (it re-reads known until
+	// knownGen stands still), so a run on a slot that is still starting
+	// does not hold up the compile of the kernels that are ready.
+	served []bool
 	// deferred are modules edited with execute:false: compiled by the next
 	// EnsureCompiled, whatever it was enqueued for.
 	deferred map[string]bool
@@ -44,6 +53,7 @@ func newSourceTable(slots int) *sourceTable {
 		kernelID:  make([]string, slots),
 		installed: make([]map[string]string, slots),
 		known:     make(map[string]bool),
+		served:    make([]bool, slots),
 		deferred:  make(map[string]bool),
 		broken:    make(map[string]*protocol.Diagnostic),
 	}
@@ -198,7 +208,10 @@ func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods
 	}
 	for m, src := range after {
 		e.sources.installed[slot][m] = src
-		e.sources.known[m] = true
+		if !e.sources.known[m] {
+			e.sources.known[m] = true
+			e.sources.knownGen++
+		}
 	}
 	for _, m := range params.Removed {
 		delete(e.sources.installed[slot], m)
@@ -238,8 +251,20 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 	if len(mods) == 0 {
 		return nil
 	}
+	e.sources.mu.Lock()
+	for _, m := range mods {
+		if !e.sources.known[m] {
+			e.sources.known[m] = true
+			e.sources.knownGen++
+		}
+	}
+	served := slices.Clone(e.sources.served)
+	e.sources.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	for slot := 0; slot < e.pool.Size(); slot++ {
+		if !served[slot] {
+			continue // its first kernel is starting: onKernelReady compiles mods
+		}
 		g.Go(func() error {
 			k, err := e.pool.Kernel(gctx, slot)
 			if err != nil {
@@ -260,25 +285,40 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 // new kernel before it serves requests.
 func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) error {
 	e.sources.mu.Lock()
-	mods := make([]string, 0, len(e.sources.known))
-	for m := range e.sources.known {
-		mods = append(mods, m)
-	}
-	e.sources.mu.Unlock()
-	for _, p := range e.ws.OpenBuffers() {
-		if name, ok := workspace.ModuleName(p); ok {
-			if dirty, err := e.ws.Dirty(p); err == nil && dirty {
-				mods = append(mods, name)
-			}
-		}
-	}
-	slices.Sort(mods)
-	mods = slices.Compact(mods)
-	e.sources.mu.Lock()
 	e.sources.kernelID[slot] = k.ID()
 	e.sources.installed[slot] = make(map[string]string)
 	e.sources.mu.Unlock()
-	return e.compileOn(ctx, slot, k, mods)
+	for {
+		e.sources.mu.Lock()
+		gen := e.sources.knownGen
+		mods := make([]string, 0, len(e.sources.known))
+		for m := range e.sources.known {
+			mods = append(mods, m)
+		}
+		e.sources.mu.Unlock()
+		for _, p := range e.ws.OpenBuffers() {
+			if name, ok := workspace.ModuleName(p); ok {
+				if dirty, err := e.ws.Dirty(p); err == nil && dirty {
+					mods = append(mods, name)
+				}
+			}
+		}
+		slices.Sort(mods)
+		mods = slices.Compact(mods)
+		if err := e.compileOn(ctx, slot, k, mods); err != nil {
+			return err
+		}
+		// Modules announced while this compile ran (an EnsureCompiled that
+		// did not wait for this kernel) are compiled by another pass;
+		// compileOn sends only what this kernel does not have yet.
+		e.sources.mu.Lock()
+		if e.sources.knownGen == gen {
+			e.sources.served[slot] = true
+			e.sources.mu.Unlock()
+			return nil
+		}
+		e.sources.mu.Unlock()
+	}
 }
 
 // brokenModules returns the modules whose last compile failed.

@@ -63,10 +63,14 @@ func FindPython(ctx context.Context, flag, projectRoot string) (Interpreter, err
 		}
 		path, origin = found, "python3 on PATH ("+found+")"
 	}
+	if interp, ok := probeCache.lookup(path); ok {
+		return interp, nil
+	}
 	interp, err := probePython(ctx, path, projectRoot)
 	if err != nil {
 		return Interpreter{}, fmt.Errorf("%w: %s: %w", ErrNoPython, origin, err)
 	}
+	probeCache.remember(path, interp)
 	return interp, nil
 }
 

@@ -144,3 +144,73 @@ func TestVersionAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// countingPython is a fake interpreter that answers the probe as
+// interpreter exe and counts how often it was run.
+func countingPython(t *testing.T, dir, exe string) (path, counter string) {
+	t.Helper()
+	counter = filepath.Join(dir, "runs")
+	path = fakePython(t, dir, "python3", `echo x >> "`+counter+`"; echo "`+exe+`"; echo 3.11.0`)
+	if exe == "" {
+		path = fakePython(t, dir, "python3", `echo x >> "`+counter+`"; echo "$0"; echo 3.11.0`)
+	}
+	return path, counter
+}
+
+func runs(t *testing.T, counter string) int {
+	t.Helper()
+	data, err := os.ReadFile(counter)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "x")
+}
+
+// An interpreter that is its own sys.executable is probed once; changing
+// the file probes it again.
+func TestFindPythonRemembersRealInterpreters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	py, counter := countingPython(t, dir, "")
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		got, err := FindPython(ctx, py, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Path != py || got.Version != "3.11.0" {
+			t.Fatalf("FindPython = %+v", got)
+		}
+	}
+	if n := runs(t, counter); n != 1 {
+		t.Errorf("probed %d times, want once", n)
+	}
+	// A new interpreter in the same place (another size) is probed again.
+	if err := os.WriteFile(py, []byte("#!/bin/sh\necho x >> \""+counter+"\"; echo \"$0\"; echo 3.12.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FindPython(ctx, py, dir)
+	if err != nil || got.Version != "3.12.0" {
+		t.Fatalf("after a change: %+v, %v, want 3.12.0", got, err)
+	}
+	if n := runs(t, counter); n != 2 {
+		t.Errorf("probed %d times after the change, want 2", n)
+	}
+}
+
+// A launcher (its sys.executable is another file, like a pyenv shim whose
+// answer depends on the directory) is probed every time.
+func TestFindPythonProbesLaunchersEveryTime(t *testing.T) {
+	t.Parallel()
+	real := python(t)
+	dir := t.TempDir()
+	shim, counter := countingPython(t, dir, real.Path)
+	for i := 0; i < 3; i++ {
+		if got, err := FindPython(context.Background(), shim, dir); err != nil || got.Path != real.Path {
+			t.Fatalf("FindPython(shim) = %+v, %v", got, err)
+		}
+	}
+	if n := runs(t, counter); n != 3 {
+		t.Errorf("launcher probed %d times, want 3", n)
+	}
+}

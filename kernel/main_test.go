@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/ripple-run/ripple/internal/leakcheck"
+	"go.uber.org/goleak"
 )
 
 // helperEnv makes the test binary act as a helper process instead of
@@ -18,10 +20,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper(os.Getenv(helperEnv)))
 	}
+	// Tests remember interpreters in a cache of their own, not the user's.
+	cacheDir, err := os.MkdirTemp("", "ripple-kernel-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	probeCache.path = func() string { return filepath.Join(cacheDir, "interpreters.json") }
 	// Resolve the interpreter before any test changes the environment:
 	// RIPPLE_PYTHON=... go test runs the suite on another Python.
 	testPython()
-	leakcheck.Main(m)
+	leakcheck.Main(m, goleak.Cleanup(func(int) { os.RemoveAll(cacheDir) }))
 }
 
 // runHelper plays a server process for tests that must kill one:

@@ -156,10 +156,12 @@ func NewPool(cfg PoolConfig) *Pool {
 	return p
 }
 
-// Start starts every slot's kernel and the spare, and returns when each
-// slot has served its first ready kernel. If a slot's first start fails,
-// Start stops the pool and returns that error. ctx bounds only the wait:
-// the pool runs until Stop.
+// Start starts every slot's kernel and the spare, and returns when the
+// first slot has a ready kernel; the other slots finish starting in the
+// background (Call and Kernel on a slot wait for its kernel). If the first
+// start to finish fails, Start stops the pool and returns that error; a
+// later slot that fails to start retries with backoff like any dead
+// kernel. ctx bounds only the wait: the pool runs until Stop.
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	if p.started || p.stopped {
@@ -174,19 +176,15 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.wg.Add(1)
 		go s.run(p.ownerCtx, first)
 	}
+	// Wait for the first slot only: a broken interpreter or OnReady fails
+	// Start at once, and work can begin on the first kernel while the
+	// others finish starting (a request to a slot waits for its kernel).
+	// first has room for every slot, so the others never block on it.
 	var err error
-	for range p.slots {
-		select {
-		case e := <-first:
-			if e != nil && err == nil {
-				err = e
-			}
-		case <-ctx.Done():
-			err = context.Cause(ctx)
-		}
-		if err != nil {
-			break
-		}
+	select {
+	case err = <-first:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
 	}
 	if err != nil {
 		p.Stop(context.Background())

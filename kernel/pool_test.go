@@ -395,3 +395,37 @@ func TestPoolDefaults(t *testing.T) {
 		}
 	}
 }
+
+// Start returns once a first kernel is ready; a slot whose first start
+// fails afterwards is not lost: it retries with backoff and serves.
+func TestPoolSlotFailingItsFirstStartRetries(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	var attempts sync.Map // slot 1's OnReady calls
+	p := NewPool(PoolConfig{
+		Kernel: Config{Python: python(t), Root: t.TempDir(), LogDir: t.TempDir()}, Size: 2, NoSpare: true,
+		BackoffMin: 10 * time.Millisecond,
+		OnReady: func(ctx context.Context, slot int, k *Kernel) error {
+			if slot != 1 {
+				return nil
+			}
+			if _, again := attempts.LoadOrStore("first", true); !again {
+				<-started // fail only once Start has returned with slot 0
+				return errors.New("slot 1 fails its first start")
+			}
+			return nil
+		},
+	})
+	ctx := testCtx(t)
+	if err := p.Start(ctx); err != nil {
+		t.Fatalf("Start: %v (slot 0 starts fine)", err)
+	}
+	defer p.Stop(ctx)
+	close(started)
+	if err := p.Eval(ctx, 1, "x = 1", nil); err != nil {
+		t.Fatalf("slot 1 never served after its failed first start: %v", err)
+	}
+	if _, ok := attempts.Load("first"); !ok {
+		t.Error("slot 1's OnReady never ran")
+	}
+}

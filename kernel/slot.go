@@ -136,8 +136,11 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 				return
 			}
 			if first != nil {
+				// Start fails with the first start error it sees and stops
+				// the pool (ending this goroutine through ctx); a slot whose
+				// first start fails after Start returned retries like any.
 				first <- err
-				return // the pool is being stopped by Start
+				first = nil
 			}
 			failures++
 			s.unpublish(StateBackoff, err)

@@ -25,7 +25,6 @@ Frames. Everything runs on the kernel's main thread, one request at a time,
 so nothing here is locked.
 """
 
-import importlib.util
 import inspect
 import itertools
 import os
@@ -36,17 +35,51 @@ import types
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _code(path):
+    """The compiled code of one of the engine's files, from a cache kept
+    next to it. Python's own bytecode cache is often off where ripple runs
+    (PYTHONDONTWRITEBYTECODE, and it must stay off for the user's project);
+    the install directory is ripple's, named after the scripts' content, so
+    caching there costs nothing and saves ~25 ms of every kernel start. The
+    cache is keyed by the source's length and CRC as a guard."""
+    import marshal
+    import zlib
+
+    with open(path, "rb") as f:
+        src = f.read()
+    stamp = b"%d:%d:" % (len(src), zlib.crc32(src))
+    base = os.path.splitext(os.path.basename(path))[0]
+    cache = os.path.join(_HERE, "__pycache__", "%s.%s.ripple" % (base, sys.implementation.cache_tag))
+    try:
+        with open(cache, "rb") as f:
+            data = f.read()
+        if data.startswith(stamp):
+            return marshal.loads(data[len(stamp):])
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    code = compile(src, path, "exec", dont_inherit=True)
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = "%s.%d.tmp" % (cache, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(stamp + marshal.dumps(code))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only install: compile every time
+    return code
+
+
 def _load(name):
     path = os.path.join(_HERE, name + ".py")
     key = "_ripple_" + name
     mod = sys.modules.get(key)
     if mod is not None and getattr(mod, "__file__", None) == path:
         return mod
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
+    mod = types.ModuleType(key)
+    mod.__file__ = path
     sys.modules[key] = mod
     try:
-        spec.loader.exec_module(mod)
+        exec(_code(path), mod.__dict__)
     except BaseException:
         sys.modules.pop(key, None)
         raise
