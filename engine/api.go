@@ -18,7 +18,8 @@ import (
 // session, the watch terminal view, the batch runner). Notify must not
 // block: the transport queues the notification and applies its own memory
 // bound (dropping output, keeping the latest update per expression).
-// params is one of the protocol package's notification params types.
+// params is one of the protocol package's notification params types, by
+// value (never a pointer).
 type Client interface {
 	Notify(method string, params any)
 }

@@ -148,36 +148,23 @@ func (o *outbox) notify(method string, params any) error {
 	return nil
 }
 
-// classify finds the context a notification belongs to and its kind.
+// classify finds the context a notification belongs to and its kind. The
+// engine passes notification params by value (engine.Client).
 func classify(params any) (protocol.ContextID, notificationKind) {
 	switch p := params.(type) {
 	case protocol.ExpressionUpdatesParams:
 		return p.ContextID, updatesNotification
-	case *protocol.ExpressionUpdatesParams:
-		return p.ContextID, updatesNotification
 	case protocol.OutputParams:
-		return p.ContextID, outputNotification
-	case *protocol.OutputParams:
 		return p.ContextID, outputNotification
 	case protocol.VisualizationUpdateParams:
 		return p.VisualizationContext.ContextID, visualizationNotification
-	case *protocol.VisualizationUpdateParams:
-		return p.VisualizationContext.ContextID, visualizationNotification
 	case protocol.ExecutionCompleteParams:
-		return p.ContextID, plainNotification
-	case *protocol.ExecutionCompleteParams:
 		return p.ContextID, plainNotification
 	case protocol.ExecutionFailedParams:
 		return p.ContextID, plainNotification
-	case *protocol.ExecutionFailedParams:
-		return p.ContextID, plainNotification
 	case protocol.ExecutionStatusParams:
 		return p.ContextID, plainNotification
-	case *protocol.ExecutionStatusParams:
-		return p.ContextID, plainNotification
 	case protocol.VisualizationEvaluationFailedParams:
-		return p.ContextID, plainNotification
-	case *protocol.VisualizationEvaluationFailedParams:
 		return p.ContextID, plainNotification
 	}
 	return "", plainNotification
@@ -197,13 +184,7 @@ func (o *outbox) keep(ctxID protocol.ContextID, kind notificationKind, params an
 	}
 	switch kind {
 	case updatesNotification:
-		var updates []protocol.ExpressionUpdate
-		switch p := params.(type) {
-		case protocol.ExpressionUpdatesParams:
-			updates = p.Updates
-		case *protocol.ExpressionUpdatesParams:
-			updates = p.Updates
-		}
+		updates := params.(protocol.ExpressionUpdatesParams).Updates
 		if k.updateIndex == nil {
 			k.updateIndex = make(map[protocol.ExpressionID]int)
 		}
@@ -217,13 +198,7 @@ func (o *outbox) keep(ctxID protocol.ContextID, kind notificationKind, params an
 			k.updates = append(k.updates, u.Clone())
 		}
 	case visualizationNotification:
-		var v protocol.VisualizationUpdateParams
-		switch p := params.(type) {
-		case protocol.VisualizationUpdateParams:
-			v = p
-		case *protocol.VisualizationUpdateParams:
-			v = *p
-		}
+		v := params.(protocol.VisualizationUpdateParams)
 		v.Data = append([]byte(nil), v.Data...)
 		if k.visualIndex == nil {
 			k.visualIndex = make(map[protocol.VisualizationID]int)
@@ -236,13 +211,7 @@ func (o *outbox) keep(ctxID protocol.ContextID, kind notificationKind, params an
 		k.visualIndex[v.VisualizationContext.VisualizationID] = len(k.visuals)
 		k.visuals = append(k.visuals, v)
 	case outputNotification:
-		var out protocol.OutputParams
-		switch p := params.(type) {
-		case protocol.OutputParams:
-			out = p
-		case *protocol.OutputParams:
-			out = *p
-		}
+		out := params.(protocol.OutputParams)
 		k.dropped[streamIndex(out.Stream)] += int64(len(out.Text))
 		o.stats.droppedOutputBytes += int64(len(out.Text))
 	}
