@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/protocol/protocoltest"
 )
@@ -149,28 +148,9 @@ const clientID = "test-client"
 func setup(t testing.TB, files map[string]string, cfg engine.Config) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	for name, text := range files {
-		write(t, dir, name, text)
-	}
-	cfg.Root = dir
-	if cfg.Kernels == 0 {
-		cfg.Kernels = 1
-	}
+	enginetest.WriteFiles(t, dir, files)
+	e := enginetest.Start(t, dir, cfg)
 	ctx := context.Background()
-	e, err := engine.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := e.Stop(sctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
 	h := &harness{t: t, e: e, dir: dir, client: newRecorder(), ctx: ctx}
 	if _, err := e.Connect(ctx, clientID, h.client); err != nil {
 		t.Fatal(err)
@@ -180,13 +160,7 @@ func setup(t testing.TB, files map[string]string, cfg engine.Config) *harness {
 
 func write(t testing.TB, dir, name, text string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.WriteFiles(t, dir, map[string]string{name: text})
 }
 
 // newContext creates a context and pushes module:function on it; it

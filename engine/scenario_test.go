@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -22,18 +23,12 @@ def main():
     return z
 `
 
-const scenarioHelper = `def foo(a, b):
-    c = a * b
-    return c
-`
+const scenarioHelper = enginetest.ScenarioHelper
 
-// The issue's main has no return; ours returns z so LocalCall/pop have a
-// visible end. Scenario files are built from the lines of main's body.
-func mainWith(body ...string) string {
-	return "from helper import foo\n\n\ndef main():\n    " + strings.Join(body, "\n    ") + "\n"
-}
+// mainWith is main.py with main's body made of the given statements.
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
 
-var baseBody = []string{"x = 6", "y = foo(x, 5)", "z = y + 5"}
+var baseBody = enginetest.ScenarioBody
 
 func scenario(t *testing.T, body ...string) (*harness, protocol.ContextID, *runResult) {
 	t.Helper()

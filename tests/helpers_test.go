@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/internal/leakcheck"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/protocol/protocoltest"
@@ -54,19 +55,9 @@ func serveProject(t *testing.T, files map[string]string, cfg engine.Config) *sta
 
 func serveDir(t *testing.T, dir string, cfg engine.Config) *stack {
 	t.Helper()
-	cfg.Root = dir
 	cfg.Watch = true // as ripple serve does
-	if cfg.Kernels == 0 {
-		cfg.Kernels = 1
-	}
+	eng := enginetest.Start(t, dir, cfg)
 	ctx := context.Background()
-	eng, err := engine.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	srv, err := server.New(eng, server.Config{Token: token})
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +68,8 @@ func serveDir(t *testing.T, dir string, cfg engine.Config) *stack {
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := srv.Stop(sctx); err != nil {
+		if err := srv.Stop(sctx); err != nil { // the engine stops after it (enginetest.Start)
 			t.Errorf("server stop: %v", err)
-		}
-		if err := eng.Stop(sctx); err != nil {
-			t.Errorf("engine stop: %v", err)
 		}
 	})
 	return &stack{dir: dir, eng: eng, srv: srv, url: srv.URL()}
@@ -89,13 +77,7 @@ func serveDir(t *testing.T, dir string, cfg engine.Config) *stack {
 
 func writeFile(t *testing.T, dir, name, text string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.WriteFiles(t, dir, map[string]string{name: text})
 }
 
 func readFile(t *testing.T, dir, name string) string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -15,13 +16,11 @@ import (
 // from main.py (main: x = 6; y = foo(x, 5); z = y + 5) and helper.py
 // (foo: c = a * b; return c).
 
-const scenarioHelper = "def foo(a, b):\n    c = a * b\n    return c\n"
+const scenarioHelper = enginetest.ScenarioHelper
 
-func mainWith(body ...string) string {
-	return "from helper import foo\n\n\ndef main():\n    " + strings.Join(body, "\n    ") + "\n"
-}
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
 
-var baseBody = []string{"x = 6", "y = foo(x, 5)", "z = y + 5"}
+var baseBody = enginetest.ScenarioBody
 
 // scenario serves the scenario project, connects a client and runs
 // main:main once.
