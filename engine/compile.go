@@ -31,7 +31,8 @@ type sourceTable struct {
 	installed []map[string]string
 	// known is every module ever sent to a kernel, or announced by an
 	// EnsureCompiled: a new kernel gets them all in onKernelReady (the
-	// others it imports from disk on first use). knownGen counts additions.
+	// others it imports from disk on first use). knownGen counts additions
+	// and requests for another pass of onKernelReady (staleModules).
 	known    map[string]bool
 	knownGen uint64
 	// served[slot] is set once the slot's first kernel finished
@@ -41,6 +42,12 @@ type sourceTable struct {
 	// knownGen stands still), so a run on a slot that is still starting
 	// does not hold up the compile of the kernels that are ready.
 	served []bool
+	// syncing[slot] is set while onKernelReady brings the slot's kernel up
+	// to date (its first kernel or a replacement): staleModules leaves
+	// such a slot to it instead of queueing an EnsureCompiled that would
+	// wait for every running Execute (rule 5) before the kernel is even
+	// ready.
+	syncing []bool
 	// deferred are modules edited with execute:false: compiled by the next
 	// EnsureCompiled, whatever it was enqueued for.
 	deferred map[string]bool
@@ -54,6 +61,7 @@ func newSourceTable(slots int) *sourceTable {
 		installed: make([]map[string]string, slots),
 		known:     make(map[string]bool),
 		served:    make([]bool, slots),
+		syncing:   make([]bool, slots),
 		deferred:  make(map[string]bool),
 		broken:    make(map[string]*protocol.Diagnostic),
 	}
@@ -142,6 +150,20 @@ func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
 		_, src, ok := e.current(string(m))
 		e.sources.mu.Lock()
 		for slot := range e.sources.installed {
+			if !e.sources.served[slot] || e.sources.syncing[slot] {
+				// The slot's kernel is being brought up to date by
+				// onKernelReady, which compiles every known module: a
+				// known module is not stale there, but the pass under way
+				// may have read its source before this change, so it is
+				// told to take another. An unknown module is announced
+				// by the EnsureCompiled.
+				if e.sources.known[string(m)] {
+					e.sources.knownGen++
+					continue
+				}
+				stale = append(stale, m)
+				break
+			}
 			have, loaded := e.sources.installed[slot][string(m)]
 			if (ok && (!loaded || have != src)) || (!ok && loaded) || (!ok && !e.sources.known[string(m)]) {
 				stale = append(stale, m)
@@ -287,7 +309,13 @@ func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) 
 	e.sources.mu.Lock()
 	e.sources.kernelID[slot] = k.ID()
 	e.sources.installed[slot] = make(map[string]string)
+	e.sources.syncing[slot] = true
 	e.sources.mu.Unlock()
+	defer func() {
+		e.sources.mu.Lock()
+		e.sources.syncing[slot] = false
+		e.sources.mu.Unlock()
+	}()
 	for {
 		e.sources.mu.Lock()
 		gen := e.sources.knownGen

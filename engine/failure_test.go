@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -446,4 +448,82 @@ func TestRuntimeStatus(t *testing.T) {
 	st, err = h.e.Status(h.ctx)
 	must(t, err)
 	expect(t, "queue after the run", st.Queue, protocol.QueueStatus{})
+}
+
+// A context pushed while its slot's first kernel is still starting runs as
+// soon as that kernel is ready, even while another context runs on the
+// other slot: bringing the new kernel up to date is onKernelReady's work,
+// not an EnsureCompiled that would wait for every running Execute (rule 5).
+// The first kernel to start passes; the others wait for a gate the test
+// opens once the first context runs: the two contexts must meet.
+func TestPushWhileAKernelStartsDoesNotWaitForRunningContexts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real, err := kernel.FindPython(t.Context(), "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	first := filepath.Join(t.TempDir(), "first")
+	// exec -a keeps the wrapper's path as the kernel's sys.executable (the
+	// engine probes it once and then starts kernels through it).
+	wrapper := "#!/bin/bash\n" +
+		"if [ -n \"$RIPPLE_KERNEL_ID\" ] && ! mkdir " + first + " 2>/dev/null; then\n" +
+		"  while [ ! -e " + gate + " ]; do sleep 0.01; done\n" +
+		"fi\n" +
+		"exec -a \"$0\" " + real.Path + " \"$@\"\n"
+	enginetest.WriteFiles(t, dir, map[string]string{"main.py": parallelMain, ".venv/bin/python": wrapper})
+	must(t, os.Chmod(filepath.Join(dir, ".venv", "bin", "python"), 0o755))
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) }) // never leave a kernel waiting
+	e := enginetest.Start(t, dir, engine.Config{Kernels: 2})
+	h := &harness{t: t, e: e, dir: dir, client: newRecorder(), ctx: t.Context()}
+	if _, err := e.Connect(h.ctx, clientID, h.client); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two contexts, one per slot; the one on the ready slot goes first.
+	var ids [2]protocol.ContextID
+	for i := range ids {
+		res, err := e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
+		must(t, err)
+		ids[i] = res.ContextID
+	}
+	st, err := e.Status(h.ctx)
+	must(t, err)
+	slotOf, ready := map[protocol.ContextID]int{}, -1
+	for _, k := range st.Kernels {
+		for _, c := range k.Contexts {
+			slotOf[c] = k.ID
+		}
+		if k.State == kernel.StateReady {
+			ready = k.ID
+		}
+	}
+	if slotOf[ids[0]] == slotOf[ids[1]] || ready < 0 {
+		t.Fatalf("want the contexts on two slots, one of them ready: %+v", st.Kernels)
+	}
+	if slotOf[ids[1]] == ready {
+		ids[0], ids[1] = ids[1], ids[0]
+	}
+	push := func(id protocol.ContextID, me, other string) int {
+		m := h.client.mark()
+		must(t, e.Push(h.ctx, clientID, protocol.PushParams{ContextID: id,
+			StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"}, me, other)}))
+		return m
+	}
+	ma := push(ids[0], "'a'", "'b'")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first context never started")
+		}
+	}
+	mb := push(ids[1], "'b'", "'a'")
+	must(t, os.WriteFile(gate, nil, 0o644))
+	runA := h.client.waitRun(t, ma, ids[0])
+	runB := h.client.waitRun(t, mb, ids[1])
+	expect(t, "a met b", runA.updates.Values()["main:main/met"], "True")
+	expect(t, "b met a", runB.updates.Values()["main:main/met"], "True")
 }
