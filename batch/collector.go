@@ -54,6 +54,16 @@ func (c *collector) register(index int, id protocol.ContextID) *runRecord {
 	return r
 }
 
+// markRunning records that a context's run has begun, if no notification
+// said so yet.
+func (c *collector) markRunning(id protocol.ContextID, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.runs[id]; r != nil && r.running.IsZero() {
+		r.running = at
+	}
+}
+
 // forget stops filing a context's notifications (its run was cancelled:
 // no end notification will come).
 func (c *collector) forget(id protocol.ContextID) *runRecord {

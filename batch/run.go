@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -177,6 +178,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	d.loop(ctx)
 	if d.interrupted {
+		d.noteBegun()
 		// The engine's stop cancels the running entries (no end
 		// notification comes for them) before they are marked.
 		if err := stop(); err != nil {
@@ -325,12 +327,26 @@ func (d *dispatcher) failFast(ctx context.Context) {
 			drained = true
 		}
 	}
+	d.noteBegun()
 	for _, id := range sortedKeys(d.running) {
 		rec := d.col.forget(id)
 		delete(d.running, id)
 		d.destroy(ctx, id)
 		if rec != nil {
 			d.complete(rec.index, d.interruptedResult(rec, "stopped by --fail-fast after the first failure"))
+		}
+	}
+}
+
+// noteBegun marks the entries in flight whose run the engine has begun
+// but whose first notification has not arrived yet (updates are coalesced
+// for a few milliseconds), so that cancelling them reports them
+// interrupted, not skipped.
+func (d *dispatcher) noteBegun() {
+	now := time.Now()
+	for id := range d.running {
+		if st, err := d.e.ContextStatus(id); err == nil && st == contexts.StatusRunning {
+			d.col.markRunning(id, now)
 		}
 	}
 }

@@ -300,6 +300,21 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 	return protocol.CreateContextResult{ContextID: id}, nil
 }
 
+// ContextStatus says where a context is in its run cycle: a run whose
+// status is running has been handed to its kernel's slot (batch runs tell
+// an interrupted entry from one that never started by it; notifications
+// may still be on their way).
+func (e *Engine) ContextStatus(id protocol.ContextID) (contexts.Status, error) {
+	if err := e.checkRunning(); err != nil {
+		return "", err
+	}
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return "", err
+	}
+	return c.Status, nil
+}
+
 // DestroyContext answers executionContext/destroy: its jobs are aborted and
 // the kernel forgets its values.
 func (e *Engine) DestroyContext(ctx context.Context, clientID string, id protocol.ContextID) error {

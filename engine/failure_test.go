@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -526,4 +527,40 @@ func TestPushWhileAKernelStartsDoesNotWaitForRunningContexts(t *testing.T) {
 	runB := h.client.waitRun(t, mb, ids[1])
 	expect(t, "a met b", runA.updates.Values()["main:main/met"], "True")
 	expect(t, "b met a", runB.updates.Values()["main:main/met"], "True")
+}
+
+// Stopping the engine finalizes what user code left in its kernels, as the
+// end of a script would: a file a statement opened and never closed gets
+// its buffered text (a cached value) and so does one held by a project
+// module's global.
+func TestStopFlushesFilesUserCodeLeftOpen(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{
+		"main.py": `import logbook
+
+
+def main():
+    f = open("statement.txt", "w", buffering=1 << 20)
+    written = f.write("from a statement")
+    logbook.note("from a module")
+`,
+		"logbook.py": `_log = open("module.txt", "w", buffering=1 << 20)
+
+
+def note(text):
+    _log.write(text)
+`,
+	}, engine.Config{})
+	_, run := h.newContext("main:main")
+	if run.failed != nil {
+		t.Fatalf("run failed: %+v", run.failed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(t, h.e.Stop(ctx))
+	for name, want := range map[string]string{"statement.txt": "from a statement", "module.txt": "from a module"} {
+		if b, err := os.ReadFile(filepath.Join(h.dir, name)); string(b) != want {
+			t.Errorf("%s after stop: %q, %v; want %q", name, b, err, want)
+		}
+	}
 }

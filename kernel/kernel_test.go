@@ -452,9 +452,19 @@ func TestSigkillMidRequest(t *testing.T) {
 func TestStopIsGracefulAndKillsChildren(t *testing.T) {
 	t.Parallel()
 	k := startKernel(t)
-	evalOK(t, k, `import subprocess, atexit
+	// As at any interpreter exit, a non-daemon thread is waited for, then
+	// the atexit handlers run, then buffered output is flushed.
+	evalOK(t, k, `import subprocess, atexit, sys, threading, time
 child = subprocess.Popen(['sleep', '600'])
-atexit.register(lambda: open('stopped-cleanly', 'w').close())`)
+atexit.register(lambda: open('stopped-cleanly', 'w').close())
+def finish_writing():
+    time.sleep(0.2)
+    with open('thread-finished', 'w') as f:
+        f.write('done')
+threading.Thread(target=finish_writing).start()
+unflushed = open('unflushed', 'w', buffering=1 << 20)
+unflushed.write('kept')
+atexit.register(lambda: unflushed.write(' and more'))`)
 	child, _ := strconv.Atoi(reprOK(t, k, "child.pid"))
 	if !alive(child) {
 		t.Fatalf("child %d is not running", child)
@@ -467,6 +477,12 @@ atexit.register(lambda: open('stopped-cleanly', 'w').close())`)
 	}
 	if _, err := os.Stat(filepath.Join(k.cfg.Root, "stopped-cleanly")); err != nil {
 		t.Errorf("atexit handlers did not run: Stop was not graceful: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(k.cfg.Root, "thread-finished")); string(b) != "done" {
+		t.Errorf("a non-daemon thread was not waited for: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(k.cfg.Root, "unflushed")); string(b) != "kept and more" {
+		t.Errorf("a buffered file was not flushed at exit: %q, %v", b, err)
 	}
 	if k.killedByRipple() {
 		t.Errorf("a kernel at rest needed SIGKILL to stop")

@@ -38,6 +38,12 @@ type PoolConfig struct {
 	// BackoffMin and BackoffMax bound the wait between failing starts
 	// (doubling from min to max); defaults 100 ms and 10 s.
 	BackoffMin, BackoffMax time.Duration
+	// StartConcurrency is how many kernels may be starting at once;
+	// default runtime.NumCPU(). A Python start is CPU-bound: four kernels
+	// starting together on two CPUs are all ready late, while two at a
+	// time make the first two ready in half the time and the others no
+	// later, so work begins sooner (the spare waits behind the slots).
+	StartConcurrency int
 }
 
 // RestartEvent reports that a slot's kernel was replaced.
@@ -120,7 +126,10 @@ type Pool struct {
 	killNow    context.CancelFunc
 	spareTaken chan struct{} // capacity 1: a slot promoted the spare
 	spareTick  chan struct{} // capacity 1: reconciliation tick for the spare keeper
-	wg         sync.WaitGroup
+	// starting holds a token per kernel process being started
+	// (StartConcurrency of them); its waiters are served in order.
+	starting chan struct{}
+	wg       sync.WaitGroup
 }
 
 // NewPool returns a pool that does nothing until Start.
@@ -143,10 +152,14 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.BackoffMax < cfg.BackoffMin {
 		cfg.BackoffMax = max(defaultBackoffMax, cfg.BackoffMin)
 	}
+	if cfg.StartConcurrency <= 0 {
+		cfg.StartConcurrency = max(1, runtime.NumCPU())
+	}
 	p := &Pool{
 		cfg:        cfg,
 		spareTaken: make(chan struct{}, 1),
 		spareTick:  make(chan struct{}, 1),
+		starting:   make(chan struct{}, cfg.StartConcurrency),
 	}
 	p.ownerCtx, p.ownerStop = context.WithCancel(context.Background())
 	p.killCtx, p.killNow = context.WithCancel(context.Background())
@@ -345,6 +358,12 @@ func (p *Pool) startKernel(ctx context.Context) (*Kernel, error) {
 	if prefix == "" {
 		prefix = "k"
 	}
+	select {
+	case p.starting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	defer func() { <-p.starting }()
 	cfg.ID = fmt.Sprintf("%s%d", prefix, p.seq.Add(1))
 	return Start(ctx, cfg)
 }

@@ -98,7 +98,14 @@ _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\
 
 def register(kernel):
     """The engine's request handlers, bound to a new Engine for kernel."""
-    return Engine(kernel).handlers()
+    engine = Engine(kernel)
+    at_exit = getattr(kernel, "at_exit", None)
+    if at_exit is not None:
+        # Cached values are released at exit like the user's globals (an
+        # unclosed file a statement opened is flushed). Project modules
+        # stay in sys.modules: the interpreter's teardown clears those.
+        at_exit(engine.contexts.clear)
+    return engine.handlers()
 
 
 class Context:

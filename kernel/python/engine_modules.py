@@ -33,9 +33,7 @@ here runs on the main thread.
 import ast
 import builtins
 import copy
-import hashlib
 import importlib
-import importlib.abc
 import importlib.util
 import itertools
 import linecache
@@ -44,6 +42,11 @@ import re
 import sys
 import types
 import weakref
+
+try:
+    from _blake2 import blake2b as _blake2b  # hashlib's OpenSSL import costs 3 ms
+except ImportError:  # pragma: no cover - a CPython without _blake2
+    from hashlib import blake2b as _blake2b
 
 text = sys.modules["_ripple_engine_text"]
 analysis = sys.modules["_ripple_engine_analysis"]
@@ -708,7 +711,7 @@ def _resolve(rec, level, module):
 
 
 def _hash(s):
-    return hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return _blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _hash_graph(own, edges):
@@ -830,7 +833,10 @@ def _register_linecache(filename, lines):
     linecache.cache[filename] = (sum(len(x) for x in body), None, body, filename)
 
 
-class _ProjectFinder(importlib.abc.MetaPathFinder):
+# The finder and the loader implement the import protocol directly rather
+# than subclassing importlib.abc, whose import (importlib.resources,
+# tempfile, ...) costs a kernel start about 10 ms.
+class _ProjectFinder:
     """Serves project modules from the table (see the module doc)."""
 
     def __init__(self, table):
@@ -860,7 +866,7 @@ class _ProjectFinder(importlib.abc.MetaPathFinder):
         pass
 
 
-class ProjectLoader(importlib.abc.Loader):
+class ProjectLoader:
     """Loads a project module from the table's text (see the module doc)."""
 
     def __init__(self, table):

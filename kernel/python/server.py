@@ -403,6 +403,30 @@ def _on_disconnect():
     os._exit(1)
 
 
+_EXIT_HOOKS = []  # _KernelAPI.at_exit
+
+
+def _release_user_state():
+    """Drop what user code left in the kernel, as IPython does at exit, so
+    its objects are finalized as at the end of a script: an unclosed
+    buffered file is flushed. The interpreter's teardown does not do it
+    for the user __main__ (the server's _MAIN keeps its dict alive past
+    the module cleanup). Runs after the user's atexit handlers, which may
+    still use those globals."""
+    if _S.forked:
+        return
+    for fn in reversed(_EXIT_HOOKS):
+        try:
+            fn()
+        except BaseException as e:
+            _log("exit hook %r failed: %s" % (fn, e))
+    if _MAIN is not None:
+        _MAIN.clear()
+    import gc
+
+    gc.collect()
+
+
 def _kill_group_members():
     """SIGKILL every other process of the kernel's process group (children
     started by user code), so nothing outlives the kernel."""
@@ -752,6 +776,11 @@ class _KernelAPI:
     def __init__(self, root):
         self.root = root  # the project root: sys.path[0] and the cwd
 
+    def at_exit(self, fn):
+        """Call fn when the kernel exits, after the user's atexit handlers
+        and before the user namespace is released (_release_user_state)."""
+        _EXIT_HOOKS.append(fn)
+
     def user_code(self):
         """Context manager around user code: SIGINT raises KeyboardInterrupt
         only inside it; an interrupt of this request that arrived outside
@@ -961,6 +990,7 @@ def main():
     import atexit
 
     atexit.register(_kill_group_members)  # registered first: runs last
+    atexit.register(_release_user_state)  # after every handler of user code
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
     info = {
