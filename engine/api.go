@@ -55,7 +55,9 @@ type Config struct {
 	ExecuteTimeout time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
-	// spare kernel.
+	// spare kernel, and takes the project as a snapshot: a module, once
+	// compiled, is not looked up and read from disk again at every push
+	// (as pytest imports a test module once; ripple run pushes thousands).
 	Batch bool
 }
 
@@ -337,18 +339,7 @@ func (e *Engine) destroy(id protocol.ContextID) error {
 		e.log.Warn("abort destroyed context", "context", id, "err", err)
 	}
 	e.dropStream(id)
-	slot := c.KernelSlot
-	e.goBackground(func(ctx context.Context) {
-		// Waits its turn behind a running request of the kernel; a kernel
-		// that is restarting has nothing to forget.
-		k, err := e.pool.Kernel(ctx, slot)
-		if err != nil {
-			return
-		}
-		if _, err := k.Call(ctx, "dropContext", map[string]any{"contextId": id}, nil); err != nil && ctx.Err() == nil {
-			e.log.Debug("dropContext", "context", id, "err", err)
-		}
-	})
+	e.queueDrops(c.KernelSlot, contextDrop{ContextID: id, Generation: c.CreateIndex})
 	return nil
 }
 
@@ -360,7 +351,7 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 		return err
 	}
 	item := p.StackItem
-	if item.Type == protocol.ExplicitCall {
+	if item.Type == protocol.ExplicitCall && !e.snapshotted(item.MethodPointer.Module) {
 		if _, err := e.ws.ModulePath(item.MethodPointer.Module); err != nil {
 			return fmt.Errorf("%w: %s (in %s)", ErrModuleNotFound, item.MethodPointer.Module, item.MethodPointer)
 		}

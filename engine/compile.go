@@ -139,6 +139,17 @@ func (e *Engine) current(module string) (path, source string, ok bool) {
 	return p, src, true
 }
 
+// snapshotted reports whether module is taken as compiled (Config.Batch):
+// no disk lookup is needed to know it exists and is current.
+func (e *Engine) snapshotted(module string) bool {
+	if !e.cfg.Batch {
+		return false
+	}
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	return e.sources.known[module]
+}
+
 // staleModules keeps the modules that some kernel does not have in their
 // current version (or that vanished but a kernel still has).
 func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
@@ -147,6 +158,9 @@ func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
 	}
 	var stale []jobs.Module
 	for _, m := range mods.Items() {
+		if e.snapshotted(string(m)) {
+			continue
+		}
 		_, src, ok := e.current(string(m))
 		e.sources.mu.Lock()
 		for slot := range e.sources.installed {

@@ -77,6 +77,8 @@ type Engine struct {
 	runsMu  sync.Mutex
 	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
 
+	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
+
 	// applyMu makes apply's read of the contexts and its queue.Apply one
 	// step with respect to every other apply. Without it, an edit that read
 	// the contexts before a concurrent push stored its frame could run its
@@ -128,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		grace:   make(map[string]*time.Timer),
 		streams: make(map[protocol.ContextID]*stream),
 		running: make(map[int]protocol.ContextID),
+		drops:   newDropQueue(),
 	}
 	e.pool = kernel.NewPool(kernel.PoolConfig{
 		Kernel: kernel.Config{

@@ -585,3 +585,46 @@ def note(text):
 		}
 	}
 }
+
+// A destroyed context's kernel forgets it: at once (a few milliseconds)
+// when the kernel is idle, and with the next run when it is busy, in that
+// run's request rather than a round trip of its own.
+func TestDestroyedContextsAreForgottenByTheirKernel(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": "import os\nimport time\n\n\ndef main():\n    x = 1\n\n\ndef wait():\n    while not os.path.exists('go'):\n        time.sleep(0.005)\n"}, engine.Config{})
+	kernelHolds := func(want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		var got []string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			var err error
+			got, err = engine.KernelContexts(h.ctx, h.e, 0)
+			must(t, err)
+			if slices.Equal(got, want) {
+				return
+			}
+		}
+		t.Fatalf("kernel holds contexts %v, want %v", got, want)
+	}
+
+	idle, _ := h.newContext("main:main")
+	kernelHolds(string(idle))
+	must(t, h.e.DestroyContext(h.ctx, clientID, idle))
+	kernelHolds()
+
+	a, _ := h.newContext("main:main")
+	busy, mb := h.startContext("main:wait")
+	h.client.waitFrom(t, mb, "the waiting run started", func(n note) bool {
+		p, ok := n.Params.(protocol.ExpressionUpdatesParams)
+		return ok && p.ContextID == busy
+	})
+	must(t, h.e.DestroyContext(h.ctx, clientID, a))
+	time.Sleep(50 * time.Millisecond) // many flush delays: the slot is busy, nothing is sent
+	expect(t, "drops waiting for the busy kernel", engine.PendingDrops(h.e, 0), []string{string(a)})
+	next, mn := h.startContext("main:main")
+	write(t, h.dir, "go", "")
+	h.client.waitRun(t, mb, busy)
+	h.client.waitRun(t, mn, next)
+	expect(t, "drops waiting after the next run", engine.PendingDrops(h.e, 0), []string(nil))
+	kernelHolds(string(busy), string(next))
+}

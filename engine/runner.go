@@ -46,7 +46,11 @@ type kernelVisualization struct {
 }
 
 type executeParams struct {
-	ContextID      protocol.ContextID    `json:"contextId"`
+	ContextID protocol.ContextID `json:"contextId"`
+	// Generation is the context's CreateIndex (see contextDrop).
+	Generation uint64 `json:"generation"`
+	// Drop are destroyed contexts of this kernel to forget first.
+	Drop           []contextDrop         `json:"drop,omitempty"`
 	Stack          []kernelFrame         `json:"stack"`
 	Invalidate     any                   `json:"invalidate"` // null, "all" or [ids]
 	Wanted         []string              `json:"wanted"`     // null = all
@@ -94,7 +98,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	if !job.Invalidate.IsEmpty() {
 		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	params := executeParams{ContextID: id, Stack: make([]kernelFrame, len(stack))}
+	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack))}
 	for i, f := range stack {
 		params.Stack[i] = toKernelFrame(f.Item)
 	}
@@ -130,12 +134,16 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	e.runsMu.Lock()
 	e.running[slot] = id
 	e.runsMu.Unlock()
+	params.Drop = e.takeDrops(slot)
 	defer func() {
 		e.runsMu.Lock()
 		if e.running[slot] == id {
 			delete(e.running, slot)
 		}
 		e.runsMu.Unlock()
+		if e.hasDrops(slot) {
+			e.scheduleFlush(slot) // none was sent while the run went on
+		}
 	}()
 
 	st := e.stream(id)
@@ -154,6 +162,9 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	e.log.Debug("run start", "context", id, "slot", slot)
 	raw, callErr := e.pool.Call(ctx, slot, "execute", params, sink)
 	e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
+	if callErr != nil {
+		e.requeueDrops(slot, params.Drop, callErr)
+	}
 	st.endOutput()
 
 	if callErr == nil {

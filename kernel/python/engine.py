@@ -109,10 +109,16 @@ def register(kernel):
 
 
 class Context:
-    """An execution context: its stack of frames (bottom first)."""
+    """An execution context: its stack of frames (bottom first).
 
-    def __init__(self, context_id):
+    generation tells apart the contexts the Go side created under one id
+    (a context destroyed and created again): a run of another generation
+    starts from an empty cache, and a drop of another generation leaves the
+    context alone, whatever order the two requests come in."""
+
+    def __init__(self, context_id, generation):
         self.id = context_id
+        self.generation = generation
         self.frames = []
 
 
@@ -159,20 +165,26 @@ class Engine:
 
     def drop_context(self, params):
         params = _object(params, "dropContext params")
-        context_id = params.get("contextId")
-        if not isinstance(context_id, str):
-            raise ValueError("dropContext: contextId must be a string")
-        self.contexts.pop(context_id, None)
+        self._drop(_drops(params.get("contexts"), "dropContext: contexts"))
         return {}
+
+    def _drop(self, drops):
+        for context_id, generation in drops:
+            ctx = self.contexts.get(context_id)
+            if ctx is not None and (generation is None or ctx.generation == generation):
+                del self.contexts[context_id]
 
     def status(self, params=None):
         return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
 
     def execute(self, params):
-        context_id, stack, invalidate, wanted, visualizations = _execute_params(params)
+        context_id, generation, drops, stack, invalidate, wanted, visualizations = _execute_params(params)
+        # Contexts destroyed since the last request ride along with the next
+        # run on this kernel instead of costing a round trip of their own.
+        self._drop(drops)
         ctx = self.contexts.get(context_id)
-        if ctx is None:
-            ctx = self.contexts[context_id] = Context(context_id)
+        if ctx is None or ctx.generation != generation:
+            ctx = self.contexts[context_id] = Context(context_id, generation)
         keys = [_item_key(item) for item in stack]
         keep = 0
         while keep < len(ctx.frames) and keep < len(keys) and ctx.frames[keep].item_key == keys[keep]:
@@ -450,11 +462,33 @@ def _item_key(item):
     return ("LocalCall", item["expressionId"])
 
 
+def _drops(drops, field):
+    """[(contextId, generation or None)] of a list of contexts to drop;
+    field names it in errors ("dropContext: contexts", "execute: drop")."""
+    if drops is None:
+        return ()
+    if not isinstance(drops, list):
+        raise ValueError("%s must be a list of {contextId, generation}" % field)
+    out = []
+    for i, d in enumerate(drops):
+        if not isinstance(d, dict) or not isinstance(d.get("contextId"), str):
+            raise ValueError("%s[%d] must be an object with a string contextId" % (field, i))
+        generation = d.get("generation")
+        if generation is not None and (type(generation) is not int):
+            raise ValueError("%s[%d].generation must be an integer" % (field, i))
+        out.append((d["contextId"], generation))
+    return out
+
+
 def _execute_params(params):
     params = _object(params, "execute params")
     context_id = params.get("contextId")
     if not isinstance(context_id, str) or not context_id:
         raise ValueError("execute: contextId must be a non-empty string")
+    generation = params.get("generation", 0)
+    if type(generation) is not int:
+        raise ValueError("execute: generation must be an integer")
+    drops = _drops(params.get("drop"), "execute: drop")
     stack = params.get("stack")
     if not isinstance(stack, list) or not stack:
         raise ValueError("execute: stack must be a non-empty list of stack items")
@@ -502,4 +536,4 @@ def _execute_params(params):
         args = vis.get("positionalArgumentsExpressions") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ValueError("execute: visualization %s: positionalArgumentsExpressions must be a list of strings" % vis["visualizationId"])
-    return context_id, stack, invalidate, wanted, visualizations
+    return context_id, generation, drops, stack, invalidate, wanted, visualizations

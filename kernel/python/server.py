@@ -421,10 +421,9 @@ def _release_user_state():
         except BaseException as e:
             _log("exit hook %r failed: %s" % (fn, e))
     if _MAIN is not None:
+        # Objects only the namespace held go now; cycles go with the
+        # interpreter's last collection.
         _MAIN.clear()
-    import gc
-
-    gc.collect()
 
 
 def _kill_group_members():

@@ -132,17 +132,20 @@ class Session:
             mods.append({"name": name, "path": path_of(name), "source": source})
         return self.engine.compile({"modules": mods, "removed": list(removed)})
 
-    def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx"):
+    def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None):
         stack = stack or main_stack()
         self.kernel.events = []
         out = io.StringIO()
         params = {
             "contextId": context,
+            "generation": generation,
             "stack": stack,
             "invalidate": invalidate,
             "wanted": wanted,
             "visualizations": visualizations or [],
         }
+        if drop is not None:
+            params["drop"] = drop
         with contextlib.redirect_stdout(out):
             try:
                 result = self.engine.execute(params)

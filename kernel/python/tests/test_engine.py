@@ -113,9 +113,30 @@ class Execution(EngineTestCase):
         s = self.session({"main": src("x = print('ran') or 1")})
         self.assertEqual(s.run().output, "ran\n")
         self.assertEqual(s.engine.status({})["contexts"], ["ctx"])
-        self.assertEqual(s.engine.drop_context({"contextId": "ctx"}), {})
+        self.assertEqual(s.engine.drop_context({"contexts": [{"contextId": "ctx", "generation": 0}]}), {})
         self.assertEqual(s.engine.status({}), {"modules": {"main": "ok"}, "contexts": []})
         self.assertEqual(s.run().output, "ran\n")
+
+    def test_generations(self):
+        # A context destroyed and created again under its id: the new one
+        # starts empty, and a late drop of the old one leaves it alone.
+        s = self.session({"main": src("x = print('ran') or 1")})
+        self.assertEqual(s.run(generation=1).output, "ran\n")
+        self.assertEqual(s.run(generation=1).output, "")  # from the cache
+        self.assertEqual(s.run(generation=2).output, "ran\n")
+        s.engine.drop_context({"contexts": [{"contextId": "ctx", "generation": 1}]})
+        self.assertEqual(s.engine.status({})["contexts"], ["ctx"])
+        self.assertEqual(s.run(generation=2).output, "")
+
+    def test_drops_ride_along_with_a_run(self):
+        s = self.session({"main": src("x = print('ran') or 1")})
+        s.run(context="a")
+        s.run(context="b")
+        self.assertEqual(s.engine.status({})["contexts"], ["a", "b"])
+        s.run(context="c", drop=[{"contextId": "a", "generation": 0}, {"contextId": "gone"}])
+        self.assertEqual(s.engine.status({})["contexts"], ["b", "c"])
+        # The run's own context dropped first: it starts over.
+        self.assertEqual(s.run(context="b", drop=[{"contextId": "b"}]).output, "ran\n")
 
 
 class Stacks(EngineTestCase):
@@ -232,8 +253,23 @@ class BadInput(EngineTestCase):
                     s.engine.execute(params)
                 self.assertIn(message, str(ctx.exception))
         self.assertEqual(s.run().result, {"status": "complete"})
-        with self.assertRaises(ValueError):
-            s.engine.drop_context({"contextId": 3})
+        for params, message in [
+            ({"contexts": [{"contextId": 3}]}, "contexts[0] must be an object with a string contextId"),
+            ({"contexts": "ctx"}, "contexts must be a list"),
+            ({"contexts": [{"contextId": "c", "generation": "1"}]}, "contexts[0].generation must be an integer"),
+        ]:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as ctx:
+                    s.engine.drop_context(params)
+                self.assertIn(message, str(ctx.exception))
+        for params, message in [
+            ({"contextId": "c", "stack": [explicit], "generation": "1"}, "generation must be an integer"),
+            ({"contextId": "c", "stack": [explicit], "drop": {"contextId": "a"}}, "execute: drop must be a list"),
+        ]:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as ctx:
+                    s.engine.execute(params)
+                self.assertIn(message, str(ctx.exception))
 
 
 if __name__ == "__main__":
