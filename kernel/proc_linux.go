@@ -17,9 +17,10 @@ import (
 // process, but a thread is ended when a goroutine locked to it
 // (runtime.LockOSThread) exits without unlocking; a kernel started from such
 // a goroutine would be killed then. Nothing in ripple starts kernels from
-// locked goroutines. A second caveat: if the death signal wins the race
-// against the kernel's own clean-up, child processes of user code survive
-// a SIGKILL of the server (they are never SIGKILLed by Linux themselves).
+// locked goroutines. A second race is handled on the Python side: when
+// the death signal kills the kernel midway through its own clean-up, Linux
+// does not kill the children of user code; the kernel's sentinel (see
+// server.py), which that clean-up kills last, does.
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

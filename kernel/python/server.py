@@ -79,7 +79,7 @@ class _State:
     or delays one by a poll round).
     """
 
-    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked")
+    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked", "pump_stop")
 
     def __init__(self):
         self.request = 0  # id of the request being served, 0 when idle
@@ -88,6 +88,7 @@ class _State:
         self.in_user = False  # inside a user_code() region: SIGINT raises
         self.terminating = False  # SIGTERM or EOF: exit, do not serve
         self.forked = False  # this is a child that user code forked
+        self.pump_stop = False  # the kernel is exiting: the pump returns (_stop_pump)
 
 
 _S = _State()
@@ -106,6 +107,9 @@ _POLLRDHUP = 0  # poll flag for "peer closed", 0 where the OS has none
 # interrupted. Read-only here; a zero cell until main() maps the real one.
 _CELL = memoryview(bytearray(8)).cast("Q")
 _WAKE_R = -1  # read end of the signal wakeup pipe (signal.set_wakeup_fd)
+_WAKE_W = -1  # its write end
+_SENTINEL = 0  # pid of the sentinel (_spawn_sentinel), 0 if none
+_PUMP = None  # the pump thread
 _MAIN_THREAD = 0  # threading.get_ident() of the main thread
 
 
@@ -303,6 +307,8 @@ def _pump():
             except OSError:
                 _on_disconnect()
                 return
+        if _S.pump_stop:
+            return
         nudger.tick()
         if not _POLLRDHUP and os.getppid() != parent:
             _on_disconnect()
@@ -426,9 +432,27 @@ def _release_user_state():
         _MAIN.clear()
 
 
+def _stop_pump():
+    """The last exit step: end the pump before the interpreter's teardown.
+    A daemon thread left polling wakes up as the teardown closes the pipes
+    and then waits for the GIL the exiting main thread holds, which costs
+    every stopping kernel milliseconds."""
+    if _S.forked or _PUMP is None:
+        return
+    _S.pump_stop = True
+    try:
+        os.write(_WAKE_W, b"\0")
+    except OSError:
+        pass
+    _PUMP.join(0.5)
+
+
 def _kill_group_members():
     """SIGKILL every other process of the kernel's process group (children
-    started by user code), so nothing outlives the kernel."""
+    started by user code), so nothing outlives the kernel. The sentinel
+    goes last: when the server dies, Linux's parent-death signal may kill
+    this kernel midway through, and the sentinel is then the one left to
+    kill the rest of the group."""
     if _S.forked:
         return  # a forked child exiting is not the kernel exiting
     me = os.getpid()
@@ -448,23 +472,43 @@ def _kill_group_members():
         except OSError:
             pass
         return
-    for _ in range(2):  # a second pass catches children forked meanwhile
-        for name in names:
-            if not name.isdigit() or int(name) == me:
-                continue
+    try:
+        for _ in range(2):  # a second pass catches children forked meanwhile
+            if not _kill_members(names, me):
+                break  # no member left that could have forked another
             try:
-                with open("/proc/%s/stat" % name, "rb") as f:
-                    stat = f.read()
-                # pid (comm) state ppid pgrp ...; comm may hold spaces.
-                fields = stat[stat.rindex(b")") + 2:].split()
-                if int(fields[2]) == me:
-                    os.kill(int(name), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
-                continue
+                names = os.listdir("/proc")
+            except OSError:
+                break
+    finally:
+        if _SENTINEL:
+            try:
+                os.kill(_SENTINEL, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _kill_members(names, me):
+    """SIGKILL the processes of group me among /proc's names, but this one
+    and the sentinel; returns whether there were any."""
+    found = False
+    for name in names:
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me or pid == _SENTINEL:
+            continue
         try:
-            names = os.listdir("/proc")
-        except OSError:
-            return
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+            # pid (comm) state ppid pgrp ...; comm may hold spaces.
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if int(fields[2]) == me:
+                found = True
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 # ---------------------------------------------------------------- interrupts
@@ -857,9 +901,10 @@ def _spawn_sentinel(fd):
     holds when Linux's parent-death signal kills this kernel before it can
     kill its children, or when the kernel is stuck in C code holding the
     GIL. It ignores SIGINT: interrupts address the whole group."""
+    global _SENTINEL
     script = "trap '' INT; read _ <&%d; kill -9 0" % fd
     try:
-        os.posix_spawn("/bin/sh", ["sh", "-c", script], os.environ)
+        _SENTINEL = os.posix_spawn("/bin/sh", ["sh", "-c", script], os.environ)
     except OSError as e:
         _log("cannot start the sentinel: %s" % e)
     finally:
@@ -908,7 +953,7 @@ def _pipe_size(fd):
 
 def main():
     global _SOCK, _OUT_R, _ERR_R, _LOG, _MAIN, _DRAIN_POLL, _DRAIN_VIEW, _PIPE_SIZE, _POLLRDHUP, _CELL
-    global _WAKE_R, _MAIN_THREAD
+    global _WAKE_R, _WAKE_W, _PUMP, _MAIN_THREAD
 
     # Before anything else: our stderr is the startup log; keep it for
     # the kernel's own diagnostics and for faulthandler's crash reports.
@@ -976,19 +1021,21 @@ def main():
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
-    _WAKE_R = wake_r
+    _WAKE_R, _WAKE_W = wake_r, wake_w
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     signal.signal(signal.SIGINT, _on_sigint)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(NUDGE_SIGNAL, _on_nudge)
     wanted = {signal.SIGINT, signal.SIGTERM, NUDGE_SIGNAL}
     signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
-    threading.Thread(target=_pump, name="ripple-pump", daemon=True).start()
+    _PUMP = threading.Thread(target=_pump, name="ripple-pump", daemon=True)
+    _PUMP.start()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
 
     import atexit
 
-    atexit.register(_kill_group_members)  # registered first: runs last
+    atexit.register(_stop_pump)  # registered first: runs last
+    atexit.register(_kill_group_members)
     atexit.register(_release_user_state)  # after every handler of user code
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
