@@ -310,6 +310,11 @@ func (d *dispatcher) finish(ctx context.Context, rec *runRecord) {
 	if r.Status.Failing() && d.opts.FailFast && !d.stopping {
 		d.failFast(ctx)
 	}
+	if d.next == len(d.entries) && !d.stopping {
+		// Nothing is left to start: a kernel with no entry left exits
+		// now, while the others run their last ones.
+		d.e.RetireIdleKernels()
+	}
 }
 
 // failFast stops the run after the first failing result: the entries that

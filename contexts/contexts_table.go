@@ -528,18 +528,29 @@ func (s *Store) AssignSlot(id protocol.ContextID, slots int) (int, error) {
 	if slots <= 0 {
 		return NoSlot, fmt.Errorf("%w: %d kernel slots", ErrInvalidID, slots)
 	}
+	return s.AssignSlotAmong(id, slots, nil)
+}
+
+// AssignSlotAmong is AssignSlot with some slots closed (closed(slot) is
+// true; nil closes none): a context is never given, nor left on, a closed
+// slot. It fails with ErrNoSlot when every slot is closed.
+func (s *Store) AssignSlotAmong(id protocol.ContextID, slots int, closed func(slot int) bool) (int, error) {
+	open := func(slot int) bool { return slot >= 0 && slot < slots && (closed == nil || !closed(slot)) }
 	slot := NoSlot
 	err := s.write(func(txn *writeTxn, index uint64) error {
 		stored, err := getContext(txn, nil, id)
 		if err != nil {
 			return err
 		}
-		if stored.KernelSlot >= 0 && stored.KernelSlot < slots {
+		if open(stored.KernelSlot) {
 			slot = stored.KernelSlot
 			return nil
 		}
-		best, bestLoad := 0, -1
+		best, bestLoad := NoSlot, -1
 		for candidate := range slots {
+			if !open(candidate) {
+				continue
+			}
 			it, err := txn.Get(tableContexts, indexSlot, candidate)
 			if err != nil {
 				return err
@@ -551,6 +562,9 @@ func (s *Store) AssignSlot(id protocol.ContextID, slots int) (int, error) {
 			if bestLoad < 0 || load < bestLoad {
 				best, bestLoad = candidate, load
 			}
+		}
+		if best == NoSlot {
+			return fmt.Errorf("%w: all %d kernel slots are closed", ErrNoSlot, slots)
 		}
 		c := stored.Copy()
 		c.KernelSlot = best

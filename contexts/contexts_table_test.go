@@ -1,6 +1,7 @@
 package contexts
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -311,5 +312,33 @@ func TestClientDisconnectReconnectAndExpiry(t *testing.T) {
 	}
 	if none, err := s.ClientConnected("nobody"); err != nil || len(none) != 0 {
 		t.Errorf("reconnect of an unknown client: %v, %v", none, err)
+	}
+}
+
+func TestAssignSlotAmongSkipsClosedSlots(t *testing.T) {
+	s := newStore(t)
+	closed := map[int]bool{0: true}
+	isClosed := func(slot int) bool { return closed[slot] }
+	newContext := func() protocol.ContextID {
+		id := protocol.NewContextID()
+		if _, _, err := s.CreateContext(id, "c1"); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a, b := newContext(), newContext()
+	if slot, err := s.AssignSlotAmong(a, 3, isClosed); err != nil || slot != 1 {
+		t.Fatalf("first context: slot %d, %v; want 1 (0 is closed)", slot, err)
+	}
+	if slot, _ := s.AssignSlotAmong(b, 3, isClosed); slot != 2 {
+		t.Fatalf("second context: slot %d, want 2", slot)
+	}
+	closed[1] = true
+	if slot, _ := s.AssignSlotAmong(a, 3, isClosed); slot != 2 {
+		t.Fatalf("a context on a slot closed since: moved to %d, want 2", slot)
+	}
+	closed[2] = true
+	if _, err := s.AssignSlotAmong(newContext(), 3, isClosed); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("every slot closed: %v, want ErrNoSlot", err)
 	}
 }

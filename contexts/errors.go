@@ -13,6 +13,8 @@ var (
 	// ErrInvalidID: an empty context, visualization or expression id, or
 	// another argument no record could have.
 	ErrInvalidID = errors.New("invalid id")
+	// ErrNoSlot: every kernel slot is closed (AssignSlotAmong).
+	ErrNoSlot = errors.New("no open kernel slot")
 	// ErrContextNotFound: no execution context with that id.
 	ErrContextNotFound = errors.New("context not found")
 	// ErrEmptyStack: pop of a context whose stack is empty.

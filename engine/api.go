@@ -295,11 +295,53 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 		return protocol.CreateContextResult{}, err
 	}
 	if created {
-		if _, err := e.store.AssignSlot(id, e.pool.Size()); err != nil {
+		e.slotsMu.Lock()
+		_, err := e.store.AssignSlotAmong(id, e.pool.Size(), func(slot int) bool { return e.retired[slot] })
+		e.slotsMu.Unlock()
+		if errors.Is(err, contexts.ErrNoSlot) {
+			_ = e.store.DestroyContext(id)
+			return protocol.CreateContextResult{}, fmt.Errorf("%w: %w", ErrKernelUnavailable, err)
+		}
+		if err != nil {
 			return protocol.CreateContextResult{}, err
 		}
 	}
 	return protocol.CreateContextResult{ContextID: id}, nil
+}
+
+// RetireIdleKernels closes every kernel slot that serves no context: its
+// kernel is stopped in the background, and new contexts go to the other
+// slots (none left: CreateContext fails with ErrKernelUnavailable). A batch
+// run calls it once no entry is left to start, so that each kernel exits
+// while the others run their last entries rather than all at the end. It
+// returns the slots it closed.
+func (e *Engine) RetireIdleKernels() []int {
+	if e.checkRunning() != nil {
+		return nil
+	}
+	e.slotsMu.Lock()
+	defer e.slotsMu.Unlock()
+	var closed []int
+	for slot := range e.pool.Size() {
+		if e.retired[slot] {
+			continue
+		}
+		if cs, err := e.store.ContextsOnSlot(nil, slot); err != nil || len(cs) > 0 {
+			continue
+		}
+		e.runsMu.Lock()
+		_, busy := e.running[slot]
+		e.runsMu.Unlock()
+		if busy {
+			continue // a destroyed context's run is still ending
+		}
+		e.retired[slot] = true
+		if err := e.pool.Retire(slot); err != nil {
+			e.log.Warn("retire kernel", "slot", slot, "err", err)
+		}
+		closed = append(closed, slot)
+	}
+	return closed
 }
 
 // ContextStatus says where a context is in its run cycle: a run whose

@@ -79,6 +79,12 @@ type Engine struct {
 
 	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
 
+	// slotsMu makes CreateContext's choice of a slot and
+	// RetireIdleKernels's check that a slot serves no context one step
+	// each, so no context lands on a slot being closed.
+	slotsMu sync.Mutex
+	retired map[int]bool // guarded by slotsMu: slots closed by RetireIdleKernels
+
 	// applyMu makes apply's read of the contexts and its queue.Apply one
 	// step with respect to every other apply. Without it, an edit that read
 	// the contexts before a concurrent push stored its frame could run its
@@ -131,6 +137,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		streams: make(map[protocol.ContextID]*stream),
 		running: make(map[int]protocol.ContextID),
 		drops:   newDropQueue(),
+		retired: make(map[int]bool),
 	}
 	e.pool = kernel.NewPool(kernel.PoolConfig{
 		Kernel: kernel.Config{

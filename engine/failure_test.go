@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -627,4 +628,63 @@ func TestDestroyedContextsAreForgottenByTheirKernel(t *testing.T) {
 	h.client.waitRun(t, mn, next)
 	expect(t, "drops waiting after the next run", engine.PendingDrops(h.e, 0), []string(nil))
 	kernelHolds(string(busy), string(next))
+}
+
+// RetireIdleKernels closes the slots that serve no context: their kernels
+// stop, new contexts go to the open slots, and once none is open creating
+// a context fails with ErrKernelUnavailable.
+func TestRetireIdleKernels(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": "def main():\n    x = 1\n"}, engine.Config{Kernels: 2})
+	kept, _ := h.newContext("main:main")
+	st, err := h.e.Status(h.ctx)
+	must(t, err)
+	keptSlot := -1
+	for _, k := range st.Kernels {
+		if slices.Contains(k.Contexts, kept) {
+			keptSlot = k.ID
+		}
+	}
+	idle := 1 - keptSlot
+	if got := h.e.RetireIdleKernels(); !slices.Equal(got, []int{idle}) {
+		t.Fatalf("retired %v, want [%d] (slot %d serves %s)", got, idle, keptSlot, kept)
+	}
+	if got := h.e.RetireIdleKernels(); len(got) != 0 {
+		t.Errorf("retired again: %v", got)
+	}
+	var state string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		st, err := h.e.Status(h.ctx)
+		must(t, err)
+		state = st.Kernels[idle].State
+		if state == "stopped" && st.Kernels[idle].PID == 0 {
+			break
+		}
+	}
+	expect(t, "retired kernel's state", state, "stopped")
+
+	// A new context goes to the open slot and runs there.
+	next, run := h.newContext("main:main")
+	if run.failed != nil {
+		t.Fatalf("run on the open slot failed: %+v", run.failed)
+	}
+	st, err = h.e.Status(h.ctx)
+	must(t, err)
+	if !slices.Contains(st.Kernels[keptSlot].Contexts, next) {
+		t.Errorf("new context not on the open slot %d: %+v", keptSlot, st.Kernels)
+	}
+
+	must(t, h.e.DestroyContext(h.ctx, clientID, kept))
+	must(t, h.e.DestroyContext(h.ctx, clientID, next))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if got := h.e.RetireIdleKernels(); slices.Equal(got, []int{keptSlot}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the last slot was never retired once idle")
+		}
+	}
+	if _, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{}); !errors.Is(err, engine.ErrKernelUnavailable) {
+		t.Errorf("CreateContext with every slot retired: %v, want ErrKernelUnavailable", err)
+	}
 }

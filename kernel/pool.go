@@ -83,6 +83,9 @@ const (
 // ErrPoolStopped is returned by Pool methods once Stop has been called.
 var ErrPoolStopped = errors.New("kernel pool stopped")
 
+// ErrSlotRetired is returned for a slot that Retire closed.
+var ErrSlotRetired = errors.New("kernel slot retired")
+
 const (
 	defaultReconcile     = 5 * time.Second
 	defaultHealthTimeout = 5 * time.Second
@@ -305,6 +308,21 @@ func (p *Pool) replacedError(err error) error {
 	return fmt.Errorf("%w: %w", ErrKernelRestarted, err)
 }
 
+// Retire closes slot i for good: its kernel is stopped gracefully in the
+// background and not replaced, and calls on the slot fail with
+// ErrSlotRetired (a request in flight fails as at Stop). It returns at
+// once; Stop still waits for the kernel to be gone. A batch run retires
+// each kernel as soon as no entry is left for it, so that its exit
+// overlaps the last entries of the others. Idempotent.
+func (p *Pool) Retire(i int) error {
+	s, err := p.slot(i)
+	if err != nil {
+		return err
+	}
+	s.closeOnce.Do(func() { close(s.closing) })
+	return nil
+}
+
 // Restart replaces slot i's kernel (a reset: its state is lost) and
 // returns once the new kernel is ready; with a warm spare that costs about
 // OnReady. If the slot is already replacing its kernel, Restart waits for
@@ -325,6 +343,8 @@ func (p *Pool) Restart(ctx context.Context, i int, reason string) error {
 		return context.Cause(ctx)
 	case <-p.ownerCtx.Done():
 		return ErrPoolStopped
+	case <-s.closing:
+		return fmt.Errorf("%w: slot %d", ErrSlotRetired, i)
 	}
 	select {
 	case err := <-req.reply:

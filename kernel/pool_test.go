@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -427,5 +429,59 @@ func TestPoolSlotFailingItsFirstStartRetries(t *testing.T) {
 	}
 	if _, ok := attempts.Load("first"); !ok {
 		t.Error("slot 1's OnReady never ran")
+	}
+}
+
+// Retire stops one slot's kernel gracefully (atexit handlers run), never
+// replaces it, refuses further calls on it, and leaves the other slot
+// serving.
+func TestPoolRetireClosesOneSlot(t *testing.T) {
+	t.Parallel()
+	f := startPool(t, func(c *PoolConfig) { c.NoSpare = true })
+	ctx := testCtx(t)
+	k, err := f.p.Kernel(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Eval(ctx, 1, "import atexit\natexit.register(lambda: open('retired-cleanly', 'w').close())", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Retire(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.Retire(1); err != nil {
+		t.Errorf("second Retire: %v", err)
+	}
+	select {
+	case <-k.Done():
+	case <-ctx.Done():
+		t.Fatal("the retired kernel did not end")
+	}
+	waitGone(t, k.PID())
+	if _, err := os.Stat(filepath.Join(k.cfg.Root, "retired-cleanly")); err != nil {
+		t.Errorf("the retired kernel was not stopped gracefully: %v", err)
+	}
+	if !errors.Is(k.Err(), ErrStopped) {
+		t.Errorf("retired kernel's end: %v, want ErrStopped", k.Err())
+	}
+	if err := f.p.Eval(ctx, 1, "x = 1", nil); !errors.Is(err, ErrSlotRetired) {
+		t.Errorf("Eval on a retired slot: %v, want ErrSlotRetired", err)
+	}
+	if err := f.p.Restart(ctx, 1, ""); !errors.Is(err, ErrSlotRetired) {
+		t.Errorf("Restart of a retired slot: %v, want ErrSlotRetired", err)
+	}
+	if got := poolRepr(t, f.p, 0, "slot"); got != `{"repr":"0"}` {
+		t.Errorf("slot 0 after slot 1 retired: %s", got)
+	}
+	waitFor(t, "slot 1 reported stopped", func() bool {
+		for _, st := range f.p.Status() {
+			if st.Slot == 1 {
+				return st.State == StateStopped && st.PID == 0
+			}
+		}
+		return false
+	})
+	if err := f.p.Retire(7); err == nil {
+		t.Error("Retire of slot 7 of 2 succeeded")
 	}
 }

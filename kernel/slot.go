@@ -16,6 +16,10 @@ type slot struct {
 	index   int
 	restart chan restartRequest // owner receives; Restart sends
 	tickCh  chan struct{}       // capacity 1: reconciliation tick
+	// closing is closed by Retire: the owner stops the slot's kernel and
+	// ends without replacing it; waits on the slot fail with ErrSlotRetired.
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	cur     *Kernel       // guarded by mu: the published kernel, nil while replacing
@@ -36,6 +40,7 @@ func newSlot(p *Pool, i int) *slot {
 		index:   i,
 		restart: make(chan restartRequest),
 		tickCh:  make(chan struct{}, 1),
+		closing: make(chan struct{}),
 		ready:   make(chan struct{}),
 		retired: make(chan struct{}),
 		state:   StateStarting,
@@ -46,6 +51,9 @@ func newSlot(p *Pool, i int) *slot {
 // that has already ended is not returned: the owner is about to replace it.
 func (s *slot) wait(ctx context.Context) (*Kernel, error) {
 	for {
+		if s.isClosing() {
+			return nil, fmt.Errorf("%w: slot %d", ErrSlotRetired, s.index)
+		}
 		s.mu.Lock()
 		k, ready, retired := s.cur, s.ready, s.retired
 		s.mu.Unlock()
@@ -61,7 +69,18 @@ func (s *slot) wait(ctx context.Context) (*Kernel, error) {
 			return nil, context.Cause(ctx)
 		case <-s.p.ownerCtx.Done():
 			return nil, ErrPoolStopped
+		case <-s.closing:
 		}
+	}
+}
+
+// isClosing reports whether Retire was called.
+func (s *slot) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -124,6 +143,9 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 	defer func() { reply(ErrPoolStopped) }()
 
 	for {
+		if s.isClosing() {
+			return
+		}
 		if failures > 0 {
 			s.unpublish(StateBackoff, nil)
 			if !s.pause(ctx, backoff(failures, s.p.cfg.BackoffMin, s.p.cfg.BackoffMax), &waiting) {
@@ -161,12 +183,13 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 		}
 
 		reason, oldErr = s.serve(ctx, k, &waiting)
-		s.unpublish(StateRestarting, oldErr)
-		old = k
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || s.isClosing() {
+			s.unpublish(StateStopped, oldErr)
 			k.Stop(s.p.killCtx)
 			return
 		}
+		s.unpublish(StateRestarting, oldErr)
+		old = k
 		if k.Err() == nil {
 			s.p.stopAsync(k) // replaced on purpose: stop it in the background
 		}
@@ -231,6 +254,8 @@ func (s *slot) pause(ctx context.Context, d time.Duration, waiting *[]restartReq
 			*waiting = append(*waiting, req)
 		case <-ctx.Done():
 			return false
+		case <-s.closing:
+			return false
 		}
 	}
 }
@@ -265,6 +290,8 @@ func (s *slot) serve(ctx context.Context, k *Kernel, waiting *[]restartRequest) 
 			return "health check failed: " + err.Error(), k.Err()
 		case <-ctx.Done():
 			return "pool stopped", nil
+		case <-s.closing:
+			return "slot retired", nil
 		}
 	}
 }
