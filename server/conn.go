@@ -106,10 +106,11 @@ func (c *conn) Notify(method string, params any) {
 // run serves the connection until it ends; see conn.
 func (c *conn) run() {
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); c.readLoop() }()
 	go func() { defer wg.Done(); c.writeLoop() }()
 	go func() { defer wg.Done(); c.dispatchLoop() }()
+	go func() { defer wg.Done(); c.slowWatch() }()
 	wg.Wait()
 	c.ws.Close()
 	c.out.close()
@@ -241,10 +242,6 @@ func (c *conn) writeLoop() {
 	cfg := &c.srv.cfg
 	ping := time.NewTicker(cfg.PingInterval)
 	defer ping.Stop()
-	// The slow-client rule is checked between writes and on this tick, so
-	// a client is caught even when nothing can be written.
-	slowTick := time.NewTicker(max(cfg.SlowClientTimeout/4, 10*time.Millisecond))
-	defer slowTick.Stop()
 	var spare []outMessage
 	for {
 		select {
@@ -257,7 +254,6 @@ func (c *conn) writeLoop() {
 				c.abort(0, "", ErrConnectionClosed)
 			}
 			continue
-		case <-slowTick.C:
 		}
 		c.tooSlow()
 		batch := c.out.take(spare)
@@ -302,6 +298,24 @@ func (c *conn) write(m outMessage) bool {
 		return false
 	}
 	return true
+}
+
+// slowWatch applies the slow-client rule on a clock of its own until the
+// connection closes: the writer checks it between writes, but a writer
+// blocked in a write to a client that reads nothing checks nothing, and a
+// client that starts reading again after the timeout must still be closed
+// rather than slip back under the bound.
+func (c *conn) slowWatch() {
+	t := time.NewTicker(max(c.srv.cfg.SlowClientTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-t.C:
+			c.tooSlow()
+		}
+	}
 }
 
 // tooSlow applies the slow-client rule: over the outbound bound for longer

@@ -959,8 +959,23 @@ def _update(ps, payload, elapsed=None):
     }
 
 
+_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
 def bind_arguments(func, args, kwargs):
     """inspect.signature binding with defaults applied: {param: value}."""
+    code = getattr(func, "__code__", None)
+    if (
+        not args
+        and not kwargs
+        and type(func) is types.FunctionType
+        and code.co_argcount == 0
+        and code.co_kwonlyargcount == 0
+        and not code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS)
+        and not hasattr(func, "__wrapped__")
+        and not hasattr(func, "__signature__")
+    ):
+        return {}  # a function of no parameters (most tests): nothing to bind
     sig = inspect.signature(func)
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
