@@ -37,6 +37,13 @@
 //     guards it. OnReady (a slot owner goroutine of the pool) and the
 //     EnsureCompiled runner are its writers.
 //   - clientsMu guards the connected clients and their grace timers.
+//   - runsMu guards which context's Execute is in flight on each slot.
+//   - dropQueue (drops.go) owns the destroyed contexts each kernel has not
+//     forgotten yet; its mutex guards them. They ride along with the
+//     slot's next Execute or are flushed when the slot stays idle; the
+//     context's generation makes either order safe.
+//   - slotsMu makes choosing a new context's slot and retiring idle slots
+//     (RetireIdleKernels) exclusive, so no context lands on a closing slot.
 //   - Each context's notifications go through its stream (stream.go), whose
 //     mutex orders expression-update flushes, output and end-of-run
 //     notifications, so a client always sees a run's updates before its

@@ -55,6 +55,8 @@
 // replaces it when it dies (with backoff while starts keep failing), when
 // Restart asks or when the reconciliation tick's health check fails;
 // every replacement is reported to OnRestart with StatePreserved false.
-// The pool itself never gives up on a slot; whether a run that killed its
+// Retire closes a slot for good (its kernel stopped gracefully, calls
+// failing with ErrSlotRetired); a batch run retires kernels it no longer
+// needs. Otherwise the pool never gives up on a slot; whether a run that killed its
 // kernel is run again is for the caller to decide, with CrashStreak.
 package kernel
