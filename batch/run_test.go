@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/batch"
+	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -415,4 +417,47 @@ func kernelsIn(t *testing.T, root string) []string {
 		}
 	}
 	return pids
+}
+
+// A kernel slot that can never start a kernel (here: every start after the
+// first fails) does not hang the run: after a few tries the slot is given
+// up, its entries fail with the start error, and the others run on the
+// kernel that works.
+func TestRunSlotThatCannotStartFailsItsEntries(t *testing.T) {
+	t.Parallel()
+	real, err := kernel.FindPython(t.Context(), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(t.TempDir(), "first")
+	wrapper := filepath.Join(t.TempDir(), "python")
+	// exec -a keeps the wrapper as the interpreter's sys.executable.
+	script := "#!/bin/bash\n" +
+		"if [ -n \"$RIPPLE_KERNEL_ID\" ] && ! mkdir " + first + " 2>/dev/null; then\n" +
+		"  echo 'no room for another kernel' >&2; exit 3\n" +
+		"fi\n" +
+		"exec -a \"$0\" " + real.Path + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for i := range 6 {
+		files[fmt.Sprintf("test_%d.py", i)] = "def test_ok():\n    x = 1\n"
+	}
+	rep := run(t, batch.Options{Root: project(t, files), Python: wrapper, Tests: true, Kernels: 2})
+	passed, failed := 0, 0
+	for _, r := range rep.Results {
+		switch {
+		case r.Status == batch.StatusPassed:
+			passed++
+		case r.Status.Failing() && strings.Contains(r.Message, "no room for another kernel"):
+			t.Logf("%s: %s %q", r.Entry.ID(), r.Status, r.Message)
+			failed++
+		default:
+			t.Errorf("%s: %s %q", r.Entry.ID(), r.Status, r.Message)
+		}
+	}
+	if passed == 0 || failed == 0 || passed+failed != 6 {
+		t.Fatalf("passed %d, failed with the start error %d, of 6:\n%s", passed, failed, outline(rep))
+	}
 }

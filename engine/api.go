@@ -296,7 +296,7 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 	}
 	if created {
 		e.slotsMu.Lock()
-		_, err := e.store.AssignSlotAmong(id, e.pool.Size(), func(slot int) bool { return e.retired[slot] })
+		_, err := e.store.AssignSlotAmong(id, e.pool.Size(), func(slot int) bool { return e.retired[slot] || e.pool.Retired(slot) })
 		e.slotsMu.Unlock()
 		if errors.Is(err, contexts.ErrNoSlot) {
 			_ = e.store.DestroyContext(id)

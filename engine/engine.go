@@ -18,6 +18,10 @@ import (
 	"github.com/ripple-run/ripple/workspace"
 )
 
+// batchMaxStartFailures is how many failed starts in a row retire a
+// kernel slot in batch mode (kernel.PoolConfig.MaxStartFailures).
+const batchMaxStartFailures = 3
+
 const (
 	defaultFlushInterval   = 20 * time.Millisecond
 	defaultDisconnectGrace = 5 * time.Minute
@@ -139,6 +143,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		drops:   newDropQueue(),
 		retired: make(map[int]bool),
 	}
+	maxStartFailures := 0 // a server keeps trying
+	if cfg.Batch {
+		// A batch run fails the entries of a slot that cannot start a
+		// kernel rather than wait for it forever.
+		maxStartFailures = batchMaxStartFailures
+	}
 	e.pool = kernel.NewPool(kernel.PoolConfig{
 		Kernel: kernel.Config{
 			Python:           py,
@@ -148,9 +158,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		Size: cfg.Kernels,
 		// A batch run restarts a kernel only after a crash: a spare would
 		// cost a start and a stop on every run for a rare case.
-		NoSpare:   cfg.Batch,
-		OnReady:   e.onKernelReady,
-		OnRestart: e.onKernelRestart,
+		NoSpare:          cfg.Batch,
+		MaxStartFailures: maxStartFailures,
+		OnReady:          e.onKernelReady,
+		OnRestart:        e.onKernelRestart,
 	})
 	// ExecuteTimeout is applied by execute, not by the queue: its clock
 	// starts when the run's kernel is ready (see execute).

@@ -195,6 +195,11 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	}
 	cause := context.Cause(ctx)
 	switch {
+	case errors.Is(callErr, kernel.ErrSlotRetired):
+		// The slot gave up starting a kernel (batch mode) or was retired:
+		// nothing ran; say why no kernel could take the run.
+		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+			Message: fmt.Sprintf("no kernel to run this context: %v", callErr)})
 	case errors.Is(callErr, kernel.ErrKernelDied):
 		retry := e.crashes.Observe(string(id), callErr)
 		if e.cfg.Batch {

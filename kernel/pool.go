@@ -38,6 +38,11 @@ type PoolConfig struct {
 	// BackoffMin and BackoffMax bound the wait between failing starts
 	// (doubling from min to max); defaults 100 ms and 10 s.
 	BackoffMin, BackoffMax time.Duration
+	// MaxStartFailures retires a slot (see Retire) whose kernel failed to
+	// start that many times in a row (0: retry forever, with backoff). A
+	// batch run would rather fail the entries of a slot that cannot start
+	// a kernel (the OOM killer, a full disk) than wait for it forever.
+	MaxStartFailures int
 	// StartConcurrency is how many kernels may be starting at once;
 	// default runtime.NumCPU(). A Python start is CPU-bound: four kernels
 	// starting together on two CPUs are all ready late, while two at a
@@ -174,10 +179,11 @@ func NewPool(cfg PoolConfig) *Pool {
 
 // Start starts every slot's kernel and the spare, and returns when the
 // first slot has a ready kernel; the other slots finish starting in the
-// background (Call and Kernel on a slot wait for its kernel). If the first
-// start to finish fails, Start stops the pool and returns that error; a
-// later slot that fails to start retries with backoff like any dead
-// kernel. ctx bounds only the wait: the pool runs until Stop.
+// background (Call and Kernel on a slot wait for its kernel). If every
+// slot's first start fails, Start stops the pool and returns the first
+// error; a slot that fails to start while another is ready retries with
+// backoff like any dead kernel. ctx bounds only the wait: the pool runs
+// until Stop.
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	if p.started || p.stopped {
@@ -192,15 +198,31 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.wg.Add(1)
 		go s.run(p.ownerCtx, first)
 	}
-	// Wait for the first slot only: a broken interpreter or OnReady fails
-	// Start at once, and work can begin on the first kernel while the
+	// Wait for the first slot to be ready: work can begin on it while the
 	// others finish starting (a request to a slot waits for its kernel).
-	// first has room for every slot, so the others never block on it.
+	// Start fails only when every slot's first start failed (a broken
+	// interpreter, a failing OnReady): one slot failing fast must not fail
+	// a pool whose other slots are about to be ready; it retries with
+	// backoff (or gives up, MaxStartFailures). first has room for every
+	// slot, so none ever blocks on it.
 	var err error
-	select {
-	case err = <-first:
-	case <-ctx.Done():
-		err = context.Cause(ctx)
+	for range len(p.slots) {
+		var outcome error
+		select {
+		case outcome = <-first:
+		case <-ctx.Done():
+			outcome = context.Cause(ctx)
+		}
+		if outcome == nil {
+			err = nil
+			break
+		}
+		if err == nil {
+			err = outcome
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if err != nil {
 		p.Stop(context.Background())
@@ -321,6 +343,13 @@ func (p *Pool) Retire(i int) error {
 	}
 	s.closeOnce.Do(func() { close(s.closing) })
 	return nil
+}
+
+// Retired reports whether slot i was closed, by Retire or after
+// MaxStartFailures failed starts.
+func (p *Pool) Retired(i int) bool {
+	s, err := p.slot(i)
+	return err == nil && s.isClosing()
 }
 
 // Restart replaces slot i's kernel (a reset: its state is lost) and

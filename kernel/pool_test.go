@@ -485,3 +485,51 @@ func TestPoolRetireClosesOneSlot(t *testing.T) {
 		t.Error("Retire of slot 7 of 2 succeeded")
 	}
 }
+
+// With MaxStartFailures, a slot that cannot start a kernel gives up: calls
+// on it fail at once with ErrSlotRetired naming the start error, and the
+// other slot serves on.
+func TestPoolSlotGivesUpAfterMaxStartFailures(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	var mu sync.Mutex
+	attempts := 0
+	p := NewPool(PoolConfig{
+		Kernel: Config{Python: python(t), Root: t.TempDir(), LogDir: t.TempDir()}, Size: 2, NoSpare: true,
+		BackoffMin: 10 * time.Millisecond, MaxStartFailures: 3,
+		OnReady: func(ctx context.Context, slot int, k *Kernel) error {
+			if slot != 1 {
+				return nil
+			}
+			<-started // slot 0 makes Start return
+			mu.Lock()
+			attempts++
+			mu.Unlock()
+			return errors.New("no room for another kernel")
+		},
+	})
+	ctx := testCtx(t)
+	if err := p.Start(ctx); err != nil {
+		t.Fatalf("Start: %v (slot 0 starts fine)", err)
+	}
+	defer p.Stop(ctx)
+	close(started)
+	err := p.Eval(ctx, 1, "x = 1", nil)
+	if !errors.Is(err, ErrSlotRetired) || !strings.Contains(err.Error(), "no room for another kernel") {
+		t.Fatalf("Eval on the slot that cannot start: %v, want ErrSlotRetired with the start error", err)
+	}
+	if !p.Retired(1) || p.Retired(0) {
+		t.Errorf("retired: slot 0 %v, slot 1 %v; want only slot 1", p.Retired(0), p.Retired(1))
+	}
+	mu.Lock()
+	if attempts != 3 {
+		t.Errorf("%d starts of slot 1, want 3", attempts)
+	}
+	mu.Unlock()
+	if st := p.Status()[1]; st.State != StateStopped || !strings.Contains(st.LastError, "gave up after 3 failed starts") {
+		t.Errorf("slot 1 status %+v", st)
+	}
+	if err := p.Eval(ctx, 0, "x = 1", nil); err != nil {
+		t.Errorf("slot 0: %v", err)
+	}
+}

@@ -52,6 +52,12 @@ func newSlot(p *Pool, i int) *slot {
 func (s *slot) wait(ctx context.Context) (*Kernel, error) {
 	for {
 		if s.isClosing() {
+			s.mu.Lock()
+			why := s.lastErr
+			s.mu.Unlock()
+			if why != nil {
+				return nil, fmt.Errorf("%w: slot %d: %w", ErrSlotRetired, s.index, why)
+			}
 			return nil, fmt.Errorf("%w: slot %d", ErrSlotRetired, s.index)
 		}
 		s.mu.Lock()
@@ -128,11 +134,12 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 	defer s.p.wg.Done()
 	defer s.unpublish(StateStopped, nil)
 	var (
-		failures int              // starts in a row that failed or died young
-		waiting  []restartRequest // Restart calls answered by the next publish
-		old      *Kernel          // the kernel being replaced, nil at first
-		reason   string           // why old is replaced
-		oldErr   error            // how old ended, if it died
+		failures     int              // starts in a row that failed or died young
+		failedStarts int              // starts in a row that failed (MaxStartFailures)
+		waiting      []restartRequest // Restart calls answered by the next publish
+		old          *Kernel          // the kernel being replaced, nil at first
+		reason       string           // why old is replaced
+		oldErr       error            // how old ended, if it died
 	)
 	reply := func(err error) {
 		for _, r := range waiting {
@@ -165,9 +172,16 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 				first = nil
 			}
 			failures++
+			failedStarts++
+			if limit := s.p.cfg.MaxStartFailures; limit > 0 && failedStarts >= limit {
+				s.unpublish(StateStopped, fmt.Errorf("gave up after %d failed starts: %w", failedStarts, err))
+				s.closeOnce.Do(func() { close(s.closing) })
+				return
+			}
 			s.unpublish(StateBackoff, err)
 			continue
 		}
+		failedStarts = 0
 		readyAt := time.Now()
 		s.publish(k)
 		if first != nil {
