@@ -25,7 +25,6 @@ Frames. Everything runs on the kernel's main thread, one request at a time,
 so nothing here is locked.
 """
 
-import inspect
 import itertools
 import os
 import re
@@ -291,6 +290,8 @@ class Engine:
                 raise Failure("failure", "function %s not found: %s has no %s" % (pointer, rec.name, ".".join(parts[:-1])))
         this_src = item.get("thisArgumentExpression")
         if len(parts) > 1:
+            import inspect  # not at module level: see _unwrap
+
             try:
                 raw = inspect.getattr_static(owner, parts[-1])
             except AttributeError:
@@ -423,10 +424,18 @@ class Engine:
 
 
 def _unwrap(func):
+    """inspect.unwrap without importing inspect, which costs every kernel
+    start ~5 ms for the few calls that need it (methods, signatures)."""
+    original, seen = func, {id(func)}
     try:
-        return inspect.unwrap(func)
+        while hasattr(func, "__wrapped__"):
+            func = func.__wrapped__
+            if id(func) in seen or len(seen) > 1000:
+                return original  # a cycle: inspect.unwrap raises
+            seen.add(id(func))
     except Exception:
-        return func
+        return original
+    return func
 
 
 def _callee_function(callee):

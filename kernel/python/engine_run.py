@@ -51,7 +51,6 @@ How (the lead's design, with the refinements marked *):
 """
 
 import ast
-import inspect
 import sys
 import time
 import types
@@ -218,7 +217,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     keeps the other nodes) and it binds the same names, only that statement
     is analysed again: every other statement's definers are unchanged.
     """
-    args_dump = ast.dump(func.args)
+    args_dump = analysis.node_key(func.args)
     if previous is not None:
         plan = _update_plan(analyzer, source, module, qualname, func, previous, args_dump)
         if plan is not None:
@@ -959,7 +958,7 @@ def _update(ps, payload, elapsed=None):
     }
 
 
-_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect's values, without importing it
 
 
 def bind_arguments(func, args, kwargs):
@@ -976,6 +975,8 @@ def bind_arguments(func, args, kwargs):
         and not hasattr(func, "__signature__")
     ):
         return {}  # a function of no parameters (most tests): nothing to bind
+    import inspect  # imported on first need: it costs a kernel start ~5 ms
+
     sig = inspect.signature(func)
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()

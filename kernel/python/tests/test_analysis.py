@@ -105,6 +105,36 @@ class Analysis(unittest.TestCase):
 SOURCE = 'def main():\n    s = "héllo wörld"\n    t = s + "🎉"; u = 1\n    v = {"ü": 1}\n'
 
 
+class NodeKeys(unittest.TestCase):
+    def test_equal_exactly_when_ast_dump_is(self):
+        # Every statement of the engine's own sources, plus constants whose
+        # reprs could be mistaken for structure.
+        import glob
+        import os
+
+        sources = [
+            "x = (1+2j)", "x = 1", "x = 1.0", "x = True", "x = -0.0", "x = 0.0",
+            "x = '(a, b)'", "x = b'[1,]'", "x = f(a)(b)", "x = f(a(b))", "x = [1, [2]]",
+            "x = [[1], 2]", "x = ...", "x = None", "x: int = 1", "x = 1  # comment",
+            "x   =   1", "del x", "x = y = 1", "x, y = 1, 2", "x = u'a'", "x = 'a'",
+        ]
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for path in glob.glob(os.path.join(here, "*.py")):
+            with open(path) as f:
+                sources.append(f.read())
+        by_key = {}
+        for src in sources:
+            for node in ast.walk(ast.parse(src)):
+                if isinstance(node, (ast.stmt, ast.arguments)):
+                    by_key.setdefault(analysis.node_key(node), set()).add(ast.dump(node))
+        dumps = set()
+        for key, group in by_key.items():
+            self.assertEqual(len(group), 1, "one key for different trees: %s" % key)
+            dumps |= group
+        self.assertEqual(len(by_key), len(dumps), "different keys for equal trees")
+        self.assertEqual(analysis.node_key(ast.parse("x   =   1").body[0]), analysis.node_key(ast.parse("x = 1").body[0]))
+
+
 class Positions(unittest.TestCase):
     def parse(self, src):
         return text.parse("m", "m.py", "/r/m.py", src, 1)
