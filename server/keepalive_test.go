@@ -61,7 +61,10 @@ func TestPingsKeepAnIdleClient(t *testing.T) {
 // pings) is dropped, and the engine is told.
 func TestSilentClientIsDropped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{PingInterval: 20 * time.Millisecond}, nil)
+	// The client must get through its init before it falls silent: a
+	// liveness period of 2 x 20 ms was shorter than a stall of a loaded CI
+	// machine (-race, the browser test), which dropped it during init.
+	b := setup(t, Config{PingInterval: 250 * time.Millisecond}, nil)
 	b.dialStalled(t, "silent")
 	if ev := nextEvent(t, b.eng); ev != (servertest.Event{Connected: true, ClientID: "silent"}) {
 		t.Fatalf("event %+v", ev)
