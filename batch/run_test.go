@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/batch"
-	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -425,21 +425,8 @@ func kernelsIn(t *testing.T, root string) []string {
 // kernel that works.
 func TestRunSlotThatCannotStartFailsItsEntries(t *testing.T) {
 	t.Parallel()
-	real, err := kernel.FindPython(t.Context(), "", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := filepath.Join(t.TempDir(), "first")
 	wrapper := filepath.Join(t.TempDir(), "python")
-	// exec -a keeps the wrapper as the interpreter's sys.executable.
-	script := "#!/bin/bash\n" +
-		"if [ -n \"$RIPPLE_KERNEL_ID\" ] && ! mkdir " + first + " 2>/dev/null; then\n" +
-		"  echo 'no room for another kernel' >&2; exit 3\n" +
-		"fi\n" +
-		"exec -a \"$0\" " + real.Path + " \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.WrapPython(t, wrapper, "echo 'no room for another kernel' >&2; exit 3")
 	files := map[string]string{}
 	for i := range 6 {
 		files[fmt.Sprintf("test_%d.py", i)] = "def test_ok():\n    x = 1\n"

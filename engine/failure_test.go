@@ -482,21 +482,10 @@ func TestRuntimeStatus(t *testing.T) {
 func TestPushWhileAKernelStartsDoesNotWaitForRunningContexts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	real, err := kernel.FindPython(t.Context(), "", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	gate := filepath.Join(t.TempDir(), "gate")
-	first := filepath.Join(t.TempDir(), "first")
-	// exec -a keeps the wrapper's path as the kernel's sys.executable (the
-	// engine probes it once and then starts kernels through it).
-	wrapper := "#!/bin/bash\n" +
-		"if [ -n \"$RIPPLE_KERNEL_ID\" ] && ! mkdir " + first + " 2>/dev/null; then\n" +
-		"  while [ ! -e " + gate + " ]; do sleep 0.01; done\n" +
-		"fi\n" +
-		"exec -a \"$0\" " + real.Path + " \"$@\"\n"
-	enginetest.WriteFiles(t, dir, map[string]string{"main.py": parallelMain, ".venv/bin/python": wrapper})
-	must(t, os.Chmod(filepath.Join(dir, ".venv", "bin", "python"), 0o755))
+	enginetest.WrapPython(t, filepath.Join(dir, ".venv", "bin", "python"),
+		"while [ ! -e "+gate+" ]; do sleep 0.01; done")
+	enginetest.WriteFiles(t, dir, map[string]string{"main.py": parallelMain})
 	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) }) // never leave a kernel waiting
 	e := enginetest.Start(t, dir, engine.Config{Kernels: 2})
 	h := &harness{t: t, e: e, dir: dir, client: newRecorder(), ctx: t.Context()}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/kernel"
 )
 
 // ScenarioHelper is helper.py of the scenarios.
@@ -68,4 +69,30 @@ func Start(t testing.TB, dir string, cfg engine.Config) *engine.Engine {
 		}
 	})
 	return e
+}
+
+// WrapPython writes at path an interpreter for tests of kernel starts: a
+// bash script that runs python3 (the one FindPython picks for a bare
+// project) for the interpreter probe and the first kernel to start, and
+// runs laterKernels (bash) before it for every later kernel start: a wait
+// for a gate, a failure. exec -a keeps the wrapper as sys.executable, so
+// the engine, which probes it once, starts every kernel through it.
+func WrapPython(t testing.TB, path, laterKernels string) {
+	t.Helper()
+	real, err := kernel.FindPython(context.Background(), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(t.TempDir(), "first-kernel")
+	script := "#!/bin/bash\n" +
+		"if [ -n \"$RIPPLE_KERNEL_ID\" ] && ! mkdir " + first + " 2>/dev/null; then\n" +
+		laterKernels + "\n" +
+		"fi\n" +
+		"exec -a \"$0\" " + real.Path + " \"$@\"\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
