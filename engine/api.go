@@ -10,6 +10,7 @@ import (
 
 	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/workspace"
 )
@@ -295,9 +296,7 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 		return protocol.CreateContextResult{}, err
 	}
 	if created {
-		e.slotsMu.Lock()
-		_, err := e.store.AssignSlotAmong(id, e.pool.Size(), func(slot int) bool { return e.retired[slot] || e.pool.Retired(slot) })
-		e.slotsMu.Unlock()
+		_, err := e.assignSlot(id)
 		if errors.Is(err, contexts.ErrNoSlot) {
 			_ = e.store.DestroyContext(id)
 			return protocol.CreateContextResult{}, fmt.Errorf("%w: %w", ErrKernelUnavailable, err)
@@ -307,6 +306,14 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 		}
 	}
 	return protocol.CreateContextResult{ContextID: id}, nil
+}
+
+// assignSlot gives context id an open kernel slot (it keeps its own if that
+// is open), the least loaded; contexts.ErrNoSlot when none is open.
+func (e *Engine) assignSlot(id protocol.ContextID) (int, error) {
+	e.slotsMu.Lock()
+	defer e.slotsMu.Unlock()
+	return e.store.AssignSlotAmong(id, e.pool.Size(), func(slot int) bool { return e.retired[slot] || e.pool.Retired(slot) })
 }
 
 // RetireIdleKernels closes every kernel slot that serves no context: its
@@ -321,6 +328,17 @@ func (e *Engine) RetireIdleKernels() []int {
 	}
 	e.slotsMu.Lock()
 	defer e.slotsMu.Unlock()
+	// While a slot that has contexts has no kernel up (starting it,
+	// restarting it, or given up on it), its contexts may yet move to
+	// another slot: keep every slot open.
+	for _, k := range e.pool.Status() {
+		if k.Slot < 0 || k.State == kernel.StateReady || k.State == kernel.StateBusy {
+			continue
+		}
+		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err != nil || len(cs) > 0 {
+			return nil
+		}
+	}
 	var closed []int
 	for slot := range e.pool.Size() {
 		if e.retired[slot] {

@@ -196,8 +196,14 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(callErr, kernel.ErrSlotRetired):
-		// The slot gave up starting a kernel (batch mode) or was retired:
-		// nothing ran; say why no kernel could take the run.
+		// The slot gave up starting a kernel (batch mode): nothing ran.
+		// The context moves to a slot that has one and runs there; with
+		// none left, the run fails saying why.
+		if _, err := e.assignSlot(id); err == nil {
+			st.flush()
+			e.rerun(id, jobs.ReasonRestart)
+			break
+		}
 		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
 			Message: fmt.Sprintf("no kernel to run this context: %v", callErr)})
 	case errors.Is(callErr, kernel.ErrKernelDied):
