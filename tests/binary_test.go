@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
@@ -60,30 +61,11 @@ func removeBinary() {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's copier goroutine and
-// the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serveProc is a running `ripple serve`.
 type serveProc struct {
 	cmd    *exec.Cmd
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // Wait's result, set before done closes
 	url    string
@@ -100,7 +82,7 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
 	bin := buildBinary(t)
 	p := &serveProc{cmd: exec.Command(bin, append([]string{"serve"}, args...)...),
-		stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{}), seen: map[int]bool{}}
+		stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{}), seen: map[int]bool{}}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	// Orphaned kernels may hold no copy of the pipes; bound the wait anyway.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/watchview"
 )
@@ -74,24 +75,6 @@ func writeFile(t *testing.T, dir, name, text string) {
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // kernelsIn lists the processes whose working directory is dir (the
@@ -186,13 +169,13 @@ type jsonWatch struct {
 	*process
 	t      *testing.T
 	events chan watchview.Event // closed at the end of stdout
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	seen   []watchview.Event // every event read so far
 }
 
 func startJSONWatch(t *testing.T, args ...string) *jsonWatch {
 	t.Helper()
-	w := &jsonWatch{t: t, events: make(chan watchview.Event, 1024), stderr: &lockedBuffer{}}
+	w := &jsonWatch{t: t, events: make(chan watchview.Event, 1024), stderr: &syncbuf.Buffer{}}
 	cmd := exec.Command(rippleBin, append([]string{"watch"}, args...)...)
 	cmd.Stderr = w.stderr
 	stdout, err := cmd.StdoutPipe()
@@ -469,8 +452,8 @@ func TestWatchBadInput(t *testing.T) {
 func TestWatchInProcessStopsWithContext(t *testing.T) {
 	t.Parallel()
 	dir := project(t, map[string]string{"main.py": watchMain, "helper.py": watchHelper})
-	out := &lockedBuffer{}
-	var errOut lockedBuffer
+	out := &syncbuf.Buffer{}
+	var errOut syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() { done <- run(ctx, []string{"watch", "--json", dir}, out, &errOut) }()

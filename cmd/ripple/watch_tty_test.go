@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/syncbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -232,7 +233,7 @@ func TestWatchNoColourOffTerminal(t *testing.T) {
 	t.Parallel()
 	dir := project(t, map[string]string{"main.py": watchMain, "helper.py": watchHelper})
 	cmd := exec.Command(rippleBin, "watch", dir)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	must(t, cmd.Start())
 	deadline := time.Now().Add(waitLimit)

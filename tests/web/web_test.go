@@ -14,11 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/workspace"
 )
 
@@ -215,24 +215,6 @@ func TestPageTextAndVersionsMatchTheServer(t *testing.T) {
 // pageLine is ripple serve's start line; the page URL is its last word.
 var pageLine = regexp.MustCompile(`^ripple: serving .+ at ws://\S+ and the web page at (http://127\.0\.0\.1:\d+/\?token=\S+)\n`)
 
-// syncBuffer collects a process's output for the test to read while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestBrowser opens the page in chromium on a copy of examples/shop and
 // runs e2e.mjs: it types edits and sees values change, saves, sees another
 // client's edit, a Panic, a compile error, interrupts a long statement,
@@ -263,7 +245,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	srv := exec.Command(bin, "serve", "--kernels", "2", project)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	srv.Stdout, srv.Stderr = stdout, stderr
 	srv.Env = append(os.Environ(), "RIPPLE_TOKEN=")
 	srv.WaitDelay = 10 * time.Second
@@ -329,7 +311,7 @@ func TestBrowser(t *testing.T) {
 }
 
 // waitPageURL waits for the start line and returns the page URL in it.
-func waitPageURL(ctx context.Context, t *testing.T, stdout *syncBuffer, exited <-chan error) string {
+func waitPageURL(ctx context.Context, t *testing.T, stdout *syncbuf.Buffer, exited <-chan error) string {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
