@@ -127,6 +127,22 @@ def analyze(node):
     )
 
 
+def future_flags(tree):
+    """The compiler flags of the module's `from __future__` imports."""
+    import __future__
+
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                feature = getattr(__future__, alias.name, None)
+                if feature is not None:
+                    flags |= feature.compiler_flag
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            break
+    return flags
+
+
 def node_key(node):
     """The node's structure without positions, as a string: equal for two
     nodes exactly when ast.dump's is (types, fields in order, constants'

@@ -122,21 +122,6 @@ def _stub(node, token):
     return stub
 
 
-def _future_flags(tree):
-    import __future__
-
-    flags = 0
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            for alias in node.names:
-                feature = getattr(__future__, alias.name, None)
-                if feature is not None:
-                    flags |= feature.compiler_flag
-        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            break
-    return flags
-
-
 class ModuleError(ValueError):
     """A compile request names a module or path that cannot be a project module."""
 
@@ -451,7 +436,7 @@ class ModuleTable:
         ``main`` costs a compile of the stub, not of the whole body.
         """
         src = rec.source
-        flags = _future_flags(src.tree)
+        flags = analysis.future_flags(src.tree)
         body = []
         stubs = []
         for node, top in zip(src.tree.body, self._top(rec)):

@@ -195,21 +195,6 @@ def find_function(src, qualname):
     return node
 
 
-def future_flags(tree):
-    import __future__
-
-    flags = 0
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            for alias in node.names:
-                feature = getattr(__future__, alias.name, None)
-                if feature is not None:
-                    flags |= feature.compiler_flag
-        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            break
-    return flags
-
-
 def build_plan(analyzer, source, module, qualname, func, previous=None):
     """The Plan of func (an ast def node) in source.
 
@@ -289,7 +274,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     plan.bound = frozenset(bound)
     plan.rdeps = rdeps
     plan.carried = carried
-    plan.flags = future_flags(source.tree)
+    plan.flags = analysis.future_flags(source.tree)
     return plan
 
 
@@ -311,7 +296,7 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     plan.args_dump = args_dump
     plan.params = previous.params
     plan.bound = previous.bound
-    plan.flags = future_flags(source.tree)
+    plan.flags = analysis.future_flags(source.tree)
     plan.carried = previous.carried
     if not changed:
         plan.stmts = previous.stmts
@@ -905,31 +890,26 @@ class Runner:
         self.emit(event)
 
     def _apply(self, vis, value, module_dict, plan):
-        try:
-            with self.kernel.user_code():
-                func = self.engine.visualization_callable(vis["expression"], module_dict)
-                args = [
-                    eval(analysis.compile_expression(src, "<visualization argument>"), module_dict)
-                    for src in vis.get("positionalArgumentsExpressions") or ()
-                ]
-                result = func(value, *args)
-                data, error = values.encode_visualization(result)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            self._vis_failed(vis, values.exception_message(exc), self.diagnostics.for_exception(exc))
-            return
-        if error is not None:
-            self._vis_failed(vis, error)
-            return
-        self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
+        def compute():
+            func = self.engine.visualization_callable(vis["expression"], module_dict)
+            args = [
+                eval(analysis.compile_expression(src, "<visualization argument>"), module_dict)
+                for src in vis.get("positionalArgumentsExpressions") or ()
+            ]
+            return func(value, *args)
+
+        self._deliver(vis, compute)
 
     def _oneshot(self, vis, ns, plan):
+        self._deliver(vis, lambda: eval(analysis.compile_expression(vis["expression"], "<executeExpression>"), ns))
+
+    def _deliver(self, vis, compute):
+        """Run compute (user code) and send its encoded result as the
+        visualization's data, or visualizationFailed if it raises or the
+        result cannot be encoded."""
         try:
             with self.kernel.user_code():
-                code = analysis.compile_expression(vis["expression"], "<executeExpression>")
-                result = eval(code, ns)
-                data, error = values.encode_visualization(result)
+                data, error = values.encode_visualization(compute())
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
