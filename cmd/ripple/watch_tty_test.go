@@ -122,7 +122,9 @@ func (w *ttyWatch) waitFor(from int, s string) int {
 			return from + i + len(s)
 		}
 		if w.eof || time.Now().After(deadline) {
-			w.t.Fatalf("waiting for %q; the terminal shows after offset %d:\n%s", s, from, w.out.String()[from:])
+			all := w.out.String()
+			w.t.Fatalf("waiting for %q after offset %d; the terminal shows (from %d of %d bytes):\n%q",
+				s, from, max(0, len(all)-6000), len(all), all[max(0, len(all)-6000):])
 		}
 		w.cond.Wait()
 	}
