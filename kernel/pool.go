@@ -356,7 +356,8 @@ func (p *Pool) Retired(i int) bool {
 // returns once the new kernel is ready; with a warm spare that costs about
 // OnReady. If the slot is already replacing its kernel, Restart waits for
 // that replacement. Requests in flight on the old kernel fail with
-// ErrKernelRestarted. OnRestart is told, with the given reason.
+// ErrKernelRestarted. OnRestart is told, with the given reason, before
+// Restart returns.
 func (p *Pool) Restart(ctx context.Context, i int, reason string) error {
 	s, err := p.slot(i)
 	if err != nil {

@@ -175,7 +175,14 @@ func TestPoolReplacesADeadKernelWithTheSpare(t *testing.T) {
 
 func TestPoolRestartIsAReset(t *testing.T) {
 	t.Parallel()
-	f := startPool(t)
+	var f *poolFixture
+	f = startPool(t, func(cfg *PoolConfig) {
+		// A slow listener: Restart must still return after it was told.
+		cfg.OnRestart = func(ev RestartEvent) {
+			time.Sleep(50 * time.Millisecond)
+			f.events <- ev
+		}
+	})
 	ctx := testCtx(t)
 	spare := f.spareID(t)
 	oldK, _ := f.p.Kernel(ctx, 1)
@@ -184,6 +191,9 @@ func TestPoolRestartIsAReset(t *testing.T) {
 	}
 	if err := f.p.Restart(ctx, 1, ""); err != nil {
 		t.Fatal(err)
+	}
+	if len(f.events) == 0 {
+		t.Error("Restart returned before OnRestart was told")
 	}
 	if got := f.kernelID(t, 1); got != spare {
 		t.Errorf("slot 1 runs %s, want the spare %s", got, spare)

@@ -188,13 +188,17 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 			first <- nil
 			first = nil
 		}
-		reply(nil)
+		// OnRestart is told before Restart calls return, so a caller that
+		// acts on the new kernel (pushes a frame, say) acts after the
+		// owner of the slot's contexts has re-enqueued their runs: told
+		// after, it would re-run a context the caller had just started.
 		if old != nil && s.p.cfg.OnRestart != nil {
 			s.p.cfg.OnRestart(RestartEvent{
 				Slot: s.index, OldKernelID: old.ID(), NewKernelID: k.ID(),
 				Reason: reason, Err: oldErr,
 			})
 		}
+		reply(nil)
 
 		reason, oldErr = s.serve(ctx, k, &waiting)
 		if ctx.Err() != nil || s.isClosing() {
