@@ -145,6 +145,16 @@ func startProcess(t *testing.T, cmd *exec.Cmd, readDone func()) *process {
 	return p
 }
 
+// quit makes a stuck process dump its goroutines (Go's SIGQUIT handler
+// prints them to stderr and exits), so a timeout shows where it hung.
+func (p *process) quit() {
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
 // exitCode waits for the process to exit and returns its exit code;
 // shows describes what it printed, for failures.
 func (p *process) exitCode(t *testing.T, shows func() string) int {
@@ -152,7 +162,8 @@ func (p *process) exitCode(t *testing.T, shows func() string) int {
 	select {
 	case <-p.done:
 	case <-time.After(waitLimit):
-		t.Fatalf("ripple watch did not exit; it printed:\n%s", shows())
+		p.quit()
+		t.Fatalf("ripple watch did not exit; it printed (goroutines dumped by SIGQUIT at the end):\n%s", shows())
 	}
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
@@ -221,7 +232,8 @@ func (w *jsonWatch) next(what string, match func(ev watchview.Event) bool) watch
 				return ev
 			}
 		case <-timeout:
-			w.t.Fatalf("timed out waiting for %s; stderr:\n%s", what, w.stderr.String())
+			w.quit()
+			w.t.Fatalf("timed out waiting for %s; stderr (goroutines dumped by SIGQUIT at the end):\n%s", what, w.stderr.String())
 		}
 	}
 }

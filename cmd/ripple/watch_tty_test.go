@@ -122,9 +122,16 @@ func (w *ttyWatch) waitFor(from int, s string) int {
 			return from + i + len(s)
 		}
 		if w.eof || time.Now().After(deadline) {
+			if !w.eof {
+				// The dump goes to the terminal: wait for it to be read.
+				w.mu.Unlock()
+				w.quit()
+				time.Sleep(500 * time.Millisecond)
+				w.mu.Lock()
+			}
 			all := w.out.String()
-			w.t.Fatalf("waiting for %q after offset %d; the terminal shows (from %d of %d bytes):\n%q",
-				s, from, max(0, len(all)-6000), len(all), all[max(0, len(all)-6000):])
+			w.t.Fatalf("waiting for %q after offset %d; the terminal shows (from %d of %d bytes; a SIGQUIT goroutine dump last if it hung):\n%q",
+				s, from, max(0, len(all)-60000), len(all), all[max(0, len(all)-60000):])
 		}
 		w.cond.Wait()
 	}
