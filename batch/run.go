@@ -141,7 +141,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return e.Stop(sctx)
 	}
 	defer stop()
+	opts.Logger.Debug("kernels started", "after", time.Since(started), "err", startErr)
 	disc := <-found
+	opts.Logger.Debug("entries discovered", "after", time.Since(started), "entries", len(disc.entries), "err", disc.err)
 	if startErr != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: while the kernels started", ErrInterrupted)
@@ -176,6 +178,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := e.Compile(ctx, d.modules()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
+	opts.Logger.Debug("modules announced", "after", time.Since(started))
 	d.loop(ctx)
 	if d.interrupted {
 		d.noteBegun()
@@ -187,9 +190,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	d.abandon()
 	report.Duration = time.Since(started)
+	opts.Logger.Debug("entries ended", "after", report.Duration)
 	if err := stop(); err != nil {
 		opts.Logger.Warn("stop engine", "err", err)
 	}
+	opts.Logger.Debug("engine stopped", "after", time.Since(started))
 	if d.interrupted {
 		report.Interrupted = true
 		return report, fmt.Errorf("%w: %d of %d entries ended", ErrInterrupted, d.ended, len(entries))

@@ -95,11 +95,17 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 // need them (not a client protocol method). It enqueues one EnsureCompiled
 // of the modules that some kernel does not have in their current version
 // and returns without waiting: by the queue's rule 5 it runs before any
-// Execute enqueued after it. ripple run calls it with every entry's module
-// before its first push, so that a later push finds its module current and
-// enqueues no EnsureCompiled of its own, which (being exclusive) would wait
-// for every running entry to end. A module not in the project is refused
-// with ErrModuleNotFound and nothing is enqueued.
+// Execute enqueued after it. A module not in the project is refused with
+// ErrModuleNotFound and nothing is enqueued.
+//
+// In batch mode it only announces the modules, which ripple run does with
+// every entry's module before its first push: a push finds its module
+// current and enqueues no EnsureCompiled of its own (being exclusive, it
+// would wait for every running entry to end), and each kernel imports a
+// module when its first run there needs it (a compile failure fails that
+// run with compileError and the diagnostic). Compiling ahead would make
+// every entry wait for every kernel to compile every module, the ones its
+// kernel never runs included.
 func (e *Engine) Compile(ctx context.Context, modules []string) error {
 	if err := e.checkRunning(); err != nil {
 		return err
@@ -110,6 +116,14 @@ func (e *Engine) Compile(ctx context.Context, modules []string) error {
 			return fmt.Errorf("%w: %s", ErrModuleNotFound, m)
 		}
 		mods = append(mods, jobs.Module(m))
+	}
+	if e.cfg.Batch {
+		e.sources.mu.Lock()
+		for _, m := range modules {
+			e.sources.snapshot[m] = true
+		}
+		e.sources.mu.Unlock()
+		return nil
 	}
 	stale := e.staleModules(jobs.SetOf(mods...))
 	if stale.IsEmpty() {

@@ -51,6 +51,11 @@ type sourceTable struct {
 	// deferred are modules edited with execute:false: compiled by the next
 	// EnsureCompiled, whatever it was enqueued for.
 	deferred map[string]bool
+	// snapshot are the modules a batch run announced (Config.Batch,
+	// Engine.Compile): never compiled ahead, each kernel imports them
+	// from disk when a run first needs them, as pytest imports a test
+	// module when it collects it. Set before the first push, read after.
+	snapshot map[string]bool
 	// broken is the diagnostic of each module whose last compile failed.
 	broken map[string]*protocol.Diagnostic
 }
@@ -63,6 +68,7 @@ func newSourceTable(slots int) *sourceTable {
 		served:    make([]bool, slots),
 		syncing:   make([]bool, slots),
 		deferred:  make(map[string]bool),
+		snapshot:  make(map[string]bool),
 		broken:    make(map[string]*protocol.Diagnostic),
 	}
 	for i := range t.installed {
@@ -147,7 +153,7 @@ func (e *Engine) snapshotted(module string) bool {
 	}
 	e.sources.mu.Lock()
 	defer e.sources.mu.Unlock()
-	return e.sources.known[module]
+	return e.sources.known[module] || e.sources.snapshot[module]
 }
 
 // staleModules keeps the modules that some kernel does not have in their
