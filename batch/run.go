@@ -236,7 +236,7 @@ type dispatcher struct {
 }
 
 // modules lists the modules of the entries that will run, for the engine
-// to compile ahead.
+// to take as the project's snapshot (engine.Compile in batch mode).
 func (d *dispatcher) modules() []string {
 	var mods []string
 	for i := range d.entries {
