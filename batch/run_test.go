@@ -440,3 +440,24 @@ func TestRunSlotThatCannotStartHandsItsEntriesOver(t *testing.T) {
 		t.Fatalf("results:\n%s\nwant:\n%s", got, want.String())
 	}
 }
+
+// Each kernel imports a test module before the first entry it runs from
+// it: what the import prints belongs to no entry (pytest shows it only
+// when collection fails), and its time is not an entry's (--timeout).
+func TestRunModuleImportIsNotAnEntrysOutputOrTime(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"test_slow_import.py": "import time\n\nprint('importing', flush=True)\ntime.sleep(2.5)\n\n\n" +
+			"def test_a():\n    print('in a')\n\n\ndef test_b():\n    print('in b')\n",
+	})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2, Timeout: 2 * time.Second})
+	if got := outline(rep); got != "test_slow_import:test_a passed\ntest_slow_import:test_b passed\n" {
+		t.Fatalf("results:\n%s", got)
+	}
+	for _, r := range rep.Results {
+		want := "in " + r.Entry.Pointer.Name[len("test_"):] + "\n"
+		if r.Stdout != want {
+			t.Errorf("%s: stdout %q, want %q", r.Entry.ID(), r.Stdout, want)
+		}
+	}
+}

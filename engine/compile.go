@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
@@ -20,8 +21,10 @@ import (
 // replaces a dead one gets everything it needs.
 //
 // Writers: the EnsureCompiled runner (never concurrent with itself, the
-// queue's rule 1) and onKernelReady (a slot's owner goroutine, before the
-// kernel serves requests). mu guards every field.
+// queue's rule 1), onKernelReady (a slot's owner goroutine, before the
+// kernel serves requests) and, in batch mode, each slot's Execute runner
+// for its own slot (loadEntryModule: never beside an EnsureCompiled, rule
+// 1). mu guards every field.
 type sourceTable struct {
 	mu sync.Mutex
 	// kernelID[slot] is the kernel the slot's map describes; a map of
@@ -267,6 +270,40 @@ func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods
 		}
 	}
 	return nil
+}
+
+// loadEntryModule (batch mode) compiles the module of a run's entry on the
+// slot's kernel before the run, if that kernel does not have it yet (see
+// Compile: no EnsureCompiled compiles it ahead): its import is not the
+// run's time (ExecuteTimeout) and what it prints goes to no entry, as
+// with a compile ahead. A module that fails to load is not tried again on
+// that kernel: the run, and every later one of the module there, fails
+// with compileError. Called by the slot's runner, which holds the slot
+// (one Execute per slot, no EnsureCompiled beside it: rules 1 and 2).
+func (e *Engine) loadEntryModule(ctx context.Context, slot int, stack []*contexts.Frame) error {
+	if !e.cfg.Batch || len(stack) == 0 || stack[0].Item.Type != protocol.ExplicitCall {
+		return nil
+	}
+	module := stack[0].Item.MethodPointer.Module
+	for {
+		k, err := e.pool.Kernel(ctx, slot)
+		if err != nil {
+			return err
+		}
+		e.sources.mu.Lock()
+		_, have := e.sources.installed[slot][module]
+		have = have && e.sources.kernelID[slot] == k.ID()
+		e.sources.mu.Unlock()
+		if have {
+			return nil
+		}
+		err = e.compileOn(ctx, slot, k, []string{module})
+		if !kernel.WasNotSent(err) {
+			return err
+		}
+		// The kernel was gone before the request reached it: the slot's
+		// next kernel gets it (onKernelReady may have compiled it there).
+	}
 }
 
 // ensureCompiled is the EnsureCompiled job: bring every kernel up to date

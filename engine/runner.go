@@ -147,21 +147,26 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	}()
 
 	st := e.stream(id)
-	if t := e.cfg.ExecuteTimeout; t > 0 {
-		// The timeout is the run's own time, so its clock starts once the
-		// slot's kernel can take the run: a kernel restarting after
-		// another context crashed it, reloading the project's modules,
-		// may take longer than one run may. (pool.Call below finds the
-		// kernel at once; a wait cut short by an abort is reported there.)
-		_, _ = e.pool.Kernel(ctx, slot)
-		var cancelRun context.CancelFunc
-		ctx, cancelRun = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
-		defer cancelRun()
+	var raw json.RawMessage
+	callErr := e.loadEntryModule(ctx, slot, stack)
+	if callErr == nil {
+		if t := e.cfg.ExecuteTimeout; t > 0 {
+			// The timeout is the run's own time, so its clock starts once
+			// the slot's kernel can take the run: a kernel restarting after
+			// another context crashed it, reloading the project's modules,
+			// may take longer than one run may. (pool.Call below finds the
+			// kernel at once; a wait cut short by an abort is reported
+			// there.)
+			_, _ = e.pool.Kernel(ctx, slot)
+			var cancelRun context.CancelFunc
+			ctx, cancelRun = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
+			defer cancelRun()
+		}
+		sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
+		e.log.Debug("run start", "context", id, "slot", slot)
+		raw, callErr = e.pool.Call(ctx, slot, "execute", params, sink)
+		e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
 	}
-	sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
-	e.log.Debug("run start", "context", id, "slot", slot)
-	raw, callErr := e.pool.Call(ctx, slot, "execute", params, sink)
-	e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
 	if callErr != nil {
 		e.requeueDrops(slot, params.Drop, callErr)
 	}
@@ -227,11 +232,15 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
 	case errors.Is(callErr, kernel.ErrStopped) && cause == nil:
 		// The pool replaced the kernel (restartKernel): run again on the
-		// new one.
-		st.flush()
-		if !e.cfg.Batch {
-			e.rerun(id, jobs.ReasonRestart)
+		// new one. Batch mode re-runs nothing: the run fails, so that
+		// ripple run gets its result.
+		if e.cfg.Batch {
+			e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+				Message: "the kernel was replaced while running this context: " + callErr.Error()})
+			break
 		}
+		st.flush()
+		e.rerun(id, jobs.ReasonRestart)
 	case cause != nil:
 		// Superseded, destroyed or shutting down: the run that replaces it
 		// (if any) reports; send what this one computed.

@@ -9,17 +9,15 @@ import (
 )
 
 // ExecuteTimeout is the run's own time: a run that waits for its kernel to
-// restart (another context crashed it, and the new kernel takes longer
-// than the timeout to load the project's modules) is not timed out for
-// the wait.
+// restart (another context crashed it) and for its module to load (which
+// takes longer than the timeout) is not timed out for the wait.
 func TestExecuteTimeoutStartsWhenTheKernelIsReady(t *testing.T) {
 	t.Parallel()
 	h := setup(t, map[string]string{
-		// Loading slow takes longer than the timeout, at the first compile
-		// and again in every new kernel.
+		// Loading quick takes longer than the timeout: it imports slow.
 		"slow.py":  "import time\ntime.sleep(3)\n",
 		"crash.py": "import os\n\n\ndef main():\n    os._exit(3)\n",
-		"quick.py": "def main():\n    x = 1\n",
+		"quick.py": "import slow\n\n\ndef main():\n    x = 1\n",
 	}, engine.Config{Kernels: 1, Batch: true, ExecuteTimeout: 2 * time.Second})
 	must(t, h.e.Compile(h.ctx, []string{"slow", "crash", "quick"}))
 

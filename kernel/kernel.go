@@ -446,8 +446,10 @@ type notSent struct{ err error }
 func (e notSent) Error() string { return e.err.Error() }
 func (e notSent) Unwrap() error { return e.err }
 
-// wasNotSent reports whether err is a notSent error.
-func wasNotSent(err error) bool {
+// WasNotSent reports whether a call failed before its request reached the
+// kernel because the kernel was already gone: nothing ran, and the call
+// may be made again on the slot's next kernel (as Pool.Call does).
+func WasNotSent(err error) bool {
 	var ns notSent
 	return errors.As(err, &ns)
 }

@@ -295,7 +295,7 @@ func (p *Pool) Call(ctx context.Context, i int, method string, params any, sink 
 			return nil, err
 		}
 		raw, err := k.Call(ctx, method, params, sink)
-		if wasNotSent(err) {
+		if WasNotSent(err) {
 			continue // the slot's owner is replacing k: wait for the next one
 		}
 		return raw, p.replacedError(err)
@@ -310,7 +310,7 @@ func (p *Pool) Eval(ctx context.Context, i int, code string, sink Sink) error {
 			return err
 		}
 		err = k.Eval(ctx, code, sink)
-		if wasNotSent(err) {
+		if WasNotSent(err) {
 			continue
 		}
 		return p.replacedError(err)
