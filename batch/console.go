@@ -65,6 +65,12 @@ const barRefresh = 100 * time.Millisecond
 func (c *Console) Started(entries []Entry, kernels int) {
 	c.total = len(entries)
 	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), plural(len(entries), "entry", "entries"), kernels, plural(kernels, "kernel", "kernels"))
+	for i := range entries {
+		for _, cond := range entries[i].UnresolvedMarks {
+			fmt.Fprintf(c.w, "ripple run: %s  %s: a skipif/xfail condition needs the module's names (%s): ignored, the test runs\n",
+				entries[i].Location(), entries[i].ID(), cond)
+		}
+	}
 }
 
 // Result implements Observer.
@@ -150,7 +156,8 @@ func SummaryLine(rep *Report) string {
 		n    int
 		word string
 	}{{s.Passed, "passed"}, {s.Failed, "failed"}, {s.Errors, plural(s.Errors, "error", "errors")}, {s.Crashed, "crashed"},
-		{s.Timeouts, "timed out"}, {s.Skipped, "skipped"}, {s.Interrupted, "interrupted"}} {
+		{s.Timeouts, "timed out"}, {s.Skipped, "skipped"}, {s.Interrupted, "interrupted"},
+		{s.XFailed, "xfailed"}, {s.XPassed, "xpassed"}} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
 		}
@@ -259,6 +266,10 @@ func statusWord(s Status) string {
 		return "SKIP"
 	case StatusInterrupted:
 		return "STOPPED"
+	case StatusXFailed:
+		return "XFAIL"
+	case StatusXPassed:
+		return "XPASS"
 	}
 	return strings.ToUpper(string(s))
 }

@@ -66,10 +66,12 @@ type discoverAnswer struct {
 		Path  string         `json:"path"`
 		Error *discoverError `json:"error"`
 		Tests []struct {
-			Class string `json:"class"`
-			Name  string `json:"name"`
-			Line  int    `json:"line"`
-			Skip  string `json:"skip"`
+			Class      string     `json:"class"`
+			Name       string     `json:"name"`
+			Line       int        `json:"line"`
+			Skip       string     `json:"skip"`
+			XFail      *XFailMark `json:"xfail"`
+			Unresolved []string   `json:"unresolved"`
 		} `json:"tests"`
 	} `json:"files"`
 	Lookups []struct {
@@ -173,7 +175,7 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		}
 		for _, t := range f.Tests {
 			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
-				Path: f.Path, Line: t.Line, Skip: t.Skip})
+				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved})
 		}
 	}
 	if len(entries) == 0 {

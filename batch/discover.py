@@ -11,7 +11,9 @@ Request:
 
 Answer:
   {"files":   [{"path", "error": null | {"message", "line", "column"},
-                "tests": [{"class", "name", "line", "skip"}]}],
+                "tests": [{"class", "name", "line", "skip",
+                           "xfail": null | {"reason", "strict", "run"},
+                           "unresolved": [condition source]}]}],
    "lookups": [{"path", "qualname", "status": "def"|"bound"|"missing"|"error",
                 "line", "error"}]}
 
@@ -21,11 +23,23 @@ that define no __init__, methods whose name starts with "test". A test that
 needs arguments (pytest fixtures, parametrize), an async test and one marked
 skip are reported with a "skip" reason, so they show up as skipped entries
 rather than vanish.
+
+Conditional marks (pytest.mark.skipif, unittest.skipIf / skipUnless, the
+conditions of pytest.mark.xfail) are decided here, as pytest decides them
+when it collects: a condition is evaluated with sys, os and platform in
+scope (pytest's names for string conditions), on this interpreter. One that
+needs more (a name of the test module) cannot be decided without importing
+the module: it is listed in "unresolved" and the mark is ignored (the test
+runs as if unmarked). xfail (pytest.mark.xfail, unittest.expectedFailure)
+applies when it has no condition or one that holds.
 """
 
 import ast
 import json
 import sys
+
+
+SOURCE = [""]  # the text of the module being collected (for conditions' source)
 
 
 def read_tree(path):
@@ -55,6 +69,83 @@ def dotted(node):
 
 
 SKIP_MARKS = {"pytest.mark.skip", "mark.skip", "unittest.skip", "skip"}
+SKIPIF_MARKS = {"pytest.mark.skipif", "mark.skipif", "skipif", "unittest.skipIf", "skipIf"}
+SKIPUNLESS_MARKS = {"unittest.skipUnless", "skipUnless"}
+XFAIL_MARKS = {"pytest.mark.xfail", "mark.xfail", "xfail", "unittest.expectedFailure", "expectedFailure"}
+
+
+def constant(node, default=None):
+    return node.value if isinstance(node, ast.Constant) else default
+
+
+def keyword(call, name):
+    if isinstance(call, ast.Call):
+        for k in call.keywords:
+            if k.arg == name:
+                return k.value
+    return None
+
+
+def decide(node):
+    """(value, source): a condition's truth, evaluated as pytest would
+    with sys, os and platform in scope; value is None when it cannot be
+    decided here (it needs the module's own names)."""
+    source = constant(node)
+    if not isinstance(source, str):
+        source = ast.get_source_segment(SOURCE[0], node) or ast.unparse(node)
+    import os
+    import platform
+
+    scope = {"os": os, "sys": sys, "platform": platform}
+    try:
+        value = eval(compile(ast.Expression(node), "<condition>", "eval"), scope)
+        if isinstance(value, str):  # pytest's string condition
+            value = eval(compile(value, "<condition>", "eval"), scope)
+        return bool(value), source
+    except Exception:
+        return None, source
+
+
+def conditional_marks(decorators):
+    """(skip reason, xfail, unresolved conditions) of a def's or class's
+    conditional marks."""
+    skip, xfail, unresolved = "", None, []
+    for dec in decorators:
+        name = dotted(dec)
+        call = dec if isinstance(dec, ast.Call) else None
+        args = list(call.args) if call else []
+        reason_node = keyword(call, "reason")
+        if name in SKIPIF_MARKS or name in SKIPUNLESS_MARKS:
+            if reason_node is None and name.endswith(("skipIf", "skipUnless")) and len(args) > 1:
+                reason_node = args[1]
+                args = args[:1]
+            for cond in args:
+                value, source = decide(cond)
+                if value is None:
+                    unresolved.append(source)
+                    continue
+                if name in SKIPUNLESS_MARKS:
+                    value = not value
+                if value and not skip:
+                    reason = constant(reason_node, "")
+                    if not isinstance(reason, str) or not reason:
+                        reason = "condition: " + source
+                    skip = "marked %s: %s" % (name.rpartition(".")[2], reason)
+        elif name in XFAIL_MARKS:
+            applies = True
+            for cond in args:
+                value, source = decide(cond)
+                if value is None:
+                    unresolved.append(source)
+                    applies = False
+                elif not value:
+                    applies = False
+            if applies and xfail is None:
+                reason = constant(reason_node, "")
+                xfail = {"reason": reason if isinstance(reason, str) else "",
+                         "strict": constant(keyword(call, "strict"), False) is True,
+                         "run": constant(keyword(call, "run"), True) is not False}
+    return skip, xfail, unresolved
 
 
 def skip_mark(decorators):
@@ -86,16 +177,27 @@ def is_static(fn):
     return any(dotted(d) == "staticmethod" for d in fn.decorator_list)
 
 
-def test_entry(fn, cls_name, cls_skip):
+def test_entry(fn, cls_name, cls_marks):
     params = required_params(fn)
     if cls_name and not is_static(fn):
         params = params[1:]  # self (or cls)
-    skip = cls_skip or skip_mark(fn.decorator_list)
+    cls_skip, cls_xfail, cls_unresolved = cls_marks
+    skip_if, xfail, unresolved = conditional_marks(fn.decorator_list)
+    skip = cls_skip or skip_mark(fn.decorator_list) or skip_if
     if not skip and isinstance(fn, ast.AsyncFunctionDef):
         skip = "async def test: needs a plugin (not supported by ripple run)"
     if not skip and params:
         skip = "takes arguments (%s): pytest fixtures and parametrize are not supported by ripple run" % ", ".join(params)
-    return {"class": cls_name, "name": fn.name, "line": fn.lineno, "skip": skip}
+    return {"class": cls_name, "name": fn.name, "line": fn.lineno, "skip": skip,
+            "xfail": xfail or cls_xfail, "unresolved": cls_unresolved + unresolved}
+
+
+NO_MARKS = ("", None, [])
+
+
+def class_marks(decorators):
+    skip_if, xfail, unresolved = conditional_marks(decorators)
+    return (skip_mark(decorators) or skip_if, xfail, unresolved)
 
 
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -106,17 +208,17 @@ def collect(tree):
     found = {}
     for node in tree.body:
         if isinstance(node, FUNCS) and node.name.startswith("test"):
-            found[node.name] = [test_entry(node, "", "")]
+            found[node.name] = [test_entry(node, "", NO_MARKS)]
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             body = [n for n in node.body if isinstance(n, FUNCS)]
             if any(n.name in ("__init__", "__new__") for n in body):
                 found.pop(node.name, None)  # pytest does not collect it
                 continue
-            cls_skip = skip_mark(node.decorator_list)
+            cls_marks = class_marks(node.decorator_list)
             methods = {}
             for fn in body:
                 if fn.name.startswith("test"):
-                    methods[fn.name] = test_entry(fn, node.name, cls_skip)
+                    methods[fn.name] = test_entry(fn, node.name, cls_marks)
             found[node.name] = list(methods.values())
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.pop(node.name, None)
@@ -180,7 +282,12 @@ def main():
     files = []
     for f in request.get("files") or []:
         tree, error = tree_of(f["path"])
-        files.append({"path": f["path"], "error": error, "tests": collect(tree) if tree else []})
+        tests = []
+        if tree:
+            with open(f["path"], "rb") as fh:
+                SOURCE[0] = fh.read().decode("utf-8", "replace")
+            tests = collect(tree)
+        files.append({"path": f["path"], "error": error, "tests": tests})
     lookups = []
     for lk in request.get("lookups") or []:
         tree, error = tree_of(lk["path"])

@@ -287,3 +287,109 @@ func TestIsTestFile(t *testing.T) {
 		}
 	}
 }
+
+// Conditional marks are decided at discovery, with sys, os and platform
+// in scope; a condition that needs the module's names is reported, and
+// its mark ignored.
+func TestDiscoverConditionalMarks(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_marks.py": `import sys
+import unittest
+
+import pytest
+
+np = None
+
+
+@pytest.mark.skipif(sys.version_info >= (3,), reason="python 3")
+def test_skipif_true():
+    pass
+
+
+@pytest.mark.skipif("sys.platform == 'no-such-platform'")
+def test_skipif_false_string():
+    pass
+
+
+@unittest.skipUnless(sys.platform == "no-such-platform", "elsewhere only")
+def test_skip_unless():
+    pass
+
+
+@pytest.mark.skipif(np is None, reason="needs numpy")
+def test_skipif_module_name():
+    pass
+
+
+@pytest.mark.xfail(reason="bug 12")
+def test_xfail():
+    pass
+
+
+@pytest.mark.xfail(sys.platform == "no-such-platform", reason="elsewhere")
+def test_xfail_condition_false():
+    pass
+
+
+@pytest.mark.xfail("os.sep == '/'", strict=True)
+def test_xfail_strict_string():
+    pass
+
+
+@pytest.mark.xfail(run=False, reason="hangs")
+def test_xfail_not_run():
+    pass
+
+
+@unittest.expectedFailure
+def test_expected_failure():
+    pass
+
+
+@pytest.mark.xfail(reason="class")
+class TestMarked:
+    def test_method(self):
+        pass
+`})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type marks struct {
+		skip       string
+		xfail      *batch.XFailMark
+		unresolved []string
+	}
+	got := make(map[string]marks)
+	for _, e := range es {
+		got[e.Pointer.Qualname()] = marks{e.Skip, e.XFail, e.UnresolvedMarks}
+	}
+	want := map[string]marks{
+		"test_skipif_true":           {skip: "marked skipif: python 3"},
+		"test_skipif_false_string":   {},
+		"test_skip_unless":           {skip: "marked skipUnless: elsewhere only"},
+		"test_skipif_module_name":    {unresolved: []string{"np is None"}},
+		"test_xfail":                 {xfail: &batch.XFailMark{Reason: "bug 12", Run: true}},
+		"test_xfail_condition_false": {},
+		"test_xfail_strict_string":   {xfail: &batch.XFailMark{Strict: true, Run: true}},
+		"test_xfail_not_run":         {xfail: &batch.XFailMark{Reason: "hangs"}},
+		"test_expected_failure":      {xfail: &batch.XFailMark{Run: true}},
+		"TestMarked.test_method":     {xfail: &batch.XFailMark{Reason: "class", Run: true}},
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d entries, want %d:\n%s", len(got), len(want), entryLines(es))
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("%s not discovered", name)
+		case g.skip != w.skip:
+			t.Errorf("%s: skip %q, want %q", name, g.skip, w.skip)
+		case (g.xfail == nil) != (w.xfail == nil) || (g.xfail != nil && *g.xfail != *w.xfail):
+			t.Errorf("%s: xfail %+v, want %+v", name, g.xfail, w.xfail)
+		case strings.Join(g.unresolved, "|") != strings.Join(w.unresolved, "|"):
+			t.Errorf("%s: unresolved %q, want %q", name, g.unresolved, w.unresolved)
+		}
+	}
+}

@@ -26,10 +26,19 @@
 // it parses modules with ast and imports nothing), so a test module with a
 // syntax error is one failing entry, not a crash. A test that needs
 // arguments (pytest fixtures, parametrize), an async test and one marked
-// skip (@pytest.mark.skip, @unittest.skip) are skipped entries. Not
-// supported: fixtures, xunit-style setup/teardown methods, skipif and
-// xfail marks (the test runs), tests inherited from a base class, tests
-// defined conditionally. A method runs on ClassName() (thisArgumentExpression).
+// skip (@pytest.mark.skip, @unittest.skip) are skipped entries.
+// Conditional marks are decided at discovery, as pytest decides them when
+// it collects: skipif (@pytest.mark.skipif, @unittest.skipIf, skipUnless)
+// skips when its condition holds; xfail (@pytest.mark.xfail, with its
+// reason, strict and run; @unittest.expectedFailure) applies when it has
+// no condition or one that holds, and then a failing entry is xfailed and
+// a passing one xpassed (failed when strict). A condition is evaluated
+// with sys, os and platform in scope (pytest's names for string
+// conditions); one that needs a name of the test module cannot be decided
+// without importing it: the console says so and the mark is ignored (the
+// test runs). Not supported: fixtures, xunit-style setup/teardown methods,
+// tests inherited from a base class, tests defined conditionally. A method
+// runs on ClassName() (thisArgumentExpression).
 //
 // Entries are in report order: by path, then line, then id. Every output
 // (console lines, JUnit, JSON) lists results in that order, whatever the
@@ -87,12 +96,14 @@
 //	  "interrupted": false,            // stopped by Ctrl-C
 //	  "stoppedEarly": false,           // stopped by --fail-fast
 //	  "summary": {"total": 0, "passed": 0, "failed": 0, "errors": 0,
-//	              "crashed": 0, "timeout": 0, "skipped": 0, "interrupted": 0},
+//	              "crashed": 0, "timeout": 0, "skipped": 0, "interrupted": 0,
+//	              "xfailed": 0, "xpassed": 0},
 //	  "entries": [{
 //	    "id": "test_math:TestCalc.test_method",
 //	    "module": "test_math", "class": "TestCalc", "function": "test_method",
 //	    "path": "test_math.py", "line": 36,   // the def; 0 when unknown
 //	    "status": "failed",     // passed failed error crashed timeout skipped interrupted
+//	                            // xfailed xpassed
 //	    "duration": 0.002,
 //	    "message": "AssertionError",          // why it did not pass; "" if it did
 //	    "kind": "compileError",               // only when the run failed as a whole:
@@ -120,6 +131,7 @@
 //
 // WriteJUnit writes one testsuite per module and one testcase per entry (name = qualname, classname = module, time in
 // seconds, file and line), failure for failed, error for error, crashed
-// and timeout, skipped for skipped and interrupted, system-out and
-// system-err with the captured output.
+// and timeout, skipped for skipped and interrupted (and, as pytest writes
+// them, for xfailed, with type "pytest.xfail"; an xpassed testcase
+// passes), system-out and system-err with the captured output.
 package batch

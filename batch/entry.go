@@ -21,12 +21,31 @@ type Entry struct {
 	// could not place it (a function bound by an assignment).
 	Line int
 	// Skip, when set, is why the entry is reported as skipped without
-	// running (it takes arguments, it is marked skip).
+	// running (it takes arguments, it is marked skip, a skipif condition
+	// holds).
 	Skip string
+	// XFail, when set, says the entry is expected to fail
+	// (pytest.mark.xfail, unittest.expectedFailure): a failure is
+	// reported xfailed and a pass xpassed, neither failing the run
+	// unless the mark is strict.
+	XFail *XFailMark
+	// UnresolvedMarks are the conditions of skipif/xfail marks that
+	// discovery could not decide without importing the module (they use
+	// its names); those marks are ignored and the entry runs.
+	UnresolvedMarks []string
 	// CollectError, when set, is why the module could not be read (a
 	// syntax error): the entry stands for the whole module and fails with
 	// it. Pointer.Name is empty then.
 	CollectError *protocol.Diagnostic
+}
+
+// XFailMark is an expected-failure mark whose condition, if any, holds.
+type XFailMark struct {
+	Reason string `json:"reason"`
+	// Strict: a pass fails the run (pytest's strict=True).
+	Strict bool `json:"strict"`
+	// Run false: the entry is not run at all (pytest's run=False).
+	Run bool `json:"run"`
 }
 
 // ID names the entry in reports and for sharding: the pointer's text form

@@ -109,6 +109,9 @@ func junitCaseOf(r *Result) junitCase {
 		c.Error = problem
 	case StatusSkipped, StatusInterrupted:
 		c.Skipped = &junitProblem{Message: r.Message}
+	case StatusXFailed:
+		// As pytest's junitxml: an expected failure is a skipped testcase.
+		c.Skipped = &junitProblem{Type: "pytest.xfail", Message: r.Message}
 	}
 	return c
 }

@@ -32,6 +32,11 @@ const (
 	// StatusInterrupted: stopped while running because the run stopped
 	// early (--fail-fast, Ctrl-C).
 	StatusInterrupted Status = "interrupted"
+	// StatusXFailed: marked xfail and failed as expected (a statement
+	// raised), or marked xfail(run=False) and not run.
+	StatusXFailed Status = "xfailed"
+	// StatusXPassed: marked xfail (not strict) and passed.
+	StatusXPassed Status = "xpassed"
 )
 
 // Failing reports whether the status makes ripple run exit with 1.
@@ -127,6 +132,8 @@ type Summary struct {
 	Timeouts    int `json:"timeout"`
 	Skipped     int `json:"skipped"`
 	Interrupted int `json:"interrupted"`
+	XFailed     int `json:"xfailed"`
+	XPassed     int `json:"xpassed"`
 }
 
 // add counts one result.
@@ -147,6 +154,10 @@ func (s *Summary) add(st Status) {
 		s.Skipped++
 	case StatusInterrupted:
 		s.Interrupted++
+	case StatusXFailed:
+		s.XFailed++
+	case StatusXPassed:
+		s.XPassed++
 	}
 }
 

@@ -284,6 +284,9 @@ func (d *dispatcher) start(ctx context.Context, i int) {
 	case en.Skip != "":
 		d.complete(i, &Result{Entry: *en, Status: StatusSkipped, Message: en.Skip})
 		return
+	case en.XFail != nil && !en.XFail.Run:
+		d.complete(i, &Result{Entry: *en, Status: StatusXFailed, Message: "[NOTRUN] " + en.XFail.Reason})
+		return
 	case en.CollectError != nil:
 		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultCompileError,
 			Message: en.CollectError.Message, Diagnostic: en.CollectError})

@@ -461,3 +461,76 @@ func TestRunModuleImportIsNotAnEntrysOutputOrTime(t *testing.T) {
 		}
 	}
 }
+
+// An xfail entry that fails is xfailed, one that passes xpassed (failed
+// when strict), one with run=False is not run; none of them but the
+// strict pass fails the run.
+func TestRunXFail(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		// The tests' interpreter may not have pytest: marks only need to
+		// import and decorate.
+		"pytest.py": "class _Marks:\n    def __getattr__(self, name):\n        return lambda *a, **k: (lambda f: f)\n\n\nmark = _Marks()\n",
+		"test_x.py": `import pytest
+
+
+@pytest.mark.xfail(reason="bug 12")
+def test_fails():
+    x = 1
+    assert x == 2
+
+
+@pytest.mark.xfail(reason="fixed?")
+def test_passes():
+    x = 1
+
+
+@pytest.mark.xfail(strict=True)
+def test_passes_strict():
+    x = 1
+
+
+@pytest.mark.xfail(run=False, reason="hangs")
+def test_not_run():
+    import time
+    time.sleep(600)
+
+
+def test_plain():
+    assert False
+`,
+	})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2})
+	want := "test_x:test_fails xfailed\ntest_x:test_passes xpassed\ntest_x:test_passes_strict failed\ntest_x:test_not_run xfailed\ntest_x:test_plain failed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	res := byID(rep)
+	if m := res["test_x:test_fails"].Message; m != "bug 12 (AssertionError)" {
+		t.Errorf("xfailed message %q", m)
+	}
+	if m := res["test_x:test_passes_strict"].Message; m != "[XPASS(strict)] " {
+		t.Errorf("strict xpass message %q", m)
+	}
+	if m := res["test_x:test_not_run"].Message; m != "[NOTRUN] hangs" {
+		t.Errorf("not run message %q", m)
+	}
+	s := rep.Summary()
+	if s.XFailed != 2 || s.XPassed != 1 || s.Failed != 2 || s.Failing() != 2 {
+		t.Errorf("summary %+v", s)
+	}
+
+	// JUnit: the xfailed entries are skipped testcases of type
+	// pytest.xfail, the xpassed one passes.
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	if err := batch.WriteJUnit(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `type="pytest.xfail"`); n != 2 {
+		t.Errorf("%d pytest.xfail skips in:\n%s", n, data)
+	}
+}
