@@ -48,8 +48,8 @@
 //
 // Run starts an engine with Batch set (a crash is reported, not retried)
 // and ExecuteTimeout = Options.Timeout, announces every entry's module
-// (engine.Compile; each kernel imports a module when its first entry
-// there needs it), then keeps each kernel busy: create a
+// (engine.Compile; a kernel compiles a module before the first entry it
+// runs from it, not ahead for all), then keeps each kernel busy: create a
 // context, push the entry, wait for executionComplete or executionFailed,
 // destroy the context, push the next entry, which lands on the slot that
 // freed a place. Two entries are pushed per kernel (one with --fail-fast):
@@ -70,8 +70,8 @@
 // What the entry printed (stdout, stderr, output of C code and child
 // processes) is kept with its result, up to 1 MiB per stream (the middle
 // of longer output is dropped, with a marker). What a test module prints
-// when it is imported goes with the first entry each kernel runs from it
-// (pytest shows it only when collection fails).
+// when it is imported is no entry's output (pytest shows it only when
+// collection fails), and its import time is no entry's time.
 //
 // # Sharding and merging
 //

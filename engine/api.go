@@ -101,11 +101,12 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 // In batch mode it only announces the modules, which ripple run does with
 // every entry's module before its first push: a push finds its module
 // current and enqueues no EnsureCompiled of its own (being exclusive, it
-// would wait for every running entry to end), and each kernel imports a
-// module when its first run there needs it (a compile failure fails that
-// run with compileError and the diagnostic). Compiling ahead would make
-// every entry wait for every kernel to compile every module, the ones its
-// kernel never runs included.
+// would wait for every running entry to end), and each kernel compiles a
+// module right before its first run there that needs it, outside the
+// run's time (loadEntryModule; a compile failure fails that run with
+// compileError and the diagnostic). Compiling ahead would make every
+// entry wait for every kernel to compile every module, the ones its kernel
+// never runs included.
 func (e *Engine) Compile(ctx context.Context, modules []string) error {
 	if err := e.checkRunning(); err != nil {
 		return err
