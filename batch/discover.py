@@ -114,11 +114,17 @@ def conditional_marks(decorators):
         name = dotted(dec)
         call = dec if isinstance(dec, ast.Call) else None
         args = list(call.args) if call else []
+        if keyword(call, "condition") is not None:
+            args = [keyword(call, "condition")]
         reason_node = keyword(call, "reason")
         if name in SKIPIF_MARKS or name in SKIPUNLESS_MARKS:
             if reason_node is None and name.endswith(("skipIf", "skipUnless")) and len(args) > 1:
                 reason_node = args[1]
                 args = args[:1]
+            if not args and name in SKIPIF_MARKS and not skip:
+                # pytest: a skipif without a condition skips.
+                reason = constant(reason_node, "")
+                skip = "marked skipif: " + (reason if isinstance(reason, str) and reason else "no condition")
             for cond in args:
                 value, source = decide(cond)
                 if value is None:

@@ -321,6 +321,16 @@ def test_skipif_module_name():
     pass
 
 
+@pytest.mark.skipif(reason="always")
+def test_skipif_no_condition():
+    pass
+
+
+@pytest.mark.xfail(condition=sys.platform == "no-such-platform")
+def test_xfail_keyword_condition():
+    pass
+
+
 @pytest.mark.xfail(reason="bug 12")
 def test_xfail():
     pass
@@ -365,16 +375,18 @@ class TestMarked:
 		got[e.Pointer.Qualname()] = marks{e.Skip, e.XFail, e.UnresolvedMarks}
 	}
 	want := map[string]marks{
-		"test_skipif_true":           {skip: "marked skipif: python 3"},
-		"test_skipif_false_string":   {},
-		"test_skip_unless":           {skip: "marked skipUnless: elsewhere only"},
-		"test_skipif_module_name":    {unresolved: []string{"np is None"}},
-		"test_xfail":                 {xfail: &batch.XFailMark{Reason: "bug 12", Run: true}},
-		"test_xfail_condition_false": {},
-		"test_xfail_strict_string":   {xfail: &batch.XFailMark{Strict: true, Run: true}},
-		"test_xfail_not_run":         {xfail: &batch.XFailMark{Reason: "hangs"}},
-		"test_expected_failure":      {xfail: &batch.XFailMark{Run: true}},
-		"TestMarked.test_method":     {xfail: &batch.XFailMark{Reason: "class", Run: true}},
+		"test_skipif_true":             {skip: "marked skipif: python 3"},
+		"test_skipif_false_string":     {},
+		"test_skip_unless":             {skip: "marked skipUnless: elsewhere only"},
+		"test_skipif_module_name":      {unresolved: []string{"np is None"}},
+		"test_skipif_no_condition":     {skip: "marked skipif: always"},
+		"test_xfail_keyword_condition": {},
+		"test_xfail":                   {xfail: &batch.XFailMark{Reason: "bug 12", Run: true}},
+		"test_xfail_condition_false":   {},
+		"test_xfail_strict_string":     {xfail: &batch.XFailMark{Strict: true, Run: true}},
+		"test_xfail_not_run":           {xfail: &batch.XFailMark{Reason: "hangs"}},
+		"test_expected_failure":        {xfail: &batch.XFailMark{Run: true}},
+		"TestMarked.test_method":       {xfail: &batch.XFailMark{Reason: "class", Run: true}},
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d entries, want %d:\n%s", len(got), len(want), entryLines(es))
