@@ -206,21 +206,39 @@ def class_marks(decorators):
     return (skip_mark(decorators) or skip_if, xfail, unresolved)
 
 
+def pytestmark(body):
+    """The marks of a module's or class's `pytestmark = mark` or
+    `pytestmark = [marks]`, as decorator nodes (the last assignment wins)."""
+    marks = []
+    for node in body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            value = node.value
+            marks = list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    return marks
+
+
+def merge_marks(outer, inner):
+    """Marks of a scope inside another (module, then class): the first
+    skip wins, the innermost xfail, every unresolved condition."""
+    return (outer[0] or inner[0], inner[1] or outer[1], outer[2] + inner[2])
+
+
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def collect(tree):
     # A later definition of a name replaces an earlier one, as at import.
     found = {}
+    module_marks = class_marks(pytestmark(tree.body))
     for node in tree.body:
         if isinstance(node, FUNCS) and node.name.startswith("test"):
-            found[node.name] = [test_entry(node, "", NO_MARKS)]
+            found[node.name] = [test_entry(node, "", module_marks)]
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             body = [n for n in node.body if isinstance(n, FUNCS)]
             if any(n.name in ("__init__", "__new__") for n in body):
                 found.pop(node.name, None)  # pytest does not collect it
                 continue
-            cls_marks = class_marks(node.decorator_list)
+            cls_marks = merge_marks(module_marks, class_marks(node.decorator_list + pytestmark(node.body)))
             methods = {}
             for fn in body:
                 if fn.name.startswith("test"):

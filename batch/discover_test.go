@@ -293,7 +293,25 @@ func TestIsTestFile(t *testing.T) {
 // its mark ignored.
 func TestDiscoverConditionalMarks(t *testing.T) {
 	t.Parallel()
-	root := project(t, map[string]string{"test_marks.py": `import sys
+	root := project(t, map[string]string{
+		"test_module_marks.py": `import sys
+
+import pytest
+
+pytestmark = [pytest.mark.xfail(reason="module"), pytest.mark.skipif(sys.platform == "no-such-platform", reason="x")]
+
+
+def test_in_marked_module():
+    pass
+
+
+class TestInMarkedModule:
+    pytestmark = pytest.mark.skipif(sys.version_info >= (3,), reason="class")
+
+    def test_method(self):
+        pass
+`,
+		"test_marks.py": `import sys
 import unittest
 
 import pytest
@@ -372,21 +390,27 @@ class TestMarked:
 	}
 	got := make(map[string]marks)
 	for _, e := range es {
-		got[e.Pointer.Qualname()] = marks{e.Skip, e.XFail, e.UnresolvedMarks}
+		name := e.Pointer.Qualname()
+		if e.Pointer.Module == "test_module_marks" {
+			name = "module " + name
+		}
+		got[name] = marks{e.Skip, e.XFail, e.UnresolvedMarks}
 	}
 	want := map[string]marks{
-		"test_skipif_true":             {skip: "marked skipif: python 3"},
-		"test_skipif_false_string":     {},
-		"test_skip_unless":             {skip: "marked skipUnless: elsewhere only"},
-		"test_skipif_module_name":      {unresolved: []string{"np is None"}},
-		"test_skipif_no_condition":     {skip: "marked skipif: always"},
-		"test_xfail_keyword_condition": {},
-		"test_xfail":                   {xfail: &batch.XFailMark{Reason: "bug 12", Run: true}},
-		"test_xfail_condition_false":   {},
-		"test_xfail_strict_string":     {xfail: &batch.XFailMark{Strict: true, Run: true}},
-		"test_xfail_not_run":           {xfail: &batch.XFailMark{Reason: "hangs"}},
-		"test_expected_failure":        {xfail: &batch.XFailMark{Run: true}},
-		"TestMarked.test_method":       {xfail: &batch.XFailMark{Reason: "class", Run: true}},
+		"test_skipif_true":                      {skip: "marked skipif: python 3"},
+		"test_skipif_false_string":              {},
+		"test_skip_unless":                      {skip: "marked skipUnless: elsewhere only"},
+		"test_skipif_module_name":               {unresolved: []string{"np is None"}},
+		"test_skipif_no_condition":              {skip: "marked skipif: always"},
+		"test_xfail_keyword_condition":          {},
+		"test_xfail":                            {xfail: &batch.XFailMark{Reason: "bug 12", Run: true}},
+		"test_xfail_condition_false":            {},
+		"test_xfail_strict_string":              {xfail: &batch.XFailMark{Strict: true, Run: true}},
+		"test_xfail_not_run":                    {xfail: &batch.XFailMark{Reason: "hangs"}},
+		"test_expected_failure":                 {xfail: &batch.XFailMark{Run: true}},
+		"TestMarked.test_method":                {xfail: &batch.XFailMark{Reason: "class", Run: true}},
+		"module test_in_marked_module":          {xfail: &batch.XFailMark{Reason: "module", Run: true}},
+		"module TestInMarkedModule.test_method": {skip: "marked skipif: class", xfail: &batch.XFailMark{Reason: "module", Run: true}},
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d entries, want %d:\n%s", len(got), len(want), entryLines(es))

@@ -32,7 +32,8 @@
 // skips when its condition holds; xfail (@pytest.mark.xfail, with its
 // reason, strict and run; @unittest.expectedFailure) applies when it has
 // no condition or one that holds, and then a failing entry is xfailed and
-// a passing one xpassed (failed when strict). A condition is evaluated
+// a passing one xpassed (failed when strict). A module's or class's
+// pytestmark applies to its tests. A condition is evaluated
 // with sys, os and platform in scope (pytest's names for string
 // conditions); one that needs a name of the test module cannot be decided
 // without importing it: the console says so and the mark is ignored (the
