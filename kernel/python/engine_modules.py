@@ -513,13 +513,13 @@ class ModuleTable:
 
     def versions(self, name):
         """{global name: version} of a loaded module (empty if unknown)."""
-        if self._versions is None:
-            self._compute_versions()
+        if self._versions is None or name not in self._versions:
+            self._compute_versions(name)
         return self._versions.get(name, {})
 
     def module_hash(self, name):
-        if self._versions is None:
-            self._compute_versions()
+        if self._versions is None or name not in self._versions:
+            self._compute_versions(name)
         return self._module_hash.get(name, UNBOUND_VERSION)
 
     def global_version(self, module, name):
@@ -596,31 +596,62 @@ class ModuleTable:
             imports.append((level, module, names, is_from))
         return _TopStmt(frozenset(binds), frozenset(reads), own, imports, star, generator)
 
-    def _compute_versions(self):
-        """Versions of every module-level name of every ok module (see module doc)."""
-        recs = {name: rec for name, rec in self.records.items() if rec.state == OK and rec.source is not None}
-        bound = {}  # module -> {name: [top indices]}
+    def _compute_versions(self, root):
+        """Versions of every module-level name of module root and of the
+        modules it reaches through imports (see module doc).
+
+        A name's version depends only on what it reaches, so the versions of
+        root's closure computed alone equal those of a computation over every
+        module: computing them per requested module keeps a kernel that loads
+        hundreds of modules one by one (a test suite) from recomputing all of
+        them at every load (it was quadratic). Results are kept until the
+        next change of any module (self._versions = None)."""
+        if self._versions is None:
+            self._versions, self._module_hash = {}, {}
+        recs = {}
         tops = {}
-        for name, rec in recs.items():
-            stmts = self._top(rec)
-            tops[name] = stmts
+        bound = {}  # module -> {name: [top indices]}, for modules met so far
+
+        def bound_of(mod):
+            """The binding table of an ok module, None for any other name."""
+            table = bound.get(mod)
+            if table is not None or mod in recs:
+                return table
+            rec = self.records.get(mod)
+            if rec is None or rec.state != OK or rec.source is None:
+                return None
+            recs[mod] = rec
+            stmts = tops[mod] = self._top(rec)
             table = {}
             for i, top in enumerate(stmts):
                 for b in top.binds:
                     table.setdefault(b, []).append(i)
-            bound[name] = table
+            bound[mod] = table
+            return table
+
+        if bound_of(root) is None:
+            self._versions[root] = {}
+            return
         # Nodes: (module, name) and (module, "*") for a whole module.
         own = {}
         edges = {}
-        for mod, stmts in tops.items():
+        todo = [root]
+        built = set()
+        while todo:
+            mod = todo.pop()
+            if mod in built or mod in self._versions:
+                continue
+            built.add(mod)
+            stmts = tops[mod]
             table = bound[mod]
             rec = recs[mod]
             star_names = {}
             for top in stmts:
                 for level, target in top.star:
                     full = _resolve(rec, level, target)
-                    if full in bound:
-                        for n in bound[full]:
+                    names = bound_of(full) if full is not None else None
+                    if names is not None:
+                        for n in names:
                             if not n.startswith("_"):
                                 star_names.setdefault(n, []).append((full, n))
             for gname, indices in table.items():
@@ -644,15 +675,16 @@ class ModuleTable:
                             pieces = base.split(".")
                             for k in range(1, len(pieces) + 1):
                                 cand = ".".join(pieces[:k])
-                                if cand in bound:
+                                if bound_of(cand) is not None:
                                     deps.add((cand, "*"))
                         else:
                             for item, asname in names or ():
                                 if (asname or item) != gname:
                                     continue
-                                if base in bound and item in bound[base]:
+                                base_names = bound_of(base)
+                                if base_names is not None and item in base_names:
                                     deps.add((base, item))
-                                elif (base + "." + item) in bound:
+                                elif bound_of(base + "." + item) is not None:
                                     deps.add((base + "." + item, "*"))
                 for src_node in star_names.get(gname, ()):
                     deps.add(src_node)
@@ -665,18 +697,29 @@ class ModuleTable:
             star = (mod, "*")
             own[star] = "module"
             edges[star] = {(mod, n) for n in table} | {(mod, n) for n in star_names}
-        result = _hash_graph(own, edges)
-        versions = {}
-        hashes = {}
+            for gname in list(table) + list(star_names):
+                for dep_mod, _ in edges.get((mod, gname), ()):
+                    if dep_mod not in built:
+                        todo.append(dep_mod)
+        # Modules computed before (reached, not rebuilt) enter as fixed
+        # versions: a node of theirs is hashed by its known version.
+        known = {}
+        for deps in edges.values():
+            for dep in deps:
+                if dep not in own and dep[0] in self._versions:
+                    v = self._module_hash.get(dep[0]) if dep[1] == "*" else self._versions[dep[0]].get(dep[1])
+                    if v is not None:
+                        known[dep] = v
+        result = _hash_graph(own, edges, known)
+        for mod in built:
+            self._versions.setdefault(mod, {})
         for (mod, gname), v in result.items():
+            if mod not in built:
+                continue
             if gname == "*":
-                hashes[mod] = v
+                self._module_hash[mod] = v
             else:
-                versions.setdefault(mod, {})[gname] = v
-        for mod in recs:
-            versions.setdefault(mod, {})
-        self._versions = versions
-        self._module_hash = hashes
+                self._versions[mod][gname] = v
 
 
 def _resolve(rec, level, module):
@@ -699,12 +742,15 @@ def _hash(s):
     return _blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def _hash_graph(own, edges):
-    """Version of every node: its own text plus its dependencies' versions.
+def _hash_graph(own, edges, known=None):
+    """Version of every node of own: its own text plus its dependencies'
+    versions (known gives those of dependencies outside own; another
+    dependency outside own does not count).
 
     Strongly connected components (mutual recursion, import cycles) are
     hashed together: a change anywhere in a cycle changes all its members.
     """
+    known = known or {}
     index = {}
     low = {}
     on_stack = set()
@@ -755,9 +801,11 @@ def _hash_graph(own, edges):
                 for m in members:
                     parts.append("%s:%s=%s" % (m[0], m[1], own[m]))
                     for dep in sorted(edges.get(m, ())):
-                        if dep in member_set or dep not in own:
+                        if dep in member_set:
                             continue
-                        parts.append("%s:%s@%s" % (dep[0], dep[1], result[dep]))
+                        v = result.get(dep) if dep in own else known.get(dep)
+                        if v is not None:
+                            parts.append("%s:%s@%s" % (dep[0], dep[1], v))
                 group = _hash("\n".join(parts))
                 for m in members:
                     result[m] = group if len(members) == 1 else _hash(group + m[0] + ":" + m[1])

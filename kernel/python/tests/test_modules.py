@@ -1,5 +1,6 @@
 """Project modules: finder, reload graph, fresh objects, broken modules, versions."""
 
+import random
 import sys
 import unittest
 
@@ -133,6 +134,56 @@ class Versions(EngineTestCase):
         s.compile({"helpers": rec.replace("n != 0 and", "n != 1 and") + "def foo(a):\n    return a\n\ndef bar(a):\n    return a\n"})
         run = s.run()
         self.assertEqual(run.computed(), ["main:main/e"])
+
+    def test_versions_per_module_do_not_depend_on_what_was_computed_before(self):
+        # Versions are computed per requested module (its import closure),
+        # reusing the modules computed before: every request order gives
+        # the versions each module has when computed alone, through import
+        # cycles, star imports, packages and from-imports, before and after
+        # an edit.
+        s = self.session()
+        s.write("pkg/__init__.py", "BASE = 10\n")
+        s.write("pkg/util.py", "from . import BASE\nfrom c import W\n\ndef inc(v):\n    return v + BASE + W\n")
+        files = {
+            "a": "import b\nX = 1\nY = X + 1\n\ndef f():\n    return b.g() + b.Z\n",
+            "b": "import a\nZ = 2\n\ndef g():\n    return a.X\n",
+            "c": "from a import *\nfrom b import g as gg\nW = X + 1\n",
+            "d": "import pkg.util\nQ = pkg.util.inc(1)\nCONFIG = []\nCONFIG.append(Q)\n",
+            "e": "from d import Q, CONFIG\nfrom pkg import util\nR = [Q]\n\ndef h():\n    return util.inc(R[0])\n",
+            "lone": "V = 5\n",
+        }
+        s.compile(files)
+        table = s.engine.modules
+        names = sorted(n for n, r in table.records.items() if r.state == "ok")
+        self.assertEqual(names, ["a", "b", "c", "d", "e", "lone", "pkg", "pkg.util"])
+
+        def alone():
+            out = {}
+            for m in names:
+                table._versions = None
+                out[m] = (dict(table.versions(m)), table.module_hash(m))
+            return out
+
+        rng = random.Random(7)
+        seen = []
+        for edit in (None, ("b", "import a\nZ = 3\n\ndef g():\n    return a.X\n")):
+            if edit:
+                s.compile({edit[0]: edit[1]})
+            want = alone()
+            seen.append(want)
+            for _ in range(10):
+                order = names[:]
+                rng.shuffle(order)
+                table._versions = None
+                for m in order:
+                    self.assertEqual((dict(table.versions(m)), table.module_hash(m)), want[m], (m, order))
+        # The edit of b changed the module hash of every module with a name
+        # that reaches b's names (c through gg), and no other (pkg.util
+        # imports c's W, which does not reach b).
+        before, after = seen
+        changed = sorted(m for m in names if before[m][1] != after[m][1])
+        self.assertEqual(changed, ["a", "b", "c"])
+        self.assertEqual(before["lone"], after["lone"])
 
 
 if __name__ == "__main__":
