@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	d := &dispatcher{e: e, opts: &opts, inFlight: inFlight, entries: entries, report: report,
 		col: newCollector(len(entries), opts.ShowValues), running: make(map[protocol.ContextID]*runRecord),
-		sources: newSourceCache(e.Root()), started: started}
+		sources: newSourceCache(e.Root()), started: started, pick: newPicker(entries)}
 	if opts.Observer != nil {
 		opts.Observer.Started(entries, kernels)
 	}
@@ -225,7 +225,9 @@ type dispatcher struct {
 	sources  *sourceCache
 	started  time.Time
 
-	next    int                               // the next entry to start
+	pick    *picker                           // the entries not started yet
+	pushed  []string                          // modules of the pushes that filled the pool
+	prefer  []string                          // modules of the ended entries whose places are free
 	running map[protocol.ContextID]*runRecord // entries in flight
 	emitted int                               // results told to the observer
 	ended   int                               // entries with a result
@@ -258,11 +260,12 @@ func (d *dispatcher) loop(ctx context.Context) {
 		tick = t.C
 	}
 	for {
-		for !d.stopping && d.next < len(d.entries) && len(d.running) < d.inFlight {
-			d.start(ctx, d.next)
-			d.next++
+		for !d.stopping && d.pick.left > 0 && len(d.running) < d.inFlight {
+			if d.start(ctx, d.pick.take(d.nextPlace())) && len(d.prefer) > 0 {
+				d.prefer = d.prefer[1:] // that place is taken now
+			}
 		}
-		if len(d.running) == 0 && (d.stopping || d.next == len(d.entries)) {
+		if len(d.running) == 0 && (d.stopping || d.pick.left == 0) {
 			return
 		}
 		select {
@@ -277,26 +280,40 @@ func (d *dispatcher) loop(ctx context.Context) {
 	}
 }
 
-// start runs entry i, or gives it its result at once when it cannot run.
-func (d *dispatcher) start(ctx context.Context, i int) {
+// nextPlace is the module the next push should continue: the next push
+// lands where the entry that ended first freed a place, or, while the pool
+// fills, on the slot that got the push kernels pushes ago (see picker).
+func (d *dispatcher) nextPlace() string {
+	if len(d.prefer) > 0 {
+		return d.prefer[0]
+	}
+	if n := len(d.pushed); n >= d.report.Kernels && n < d.inFlight {
+		return d.pushed[n-d.report.Kernels]
+	}
+	return ""
+}
+
+// start runs entry i, or gives it its result at once when it cannot run;
+// it reports whether the entry was pushed (holds a place on a kernel).
+func (d *dispatcher) start(ctx context.Context, i int) bool {
 	en := &d.entries[i]
 	switch {
 	case en.Skip != "":
 		d.complete(i, &Result{Entry: *en, Status: StatusSkipped, Message: en.Skip})
-		return
+		return false
 	case en.XFail != nil && !en.XFail.Run:
 		d.complete(i, &Result{Entry: *en, Status: StatusXFailed, Message: "[NOTRUN] " + en.XFail.Reason})
-		return
+		return false
 	case en.CollectError != nil:
 		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultCompileError,
 			Message: en.CollectError.Message, Diagnostic: en.CollectError})
-		return
+		return false
 	}
 	res, err := d.e.CreateContext(ctx, clientID, protocol.CreateContextParams{})
 	if err != nil {
 		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultFailure,
 			Message: "create an execution context: " + err.Error()})
-		return
+		return false
 	}
 	rec := d.col.register(i, res.ContextID)
 	if err := d.e.Push(ctx, clientID, protocol.PushParams{ContextID: res.ContextID, StackItem: en.StackItem()}); err != nil {
@@ -304,21 +321,29 @@ func (d *dispatcher) start(ctx context.Context, i int) {
 		d.destroy(ctx, res.ContextID)
 		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultFailure,
 			Message: "push " + en.ID() + ": " + err.Error()})
-		return
+		return false
 	}
 	d.running[rec.context] = rec
+	d.pick.active[en.Pointer.Module]++
+	if len(d.pushed) < d.inFlight {
+		d.pushed = append(d.pushed, en.Pointer.Module)
+	}
+	return true
 }
 
 // finish turns an ended run into its result and frees its slot.
 func (d *dispatcher) finish(ctx context.Context, rec *runRecord) {
 	delete(d.running, rec.context)
 	d.destroy(ctx, rec.context)
+	module := d.entries[rec.index].Pointer.Module
+	d.pick.active[module]--
+	d.prefer = append(d.prefer, module)
 	r := d.result(rec)
 	d.complete(rec.index, r)
 	if r.Status.Failing() && d.opts.FailFast && !d.stopping {
 		d.failFast(ctx)
 	}
-	if d.next == len(d.entries) && !d.stopping {
+	if d.pick.left == 0 && !d.stopping {
 		// Nothing is left to start: a kernel with no entry left exits
 		// now, while the others run their last ones.
 		d.e.RetireIdleKernels()
@@ -378,8 +403,9 @@ func (d *dispatcher) abandon() {
 		}
 		delete(d.running, id)
 	}
-	for ; d.next < len(d.entries); d.next++ {
-		d.complete(d.next, &Result{Entry: d.entries[d.next], Status: StatusSkipped, Message: "not run: " + why})
+	for d.pick.left > 0 {
+		i := d.pick.take("")
+		d.complete(i, &Result{Entry: d.entries[i], Status: StatusSkipped, Message: "not run: " + why})
 	}
 }
 

@@ -3,7 +3,7 @@
 // same interpreter (/usr/bin/python3 or -python). Run it with
 // bench/batch/run.sh, which installs Debian's python3-pytest when missing.
 //
-//	go run ./bench/batch [-python /usr/bin/python3] [-repeat 3] [-sleepers 200] [-trivial 2000]
+//	go run ./bench/batch [-python /usr/bin/python3] [-repeat 3] [-sleepers 200] [-trivial 2000] [-modules 300]
 //
 // Figures:
 //   - sleepers: N tests each sleeping 20 ms; ripple with 2 and 4 kernels
@@ -12,6 +12,8 @@
 //   - trivial: N tests of two statements; per-test overhead = (wall of N
 //     tests - wall of 1 test) / (N - 1), for ripple (1 and 2 kernels) and
 //     pytest, so the fixed start-up cost is left out.
+//   - modules: M modules of 10 trivial tests each (what a kernel pays per
+//     module: compile and import), ripple with 1 and 2 kernels and pytest.
 //
 // Wall times are of the whole process (start to exit), the median of
 // -repeat runs. "ripple run phase" is the report's own duration (engine
@@ -38,9 +40,10 @@ func main() {
 	sleepers := flag.Int("sleepers", 200, "tests in the sleeping suite")
 	sleep := flag.Duration("sleep", 20*time.Millisecond, "sleep of each sleeping test")
 	trivial := flag.Int("trivial", 2000, "tests in the trivial suite")
+	modules := flag.Int("modules", 300, "modules of 10 trivial tests each in the many-modules suite (0: skip it)")
 	noPytest := flag.Bool("no-pytest", false, "measure ripple only")
 	flag.Parse()
-	if err := run(*python, *repeat, *sleepers, *sleep, *trivial, !*noPytest); err != nil {
+	if err := run(*python, *repeat, *sleepers, *sleep, *trivial, *modules, !*noPytest); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/batch:", err)
 		os.Exit(1)
 	}
@@ -49,14 +52,20 @@ func main() {
 // suite writes n tests whose body is body into modules of at most 100
 // tests each, and returns the directory.
 func suite(dir, name string, n int, body string) (string, error) {
+	return suiteOf(dir, name, n, 100, body)
+}
+
+// suiteOf writes n tests whose body is body into modules of perModule
+// tests each, and returns the directory.
+func suiteOf(dir, name string, n, perModule int, body string) (string, error) {
 	root := filepath.Join(dir, name)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
 	}
-	for m := 0; m*100 < n; m++ {
+	for m := 0; m*perModule < n; m++ {
 		var b strings.Builder
 		b.WriteString("import time\n")
-		for i := m * 100; i < min(n, (m+1)*100); i++ {
+		for i := m * perModule; i < min(n, (m+1)*perModule); i++ {
 			fmt.Fprintf(&b, "\n\ndef test_%05d():\n%s", i, body)
 		}
 		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("test_m%03d.py", m)), []byte(b.String()), 0o644); err != nil {
@@ -138,7 +147,7 @@ func (b *bench) pytest(root string) (time.Duration, error) {
 	})
 }
 
-func run(python string, repeat, sleepers int, sleep time.Duration, trivial int, withPytest bool) error {
+func run(python string, repeat, sleepers int, sleep time.Duration, trivial, modules int, withPytest bool) error {
 	tmp, err := os.MkdirTemp("", "ripple-bench-batch-")
 	if err != nil {
 		return err
@@ -215,6 +224,35 @@ func run(python string, repeat, sleepers int, sleep time.Duration, trivial int, 
 			continue
 		}
 		fmt.Fprintf(w, "%s\t\t\n", line)
+	}
+
+	if modules > 0 {
+		// Many small modules: what a kernel pays per module (compile,
+		// import) beside what it pays per test.
+		n := modules * 10
+		spread, err := suiteOf(b.tmp, "spread", n, 10, "    x = 1\n    assert x == 1\n")
+		if err != nil {
+			return err
+		}
+		var pSpread time.Duration
+		if withPytest {
+			if pSpread, err = b.pytest(spread); err != nil {
+				return err
+			}
+		}
+		for _, k := range []int{1, 2} {
+			wall, _, err := b.rippleRun(spread, k, n)
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("%d trivial tests in %d modules, %d %s: wall\t%s", n, modules, k, plural(k, "kernel"), ms(wall))
+			if withPytest && k == 1 {
+				line += fmt.Sprintf("\t%s\tripple / pytest = %.2f", ms(pSpread), float64(wall)/float64(pSpread))
+			} else {
+				line += "\t\t"
+			}
+			fmt.Fprintln(w, line)
+		}
 	}
 	return w.Flush()
 }
