@@ -53,8 +53,11 @@
 // runs from it, not ahead for all), then keeps each kernel busy: create a
 // context, push the entry, wait for executionComplete or executionFailed,
 // destroy the context, push the next entry, which lands on the slot that
-// freed a place. Two entries are pushed per kernel (one with --fail-fast):
-// the queue starts the second as soon as the first ends. An entry
+// freed a place. The next entry is one of the module that slot just ran,
+// else of a module no kernel runs, so that each kernel compiles few
+// modules; the start order is therefore not the report order. Two entries
+// are pushed per kernel (one with --fail-fast): the queue starts the
+// second as soon as the first ends. An entry
 //   - passes when its run completes and no statement raised;
 //   - fails when a statement raised (a Panic whose trace starts at that
 //     statement; a failing assert is one): the result names the
