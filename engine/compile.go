@@ -55,9 +55,9 @@ type sourceTable struct {
 	// EnsureCompiled, whatever it was enqueued for.
 	deferred map[string]bool
 	// snapshot are the modules a batch run announced (Config.Batch,
-	// Engine.Compile): never compiled ahead, each kernel imports them
-	// from disk when a run first needs them, as pytest imports a test
-	// module when it collects it. Set before the first push, read after.
+	// Engine.Compile): not compiled ahead on every kernel; a kernel
+	// compiles one right before its first run that needs it
+	// (loadEntryModule). Set before the first push, read after.
 	snapshot map[string]bool
 	// broken is the diagnostic of each module whose last compile failed.
 	broken map[string]*protocol.Diagnostic
