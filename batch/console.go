@@ -65,11 +65,22 @@ const barRefresh = 100 * time.Millisecond
 func (c *Console) Started(entries []Entry, kernels int) {
 	c.total = len(entries)
 	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), plural(len(entries), "entry", "entries"), kernels, plural(kernels, "kernel", "kernels"))
+	// One line per module and condition, however many tests carry it.
+	type mark struct{ path, cond string }
+	var marks []mark
+	tests := make(map[mark]int)
 	for i := range entries {
 		for _, cond := range entries[i].UnresolvedMarks {
-			fmt.Fprintf(c.w, "ripple run: %s  %s: a skipif/xfail condition needs the module's names (%s): ignored, the test runs\n",
-				entries[i].Location(), entries[i].ID(), cond)
+			m := mark{entries[i].Path, cond}
+			if tests[m] == 0 {
+				marks = append(marks, m)
+			}
+			tests[m]++
 		}
+	}
+	for _, m := range marks {
+		fmt.Fprintf(c.w, "ripple run: %s: a skipif/xfail condition needs the module's names (%s): ignored, %d %s as if unmarked\n",
+			m.path, m.cond, tests[m], plural(tests[m], "test runs", "tests run"))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/batch"
+	"github.com/ripple-run/ripple/protocol"
 )
 
 // feed plays a report through a console as Run would.
@@ -114,6 +115,37 @@ func TestSummaryLine(t *testing.T) {
 	rep.Interrupted = true
 	if got := batch.SummaryLine(rep); !strings.HasSuffix(got, "(interrupted)") {
 		t.Errorf("interrupted: %q", got)
+	}
+}
+
+// Marks whose conditions discovery could not decide are named once per
+// module and condition, with how many tests run as if unmarked; xfailed
+// and xpassed results have their words.
+func TestConsoleUnresolvedMarksAndXFail(t *testing.T) {
+	t.Parallel()
+	entry := func(name string, unresolved ...string) batch.Entry {
+		return batch.Entry{Pointer: protocol.MethodPointer{Module: "test_np", Name: name}, Path: "test_np.py", Line: 3, UnresolvedMarks: unresolved}
+	}
+	rep := &batch.Report{Kernels: 1, Duration: time.Second, Results: []*batch.Result{
+		{Entry: entry("test_a", "np is None"), Status: batch.StatusXFailed, Message: "bug (AssertionError)"},
+		{Entry: entry("test_b", "np is None"), Status: batch.StatusXPassed},
+		{Entry: entry("test_c", "HAS_GPU"), Status: batch.StatusPassed},
+	}}
+	var out bytes.Buffer
+	feed(batch.NewConsole(&out, batch.ConsoleOptions{}), rep)
+	for _, want := range []string{
+		"ripple run: test_np.py: a skipif/xfail condition needs the module's names (np is None): ignored, 2 tests run as if unmarked\n",
+		"ripple run: test_np.py: a skipif/xfail condition needs the module's names (HAS_GPU): ignored, 1 test runs as if unmarked\n",
+		"XFAIL    test_np.py:3  test_np:test_a (0.000s): bug (AssertionError)\n",
+		"XPASS    test_np.py:3  test_np:test_b (0.000s)\n",
+		"ripple run: 3 entries in 1s on 1 kernel: 1 passed, 1 xfailed, 1 xpassed\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if s := rep.Summary(); s.Failing() != 0 {
+		t.Errorf("xfailed and xpassed fail the run: %+v", s)
 	}
 }
 
