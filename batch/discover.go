@@ -72,6 +72,7 @@ type discoverAnswer struct {
 			Skip       string     `json:"skip"`
 			XFail      *XFailMark `json:"xfail"`
 			Unresolved []string   `json:"unresolved"`
+			UnitTest   bool       `json:"unittest"`
 		} `json:"tests"`
 	} `json:"files"`
 	Lookups []struct {
@@ -175,7 +176,7 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		}
 		for _, t := range f.Tests {
 			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
-				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved})
+				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest})
 		}
 	}
 	if len(entries) == 0 {

@@ -13,13 +13,20 @@ Answer:
   {"files":   [{"path", "error": null | {"message", "line", "column"},
                 "tests": [{"class", "name", "line", "skip",
                            "xfail": null | {"reason", "strict", "run"},
-                           "unresolved": [condition source]}]}],
+                           "unresolved": [condition source],
+                           "unittest": bool}]}],
    "lookups": [{"path", "qualname", "status": "def"|"bound"|"missing"|"error",
                 "line", "error"}]}
 
 Collection follows pytest's default rules: functions whose name starts with
 "test" at module level, and in classes whose name starts with "Test" and
-that define no __init__, methods whose name starts with "test". A test that
+that define no __init__, methods whose name starts with "test"; subclasses
+of unittest.TestCase whatever their name (as far as the module shows: the
+base is unittest.TestCase or a class of the module that is one). Their
+tests are marked "unittest" (the instance is built as unittest does,
+Class("test_name")); those of a class with setUp/tearDown-style fixtures,
+its own or a base's, or with a base defined in another module, are skipped:
+ripple run does not run unittest fixtures. A test that
 needs arguments (pytest fixtures, parametrize), an async test and one marked
 skip are reported with a "skip" reason, so they show up as skipped entries
 rather than vanish.
@@ -226,23 +233,60 @@ def merge_marks(outer, inner):
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+TESTCASE_BASES = {"unittest.TestCase", "TestCase", "unittest.IsolatedAsyncioTestCase", "IsolatedAsyncioTestCase"}
+UNITTEST_FIXTURES = {"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown"}
+UNITTEST_FIXTURE_SKIP = ("a unittest.TestCase with setUp/tearDown (or a base ripple cannot see): "
+                         "ripple run does not run unittest fixtures")
+
+
+def testcase_kind(node, classes, seen=()):
+    """None when the class is not a unittest.TestCase as far as this module
+    shows, else whether it (or a base defined in this module) has unittest
+    fixtures or a base defined elsewhere that may have them."""
+    kind = None
+    for base in node.bases:
+        name = dotted(base)
+        if name in TESTCASE_BASES:
+            kind = kind or False
+        elif name in classes and name not in seen:
+            inner = testcase_kind(classes[name], classes, seen + (node.name,))
+            if inner is not None:
+                kind = kind or inner
+    if kind is None:
+        return None
+    own = any(isinstance(n, FUNCS) and n.name in UNITTEST_FIXTURES for n in node.body)
+    foreign = any(dotted(b) not in TESTCASE_BASES and dotted(b) not in classes for b in node.bases)
+    return kind or own or foreign
+
+
 def collect(tree):
     # A later definition of a name replaces an earlier one, as at import.
     found = {}
     module_marks = class_marks(pytestmark(tree.body))
+    classes = {}
     for node in tree.body:
         if isinstance(node, FUNCS) and node.name.startswith("test"):
             found[node.name] = [test_entry(node, "", module_marks)]
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            continue
+        if isinstance(node, ast.ClassDef):
+            # unittest.TestCase subclasses are collected whatever their
+            # name, as pytest does (it runs them the unittest way).
+            case = testcase_kind(node, classes)
+            classes[node.name] = node
+        if isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or case is not None):
             body = [n for n in node.body if isinstance(n, FUNCS)]
-            if any(n.name in ("__init__", "__new__") for n in body):
+            if case is None and any(n.name in ("__init__", "__new__") for n in body):
                 found.pop(node.name, None)  # pytest does not collect it
                 continue
             cls_marks = merge_marks(module_marks, class_marks(node.decorator_list + pytestmark(node.body)))
+            if case and not cls_marks[0]:
+                cls_marks = (UNITTEST_FIXTURE_SKIP,) + cls_marks[1:]
             methods = {}
             for fn in body:
                 if fn.name.startswith("test"):
-                    methods[fn.name] = test_entry(fn, node.name, cls_marks)
+                    entry = test_entry(fn, node.name, cls_marks)
+                    entry["unittest"] = case is not None
+                    methods[fn.name] = entry
             found[node.name] = list(methods.values())
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.pop(node.name, None)

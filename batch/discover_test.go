@@ -429,3 +429,67 @@ class TestMarked:
 		}
 	}
 }
+
+// unittest.TestCase subclasses are collected whatever their name; those
+// with fixtures (their own, a base's in the module, or a base from
+// elsewhere) are skipped, saying why; the others are built as unittest
+// builds them.
+func TestDiscoverUnitTestCases(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_cases.py": `import unittest
+from unittest import TestCase
+
+import helpers
+
+
+class ParserTests(unittest.TestCase):
+    def test_parses(self):
+        self.assertEqual(1, 1)
+
+
+class WithSetUp(TestCase):
+    def setUp(self):
+        self.x = 1
+
+    def test_uses_setup(self):
+        self.assertEqual(self.x, 1)
+
+
+class InheritsSetUp(WithSetUp):
+    def test_inherited(self):
+        pass
+
+
+class ForeignBase(helpers.Base, unittest.TestCase):
+    def test_foreign(self):
+        pass
+
+
+class NotATest:
+    def test_ignored(self):
+        pass
+`})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `test_cases:ParserTests.test_parses test_cases.py:8
+test_cases:WithSetUp.test_uses_setup test_cases.py:16 skip
+test_cases:InheritsSetUp.test_inherited test_cases.py:21 skip
+test_cases:ForeignBase.test_foreign test_cases.py:26 skip
+`
+	if got := entryLines(es); got != want {
+		t.Fatalf("entries:\n%s\nwant:\n%s", got, want)
+	}
+	for _, e := range es {
+		if !e.UnitTest {
+			t.Errorf("%s is not marked unittest", e.ID())
+		}
+		if e.Skip != "" && !strings.Contains(e.Skip, "ripple run does not run unittest fixtures") {
+			t.Errorf("%s: skip reason %q", e.ID(), e.Skip)
+		}
+	}
+	if item := es[0].StackItem(); item.ThisArgumentExpression != "ParserTests('test_parses')" {
+		t.Errorf("this argument %q", item.ThisArgumentExpression)
+	}
+}

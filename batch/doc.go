@@ -37,9 +37,15 @@
 // with sys, os and platform in scope (pytest's names for string
 // conditions); one that needs a name of the test module cannot be decided
 // without importing it: the console says so and the mark is ignored (the
-// test runs). Not supported: fixtures, xunit-style setup/teardown methods,
-// tests inherited from a base class, tests defined conditionally. A method
-// runs on ClassName() (thisArgumentExpression).
+// test runs). unittest.TestCase subclasses are collected whatever their
+// name, as pytest collects them; a method runs on ClassName("test_name"),
+// as unittest builds it, and the test methods of a TestCase with fixtures
+// (setUp, tearDown, setUpClass... its own, a base's in the module, or a
+// base from another module, which discovery cannot see) are skipped
+// entries saying so. Not supported: fixtures, xunit-style setup/teardown
+// methods, unittest fixtures, tests inherited from a base class, tests
+// defined conditionally. Another method runs on ClassName()
+// (thisArgumentExpression).
 //
 // Entries are in report order: by path, then line, then id. Every output
 // (console lines, JUnit, JSON) lists results in that order, whatever the

@@ -33,6 +33,9 @@ type Entry struct {
 	// discovery could not decide without importing the module (they use
 	// its names); those marks are ignored and the entry runs.
 	UnresolvedMarks []string
+	// UnitTest: a test method of a unittest.TestCase subclass, whose
+	// instance is built as unittest builds it (with the method's name).
+	UnitTest bool
 	// CollectError, when set, is why the module could not be read (a
 	// syntax error): the entry stands for the whole module and fails with
 	// it. Pointer.Name is empty then.
@@ -59,10 +62,14 @@ func (e *Entry) ID() string {
 }
 
 // StackItem is the ExplicitCall that runs the entry. A method's self is a
-// new instance of its class, built with no arguments, as pytest does.
+// new instance of its class, built with no arguments as pytest does, or,
+// for a unittest.TestCase, with the method's name as unittest does.
 func (e *Entry) StackItem() protocol.StackItem {
 	item := protocol.NewExplicitCall(e.Pointer)
-	if e.Pointer.DefinedOnType != "" {
+	switch {
+	case e.UnitTest:
+		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "('" + e.Pointer.Name + "')"
+	case e.Pointer.DefinedOnType != "":
 		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "()"
 	}
 	return item

@@ -534,3 +534,33 @@ def test_plain():
 		t.Errorf("%d pytest.xfail skips in:\n%s", n, data)
 	}
 }
+
+// A unittest.TestCase without fixtures runs, its assert methods included,
+// whatever its class's name.
+func TestRunUnitTestCase(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_cases.py": `import unittest
+
+
+class ParserTests(unittest.TestCase):
+    def test_passes(self):
+        value = 2 + 2
+        self.assertEqual(value, 4)
+
+    def test_fails(self):
+        value = 2 + 2
+        self.assertEqual(value, 5)
+
+    @unittest.expectedFailure
+    def test_expected(self):
+        self.assertTrue(False)
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 1})
+	want := "test_cases:ParserTests.test_passes passed\ntest_cases:ParserTests.test_fails failed\ntest_cases:ParserTests.test_expected xfailed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	if m := byID(rep)["test_cases:ParserTests.test_fails"].Message; !strings.Contains(m, "AssertionError: 4 != 5") {
+		t.Errorf("failure message %q", m)
+	}
+}
