@@ -111,6 +111,25 @@ func TestCLIPasses(t *testing.T) {
 	}
 }
 
+// --log-level debug shows the run's phases on stderr, and only there: the
+// console output and the exit status are those of a quiet run.
+func TestCLILogLevelDebug(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"main.py": "def main():\n    x = 1\n"})
+	code, out, errOut := ripple(t, "run", "--log-level", "debug", root)
+	if code != 0 || !strings.Contains(out, "1 passed") || strings.Contains(out, "level=DEBUG") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, phase := range []string{`msg="kernels started"`, `msg="entries discovered"`, `msg="run start"`, `msg="entries ended"`, `msg="engine stopped"`} {
+		if !strings.Contains(errOut, phase) {
+			t.Errorf("stderr lacks %s:\n%s", phase, errOut)
+		}
+	}
+	if _, _, quiet := ripple(t, "run", root); quiet != "" {
+		t.Errorf("default log level wrote to stderr: %q", quiet)
+	}
+}
+
 func TestCLIUsageErrors(t *testing.T) {
 	t.Parallel()
 	noMain := project(t, map[string]string{"lib.py": "x = 1\n"})
@@ -126,6 +145,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"run", fixture, "--entry", "nosuch:main"}, "module nosuch is not in the project"},
 		{[]string{"run", fixture, "--kernels", "-1"}, "--kernels -1"},
 		{[]string{"run", fixture, "--timeout", "soon"}, "soon"},
+		{[]string{"run", fixture, "--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},
 		{[]string{"run", fixture, "--tests", "--junit", filepath.Join(file, "junit.xml")}, "not a directory"},
 		{[]string{"run", fixture, "--tests", "--json", t.TempDir()}, "is a directory"},
 		{[]string{"run", filepath.Join(t.TempDir(), "missing")}, "missing"},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	showValues := fs.Bool("show-values", false, "print every statement's value")
 	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
+	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
 
 	// Flags may come before and after the project directory.
 	var positional []string
@@ -125,6 +127,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *kernels < 0 {
 		return fail(fmt.Errorf("--kernels %d: want a positive number", *kernels))
 	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fail(fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel))
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if *shardFlag != "" {
 		shard, err := batch.ParseShard(*shardFlag)
 		if err != nil {
