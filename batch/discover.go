@@ -73,6 +73,7 @@ type discoverAnswer struct {
 			XFail      *XFailMark `json:"xfail"`
 			Unresolved []string   `json:"unresolved"`
 			UnitTest   bool       `json:"unittest"`
+			Case       *Case      `json:"case"`
 		} `json:"tests"`
 	} `json:"files"`
 	Lookups []struct {
@@ -176,7 +177,7 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		}
 		for _, t := range f.Tests {
 			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
-				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest})
+				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest, Case: t.Case})
 		}
 	}
 	if len(entries) == 0 {

@@ -14,7 +14,8 @@ Answer:
                 "tests": [{"class", "name", "line", "skip",
                            "xfail": null | {"reason", "strict", "run"},
                            "unresolved": [condition source],
-                           "unittest": bool}]}],
+                           "unittest": bool,
+                           "case": null | {"id", "index", "args": [source]}}]}],
    "lookups": [{"path", "qualname", "status": "def"|"bound"|"missing"|"error",
                 "line", "error"}]}
 
@@ -27,9 +28,20 @@ tests are marked "unittest" (the instance is built as unittest does,
 Class("test_name")); those of a class with setUp/tearDown-style fixtures,
 its own or a base's, or with a base defined in another module, are skipped:
 ripple run does not run unittest fixtures. A test that
-needs arguments (pytest fixtures, parametrize), an async test and one marked
-skip are reported with a "skip" reason, so they show up as skipped entries
-rather than vanish.
+needs arguments that no parametrize mark gives (pytest fixtures), an async
+test and one marked skip are reported with a "skip" reason, so they show up
+as skipped entries rather than vanish.
+
+pytest.mark.parametrize (on the function, its class or in a pytestmark,
+stacked marks multiplying as in pytest) makes one test per case, named as
+pytest names it ("test_add[1-2]": each value's id, or argname+index for a
+value pytest would not print, or the ids=/pytest.param(id=) given; repeated
+ids made unique as pytest 8 does). A case's "args" are the source of its
+values, in the order of the function's parameters; the kernel evaluates
+them in the module's namespace, as pytest does at collection. Marks given
+with pytest.param(marks=) apply to their case. Values that are not a
+literal list or tuple (a name, a call) cannot be expanded without importing
+the module: the test is reported skipped, saying so.
 
 Conditional marks (pytest.mark.skipif, unittest.skipIf / skipUnless, the
 conditions of pytest.mark.xfail) are decided here, as pytest decides them
@@ -190,19 +202,261 @@ def is_static(fn):
     return any(dotted(d) == "staticmethod" for d in fn.decorator_list)
 
 
-def test_entry(fn, cls_name, cls_marks):
+def test_entries(fn, cls_name, cls_marks, scope_params):
+    """The entries of one test function: one, or one per parametrize case.
+    scope_params are the parametrize marks of its class and module."""
     params = required_params(fn)
     if cls_name and not is_static(fn):
         params = params[1:]  # self (or cls)
     cls_skip, cls_xfail, cls_unresolved = cls_marks
     skip_if, xfail, unresolved = conditional_marks(fn.decorator_list)
     skip = cls_skip or skip_mark(fn.decorator_list) or skip_if
+    base = {"class": cls_name, "name": fn.name, "line": fn.lineno, "skip": skip,
+            "xfail": xfail or cls_xfail, "unresolved": cls_unresolved + unresolved, "case": None}
     if not skip and isinstance(fn, ast.AsyncFunctionDef):
-        skip = "async def test: needs a plugin (not supported by ripple run)"
-    if not skip and params:
-        skip = "takes arguments (%s): pytest fixtures and parametrize are not supported by ripple run" % ", ".join(params)
-    return {"class": cls_name, "name": fn.name, "line": fn.lineno, "skip": skip,
-            "xfail": xfail or cls_xfail, "unresolved": cls_unresolved + unresolved}
+        base["skip"] = "async def test: needs a plugin (not supported by ripple run)"
+    # pytest applies the function's own marks first (the decorator nearest
+    # the def first), then its class's, then its module's.
+    marks = [d for d in reversed(fn.decorator_list) if dotted(d) in PARAMETRIZE_MARKS] + scope_params
+    if not marks:
+        if not base["skip"] and params:
+            base["skip"] = "takes arguments (%s): pytest fixtures are not supported by ripple run" % ", ".join(params)
+        return [base]
+    cases, why = parametrize_cases(marks)
+    if why is None and not cases:
+        why = "parametrize got an empty parameter set"
+    if why is None:
+        names = list(cases[0]["values"])
+        extra = [n for n in names if n not in params]
+        missing = [n for n in params if n not in names]
+        kwonly = {a.arg for a in fn.args.kwonlyargs}
+        if extra:
+            why = "parametrize names %s, which %s does not take as a required argument" % (", ".join(extra), fn.name)
+        elif missing:
+            why = "takes arguments (%s) that no parametrize mark gives: pytest fixtures are not supported by ripple run" % ", ".join(missing)
+        elif any(n in kwonly for n in params):
+            why = "parametrizes keyword-only arguments: not supported by ripple run"
+    if why is not None:
+        if not base["skip"]:
+            base["skip"] = why
+        return [base]
+    out = []
+    for index, case in enumerate(cases):
+        entry = dict(base)
+        entry["unresolved"] = list(base["unresolved"])
+        case_skip = skip_mark(case["marks"])
+        case_skip_if, case_xfail, case_unresolved = conditional_marks(case["marks"])
+        entry["skip"] = base["skip"] or case_skip or case_skip_if
+        entry["xfail"] = case_xfail or base["xfail"]
+        entry["unresolved"] += case_unresolved
+        entry["case"] = {"id": case["id"], "index": index, "args": [case["values"][n] for n in params]}
+        out.append(entry)
+    return out
+
+
+PARAMETRIZE_MARKS = {"pytest.mark.parametrize", "mark.parametrize", "parametrize"}
+PARAM_CALLS = {"pytest.param", "param"}
+
+
+def argnames_of(mark):
+    """The argument names of a parametrize mark, None when they are not
+    literal."""
+    node = mark.args[0] if isinstance(mark, ast.Call) and mark.args else keyword(mark, "argnames")
+    names = constant(node)
+    if isinstance(names, str):
+        return [n.strip() for n in names.split(",") if n.strip()]
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(constant(e), str) for e in node.elts):
+        return [e.value for e in node.elts]
+    return None
+
+
+def parametrize_cases(marks):
+    """The product of parametrize marks, as pytest builds it: a list of
+    {"id", "values": {argname: source}, "marks": [mark nodes]}, or (None,
+    why) when a mark cannot be expanded statically."""
+    cases = [{"ids": [], "values": {}, "marks": []}]
+    for mark in marks:
+        sets, why = parameter_sets(mark)
+        if why is not None:
+            return None, why
+        if not sets:
+            return [], None
+        cases = [{"ids": c["ids"] + [ps["id"]], "values": dict(c["values"], **ps["values"]), "marks": c["marks"] + ps["marks"]}
+                 for c in cases for ps in sets]
+    return [{"id": "-".join(c["ids"]), "values": c["values"], "marks": c["marks"]} for c in cases], None
+
+
+def parameter_sets(mark):
+    """The cases of one parametrize mark: ([{"id", "values", "marks"}],
+    None), or (None, why)."""
+    if not isinstance(mark, ast.Call):
+        return None, "a parametrize mark without arguments"
+    names = argnames_of(mark)
+    if not names:
+        return None, "parametrize argument names that are not a literal string or list"
+    indirect = keyword(mark, "indirect")
+    if indirect is not None and constant(indirect, True) is not False:
+        return None, "parametrize(indirect=...) goes through fixtures: not supported by ripple run"
+    values = mark.args[1] if len(mark.args) > 1 else keyword(mark, "argvalues")
+    if not isinstance(values, (ast.List, ast.Tuple)):
+        src = ast.get_source_segment(SOURCE[0], values) if values is not None else None
+        return None, "parametrize values %s are not a literal list: ripple run cannot expand them without importing the module" % (
+            src or "(computed)")
+    ids = keyword(mark, "ids")
+    given = None
+    if isinstance(ids, (ast.List, ast.Tuple)):
+        given = [constant(e) if isinstance(constant(e), str) else None for e in ids.elts]
+    sets, resolved = [], []
+    for idx, elt in enumerate(values.elts):
+        case_id, case_marks = None, []
+        if isinstance(elt, ast.Call) and dotted(elt) in PARAM_CALLS:
+            args = list(elt.args)
+            case_id = constant(keyword(elt, "id"))
+            m = keyword(elt, "marks")
+            if m is not None:
+                case_marks = list(m.elts) if isinstance(m, (ast.List, ast.Tuple)) else [m]
+        elif len(names) == 1:
+            args = [elt]
+        elif isinstance(elt, (ast.List, ast.Tuple)):
+            args = list(elt.elts)
+        else:
+            return None, "parametrize case %s is not a literal tuple of %d values" % (source_of(elt), len(names))
+        if len(args) != len(names) or any(isinstance(a, ast.Starred) for a in args):
+            return None, "parametrize case %s does not give exactly %s" % (source_of(elt), ", ".join(names))
+        if not isinstance(case_id, str):
+            if given is not None and idx < len(given) and given[idx] is not None:
+                case_id = ascii_escaped(given[idx])
+            else:
+                case_id = "-".join(value_id(a, n, idx) for a, n in zip(args, names))
+        resolved.append(case_id)
+        sets.append({"values": {n: "(%s)" % source_of(a) for n, a in zip(names, args)}, "marks": case_marks})
+    for ps, case_id in zip(sets, unique_ids(resolved)):
+        ps["id"] = case_id
+    return sets, None
+
+
+def source_of(node):
+    return ast.get_source_segment(SOURCE[0], node) or ast.unparse(node)
+
+
+_NON_PRINTABLE = {i: "\\x%02x" % i for i in range(128) if i not in range(32, 127)}
+_NON_PRINTABLE.update({ord("\t"): "\\t", ord("\r"): "\\r", ord("\n"): "\\n"})
+
+
+def ascii_escaped(value):
+    """pytest's ascii_escaped: how a str or bytes value appears in an id."""
+    if isinstance(value, bytes):
+        text = value.decode("ascii", "backslashreplace")
+    else:
+        text = value.encode("unicode_escape").decode("ascii")
+    return text.translate(_NON_PRINTABLE)
+
+
+CONSTANTS = {}  # module-level names bound once to a foldable value (collect)
+_NOT_FOLDED = object()
+_FOLD_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+             ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+             ast.Pow: lambda a, b: a ** b}
+_FOLD_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: +a, ast.Not: lambda a: not a, ast.Invert: lambda a: ~a}
+_FOLDABLE = (str, bytes, bool, int, float, complex, type(None))
+
+
+def fold(node, depth=0):
+    """The value of a constant expression (literals, arithmetic on them,
+    module-level names bound once to one), as pytest would see it at
+    import; _NOT_FOLDED when it needs more. Results stay small: a fold
+    that would build a big string or number gives up."""
+    if depth > 20:
+        return _NOT_FOLDED
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, _FOLDABLE) else _NOT_FOLDED
+    if isinstance(node, ast.Name):
+        return CONSTANTS.get(node.id, _NOT_FOLDED)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _FOLD_UNARY:
+        value = fold(node.operand, depth + 1)
+        if value is _NOT_FOLDED or isinstance(value, (str, bytes)):
+            return _NOT_FOLDED
+        try:
+            return _FOLD_UNARY[type(node.op)](value)
+        except Exception:
+            return _NOT_FOLDED
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD_OPS:
+        left, right = fold(node.left, depth + 1), fold(node.right, depth + 1)
+        if left is _NOT_FOLDED or right is _NOT_FOLDED:
+            return _NOT_FOLDED
+        if isinstance(node.op, ast.Pow) and not (isinstance(right, (int, float)) and abs(right) <= 64 and
+                                                 isinstance(left, (int, float)) and abs(left) <= 1 << 16):
+            return _NOT_FOLDED
+        if isinstance(node.op, ast.Mult) and any(isinstance(v, (str, bytes)) for v in (left, right)):
+            size = [len(v) if isinstance(v, (str, bytes)) else v for v in (left, right)]
+            if not all(isinstance(n, int) for n in size) or size[0] * size[1] > 4096:
+                return _NOT_FOLDED
+        try:
+            value = _FOLD_OPS[type(node.op)](left, right)
+        except Exception:
+            return _NOT_FOLDED
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+            return _NOT_FOLDED
+        return value if isinstance(value, _FOLDABLE) else _NOT_FOLDED
+    return _NOT_FOLDED
+
+
+def module_constants(body):
+    """Module-level names bound exactly once, by a plain assignment of a
+    foldable value (NAME = 3, NAME = "x" * 2)."""
+    counts, values = {}, {}
+    for node in body:
+        for name in bound_names(node) | ({node.name} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else set()):
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = node.value
+    CONSTANTS.clear()
+    for name, value in values.items():
+        if counts.get(name) == 1:
+            folded = fold(value)
+            if folded is not _NOT_FOLDED:
+                CONSTANTS[name] = folded
+
+
+def value_id(node, argname, idx):
+    """pytest's id of one parameter value: the value for a string, number,
+    bool or None, else argname followed by the case's index. A value is
+    known when it is a constant expression (fold); one that needs the
+    module's import (a call, an enum member) gets argname+index, where
+    pytest may print the value."""
+    value = fold(node)
+    if value is _NOT_FOLDED:
+        return "%s%d" % (argname, idx)
+    if isinstance(value, (str, bytes)):
+        return ascii_escaped(value)
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return str(value)
+    return "%s%d" % (argname, idx)
+
+
+def unique_ids(ids):
+    """Repeated ids made unique as pytest 8 does: a suffix counting the
+    repeats, after an underscore when the id ends with a digit."""
+    counts = {}
+    for i in ids:
+        counts[i] = counts.get(i, 0) + 1
+    if all(n == 1 for n in counts.values()):
+        return ids
+    taken, suffixes, out = set(ids), {}, []
+    for i in ids:
+        if counts[i] == 1:
+            out.append(i)
+            continue
+        sep = "_" if i and i[-1].isdigit() else ""
+        n = suffixes.get(i, 0)
+        new = "%s%s%d" % (i, sep, n)
+        while new in taken:
+            n += 1
+            new = "%s%s%d" % (i, sep, n)
+        taken.add(new)
+        suffixes[i] = n + 1
+        out.append(new)
+    return out
 
 
 NO_MARKS = ("", None, [])
@@ -262,11 +516,13 @@ def testcase_kind(node, classes, seen=()):
 def collect(tree):
     # A later definition of a name replaces an earlier one, as at import.
     found = {}
+    module_constants(tree.body)
     module_marks = class_marks(pytestmark(tree.body))
+    module_params = [m for m in pytestmark(tree.body) if dotted(m) in PARAMETRIZE_MARKS]
     classes = {}
     for node in tree.body:
         if isinstance(node, FUNCS) and node.name.startswith("test"):
-            found[node.name] = [test_entry(node, "", module_marks)]
+            found[node.name] = test_entries(node, "", module_marks, module_params)
             continue
         if isinstance(node, ast.ClassDef):
             # unittest.TestCase subclasses are collected whatever their
@@ -281,13 +537,16 @@ def collect(tree):
             cls_marks = merge_marks(module_marks, class_marks(node.decorator_list + pytestmark(node.body)))
             if case and not cls_marks[0]:
                 cls_marks = (UNITTEST_FIXTURE_SKIP,) + cls_marks[1:]
+            cls_params = [d for d in reversed(node.decorator_list) if dotted(d) in PARAMETRIZE_MARKS]
+            cls_params += [m for m in pytestmark(node.body) if dotted(m) in PARAMETRIZE_MARKS]
             methods = {}
             for fn in body:
                 if fn.name.startswith("test"):
-                    entry = test_entry(fn, node.name, cls_marks)
-                    entry["unittest"] = case is not None
-                    methods[fn.name] = entry
-            found[node.name] = list(methods.values())
+                    entries = test_entries(fn, node.name, cls_marks, [] if case is not None else cls_params + module_params)
+                    for entry in entries:
+                        entry["unittest"] = case is not None
+                    methods[fn.name] = entries
+            found[node.name] = [e for es in methods.values() for e in es]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.pop(node.name, None)
         else:

@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -491,5 +492,156 @@ test_cases:ForeignBase.test_foreign test_cases.py:26 skip
 	}
 	if item := es[0].StackItem(); item.ThisArgumentExpression != "ParserTests('test_parses')" {
 		t.Errorf("this argument %q", item.ThisArgumentExpression)
+	}
+}
+
+// pytest.mark.parametrize: one entry per case, named as pytest 7.2.1
+// names them (checked against it: `pytest --collect-only` lists the same
+// ids for this module, except that repeated ids follow pytest 8's rule
+// and the values marked below, which pytest computes by importing it),
+// with the source of each case's arguments in the order of the function's
+// parameters.
+func TestDiscoverParametrize(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{"test_par.py": `import pytest
+
+VALUES = [1, 2]
+
+
+@pytest.mark.parametrize("a,b", [(1, 2), (3, 4)])
+def test_add(a, b):
+    pass
+
+
+@pytest.mark.parametrize("s", ["x", "é", b"\x00y", None, 1.5, -3, True, [1], "a\nb"])
+def test_ids(s):
+    pass
+
+
+@pytest.mark.parametrize("x", [0, 1])
+@pytest.mark.parametrize("y", [2, 3])
+def test_product(x, y):
+    pass
+
+
+@pytest.mark.parametrize("n", [1, 1, 2, 11, 1])
+def test_dupes(n):
+    pass
+
+
+@pytest.mark.parametrize(("n", "m"), [pytest.param(1, 2, id="one"), pytest.param(5, 6, marks=pytest.mark.skip(reason="no")),
+                                      pytest.param(7, 8, marks=[pytest.mark.xfail(reason="bug")])])
+def test_params(m, n):
+    pass
+
+
+@pytest.mark.parametrize("v", [VALUES[0] +
+                               1], ids=["computed"])
+def test_expression(v):
+    pass
+
+
+@pytest.mark.parametrize("v", VALUES)
+def test_not_literal(v):
+    pass
+
+
+@pytest.mark.parametrize("v", [])
+def test_empty(v):
+    pass
+
+
+@pytest.mark.parametrize("v", [1])
+def test_fixture(v, tmp_path):
+    pass
+
+
+@pytest.mark.parametrize("z", [1])
+def test_extra(v):
+    pass
+
+
+LIMIT = 5
+TWICE = 1
+TWICE = 2
+
+
+def unknown():
+    return 7
+
+
+# Ids of values pytest computes at import: constant expressions are
+# folded; a call and a name bound twice get argname+index (pytest: 7, 2).
+@pytest.mark.parametrize("v", [2 ** 10, "ab" * 2, LIMIT, -(3), unknown(), TWICE, 7 / 2, not 0, "x" * 100000])
+def test_fold(v):
+    pass
+
+
+@pytest.mark.parametrize("x", [1, 2])
+class TestCls:
+    @pytest.mark.parametrize("y", ["a"])
+    def test_m(self, x, y):
+        pass
+`})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&got, "%s", e.ID())
+		if e.Case != nil {
+			fmt.Fprintf(&got, " %q", e.Case.Args)
+		}
+		if e.Skip != "" {
+			fmt.Fprintf(&got, " skip=%q", e.Skip)
+		}
+		if e.XFail != nil {
+			fmt.Fprintf(&got, " xfail=%q", e.XFail.Reason)
+		}
+		got.WriteString("\n")
+	}
+	want := `test_par:test_add[1-2] ["(1)" "(2)"]
+test_par:test_add[3-4] ["(3)" "(4)"]
+test_par:test_ids[x] ["(\"x\")"]
+test_par:test_ids[\xe9] ["(\"é\")"]
+test_par:test_ids[\x00y] ["(b\"\\x00y\")"]
+test_par:test_ids[None] ["(None)"]
+test_par:test_ids[1.5] ["(1.5)"]
+test_par:test_ids[-3] ["(-3)"]
+test_par:test_ids[True] ["(True)"]
+test_par:test_ids[s7] ["([1])"]
+test_par:test_ids[a\nb] ["(\"a\\nb\")"]
+test_par:test_product[2-0] ["(0)" "(2)"]
+test_par:test_product[2-1] ["(1)" "(2)"]
+test_par:test_product[3-0] ["(0)" "(3)"]
+test_par:test_product[3-1] ["(1)" "(3)"]
+test_par:test_dupes[1_0] ["(1)"]
+test_par:test_dupes[1_1] ["(1)"]
+test_par:test_dupes[2] ["(2)"]
+test_par:test_dupes[11] ["(11)"]
+test_par:test_dupes[1_2] ["(1)"]
+test_par:test_params[one] ["(2)" "(1)"]
+test_par:test_params[5-6] ["(6)" "(5)"] skip="marked skip: no"
+test_par:test_params[7-8] ["(8)" "(7)"] xfail="bug"
+test_par:test_expression[computed] ["(VALUES[0] +\n                               1)"]
+test_par:test_not_literal skip="parametrize values VALUES are not a literal list: ripple run cannot expand them without importing the module"
+test_par:test_empty skip="parametrize got an empty parameter set"
+test_par:test_fixture skip="takes arguments (tmp_path) that no parametrize mark gives: pytest fixtures are not supported by ripple run"
+test_par:test_extra skip="parametrize names z, which test_extra does not take as a required argument"
+test_par:test_fold[1024] ["(2 ** 10)"]
+test_par:test_fold[abab] ["(\"ab\" * 2)"]
+test_par:test_fold[5] ["(LIMIT)"]
+test_par:test_fold[-3] ["(-(3))"]
+test_par:test_fold[v4] ["(unknown())"]
+test_par:test_fold[v5] ["(TWICE)"]
+test_par:test_fold[3.5] ["(7 / 2)"]
+test_par:test_fold[True] ["(not 0)"]
+test_par:test_fold[v8] ["(\"x\" * 100000)"]
+test_par:TestCls.test_m[a-1] ["(1)" "(\"a\")"]
+test_par:TestCls.test_m[a-2] ["(2)" "(\"a\")"]
+`
+	if got.String() != want {
+		t.Errorf("entries:\n%s\nwant:\n%s", got.String(), want)
 	}
 }

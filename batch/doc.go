@@ -24,9 +24,16 @@
 // with neither, main:main. Discovery is static (Discover runs a small
 // standard-library script, discover.py, with the project's interpreter;
 // it parses modules with ast and imports nothing), so a test module with a
-// syntax error is one failing entry, not a crash. A test that needs
-// arguments (pytest fixtures, parametrize), an async test and one marked
-// skip (@pytest.mark.skip, @unittest.skip) are skipped entries.
+// syntax error is one failing entry, not a crash.
+// @pytest.mark.parametrize (on the function, its class, or in a
+// pytestmark; stacked marks multiply) makes one entry per case, named as
+// pytest names it (test_add[1-2]; ids= and pytest.param(id=, marks=) are
+// honoured), whose arguments are the source of the case's values,
+// evaluated in the module's namespace; values that are not a literal list
+// (a name, a call) cannot be expanded without importing the module, and
+// the test is a skipped entry saying so. A test that needs other
+// arguments (pytest fixtures), an async test and one marked skip
+// (@pytest.mark.skip, @unittest.skip) are skipped entries.
 // Conditional marks are decided at discovery, as pytest decides them when
 // it collects: skipif (@pytest.mark.skipif, @unittest.skipIf, skipUnless)
 // skips when its condition holds; xfail (@pytest.mark.xfail, with its
@@ -111,6 +118,9 @@
 //	  "entries": [{
 //	    "id": "test_math:TestCalc.test_method",
 //	    "module": "test_math", "class": "TestCalc", "function": "test_method",
+//	    "case": "1-2",                        // only for a parametrized test: pytest's id
+//	    "arguments": ["(1)", "(2)"],          // of the case (in the id: ...test_method[1-2])
+//	                                          // and the source of its arguments
 //	    "path": "test_math.py", "line": 36,   // the def; 0 when unknown
 //	    "status": "failed",     // passed failed error crashed timeout skipped interrupted
 //	                            // xfailed xpassed

@@ -40,6 +40,20 @@ type Entry struct {
 	// syntax error): the entry stands for the whole module and fails with
 	// it. Pointer.Name is empty then.
 	CollectError *protocol.Diagnostic
+	// Case, when set, is one case of a parametrized test: the function
+	// runs with the case's arguments.
+	Case *Case
+}
+
+// Case is one case of a pytest.mark.parametrize'd test.
+type Case struct {
+	// ID is pytest's id of the case, "1-2" in test_add[1-2].
+	ID string `json:"id"`
+	// Index is the case's place among its function's cases (report order).
+	Index int `json:"index"`
+	// Args are the source of the arguments, in the order of the
+	// function's parameters, evaluated in the module's namespace.
+	Args []string `json:"args"`
 }
 
 // XFailMark is an expected-failure mark whose condition, if any, holds.
@@ -52,13 +66,27 @@ type XFailMark struct {
 }
 
 // ID names the entry in reports and for sharding: the pointer's text form
-// ("test_cart:TestCart.test_total"), or the module's name for a module
-// that could not be collected.
+// ("test_cart:TestCart.test_total"), with a parametrized case's id in
+// brackets as pytest writes it ("test_math:test_add[1-2]"), or the
+// module's name for a module that could not be collected.
 func (e *Entry) ID() string {
 	if e.CollectError != nil {
 		return e.Pointer.Module
 	}
-	return e.Pointer.String()
+	return e.Pointer.String() + e.caseSuffix()
+}
+
+// Name is the entry's qualified name within its module, with its case:
+// "TestCart.test_total", "test_add[1-2]" (JUnit's testcase name).
+func (e *Entry) Name() string {
+	return e.Pointer.Qualname() + e.caseSuffix()
+}
+
+func (e *Entry) caseSuffix() string {
+	if e.Case == nil {
+		return ""
+	}
+	return "[" + e.Case.ID + "]"
 }
 
 // StackItem is the ExplicitCall that runs the entry. A method's self is a
@@ -72,6 +100,9 @@ func (e *Entry) StackItem() protocol.StackItem {
 	case e.Pointer.DefinedOnType != "":
 		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "()"
 	}
+	if e.Case != nil {
+		item.PositionalArgumentsExpressions = slices.Clone(e.Case.Args)
+	}
 	return item
 }
 
@@ -83,11 +114,19 @@ func (e *Entry) Location() string {
 	return e.Path
 }
 
-// sortEntries puts entries in report order: by path, then line, then id.
+// sortEntries puts entries in report order: by path, then line, then
+// function, then the order of a parametrized function's cases (pytest's).
 // Every report lists results in this order, whatever the parallelism.
 func sortEntries(es []Entry) {
+	caseIndex := func(e *Entry) int {
+		if e.Case == nil {
+			return -1
+		}
+		return e.Case.Index
+	}
 	slices.SortStableFunc(es, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), cmp.Compare(a.ID(), b.ID()))
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Pointer.String(), b.Pointer.String()),
+			cmp.Compare(caseIndex(&a), caseIndex(&b)), cmp.Compare(a.ID(), b.ID()))
 	})
 }
 

@@ -43,6 +43,8 @@ type jsonEntry struct {
 	Module     string               `json:"module"`
 	Class      string               `json:"class"`
 	Function   string               `json:"function"`
+	Case       string               `json:"case,omitempty"`
+	Arguments  []string             `json:"arguments,omitempty"`
 	Path       string               `json:"path"`
 	Line       int                  `json:"line"`
 	Status     Status               `json:"status"`
@@ -96,6 +98,9 @@ func toJSON(rep *Report) *jsonReport {
 			Function: r.Entry.Pointer.Name, Path: r.Entry.Path, Line: r.Entry.Line, Status: r.Status,
 			Duration: r.Duration.Seconds(), Message: r.Message, Kind: r.Kind, Failures: []jsonFailure{}, Diagnostic: r.Diagnostic,
 			Stdout: r.Stdout, Stderr: r.Stderr}
+		if c := r.Entry.Case; c != nil {
+			e.Case, e.Arguments = c.ID, c.Args
+		}
 		for _, f := range r.Failures {
 			jf := jsonFailure{ExpressionID: string(f.ExpressionID), Path: f.Path, Line: f.Line, Source: f.Source,
 				Message: f.Message, Traceback: []jsonFrame{}}

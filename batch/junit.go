@@ -89,7 +89,7 @@ func WriteJUnit(path string, rep *Report) error {
 
 // junitCaseOf is one entry's testcase.
 func junitCaseOf(r *Result) junitCase {
-	name := r.Entry.Pointer.Qualname()
+	name := r.Entry.Name()
 	if r.Entry.CollectError != nil {
 		name = r.Entry.Path
 	}

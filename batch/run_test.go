@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -562,5 +563,96 @@ class ParserTests(unittest.TestCase):
 	}
 	if m := byID(rep)["test_cases:ParserTests.test_fails"].Message; !strings.Contains(m, "AssertionError: 4 != 5") {
 		t.Errorf("failure message %q", m)
+	}
+}
+
+// Parametrized tests run once per case with the case's arguments,
+// evaluated in the module's namespace; each case has its own result, in
+// the order pytest lists them, and the reports name the case as pytest
+// does.
+func TestRunParametrize(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		// The tests' interpreter may not have pytest: marks only need to
+		// import and decorate.
+		"pytest.py": "class _Marks:\n    def __getattr__(self, name):\n        return lambda *a, **k: (lambda f: f)\n\n\n" +
+			"mark = _Marks()\n\n\ndef param(*values, **kw):\n    return values\n",
+		"test_p.py": `import pytest
+
+BASE = 10
+
+
+@pytest.mark.parametrize("a,expected", [(1, 11), (2, 13), (BASE, 20)])
+def test_add(a, expected):
+    total = a + BASE
+    assert total == expected
+
+
+@pytest.mark.parametrize("word", [pytest.param("ok", id="short"), pytest.param("x" * 3, marks=pytest.mark.xfail(reason="too long"))])
+def test_len(word):
+    assert len(word) == 2
+
+
+class TestShapes:
+    @pytest.mark.parametrize("side", [2])
+    def test_square(self, side):
+        area = self.area(side)
+        assert area == 4
+
+    def area(self, side):
+        return side * side
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2, ShowValues: true})
+	want := "test_p:test_add[1-11] passed\ntest_p:test_add[2-13] failed\ntest_p:test_add[10-20] passed\n" +
+		"test_p:test_len[short] passed\ntest_p:test_len[xxx] xfailed\ntest_p:TestShapes.test_square[2] passed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	failed := byID(rep)["test_p:test_add[2-13]"]
+	if len(failed.Failures) != 1 || failed.Failures[0].Source != "assert total == expected" {
+		t.Errorf("failure %+v", failed.Failures)
+	}
+	var total string
+	for _, v := range failed.Values {
+		if v.Source == "total = a + BASE" {
+			total = v.Text
+		}
+	}
+	if total != "12" {
+		t.Errorf("total in test_add[2-13] = %q, want 12 (values %+v)", total, failed.Values)
+	}
+
+	// The reports: JUnit names the testcase as pytest does, the JSON
+	// report gives the case and its arguments.
+	dir := t.TempDir()
+	junit, jsonPath := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+	if err := batch.WriteJUnit(junit, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.WriteJSON(jsonPath, rep); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `<testcase name="test_add[2-13]" classname="test_p"`) {
+		t.Errorf("JUnit lacks the case's testcase:\n%s", data)
+	}
+	var doc struct {
+		Entries []struct {
+			ID, Function, Case string
+			Arguments          []string
+		}
+	}
+	if data, err = os.ReadFile(jsonPath); err == nil {
+		err = json.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := doc.Entries[2]; e.ID != "test_p:test_add[10-20]" || e.Function != "test_add" || e.Case != "10-20" ||
+		!slices.Equal(e.Arguments, []string{"(BASE)", "(20)"}) {
+		t.Errorf("JSON entry %+v", e)
 	}
 }
