@@ -202,9 +202,10 @@ def is_static(fn):
     return any(dotted(d) == "staticmethod" for d in fn.decorator_list)
 
 
-def test_entries(fn, cls_name, cls_marks, scope_params):
+def test_entries(fn, cls_name, cls_marks, scope_params, cls_body=()):
     """The entries of one test function: one, or one per parametrize case.
-    scope_params are the parametrize marks of its class and module."""
+    scope_params are the parametrize marks of its class and module;
+    cls_body is the body of its class."""
     params = required_params(fn)
     if cls_name and not is_static(fn):
         params = params[1:]  # self (or cls)
@@ -217,7 +218,13 @@ def test_entries(fn, cls_name, cls_marks, scope_params):
         base["skip"] = "async def test: needs a plugin (not supported by ripple run)"
     # pytest applies the function's own marks first (the decorator nearest
     # the def first), then its class's, then its module's.
-    marks = [d for d in reversed(fn.decorator_list) if dotted(d) in PARAMETRIZE_MARKS] + scope_params
+    # A method's own marks are evaluated in its class's body: a value that
+    # names a class attribute is evaluated there.
+    own_scope = None
+    if cls_name:
+        own_scope = (cls_name, class_names(cls_body), dict(CONSTANTS, **constants_of(cls_body, CONSTANTS)))
+    marks = [(d, own_scope) for d in reversed(fn.decorator_list) if dotted(d) in PARAMETRIZE_MARKS]
+    marks += [(d, None) for d in scope_params]
     if not marks:
         if not base["skip"] and params:
             base["skip"] = "takes arguments (%s): pytest fixtures are not supported by ripple run" % ", ".join(params)
@@ -258,6 +265,31 @@ PARAMETRIZE_MARKS = {"pytest.mark.parametrize", "mark.parametrize", "parametrize
 PARAM_CALLS = {"pytest.param", "param"}
 
 
+def class_names(body):
+    """Names a class body binds other than its functions (its attributes
+    that a method's decorators may use)."""
+    names = set()
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif not isinstance(node, FUNCS):
+            names |= bound_names(node)
+    return names
+
+
+def argument_source(node, scope):
+    """The source of a parametrize value as the kernel evaluates it (in the
+    module's namespace), parenthesized; a value of a method's own mark that
+    uses a class attribute is evaluated with the class's namespace first,
+    as the decorator was."""
+    src = "(%s)" % source_of(node)
+    if scope is not None:
+        cls, names, _ = scope
+        if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node)):
+            return "__import__('builtins').eval(%r, globals(), vars(%s))" % (src, cls)
+    return src
+
+
 def argnames_of(mark):
     """The argument names of a parametrize mark, None when they are not
     literal."""
@@ -275,8 +307,8 @@ def parametrize_cases(marks):
     {"id", "values": {argname: source}, "marks": [mark nodes]}, or (None,
     why) when a mark cannot be expanded statically."""
     cases = [{"ids": [], "values": {}, "marks": []}]
-    for mark in marks:
-        sets, why = parameter_sets(mark)
+    for mark, scope in marks:
+        sets, why = parameter_sets(mark, scope)
         if why is not None:
             return None, why
         if not sets:
@@ -286,9 +318,9 @@ def parametrize_cases(marks):
     return [{"id": "-".join(c["ids"]), "values": c["values"], "marks": c["marks"]} for c in cases], None
 
 
-def parameter_sets(mark):
+def parameter_sets(mark, scope):
     """The cases of one parametrize mark: ([{"id", "values", "marks"}],
-    None), or (None, why)."""
+    None), or (None, why). scope: see argument_source."""
     if not isinstance(mark, ast.Call):
         return None, "a parametrize mark without arguments"
     names = argnames_of(mark)
@@ -327,9 +359,9 @@ def parameter_sets(mark):
             if given is not None and idx < len(given) and given[idx] is not None:
                 case_id = ascii_escaped(given[idx])
             else:
-                case_id = "-".join(value_id(a, n, idx) for a, n in zip(args, names))
+                case_id = "-".join(value_id(a, n, idx, scope and scope[2]) for a, n in zip(args, names))
         resolved.append(case_id)
-        sets.append({"values": {n: "(%s)" % source_of(a) for n, a in zip(names, args)}, "marks": case_marks})
+        sets.append({"values": {n: argument_source(a, scope) for n, a in zip(names, args)}, "marks": case_marks})
     for ps, case_id in zip(sets, unique_ids(resolved)):
         ps["id"] = case_id
     return sets, None
@@ -361,29 +393,46 @@ _FOLD_UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: +a, ast.Not: lambda a
 _FOLDABLE = (str, bytes, bool, int, float, complex, type(None))
 
 
-def fold(node, depth=0):
+class _Sequence(list):
+    """A folded list literal: only subscripted (a list is not an id)."""
+
+
+def fold(node, env=None, depth=0):
     """The value of a constant expression (literals, arithmetic on them,
     module-level names bound once to one), as pytest would see it at
     import; _NOT_FOLDED when it needs more. Results stay small: a fold
-    that would build a big string or number gives up."""
+    that would build a big string or number gives up. env maps the names
+    in scope (default: the module's CONSTANTS)."""
+    if env is None:
+        env = CONSTANTS
     if depth > 20:
         return _NOT_FOLDED
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, _FOLDABLE) else _NOT_FOLDED
     if isinstance(node, ast.Name):
-        return CONSTANTS.get(node.id, _NOT_FOLDED)
+        return env.get(node.id, _NOT_FOLDED)
+    if isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) <= 1000:
+        items = [fold(e, env, depth + 1) for e in node.elts]
+        if any(i is _NOT_FOLDED for i in items):
+            return _NOT_FOLDED
+        return tuple(items) if isinstance(node, ast.Tuple) else _Sequence(items)
+    if isinstance(node, ast.Subscript):
+        seq, index = fold(node.value, env, depth + 1), fold(node.slice, env, depth + 1)
+        if isinstance(seq, (tuple, list, str, bytes)) and type(index) is int and -len(seq) <= index < len(seq):
+            return seq[index]
+        return _NOT_FOLDED
     if isinstance(node, ast.UnaryOp) and type(node.op) in _FOLD_UNARY:
-        value = fold(node.operand, depth + 1)
-        if value is _NOT_FOLDED or isinstance(value, (str, bytes)):
+        value = fold(node.operand, env, depth + 1)
+        if not isinstance(value, _FOLDABLE) or isinstance(value, (str, bytes)):
             return _NOT_FOLDED
         try:
             return _FOLD_UNARY[type(node.op)](value)
         except Exception:
             return _NOT_FOLDED
     if isinstance(node, ast.BinOp) and type(node.op) in _FOLD_OPS:
-        left, right = fold(node.left, depth + 1), fold(node.right, depth + 1)
-        if left is _NOT_FOLDED or right is _NOT_FOLDED:
-            return _NOT_FOLDED
+        left, right = fold(node.left, env, depth + 1), fold(node.right, env, depth + 1)
+        if not isinstance(left, _FOLDABLE) or not isinstance(right, _FOLDABLE):
+            return _NOT_FOLDED  # also sequences: [0] * n could be huge
         if isinstance(node.op, ast.Pow) and not (isinstance(right, (int, float)) and abs(right) <= 64 and
                                                  isinstance(left, (int, float)) and abs(left) <= 1 << 16):
             return _NOT_FOLDED
@@ -401,30 +450,32 @@ def fold(node, depth=0):
     return _NOT_FOLDED
 
 
-def module_constants(body):
-    """Module-level names bound exactly once, by a plain assignment of a
-    foldable value (NAME = 3, NAME = "x" * 2)."""
+def constants_of(body, env):
+    """The names of a module's or class's body bound exactly once, by a
+    plain assignment of a foldable value (NAME = 3, NAME = "x" * 2),
+    folded with env's names in scope."""
     counts, values = {}, {}
     for node in body:
         for name in bound_names(node) | ({node.name} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else set()):
             counts[name] = counts.get(name, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values[node.targets[0].id] = node.value
-    CONSTANTS.clear()
+    out = {}
     for name, value in values.items():
         if counts.get(name) == 1:
-            folded = fold(value)
+            folded = fold(value, env)
             if folded is not _NOT_FOLDED:
-                CONSTANTS[name] = folded
+                out[name] = folded
+    return out
 
 
-def value_id(node, argname, idx):
+def value_id(node, argname, idx, env=None):
     """pytest's id of one parameter value: the value for a string, number,
     bool or None, else argname followed by the case's index. A value is
     known when it is a constant expression (fold); one that needs the
     module's import (a call, an enum member) gets argname+index, where
     pytest may print the value."""
-    value = fold(node)
+    value = fold(node, env)
     if value is _NOT_FOLDED:
         return "%s%d" % (argname, idx)
     if isinstance(value, (str, bytes)):
@@ -516,7 +567,8 @@ def testcase_kind(node, classes, seen=()):
 def collect(tree):
     # A later definition of a name replaces an earlier one, as at import.
     found = {}
-    module_constants(tree.body)
+    CONSTANTS.clear()
+    CONSTANTS.update(constants_of(tree.body, {}))
     module_marks = class_marks(pytestmark(tree.body))
     module_params = [m for m in pytestmark(tree.body) if dotted(m) in PARAMETRIZE_MARKS]
     classes = {}
@@ -542,7 +594,7 @@ def collect(tree):
             methods = {}
             for fn in body:
                 if fn.name.startswith("test"):
-                    entries = test_entries(fn, node.name, cls_marks, [] if case is not None else cls_params + module_params)
+                    entries = test_entries(fn, node.name, cls_marks, [] if case is not None else cls_params + module_params, node.body)
                     for entry in entries:
                         entry["unittest"] = case is not None
                     methods[fn.name] = entries

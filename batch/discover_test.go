@@ -579,8 +579,16 @@ def test_fold(v):
 
 @pytest.mark.parametrize("x", [1, 2])
 class TestCls:
+    SIDES = (3, 4)
+
     @pytest.mark.parametrize("y", ["a"])
     def test_m(self, x, y):
+        pass
+
+    # A method's own mark sees the class's attributes, as the decorator
+    # did in the class body.
+    @pytest.mark.parametrize("side", [SIDES[1], LIMIT])
+    def test_class_attribute(self, x, side):
         pass
 `})
 	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
@@ -640,6 +648,10 @@ test_par:test_fold[True] ["(not 0)"]
 test_par:test_fold[v8] ["(\"x\" * 100000)"]
 test_par:TestCls.test_m[a-1] ["(1)" "(\"a\")"]
 test_par:TestCls.test_m[a-2] ["(2)" "(\"a\")"]
+test_par:TestCls.test_class_attribute[4-1] ["(1)" "__import__('builtins').eval('(SIDES[1])', globals(), vars(TestCls))"]
+test_par:TestCls.test_class_attribute[4-2] ["(2)" "__import__('builtins').eval('(SIDES[1])', globals(), vars(TestCls))"]
+test_par:TestCls.test_class_attribute[5-1] ["(1)" "(LIMIT)"]
+test_par:TestCls.test_class_attribute[5-2] ["(2)" "(LIMIT)"]
 `
 	if got.String() != want {
 		t.Errorf("entries:\n%s\nwant:\n%s", got.String(), want)

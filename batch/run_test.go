@@ -594,7 +594,9 @@ def test_len(word):
 
 
 class TestShapes:
-    @pytest.mark.parametrize("side", [2])
+    SIDE = 2
+
+    @pytest.mark.parametrize("side", [SIDE])
     def test_square(self, side):
         area = self.area(side)
         assert area == 4
