@@ -40,7 +40,12 @@
 // reason, strict and run; @unittest.expectedFailure) applies when it has
 // no condition or one that holds, and then a failing entry is xfailed and
 // a passing one xpassed (failed when strict). A module's or class's
-// pytestmark applies to its tests. A condition is evaluated
+// pytestmark applies to its tests. At run time, a test that skips itself
+// (TestCase.skipTest, pytest.skip, pytest.importorskip) is skipped with
+// its reason and pytest.xfail makes it xfailed: the kernel ends the run at
+// that statement (execute's stopAtSkip, kernel/PROTOCOL.md), as pytest
+// does; after any other exception the independent statements still run,
+// so their values show. A condition is evaluated
 // with sys, os and platform in scope (pytest's names for string
 // conditions); one that needs a name of the test module cannot be decided
 // without importing it: the console says so and the mark is ignored (the

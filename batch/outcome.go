@@ -58,12 +58,24 @@ func (d *dispatcher) result(rec *runRecord) *Result {
 		r.Failures = append(r.Failures, f)
 	}
 
+	said, reason := outcomeNone, ""
+	if len(r.Failures) > 0 {
+		said, reason = runtimeOutcome(r.Failures[0].Message)
+	}
 	switch {
 	case rec.failed != nil:
 		r.Status = cmp.Or(statusOf[rec.failed.Kind], StatusError)
 		r.Message = rec.failed.Message
 		r.Kind = rec.failed.Kind
 		r.Diagnostic = rec.failed.Diagnostic
+	case said == outcomeSkip:
+		// The test skipped itself (pytest.skip, importorskip, skipTest)
+		// before anything failed: the run stopped there (stopAtSkip).
+		r.Status, r.Message, r.Failures = StatusSkipped, reason, nil
+		return r
+	case said == outcomeXFail:
+		r.Status, r.Message, r.Failures = StatusXFailed, reason, nil
+		return r
 	case len(r.Failures) > 0:
 		r.Status = StatusFailed
 		r.Message = r.Failures[0].Message
@@ -194,4 +206,47 @@ func (c *sourceCache) text(path string, r *protocol.Range) string {
 		out = append(out, string(runes[from:to]))
 	}
 	return strings.Join(out, "\n")
+}
+
+// outcome is what a test framework's exception says of a test at run
+// time.
+type outcome int
+
+const (
+	// outcomeNone: an ordinary exception, a failure.
+	outcomeNone outcome = iota
+	// outcomeSkip: unittest.SkipTest (TestCase.skipTest), pytest.skip,
+	// pytest.importorskip.
+	outcomeSkip
+	// outcomeXFail: pytest.xfail.
+	outcomeXFail
+)
+
+// runtimeOutcomes are the Panic messages ("Type: reason", the exception's
+// type as the kernel names it, kernel/python's exception_message) of the
+// exceptions the kernel's stopAtSkip stops a test at. pytest gives
+// Skipped the module "builtins", so its messages read "Skipped: ...".
+var runtimeOutcomes = []struct {
+	typ  string
+	kind outcome
+}{
+	{"unittest.case.SkipTest", outcomeSkip},
+	{"Skipped", outcomeSkip},
+	{"_pytest.outcomes.Skipped", outcomeSkip},
+	{"_pytest.outcomes.XFailed", outcomeXFail},
+}
+
+// runtimeOutcome tells a skip or xfail outcome from a failure by the
+// Panic message of the statement that raised, and returns its reason.
+func runtimeOutcome(message string) (outcome, string) {
+	for _, o := range runtimeOutcomes {
+		if rest, ok := strings.CutPrefix(message, o.typ); ok && (rest == "" || strings.HasPrefix(rest, ": ")) {
+			reason := strings.TrimPrefix(rest, ": ")
+			if o.kind == outcomeSkip {
+				return o.kind, cmp.Or(reason, "skipped")
+			}
+			return o.kind, cmp.Or(reason, "xfail")
+		}
+	}
+	return outcomeNone, ""
 }

@@ -658,3 +658,117 @@ class TestShapes:
 		t.Errorf("JSON entry %+v", e)
 	}
 }
+
+// A test that skips itself at run time (TestCase.skipTest, pytest.skip,
+// pytest.importorskip) is skipped with its reason, and nothing after the
+// skip runs; pytest.xfail makes it xfailed; pytest.fail and any other
+// exception fail it, and the statements after it still run.
+func TestRunRuntimeSkip(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		// pytest's outcome classes as pytest defines them (the tests'
+		// interpreter may not have pytest).
+		"pytest.py": `class Skipped(BaseException):
+    pass
+
+
+Skipped.__module__ = "builtins"
+
+
+class Failed(BaseException):
+    pass
+
+
+Failed.__module__ = "builtins"
+
+
+class XFailed(Failed):
+    pass
+
+
+XFailed.__module__ = "_pytest.outcomes"
+
+
+def skip(reason=""):
+    raise Skipped(reason)
+
+
+def fail(reason=""):
+    raise Failed(reason)
+
+
+def xfail(reason=""):
+    raise XFailed(reason)
+
+
+def importorskip(name):
+    try:
+        return __import__(name)
+    except ImportError as e:
+        raise Skipped("could not import %r: %s" % (name, e))
+`,
+		"test_rt.py": `import unittest
+
+import pytest
+
+
+class Cases(unittest.TestCase):
+    def test_skip_test(self):
+        x = 1
+        self.skipTest("no network")
+        print("after the skip")
+
+
+def test_pytest_skip():
+    pytest.skip("not today")
+    print("after the skip")
+
+
+def test_importorskip():
+    np = pytest.importorskip("no_such_module_here")
+    print("after the skip")
+
+
+def test_xfail():
+    pytest.xfail("known bug")
+    print("after the xfail")
+
+
+def test_fail():
+    pytest.fail("boom")
+    print("after the failure")
+
+
+def test_assert_then_skip():
+    assert False
+    pytest.skip("too late")
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2})
+	want := "test_rt:Cases.test_skip_test skipped\ntest_rt:test_pytest_skip skipped\ntest_rt:test_importorskip skipped\n" +
+		"test_rt:test_xfail xfailed\ntest_rt:test_fail failed\ntest_rt:test_assert_then_skip failed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	res := byID(rep)
+	for id, msg := range map[string]string{
+		"test_rt:Cases.test_skip_test":  "no network",
+		"test_rt:test_pytest_skip":      "not today",
+		"test_rt:test_importorskip":     "could not import 'no_such_module_here': No module named 'no_such_module_here'",
+		"test_rt:test_xfail":            "known bug",
+		"test_rt:test_fail":             "Failed: boom",
+		"test_rt:test_assert_then_skip": "AssertionError",
+	} {
+		if r := res[id]; r.Message != msg {
+			t.Errorf("%s: message %q, want %q", id, r.Message, msg)
+		}
+	}
+	for _, r := range rep.Results {
+		after := strings.Contains(r.Stdout, "after the")
+		if want := r.Entry.ID() == "test_rt:test_fail"; after != want {
+			t.Errorf("%s: ran the statement after the exception: %v, want %v (stdout %q)", r.Entry.ID(), after, want, r.Stdout)
+		}
+	}
+	if s := rep.Summary(); s.Skipped != 3 || s.XFailed != 1 || s.Failing() != 2 {
+		t.Errorf("summary %+v", s)
+	}
+}

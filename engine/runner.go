@@ -55,6 +55,8 @@ type executeParams struct {
 	Invalidate     any                   `json:"invalidate"` // null, "all" or [ids]
 	Wanted         []string              `json:"wanted"`     // null = all
 	Visualizations []kernelVisualization `json:"visualizations"`
+	// StopAtSkip: a skip or xfail outcome ends the run (batch mode).
+	StopAtSkip bool `json:"stopAtSkip,omitempty"`
 }
 
 type executeResult struct {
@@ -98,7 +100,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	if !job.Invalidate.IsEmpty() {
 		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack))}
+	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch}
 	for i, f := range stack {
 		params.Stack[i] = toKernelFrame(f.Item)
 	}

@@ -177,7 +177,7 @@ class Engine:
         return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
 
     def execute(self, params):
-        context_id, generation, drops, stack, invalidate, wanted, visualizations = _execute_params(params)
+        context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip = _execute_params(params)
         # Contexts destroyed since the last request ride along with the next
         # run on this kernel instead of costing a round trip of their own.
         self._drop(drops)
@@ -203,7 +203,7 @@ class Engine:
             for vis in visualizations:
                 if vis.get("apply") or vis.get("oneshot"):
                     wanted.add(vis["expressionId"])
-        runner = run.Runner(self, self.kernel.emit_progress)
+        runner = run.Runner(self, self.kernel.emit_progress, stop_at_skip)
         try:
             for depth, item in enumerate(stack):
                 if depth == len(ctx.frames):
@@ -545,4 +545,7 @@ def _execute_params(params):
         args = vis.get("positionalArgumentsExpressions") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ValueError("execute: visualization %s: positionalArgumentsExpressions must be a list of strings" % vis["visualizationId"])
-    return context_id, generation, drops, stack, invalidate, wanted, visualizations
+    stop_at_skip = params.get("stopAtSkip", False)
+    if type(stop_at_skip) is not bool:
+        raise ValueError("execute: stopAtSkip must be a boolean")
+    return context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip

@@ -452,10 +452,28 @@ class _Hooks:
         raise _Return(value)
 
 
+# Test frameworks' "this test does not apply" exceptions, by (module,
+# qualname) of a class in the exception's MRO, so that neither unittest nor
+# pytest is imported here. pytest gives Skipped the module "builtins" (its
+# messages read "Skipped: ..."); XFailed (pytest.xfail()) keeps its own.
+_SKIP_OUTCOMES = frozenset([
+    ("unittest.case", "SkipTest"),
+    ("builtins", "Skipped"),
+    ("_pytest.outcomes", "Skipped"),
+    ("_pytest.outcomes", "XFailed"),
+])
+
+
+def is_skip_outcome(exc):
+    """Whether exc is a skip or xfail outcome (execute's stopAtSkip)."""
+    return any((getattr(c, "__module__", None), getattr(c, "__qualname__", None)) in _SKIP_OUTCOMES for c in type(exc).__mro__)
+
+
 class Runner:
     """Runs frames for one execute request."""
 
-    def __init__(self, engine, emit):
+    def __init__(self, engine, emit, stop_at_skip=False):
+        self.stop_at_skip = stop_at_skip  # execute's stopAtSkip (kernel/PROTOCOL.md)
         self.engine = engine
         self.kernel = engine.kernel
         self.modules = engine.modules
@@ -812,7 +830,8 @@ class Runner:
             frame.reported[ps.id] = update
             self._register_objects(frame, ns, info, ps.id)
             self.emit({"type": "updates", "depth": depth, "updates": [update]})
-            return False
+            # A skip or xfail outcome ends the test here, as a return would.
+            return self.stop_at_skip and is_skip_outcome(exc)
         bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
         self._register_objects(frame, ns, info, ps.id)
         update = _update(ps, {"type": "Value", "preview": preview}, elapsed)

@@ -132,7 +132,8 @@ class Session:
             mods.append({"name": name, "path": path_of(name), "source": source})
         return self.engine.compile({"modules": mods, "removed": list(removed)})
 
-    def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None):
+    def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None,
+            stop_at_skip=None):
         stack = stack or main_stack()
         self.kernel.events = []
         out = io.StringIO()
@@ -146,6 +147,8 @@ class Session:
         }
         if drop is not None:
             params["drop"] = drop
+        if stop_at_skip is not None:
+            params["stopAtSkip"] = stop_at_skip
         with contextlib.redirect_stdout(out):
             try:
                 result = self.engine.execute(params)

@@ -18,6 +18,31 @@ class Execution(EngineTestCase):
         run = s.run()
         self.assertEqual(s.view(), {"main:main/x": "-1", "main:main/#1": "None", "main:main/y": "2"})
 
+    def test_stop_at_skip(self):
+        # A skip outcome ends the frame in batch runs (stopAtSkip), like a
+        # return; the server runs the independent statements on as after
+        # any Panic. pytest's classes are matched by module and name, as
+        # pytest defines them (Skipped claims the module "builtins").
+        header = (
+            "import unittest\n"
+            "class Skipped(BaseException):\n    pass\n"
+            "Skipped.__module__ = 'builtins'\n"
+            "class Other(Exception):\n    pass\n"
+        )
+        for raiser, message in [
+            ("raise unittest.SkipTest('no network')", "unittest.case.SkipTest: no network"),
+            ("raise Skipped('not today')", "Skipped: not today"),
+        ]:
+            s = self.session({"main": src("x = 1", raiser, "y = 2", header=header)})
+            want = {"main:main/x": "1", "main:main/#1": ("Panic", message, ("main:main/#1",))}
+            self.assertEqual(s.run(stop_at_skip=True).values(), dict(want, **{"main:main/y": ("Pending", "not reached")}))
+            s = self.session({"main": src("x = 1", raiser, "y = 2", header=header)})
+            self.assertEqual(s.run().values(), dict(want, **{"main:main/y": "2"}))
+        # Any other exception is a Panic the run goes on after, also in
+        # batch runs.
+        s = self.session({"main": src("x = 1", "raise Other('x')", "y = 2", header=header)})
+        self.assertEqual(s.run(stop_at_skip=True).values()["main:main/y"], "2")
+
     def test_closures_see_current_locals(self):
         s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
         self.assertEqual(s.run().values()["main:main/y"], "5")
@@ -246,6 +271,7 @@ class BadInput(EngineTestCase):
             ({"contextId": "c", "stack": [explicit], "wanted": "x"}, "wanted must be null or a list"),
             ({"contextId": "c", "stack": [explicit], "visualizations": [{"visualizationId": "v"}]}, "needs a string expressionId"),
             ({"contextId": "c", "stack": [dict(explicit, positionalArgumentsExpressions=[1])]}, "must be a list of strings"),
+            ({"contextId": "c", "stack": [explicit], "stopAtSkip": "yes"}, "stopAtSkip must be a boolean"),
         ]
         for params, message in cases:
             with self.subTest(message=message):
