@@ -24,10 +24,10 @@ Collection follows pytest's default rules: functions whose name starts with
 that define no __init__, methods whose name starts with "test"; subclasses
 of unittest.TestCase whatever their name (as far as the module shows: the
 base is unittest.TestCase or a class of the module that is one). Their
-tests are marked "unittest" (the instance is built as unittest does,
-Class("test_name")); those of a class with setUp/tearDown-style fixtures,
-its own or a base's, or with a base defined in another module, are skipped:
-ripple run does not run unittest fixtures. A test that
+tests are marked "unittest". A class's test methods include those it
+inherits from classes defined in the module (those of a base from
+another module cannot be seen here). The kernel sets up and tears down a
+method's instance as unittest or pytest does (engine_testing.py). A test that
 needs arguments that no parametrize mark gives (pytest fixtures), an async
 test and one marked skip are reported with a "skip" reason, so they show up
 as skipped entries rather than vanish.
@@ -539,29 +539,34 @@ FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 TESTCASE_BASES = {"unittest.TestCase", "TestCase", "unittest.IsolatedAsyncioTestCase", "IsolatedAsyncioTestCase"}
-UNITTEST_FIXTURES = {"setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown"}
-UNITTEST_FIXTURE_SKIP = ("a unittest.TestCase with setUp/tearDown (or a base ripple cannot see): "
-                         "ripple run does not run unittest fixtures")
 
 
-def testcase_kind(node, classes, seen=()):
-    """None when the class is not a unittest.TestCase as far as this module
-    shows, else whether it (or a base defined in this module) has unittest
-    fixtures or a base defined elsewhere that may have them."""
-    kind = None
+def is_testcase(node, classes, seen=()):
+    """Whether the class is a unittest.TestCase as far as this module shows
+    (a base named so, or a class of the module that is one)."""
     for base in node.bases:
         name = dotted(base)
         if name in TESTCASE_BASES:
-            kind = kind or False
-        elif name in classes and name not in seen:
-            inner = testcase_kind(classes[name], classes, seen + (node.name,))
-            if inner is not None:
-                kind = kind or inner
-    if kind is None:
-        return None
-    own = any(isinstance(n, FUNCS) and n.name in UNITTEST_FIXTURES for n in node.body)
-    foreign = any(dotted(b) not in TESTCASE_BASES and dotted(b) not in classes for b in node.bases)
-    return kind or own or foreign
+            return True
+        if name in classes and name not in seen and is_testcase(classes[name], classes, seen + (node.name,)):
+            return True
+    return False
+
+
+def class_functions(node, classes, seen=()):
+    """The functions of a class and, after them, those it inherits from
+    bases defined earlier in the module (depth first, left to right): the
+    first definition of a name wins, as attribute lookup finds it."""
+    out = {}
+    for fn in node.body:
+        if isinstance(fn, FUNCS):
+            out[fn.name] = fn
+    for base in node.bases:
+        name = dotted(base)
+        if name in classes and name not in seen:
+            for fname, fn in class_functions(classes[name], classes, seen + (node.name,)).items():
+                out.setdefault(fname, fn)
+    return out
 
 
 def collect(tree):
@@ -576,27 +581,26 @@ def collect(tree):
         if isinstance(node, FUNCS) and node.name.startswith("test"):
             found[node.name] = test_entries(node, "", module_marks, module_params)
             continue
+        case = False
         if isinstance(node, ast.ClassDef):
             # unittest.TestCase subclasses are collected whatever their
             # name, as pytest does (it runs them the unittest way).
-            case = testcase_kind(node, classes)
+            case = is_testcase(node, classes)
             classes[node.name] = node
-        if isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or case is not None):
-            body = [n for n in node.body if isinstance(n, FUNCS)]
-            if case is None and any(n.name in ("__init__", "__new__") for n in body):
+        if isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or case):
+            functions = class_functions(node, classes)
+            if not case and ("__init__" in functions or "__new__" in functions):
                 found.pop(node.name, None)  # pytest does not collect it
                 continue
             cls_marks = merge_marks(module_marks, class_marks(node.decorator_list + pytestmark(node.body)))
-            if case and not cls_marks[0]:
-                cls_marks = (UNITTEST_FIXTURE_SKIP,) + cls_marks[1:]
             cls_params = [d for d in reversed(node.decorator_list) if dotted(d) in PARAMETRIZE_MARKS]
             cls_params += [m for m in pytestmark(node.body) if dotted(m) in PARAMETRIZE_MARKS]
             methods = {}
-            for fn in body:
+            for fn in functions.values():
                 if fn.name.startswith("test"):
-                    entries = test_entries(fn, node.name, cls_marks, [] if case is not None else cls_params + module_params, node.body)
+                    entries = test_entries(fn, node.name, cls_marks, [] if case else cls_params + module_params, node.body)
                     for entry in entries:
-                        entry["unittest"] = case is not None
+                        entry["unittest"] = case
                     methods[fn.name] = entries
             found[node.name] = [e for es in methods.values() for e in es]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

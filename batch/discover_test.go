@@ -73,7 +73,8 @@ test_uses_broken:test_uses_broken test_uses_broken.py:4
 				t.Errorf("collect error %+v", d)
 			}
 		case "test_math:TestCalc.test_method":
-			if item := e.StackItem(); item.ThisArgumentExpression != "TestCalc()" || item.MethodPointer.DefinedOnType != "TestCalc" {
+			if item := e.StackItem(); item.ThisArgumentExpression != "__import__('_ripple_testing').case(TestCalc, 'test_method')" ||
+				item.MethodPointer.DefinedOnType != "TestCalc" {
 				t.Errorf("stack item %+v", item)
 			}
 		}
@@ -431,10 +432,9 @@ class TestMarked:
 	}
 }
 
-// unittest.TestCase subclasses are collected whatever their name; those
-// with fixtures (their own, a base's in the module, or a base from
-// elsewhere) are skipped, saying why; the others are built as unittest
-// builds them.
+// unittest.TestCase subclasses are collected whatever their name (as
+// far as the module shows: a base named TestCase or a class of the module
+// that is one), with the tests they inherit from classes of the module.
 func TestDiscoverUnitTestCases(t *testing.T) {
 	t.Parallel()
 	root := project(t, map[string]string{"test_cases.py": `import unittest
@@ -474,10 +474,15 @@ class NotATest:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A class's tests include those it inherits from a class of the
+	// module (InheritsSetUp.test_uses_setup, at its def's line); fixtures
+	// (setUp, a base's, one a foreign base may have) no longer skip a test:
+	// the kernel runs them (TestRunUnitTestFixtures).
 	want := `test_cases:ParserTests.test_parses test_cases.py:8
-test_cases:WithSetUp.test_uses_setup test_cases.py:16 skip
-test_cases:InheritsSetUp.test_inherited test_cases.py:21 skip
-test_cases:ForeignBase.test_foreign test_cases.py:26 skip
+test_cases:InheritsSetUp.test_uses_setup test_cases.py:16
+test_cases:WithSetUp.test_uses_setup test_cases.py:16
+test_cases:InheritsSetUp.test_inherited test_cases.py:21
+test_cases:ForeignBase.test_foreign test_cases.py:26
 `
 	if got := entryLines(es); got != want {
 		t.Fatalf("entries:\n%s\nwant:\n%s", got, want)
@@ -486,11 +491,11 @@ test_cases:ForeignBase.test_foreign test_cases.py:26 skip
 		if !e.UnitTest {
 			t.Errorf("%s is not marked unittest", e.ID())
 		}
-		if e.Skip != "" && !strings.Contains(e.Skip, "ripple run does not run unittest fixtures") {
-			t.Errorf("%s: skip reason %q", e.ID(), e.Skip)
+		if e.Skip != "" {
+			t.Errorf("%s: skipped: %q", e.ID(), e.Skip)
 		}
 	}
-	if item := es[0].StackItem(); item.ThisArgumentExpression != "ParserTests('test_parses')" {
+	if item := es[0].StackItem(); item.ThisArgumentExpression != "__import__('_ripple_testing').case(ParserTests, 'test_parses')" {
 		t.Errorf("this argument %q", item.ThisArgumentExpression)
 	}
 }

@@ -50,14 +50,20 @@
 // conditions); one that needs a name of the test module cannot be decided
 // without importing it: the console says so and the mark is ignored (the
 // test runs). unittest.TestCase subclasses are collected whatever their
-// name, as pytest collects them; a method runs on ClassName("test_name"),
-// as unittest builds it, and the test methods of a TestCase with fixtures
-// (setUp, tearDown, setUpClass... its own, a base's in the module, or a
-// base from another module, which discovery cannot see) are skipped
-// entries saying so. Not supported: fixtures, xunit-style setup/teardown
-// methods, unittest fixtures, tests inherited from a base class, tests
-// defined conditionally. Another method runs on ClassName()
-// (thisArgumentExpression).
+// name, as pytest collects them, and a class's tests include those it
+// inherits from classes of the module. A method's self is set up by the
+// kernel (kernel/python/engine_testing.py) as unittest or pytest sets it
+// up: for a TestCase, setUpModule and setUpClass once per kernel, then
+// ClassName("test_name") and setUp; for another class, setup_class once,
+// ClassName() and setup_method. After the run come tearDown and the
+// cleanups (addCleanup), or teardown_method; tearDownClass,
+// tearDownModule and teardown_class run when the kernel exits. A SkipTest
+// from a set-up skips the test; another exception there is an error "at
+// set-up", one in a tear-down an error naming it. Not supported: pytest
+// fixtures (a test that takes arguments no parametrize mark gives is a
+// skipped entry), module-level xunit functions (setup_module,
+// setup_function), IsolatedAsyncioTestCase (skipped), tests inherited
+// from a class of another module, tests defined conditionally.
 //
 // Entries are in report order: by path, then line, then id. Every output
 // (console lines, JUnit, JSON) lists results in that order, whatever the

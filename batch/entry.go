@@ -90,20 +90,25 @@ func (e *Entry) caseSuffix() string {
 }
 
 // StackItem is the ExplicitCall that runs the entry. A method's self is a
-// new instance of its class, built with no arguments as pytest does, or,
-// for a unittest.TestCase, with the method's name as unittest does.
+// new instance of its class, set up by the kernel's test fixtures
+// (kernel/python/engine_testing.py): for a unittest.TestCase built with
+// the method's name, after setUpModule/setUpClass, then setUp; for another
+// class built with no arguments, after setup_class, then setup_method.
+// Their tear-downs run after the run (the engine's batch mode).
 func (e *Entry) StackItem() protocol.StackItem {
 	item := protocol.NewExplicitCall(e.Pointer)
-	switch {
-	case e.UnitTest:
-		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "('" + e.Pointer.Name + "')"
-	case e.Pointer.DefinedOnType != "":
-		item.ThisArgumentExpression = e.Pointer.DefinedOnType + "()"
+	if e.Pointer.DefinedOnType != "" {
+		item.ThisArgumentExpression = e.setUpExpression()
 	}
 	if e.Case != nil {
 		item.PositionalArgumentsExpressions = slices.Clone(e.Case.Args)
 	}
 	return item
+}
+
+// setUpExpression builds a method entry's self (see StackItem).
+func (e *Entry) setUpExpression() string {
+	return "__import__('_ripple_testing').case(" + e.Pointer.DefinedOnType + ", '" + e.Pointer.Name + "')"
 }
 
 // Location is "path:line" (or the path alone when the line is unknown).

@@ -62,6 +62,20 @@ func (d *dispatcher) result(rec *runRecord) *Result {
 	if len(r.Failures) > 0 {
 		said, reason = runtimeOutcome(r.Failures[0].Message)
 	}
+	if rec.failed != nil && en.Pointer.DefinedOnType != "" {
+		// The set-up of a method's self raised: unittest's SkipTest (from
+		// setUp, setUpClass, skipTest) skips it; anything else is an error
+		// at set-up, as pytest reports it.
+		if raised, ok := setUpRaised(rec.failed.Message, en.setUpExpression()); ok {
+			if said, reason := runtimeOutcome(raised); said == outcomeSkip {
+				r.Status, r.Message = StatusSkipped, reason
+				return r
+			}
+			failed := *rec.failed
+			failed.Message = "error at set-up: " + raised
+			rec.failed = &failed
+		}
+	}
 	switch {
 	case rec.failed != nil:
 		r.Status = cmp.Or(statusOf[rec.failed.Kind], StatusError)
@@ -249,4 +263,17 @@ func runtimeOutcome(message string) (outcome, string) {
 		}
 	}
 	return outcomeNone, ""
+}
+
+// setUpRaised returns what the set-up expression of a method's self raised
+// ("ValueError: boom") from the engine's message for a failed
+// thisArgumentExpression ("the thisArgumentExpression of m:C.test_x
+// ('<expression>') raised ValueError: boom").
+func setUpRaised(message, expression string) (string, bool) {
+	_, after, ok := strings.Cut(message, expression)
+	if !ok {
+		return "", false
+	}
+	_, raised, ok := strings.Cut(after, " raised ")
+	return raised, ok
 }

@@ -772,3 +772,170 @@ def test_assert_then_skip():
 		t.Errorf("summary %+v", s)
 	}
 }
+
+// Test fixtures run as unittest and pytest run them: setUpModule and
+// setUpClass once per kernel, setUp before each test and tearDown and the
+// cleanups after it (also after a failure), tearDownClass and
+// tearDownModule when the kernel exits; pytest's setup_method and
+// teardown_method. A cleanup undoes what its test changed before the next
+// test on the same kernel runs. A SkipTest from setUp or setUpClass skips;
+// another exception in setUp is an error at set-up, one in tearDown an
+// error naming it, with the test's own failure kept when there is one.
+func TestRunUnitTestFixtures(t *testing.T) {
+	t.Parallel()
+	logPath := filepath.Join(t.TempDir(), "fixtures.log")
+	root := project(t, map[string]string{
+		"state.py": fmt.Sprintf("LOG = %q\nflag = ['original']\n", logPath),
+		"test_fix.py": `import os
+import unittest
+
+import state
+
+def note(what):
+    with open(state.LOG, "a") as f:
+        f.write(what + "\n")
+
+
+def setUpModule():
+    note("setUpModule")
+
+
+def tearDownModule():
+    note("tearDownModule")
+
+
+class Ordered(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        note("setUpClass")
+        cls.shared = "from setUpClass"
+
+    @classmethod
+    def tearDownClass(cls):
+        note("tearDownClass")
+
+    def setUp(self):
+        note("setUp " + self._testMethodName)
+        self.value = 41
+
+    def tearDown(self):
+        note("tearDown " + self._testMethodName)
+
+    def test_a_changes_state(self):
+        state.flag[0] = "changed"
+        self.addCleanup(state.flag.__setitem__, 0, "original")
+        self.addCleanup(note, "cleanup " + self._testMethodName)
+        total = self.value + 1
+        self.assertEqual(total, 42)
+        self.assertEqual(self.shared, "from setUpClass")
+
+    def test_b_sees_state_restored(self):
+        flag = state.flag[0]
+        self.assertEqual(flag, "original")
+
+    def test_c_fails(self):
+        self.assertEqual(self.value, 0)
+
+
+class SkipsInSetUp(unittest.TestCase):
+    def setUp(self):
+        self.skipTest("no database")
+
+    def test_never_runs(self):
+        note("ran test_never_runs")
+
+
+class SkipsInSetUpClass(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise unittest.SkipTest("whole class off")
+
+    def test_one(self):
+        pass
+
+
+class BrokenSetUp(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(note, "cleanup after a failed setUp")
+        raise ValueError("no fixture")
+
+    def test_x(self):
+        pass
+
+
+class BrokenTearDown(unittest.TestCase):
+    def tearDown(self):
+        raise RuntimeError("teardown broke")
+
+    def test_passes(self):
+        x = 1
+
+    def test_fails(self):
+        self.assertTrue(False)
+
+
+class TestXunit:
+    def setup_method(self, method):
+        note("setup_method " + method.__name__)
+        self.ready = True
+
+    def teardown_method(self, method):
+        note("teardown_method " + method.__name__)
+
+    def test_ready(self):
+        assert self.ready
+`})
+	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 1})
+	want := "test_fix:Ordered.test_a_changes_state passed\ntest_fix:Ordered.test_b_sees_state_restored passed\n" +
+		"test_fix:Ordered.test_c_fails failed\ntest_fix:SkipsInSetUp.test_never_runs skipped\n" +
+		"test_fix:SkipsInSetUpClass.test_one skipped\ntest_fix:BrokenSetUp.test_x error\n" +
+		"test_fix:BrokenTearDown.test_passes error\ntest_fix:BrokenTearDown.test_fails error\n" +
+		"test_fix:TestXunit.test_ready passed\n"
+	if got := outline(rep); got != want {
+		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
+	}
+	res := byID(rep)
+	for id, msg := range map[string]string{
+		"test_fix:SkipsInSetUp.test_never_runs": "no database",
+		"test_fix:SkipsInSetUpClass.test_one":   "whole class off",
+		"test_fix:BrokenSetUp.test_x":           "error at set-up: ValueError: no fixture",
+		"test_fix:BrokenTearDown.test_passes":   "tearDown raised RuntimeError: teardown broke",
+		"test_fix:BrokenTearDown.test_fails":    "tearDown raised RuntimeError: teardown broke",
+		"test_fix:Ordered.test_c_fails":         "AssertionError: 41 != 0",
+	} {
+		if got := res[id].Message; got != msg {
+			t.Errorf("%s: message %q, want %q", id, got, msg)
+		}
+	}
+	if f := res["test_fix:BrokenTearDown.test_fails"].Failures; len(f) != 1 || !strings.Contains(f[0].Message, "AssertionError") {
+		t.Errorf("the test's own failure is lost: %+v", f)
+	}
+	if d := res["test_fix:BrokenSetUp.test_x"].Diagnostic; d == nil || len(d.Stack) == 0 {
+		t.Errorf("set-up error without a traceback: %+v", d)
+	}
+
+	// The order of the fixture calls; tearDownClass and tearDownModule
+	// when the kernel exited (the engine is stopped when Run returns).
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLog := `setUpModule
+setUpClass
+setUp test_a_changes_state
+tearDown test_a_changes_state
+cleanup test_a_changes_state
+setUp test_b_sees_state_restored
+tearDown test_b_sees_state_restored
+setUp test_c_fails
+tearDown test_c_fails
+cleanup after a failed setUp
+setup_method test_ready
+teardown_method test_ready
+tearDownClass
+tearDownModule
+`
+	if string(data) != wantLog {
+		t.Errorf("fixture calls:\n%s\nwant:\n%s", data, wantLog)
+	}
+}

@@ -57,6 +57,9 @@ type executeParams struct {
 	Visualizations []kernelVisualization `json:"visualizations"`
 	// StopAtSkip: a skip or xfail outcome ends the run (batch mode).
 	StopAtSkip bool `json:"stopAtSkip,omitempty"`
+	// Finalize: run the tear-downs of the test's set-up after the run
+	// (batch mode; kernel/PROTOCOL.md).
+	Finalize bool `json:"finalize,omitempty"`
 }
 
 type executeResult struct {
@@ -100,7 +103,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	if !job.Invalidate.IsEmpty() {
 		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch}
+	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch}
 	for i, f := range stack {
 		params.Stack[i] = toKernelFrame(f.Item)
 	}

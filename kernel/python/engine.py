@@ -177,7 +177,39 @@ class Engine:
         return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
 
     def execute(self, params):
-        context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip = _execute_params(params)
+        context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize = _execute_params(params)
+        if not finalize:
+            return self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
+        # A batch run: the tear-downs its test's set-up registered run after
+        # it (engine_testing); a tear-down that raises fails the run.
+        testing = self._testing()
+        testing.begin()
+        try:
+            result = self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
+        except BaseException:
+            testing.abandon()  # interrupted: tearing down could hang as the test did
+            raise
+        with self.kernel.user_code():
+            failed = testing.finish()
+        if failed is None:
+            return result
+        stage, exc = failed
+        message = "%s raised %s" % (stage, values.exception_message(exc))
+        if result.get("status") == "failed":
+            return result  # the run's own failure comes first
+        return Failure("failure", message, self.diagnostics.for_exception(exc, message=message)).result()
+
+    def _testing(self):
+        """engine_testing, registered as the module _ripple_testing that
+        batch stack items use (loaded the first time a run asks for it)."""
+        mod = sys.modules.get("_ripple_testing")
+        if mod is None:
+            mod = _load("engine_testing")
+            mod.KERNEL = self.kernel if hasattr(self.kernel, "at_exit") else None
+            sys.modules["_ripple_testing"] = mod
+        return mod
+
+    def _execute(self, context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip):
         # Contexts destroyed since the last request ride along with the next
         # run on this kernel instead of costing a round trip of their own.
         self._drop(drops)
@@ -254,7 +286,8 @@ class Engine:
         key = self._arguments_key(rec, item, qualname)
         if frame.args_key != key:
             self._evaluate_arguments(frame, rec, item, qualname, key)
-        return rec, qualname
+        # An inherited method runs the code of the class that defines it.
+        return rec, frame.code_qualname or qualname
 
     def _arguments_key(self, rec, item, qualname):
         sources = tuple(item.get("positionalArgumentsExpressions") or ())
@@ -320,14 +353,14 @@ class Engine:
         globals_ = module.__dict__
         with self.kernel.user_code():
             if this_src is not None and kind != "function":
-                this = _evaluate_argument(this_src, globals_, "the thisArgumentExpression", pointer)
+                this = _evaluate_argument(this_src, globals_, "the thisArgumentExpression", pointer, self.diagnostics)
                 if kind == "classmethod" and not isinstance(this, type):
                     this = type(this)
                 lead.append(this)
             elif kind == "classmethod":
                 lead.append(owner)
             args = [
-                _evaluate_argument(src, globals_, "argument %d" % (i + 1), pointer)
+                _evaluate_argument(src, globals_, "argument %d" % (i + 1), pointer, self.diagnostics)
                 for i, src in enumerate(sources)
             ]
         try:
@@ -339,6 +372,10 @@ class Engine:
         frame.params = params
         frame.param_stamp = self.next_stamp()
         frame.args_key = key
+        frame.args_fresh = True
+        own = getattr(func, "__qualname__", qualname)
+        same_module = getattr(func, "__module__", None) == getattr(module, "__name__", rec.name)
+        frame.code_qualname = own if own != qualname and same_module and "<locals>" not in own else None
 
     def _enter_local(self, ctx, depth, frame, item):
         caller = ctx.frames[depth - 1]
@@ -445,16 +482,16 @@ def _callee_function(callee):
     return _unwrap(callee), []
 
 
-def _evaluate_argument(src, globals_, what, pointer):
+def _evaluate_argument(src, globals_, what, pointer, diagnostics):
     try:
         code = analysis.compile_expression(src, "<argument>")
         return eval(code, globals_)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        raise Failure(
-            "failure", "%s of %s (%r) raised %s" % (what, pointer, src, values.exception_message(exc))
-        )
+        message = "%s of %s (%r) raised %s" % (what, pointer, src, values.exception_message(exc))
+        # The traceback shows where, in the code the expression called.
+        raise Failure("failure", message, diagnostics.for_exception(exc, message=message))
 
 
 def _object(params, what):
@@ -548,4 +585,7 @@ def _execute_params(params):
     stop_at_skip = params.get("stopAtSkip", False)
     if type(stop_at_skip) is not bool:
         raise ValueError("execute: stopAtSkip must be a boolean")
-    return context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip
+    finalize = params.get("finalize", False)
+    if type(finalize) is not bool:
+        raise ValueError("execute: finalize must be a boolean")
+    return context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize

@@ -395,6 +395,12 @@ class Frame:
         self.params = {}
         self.param_stamp = 0
         self.args_key = None  # ExplicitCall: what the arguments were evaluated from
+        # ExplicitCall of a method a class inherits from another class of
+        # the module: the qualname its code has (its def's place).
+        self.code_qualname = None
+        # The arguments were evaluated by this request and no statement has
+        # run on them yet: they are as fresh as a refresh would make them.
+        self.args_fresh = False
         self.reached = set()  # ids applied or run without a panic in the last run
         self.panicked = {}  # id -> (message, trace) of the last run
         # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
@@ -410,6 +416,8 @@ class Frame:
         self.params = {}
         self.param_stamp = 0
         self.args_key = None
+        self.code_qualname = None
+        self.args_fresh = False
         self.mutlog = {}
 
 
@@ -678,7 +686,8 @@ class Runner:
         plan = self.plan_for(frame, rec, qualname)
         module_dict = rec.module.__dict__
         rerun, reaches_param = self.rerun_set(plan, frame)
-        if reaches_param and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
+        fresh, frame.args_fresh = frame.args_fresh, False
+        if reaches_param and not fresh and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
             rerun, _ = self.rerun_set(plan, frame)
         stmts = plan.stmts
         order = range(len(stmts))

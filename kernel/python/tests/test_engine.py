@@ -43,6 +43,27 @@ class Execution(EngineTestCase):
         s = self.session({"main": src("x = 1", "raise Other('x')", "y = 2", header=header)})
         self.assertEqual(s.run(stop_at_skip=True).values()["main:main/y"], "2")
 
+    def test_arguments_are_evaluated_once_per_change(self):
+        # The first run after the arguments were evaluated uses them as
+        # they are, even when a statement mutates one (they are fresh);
+        # a later run that re-runs the mutation evaluates them again.
+        s = self.session({"main": "calls = []\n\n\ndef make():\n    calls.append(1)\n    return []\n\n\n"
+                                  "def main(xs):\n    xs.append(1)\n    n = len(xs)\n"})
+        stack = main_stack(args=["make()"])
+        self.assertEqual(s.run(stack).values()["main:main/n"], "1")
+        calls = s.engine.modules.ensure("main").module.calls
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(s.run(stack, invalidate="all").values()["main:main/n"], "1")
+        self.assertEqual(len(calls), 2)
+
+    def test_inherited_method_runs_its_class_code(self):
+        # Sub.m is Base.m: the frame runs Base.m's statements on a Sub.
+        s = self.session({"main": "class Base:\n    def m(self):\n        x = self.k + 1\n        return x\n\n\n"
+                                  "class Sub(Base):\n    k = 41\n"})
+        run = s.run(main_stack(owner="Sub", name="m", this="Sub()"))
+        self.assertEqual(run.result, {"status": "complete"})
+        self.assertEqual(run.values()["main:Base.m/x"], "42")
+
     def test_closures_see_current_locals(self):
         s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
         self.assertEqual(s.run().values()["main:main/y"], "5")
