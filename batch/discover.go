@@ -3,14 +3,19 @@ package batch
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
@@ -192,13 +197,19 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 
 // runDiscovery runs the discovery script in root. -I keeps the project's
 // own files (a json.py, an ast.py) and the environment out of the
-// script's imports; -S skips site, which it does not need.
+// script's imports; -S skips site, which it does not need. The script is
+// imported from its installed copy (installDiscoverScript), so that
+// Python caches its bytecode: compiling it is most of its start-up.
 func runDiscovery(ctx context.Context, python kernel.Interpreter, root string, req *discoverRequest) (*discoverAnswer, error) {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
 	}
-	cmd := exec.CommandContext(ctx, python.Path, "-I", "-S", "-c", discoverScript)
+	code := discoverScript
+	if dir, err := discoverScriptDir(); err == nil {
+		code = fmt.Sprintf("import sys\nsys.path.insert(0, %s)\nimport %s\n%s.main()\n", pyString(dir), discoverModule, discoverModule)
+	}
+	cmd := exec.CommandContext(ctx, python.Path, "-I", "-S", "-c", code)
 	cmd.Dir = root
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
@@ -212,6 +223,48 @@ func runDiscovery(ctx context.Context, python kernel.Interpreter, root string, r
 		return nil, fmt.Errorf("%w: %s answered no JSON: %w: %s", ErrDiscovery, python.Path, err, lastLines(stderr.String(), 10))
 	}
 	return &ans, nil
+}
+
+// discoverModule is the installed discovery script's module name.
+const discoverModule = "ripple_discover"
+
+// discoverScriptDir installs the discovery script once per process, in
+// <user cache dir>/ripple/discover-<hash of the script>/ (written to a
+// temporary file renamed into place, so concurrent ripples share it); when
+// that fails, the script is passed with -c instead.
+var discoverScriptDir = sync.OnceValues(func() (string, error) {
+	sum := sha256.Sum256([]byte(discoverScript))
+	base, err := os.UserCacheDir()
+	if err != nil || base == "" {
+		base = filepath.Join(os.TempDir(), fmt.Sprintf("ripple-cache-%d", os.Getuid()))
+	}
+	dir := filepath.Join(base, "ripple", "discover-"+hex.EncodeToString(sum[:8]))
+	path := filepath.Join(dir, discoverModule+".py")
+	if data, err := os.ReadFile(path); err == nil && string(data) == discoverScript {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, discoverModule+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	if _, err := tmp.WriteString(discoverScript); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(tmp.Name(), path)
+})
+
+// pyString is s as a Python string literal (JSON's escapes are Python's).
+func pyString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // collectDiagnostic is the compile diagnostic of a module that does not

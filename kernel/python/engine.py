@@ -126,6 +126,7 @@ class Engine:
         self.kernel = kernel
         self.root = os.path.realpath(kernel.root)
         self.analyzer = analysis.Analyzer()
+        self.teardowns = None  # tear-downs of the finalize run in flight (execute)
         self.diagnostics = values.Diagnostics(self.root, self._source_for_filename, _HERE)
         self.modules = modules.ModuleTable(self.root, kernel, self.analyzer, self.diagnostics)
         self.contexts = {}  # contextId -> Context
@@ -180,17 +181,27 @@ class Engine:
         context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize = _execute_params(params)
         if not finalize:
             return self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
-        # A batch run: the tear-downs its test's set-up registered run after
-        # it (engine_testing); a tear-down that raises fails the run.
-        testing = self._testing()
-        testing.begin()
+        # A batch run: the tear-downs its test's set-up registered (through
+        # the module _ripple_testing, engine_testing.py) run after it, the
+        # last registered first, all of them; one that raises fails the run.
+        _install_testing(self)
+        self.teardowns = []
         try:
             result = self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
         except BaseException:
-            testing.abandon()  # interrupted: tearing down could hang as the test did
+            self.teardowns = None  # interrupted: tearing down could hang as the test did
             raise
+        todo, self.teardowns = self.teardowns, None
+        failed = None
         with self.kernel.user_code():
-            failed = testing.finish()
+            while todo:
+                stage, fn = todo.pop()
+                try:
+                    fn()
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:
+                    failed = failed or (stage, exc)
         if failed is None:
             return result
         stage, exc = failed
@@ -199,15 +210,11 @@ class Engine:
             return result  # the run's own failure comes first
         return Failure("failure", message, self.diagnostics.for_exception(exc, message=message)).result()
 
-    def _testing(self):
-        """engine_testing, registered as the module _ripple_testing that
-        batch stack items use (loaded the first time a run asks for it)."""
-        mod = sys.modules.get("_ripple_testing")
-        if mod is None:
-            mod = _load("engine_testing")
-            mod.KERNEL = self.kernel if hasattr(self.kernel, "at_exit") else None
-            sys.modules["_ripple_testing"] = mod
-        return mod
+    def defer_teardown(self, stage, fn):
+        """Run fn after the finalize run in flight (engine_testing); outside
+        one (the server), nothing runs it."""
+        if self.teardowns is not None:
+            self.teardowns.append((stage, fn))
 
     def _execute(self, context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip):
         # Contexts destroyed since the last request ride along with the next
@@ -480,6 +487,25 @@ def _callee_function(callee):
     if isinstance(callee, types.MethodType):
         return _unwrap(callee.__func__), [callee.__self__]
     return _unwrap(callee), []
+
+
+class _LazyTesting(types.ModuleType):
+    """The module _ripple_testing until first used: engine_testing.py is
+    loaded when a batch stack item asks for it (a test method's set-up),
+    not by every batch run."""
+
+    def __getattr__(self, name):
+        mod = _load("engine_testing")
+        mod.ENGINE = self.__dict__["engine"]
+        sys.modules["_ripple_testing"] = mod
+        return getattr(mod, name)
+
+
+def _install_testing(engine):
+    if "_ripple_testing" not in sys.modules:
+        lazy = _LazyTesting("_ripple_testing")
+        lazy.__dict__["engine"] = engine
+        sys.modules["_ripple_testing"] = lazy
 
 
 def _evaluate_argument(src, globals_, what, pointer, diagnostics):

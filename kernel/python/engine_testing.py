@@ -2,11 +2,12 @@
 runs on, its set-up, and the tear-down that execute's `finalize` runs after
 the run (kernel/PROTOCOL.md).
 
-engine.py registers this file as the module ``_ripple_testing`` when a
-request first asks for `finalize`; the batch package's stack items build a
-test method's self with ``__import__('_ripple_testing').case(Class,
-'test_name')``, evaluated like any thisArgumentExpression (user code, in
-the test module's namespace).
+engine.py registers this file as the module ``_ripple_testing`` (loaded
+the first time a batch stack item uses it); the batch package's stack
+items build a test method's self with ``__import__('_ripple_testing').case(
+Class, 'test_name')``, evaluated like any thisArgumentExpression (user
+code, in the test module's namespace). The tear-downs it registers go to
+the engine (Engine.defer_teardown), which runs them after the run.
 
 What runs, as unittest and pytest run it:
 - a unittest.TestCase: setUpModule and setUpClass once per kernel (their
@@ -20,53 +21,25 @@ What runs, as unittest and pytest run it:
   Class(), setup_method(method); after the run teardown_method(method);
   teardown_class when the kernel exits.
 
-State: the tear-downs of the request in flight (begin/finish, called by
-the engine around a finalize run, on the kernel's main thread) and, per
-class and module, whether its set-up ran and how it failed.
+State: per class and module, whether its set-up ran in this kernel and how
+it failed (the kernel's main thread only).
 """
 
 import sys
 
-KERNEL = None  # the kernel API (at_exit), set by engine.py
+ENGINE = None  # the Engine (defer_teardown, kernel.at_exit), set by engine.py
 
-_pending = None  # tear-downs of the request in flight, None outside a finalize run
 _set_up = {}  # class or module name -> None (done) or the exception its set-up raised
 
 
-def begin():
-    """Start collecting the tear-downs of a run."""
-    global _pending
-    _pending = []
-
-
-def finish():
-    """Run the tear-downs of the run, last registered first, all of them
-    even when one raises. Returns (stage, exception) of the first that
-    raised, or None."""
-    global _pending
-    todo, _pending = _pending or [], None
-    first = None
-    while todo:
-        stage, fn = todo.pop()
-        try:
-            fn()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            if first is None:
-                first = (stage, exc)
-    return first
-
-
-def abandon():
-    """Forget the tear-downs of a run that was interrupted."""
-    global _pending
-    _pending = None
-
-
 def _defer(stage, fn):
-    if _pending is not None:
-        _pending.append((stage, fn))
+    ENGINE.defer_teardown(stage, fn)
+
+
+def _at_exit(fn):
+    at_exit = getattr(ENGINE.kernel, "at_exit", None)
+    if at_exit is not None:
+        at_exit(fn)
 
 
 def case(cls, name):
@@ -90,8 +63,8 @@ def _once(key, setup, teardown):
             _set_up[key] = exc
             raise
         _set_up[key] = None
-        if teardown is not None and KERNEL is not None:
-            KERNEL.at_exit(teardown)
+        if teardown is not None:
+            _at_exit(teardown)
     failed = _set_up[key]
     if failed is not None:
         raise failed
