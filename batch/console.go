@@ -82,6 +82,22 @@ func (c *Console) Started(entries []Entry, kernels int) {
 		fmt.Fprintf(c.w, "ripple run: %s: a skipif/xfail condition needs the module's names (%s): ignored, %d %s as if unmarked\n",
 			m.path, m.cond, tests[m], plural(tests[m], "test runs", "tests run"))
 	}
+	// Likewise for the fixtures pytest would run around tests and ripple
+	// run does not.
+	var fixtures []mark
+	for i := range entries {
+		for _, what := range entries[i].NotRun {
+			m := mark{entries[i].Path, what}
+			if tests[m] == 0 {
+				fixtures = append(fixtures, m)
+			}
+			tests[m]++
+		}
+	}
+	for _, m := range fixtures {
+		fmt.Fprintf(c.w, "ripple run: %s: %s is not run by ripple run: %d %s without it\n",
+			m.path, m.cond, tests[m], plural(tests[m], "test runs", "tests run"))
+	}
 }
 
 // Result implements Observer.

@@ -79,6 +79,7 @@ type discoverAnswer struct {
 			Unresolved []string   `json:"unresolved"`
 			UnitTest   bool       `json:"unittest"`
 			Case       *Case      `json:"case"`
+			NotRun     []string   `json:"notRun"`
 		} `json:"tests"`
 	} `json:"files"`
 	Lookups []struct {
@@ -182,7 +183,7 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		}
 		for _, t := range f.Tests {
 			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
-				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest, Case: t.Case})
+				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest, Case: t.Case, NotRun: t.NotRun})
 		}
 	}
 	if len(entries) == 0 {

@@ -15,7 +15,9 @@ Answer:
                            "xfail": null | {"reason", "strict", "run"},
                            "unresolved": [condition source],
                            "unittest": bool,
-                           "case": null | {"id", "index", "args": [source]}}]}],
+                           "case": null | {"id", "index", "args": [source]},
+                           "notRun": [what pytest would run around it and
+                                      ripple run does not]}]}],
    "lookups": [{"path", "qualname", "status": "def"|"bound"|"missing"|"error",
                 "line", "error"}]}
 
@@ -42,6 +44,13 @@ them in the module's namespace, as pytest does at collection. Marks given
 with pytest.param(marks=) apply to their case. Values that are not a
 literal list or tuple (a name, a call) cannot be expanded without importing
 the module: the test is reported skipped, saying so.
+
+pytest fixtures are not run: a test that takes one is skipped. Fixtures a
+test does not ask for but pytest would run around it are listed in its
+"notRun" for the console to say so: autouse fixtures (of its module, its
+class, or a conftest.py of its directory or a parent up to the project
+root) and module-level xunit functions (setup_module, teardown_module,
+setup_function, teardown_function).
 
 Conditional marks (pytest.mark.skipif, unittest.skipIf / skipUnless, the
 conditions of pytest.mark.xfail) are decided here, as pytest decides them
@@ -569,6 +578,70 @@ def class_functions(node, classes, seen=()):
     return out
 
 
+FIXTURE_DECORATORS = {"pytest.fixture", "fixture"}
+MODULE_XUNIT = ("setup_module", "teardown_module")
+FUNCTION_XUNIT = ("setup_function", "teardown_function")
+CONFTEST_AUTOUSE = {}  # conftest.py path -> its autouse fixture names
+
+
+def autouse_fixtures(body):
+    """The names of the autouse fixtures a module's or class's body defines."""
+    names = []
+    for fn in body:
+        if not isinstance(fn, FUNCS):
+            continue
+        for dec in fn.decorator_list:
+            if dotted(dec) in FIXTURE_DECORATORS and isinstance(dec, ast.Call) and constant(keyword(dec, "autouse")) is True:
+                name = constant(keyword(dec, "name"))
+                names.append(name if isinstance(name, str) else fn.name)
+    return names
+
+
+def conftest_autouse(path):
+    """The autouse fixtures of the conftest.py files that apply to the test
+    module at path (relative to the project root, the working directory),
+    nearest first, as "autouse fixture NAME (CONFTEST PATH)"."""
+    import os
+
+    out = []
+    directory = os.path.dirname(path)
+    while True:
+        conftest = os.path.join(directory, "conftest.py")
+        if conftest not in CONFTEST_AUTOUSE:
+            names = []
+            if os.path.isfile(conftest):
+                try:
+                    names = autouse_fixtures(read_tree(conftest).body)
+                except (SyntaxError, ValueError, OSError):
+                    pass
+            CONFTEST_AUTOUSE[conftest] = names
+        out += ["autouse fixture %s (%s)" % (name, conftest) for name in CONFTEST_AUTOUSE[conftest]]
+        if directory in ("", "."):
+            return out
+        directory = os.path.dirname(directory)
+
+
+def not_run(tests, tree, path):
+    """Fill each runnable test's "notRun" (see the module doc)."""
+    funcs = {n.name for n in tree.body if isinstance(n, FUNCS)}
+    module_level = conftest_autouse(path) + ["autouse fixture %s" % n for n in autouse_fixtures(tree.body)]
+    module_level += [n for n in MODULE_XUNIT if n in funcs]
+    function_level = [n for n in FUNCTION_XUNIT if n in funcs]
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for t in tests:
+        if t["skip"]:
+            continue
+        items = list(module_level)
+        if t["class"]:
+            cls = classes.get(t["class"])
+            if cls is not None:
+                items += ["autouse fixture %s" % n for n in autouse_fixtures(cls.body)]
+        else:
+            items += function_level
+        if items:
+            t["notRun"] = items
+
+
 def collect(tree):
     # A later definition of a name replaces an earlier one, as at import.
     found = {}
@@ -670,6 +743,7 @@ def main():
             with open(f["path"], "rb") as fh:
                 SOURCE[0] = fh.read().decode("utf-8", "replace")
             tests = collect(tree)
+            not_run(tests, tree, f["path"])
         files.append({"path": f["path"], "error": error, "tests": tests})
     lookups = []
     for lk in request.get("lookups") or []:

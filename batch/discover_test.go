@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -660,5 +661,82 @@ test_par:TestCls.test_class_attribute[5-2] ["(2)" "(LIMIT)"]
 `
 	if got.String() != want {
 		t.Errorf("entries:\n%s\nwant:\n%s", got.String(), want)
+	}
+}
+
+// What pytest would run around a test and ripple run does not is listed
+// for the console to say: autouse fixtures of the module, the class and
+// the conftest.py files from the test's directory up to the project root
+// (nearest first), and module-level xunit functions; a skipped test lists
+// nothing. The console names each once per module with its test count.
+func TestDiscoverNotRunFixtures(t *testing.T) {
+	t.Parallel()
+	root := project(t, map[string]string{
+		"conftest.py":       "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef env():\n    pass\n\n\n@pytest.fixture\ndef db():\n    return 1\n",
+		"tests/conftest.py": "import pytest\n\n\n@pytest.fixture(autouse=True, name='reset')\ndef _reset():\n    yield\n",
+		"tests/test_a.py": `import pytest
+
+
+def setup_module(module):
+    pass
+
+
+def setup_function(function):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def local():
+    pass
+
+
+def test_one():
+    pass
+
+
+def test_two(db):
+    pass
+
+
+class TestC:
+    @pytest.fixture(autouse=True)
+    def per_class(self):
+        pass
+
+    def test_m(self):
+        pass
+`,
+		"test_plain.py": "def test_p():\n    pass\n",
+	})
+	es, err := discover(t, root, batch.DiscoverOptions{Tests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(map[string]string)
+	for _, e := range es {
+		got[e.ID()] = strings.Join(e.NotRun, "; ")
+	}
+	module := "autouse fixture reset (tests/conftest.py); autouse fixture env (conftest.py); autouse fixture local; setup_module"
+	want := map[string]string{
+		"tests.test_a:test_one":     module + "; setup_function",
+		"tests.test_a:test_two":     "",
+		"tests.test_a:TestC.test_m": module + "; autouse fixture per_class",
+		"test_plain:test_p":         "autouse fixture env (conftest.py)",
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: not run %q, want %q", id, got[id], w)
+		}
+	}
+	var out bytes.Buffer
+	batch.NewConsole(&out, batch.ConsoleOptions{}).Started(es, 1)
+	for _, line := range []string{
+		"ripple run: tests/test_a.py: autouse fixture env (conftest.py) is not run by ripple run: 2 tests run without it\n",
+		"ripple run: tests/test_a.py: setup_function is not run by ripple run: 1 test runs without it\n",
+		"ripple run: test_plain.py: autouse fixture env (conftest.py) is not run by ripple run: 1 test runs without it\n",
+	} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("console lacks %q:\n%s", line, out.String())
+		}
 	}
 }

@@ -61,9 +61,12 @@
 // from a set-up skips the test; another exception there is an error "at
 // set-up", one in a tear-down an error naming it. Not supported: pytest
 // fixtures (a test that takes arguments no parametrize mark gives is a
-// skipped entry), module-level xunit functions (setup_module,
-// setup_function), IsolatedAsyncioTestCase (skipped), tests inherited
-// from a class of another module, tests defined conditionally.
+// skipped entry; the autouse fixtures that apply to a test, of its
+// module, class or a conftest.py, are listed in Entry.NotRun and named on
+// the console), module-level xunit functions (setup_module,
+// setup_function: listed likewise), IsolatedAsyncioTestCase (skipped),
+// tests inherited from a class of another module, tests defined
+// conditionally.
 //
 // Entries are in report order: by path, then line, then id. Every output
 // (console lines, JUnit, JSON) lists results in that order, whatever the

@@ -43,6 +43,10 @@ type Entry struct {
 	// Case, when set, is one case of a parametrized test: the function
 	// runs with the case's arguments.
 	Case *Case
+	// NotRun names what pytest would run around the test and ripple run
+	// does not: autouse fixtures (with the conftest.py defining them) and
+	// module-level xunit functions (setup_module...).
+	NotRun []string
 }
 
 // Case is one case of a pytest.mark.parametrize'd test.
