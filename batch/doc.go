@@ -45,7 +45,10 @@
 // its reason and pytest.xfail makes it xfailed: the kernel ends the run at
 // that statement (execute's stopAtSkip, kernel/PROTOCOL.md), as pytest
 // does; after any other exception the independent statements still run,
-// so their values show. A condition is evaluated
+// so their values show. A module that skips itself at import (a
+// module-level pytest.importorskip, pytest.skip(allow_module_level=True),
+// unittest.SkipTest) has its tests skipped, not failed with a compile
+// error. A condition is evaluated
 // with sys, os and platform in scope (pytest's names for string
 // conditions); one that needs a name of the test module cannot be decided
 // without importing it: the console says so and the mark is ignored (the

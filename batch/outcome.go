@@ -76,6 +76,15 @@ func (d *dispatcher) result(rec *runRecord) *Result {
 			rec.failed = &failed
 		}
 	}
+	if f := rec.failed; f != nil && f.Kind == protocol.ResultCompileError && f.Diagnostic != nil {
+		// The module skipped itself at import (a module-level
+		// pytest.importorskip, pytest.skip(allow_module_level=True),
+		// unittest.SkipTest): as pytest, its tests are skipped.
+		if said, reason := runtimeOutcome(f.Diagnostic.Message); said == outcomeSkip {
+			r.Status, r.Message = StatusSkipped, reason
+			return r
+		}
+	}
 	switch {
 	case rec.failed != nil:
 		r.Status = cmp.Or(statusOf[rec.failed.Kind], StatusError)

@@ -707,6 +707,8 @@ def importorskip(name):
     except ImportError as e:
         raise Skipped("could not import %r: %s" % (name, e))
 `,
+		// A module that skips itself at import skips its tests.
+		"test_mod.py": "import pytest\n\nnp = pytest.importorskip('no_such_module_here')\n\n\ndef test_uses():\n    assert np\n",
 		"test_rt.py": `import unittest
 
 import pytest
@@ -744,13 +746,14 @@ def test_assert_then_skip():
     pytest.skip("too late")
 `})
 	rep := run(t, batch.Options{Root: root, Tests: true, Kernels: 2})
-	want := "test_rt:Cases.test_skip_test skipped\ntest_rt:test_pytest_skip skipped\ntest_rt:test_importorskip skipped\n" +
+	want := "test_mod:test_uses skipped\ntest_rt:Cases.test_skip_test skipped\ntest_rt:test_pytest_skip skipped\ntest_rt:test_importorskip skipped\n" +
 		"test_rt:test_xfail xfailed\ntest_rt:test_fail failed\ntest_rt:test_assert_then_skip failed\n"
 	if got := outline(rep); got != want {
 		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
 	}
 	res := byID(rep)
 	for id, msg := range map[string]string{
+		"test_mod:test_uses":            "could not import 'no_such_module_here': No module named 'no_such_module_here'",
 		"test_rt:Cases.test_skip_test":  "no network",
 		"test_rt:test_pytest_skip":      "not today",
 		"test_rt:test_importorskip":     "could not import 'no_such_module_here': No module named 'no_such_module_here'",
@@ -768,7 +771,7 @@ def test_assert_then_skip():
 			t.Errorf("%s: ran the statement after the exception: %v, want %v (stdout %q)", r.Entry.ID(), after, want, r.Stdout)
 		}
 	}
-	if s := rep.Summary(); s.Skipped != 3 || s.XFailed != 1 || s.Failing() != 2 {
+	if s := rep.Summary(); s.Skipped != 4 || s.XFailed != 1 || s.Failing() != 2 {
 		t.Errorf("summary %+v", s)
 	}
 }
