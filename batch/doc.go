@@ -56,11 +56,14 @@
 // name, as pytest collects them, and a class's tests include those it
 // inherits from classes of the module. A method's self is set up by the
 // kernel (kernel/python/engine_testing.py) as unittest or pytest sets it
-// up: for a TestCase, setUpModule and setUpClass once per kernel, then
-// ClassName("test_name") and setUp; for another class, setup_class once,
-// ClassName() and setup_method. After the run come tearDown and the
-// cleanups (addCleanup), or teardown_method; tearDownClass,
-// tearDownModule and teardown_class run when the kernel exits. A SkipTest
+// up: for a TestCase, setUpModule and setUpClass when a kernel's tests
+// enter the module and the class, then ClassName("test_name") and setUp;
+// for another class, setup_class likewise, ClassName() and setup_method.
+// After the run come tearDown and the cleanups (addCleanup), or
+// teardown_method; tearDownClass, tearDownModule and teardown_class run
+// when the kernel's next test is of another class or module (as
+// unittest's suite runs them between groups of tests; the dispatcher keeps
+// a kernel on a module while it can), or when the kernel exits. A SkipTest
 // from a set-up skips the test; another exception there is an error "at
 // set-up", one in a tear-down an error naming it. Not supported: pytest
 // fixtures (a test that takes arguments no parametrize mark gives is a

@@ -777,9 +777,9 @@ def test_assert_then_skip():
 }
 
 // Test fixtures run as unittest and pytest run them: setUpModule and
-// setUpClass once per kernel, setUp before each test and tearDown and the
-// cleanups after it (also after a failure), tearDownClass and
-// tearDownModule when the kernel exits; pytest's setup_method and
+// setUpClass once per group of tests, setUp before each test and tearDown
+// and the cleanups after it (also after a failure), tearDownClass and
+// tearDownModule when the tests move on; pytest's setup_method and
 // teardown_method. A cleanup undoes what its test changed before the next
 // test on the same kernel runs. A SkipTest from setUp or setUpClass skips;
 // another exception in setUp is an error at set-up, one in tearDown an
@@ -789,6 +789,10 @@ func TestRunUnitTestFixtures(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "fixtures.log")
 	root := project(t, map[string]string{
 		"state.py": fmt.Sprintf("LOG = %q\nflag = ['original']\n", logPath),
+		// Run after test_fix.py on the same kernel: test_fix's module
+		// tear-down comes first.
+		"test_other.py": "import unittest\n\nimport state\n\n\nclass Other(unittest.TestCase):\n    def test_note(self):\n" +
+			"        with open(state.LOG, 'a') as f:\n            f.write(\"other module's test\\n\")\n",
 		"test_fix.py": `import os
 import unittest
 
@@ -893,7 +897,7 @@ class TestXunit:
 		"test_fix:Ordered.test_c_fails failed\ntest_fix:SkipsInSetUp.test_never_runs skipped\n" +
 		"test_fix:SkipsInSetUpClass.test_one skipped\ntest_fix:BrokenSetUp.test_x error\n" +
 		"test_fix:BrokenTearDown.test_passes error\ntest_fix:BrokenTearDown.test_fails error\n" +
-		"test_fix:TestXunit.test_ready passed\n"
+		"test_fix:TestXunit.test_ready passed\ntest_other:Other.test_note passed\n"
 	if got := outline(rep); got != want {
 		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
 	}
@@ -917,8 +921,9 @@ class TestXunit:
 		t.Errorf("set-up error without a traceback: %+v", d)
 	}
 
-	// The order of the fixture calls; tearDownClass and tearDownModule
-	// when the kernel exited (the engine is stopped when Run returns).
+	// The order of the fixture calls: tearDownClass when the next test is
+	// of another class, tearDownModule when it is of another module, as
+	// unittest's suite runs them.
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -932,11 +937,12 @@ setUp test_b_sees_state_restored
 tearDown test_b_sees_state_restored
 setUp test_c_fails
 tearDown test_c_fails
+tearDownClass
 cleanup after a failed setUp
 setup_method test_ready
 teardown_method test_ready
-tearDownClass
 tearDownModule
+other module's test
 `
 	if string(data) != wantLog {
 		t.Errorf("fixture calls:\n%s\nwant:\n%s", data, wantLog)

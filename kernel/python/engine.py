@@ -380,6 +380,7 @@ class Engine:
         frame.param_stamp = self.next_stamp()
         frame.args_key = key
         frame.args_fresh = True
+        frame.func_class, frame.self_name = run.class_cell(func)
         own = getattr(func, "__qualname__", qualname)
         same_module = getattr(func, "__module__", None) == getattr(module, "__name__", rec.name)
         frame.code_qualname = own if own != qualname and same_module and "<locals>" not in own else None
@@ -412,6 +413,7 @@ class Engine:
         pointer = (module, qualname)
         if frame.pointer != pointer:
             frame.reset(pointer)
+        frame.func_class, frame.self_name = run.class_cell(func)
         if frame.param_stamp != entry.stamp:
             try:
                 frame.params = run.bind_arguments(func, lead + list(args), kwargs)

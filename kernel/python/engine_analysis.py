@@ -27,7 +27,15 @@ import ast
 import types
 
 VALUE_HOOK = "__ripple_value__"
-CALL_HOOK = "__ripple_call__"
+# A statement's direct call f(a, k=b) runs as
+# CALLEE_HOOK(f)(*ARGS_HOOK(a, k=b), **KWARGS_HOOK()): the hooks record the
+# callee and the arguments, and the call itself is made by the statement's
+# own code, so the callee's caller frame is the user's (sys._getframe(1)
+# in namedtuple, Enum's functional API, logging and warnings see the
+# statement, not the engine).
+CALLEE_HOOK = "__ripple_callee__"
+ARGS_HOOK = "__ripple_args__"
+KWARGS_HOOK = "__ripple_kwargs__"
 RETURN_HOOK = "__ripple_return__"
 
 _COMPOUND = tuple(
@@ -79,9 +87,10 @@ class Analyzer:
             self._infos[text] = info
         return info
 
-    def code(self, filename, text, node, flags=0):
-        """Code object of the transformed statement node, positioned at node."""
-        slot_key = (filename, text, node.col_offset, flags)
+    def code(self, filename, text, node, flags=0, self_name=None):
+        """Code object of the transformed statement node, positioned at node.
+        self_name: see compile_statement."""
+        slot_key = (filename, text, node.col_offset, flags, self_name)
         slot = self._codes.get(slot_key)
         if slot is None:
             if len(self._codes) > _CACHE_LIMIT:
@@ -93,7 +102,7 @@ class Analyzer:
             if base is None:
                 # Compiled once at line 1, then moved: a statement that only
                 # changed lines is not compiled again.
-                base = slot[1] = compile_statement(node, filename, flags, first_line=1)
+                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name)
             code = _shift(base, node.lineno - 1)
             slot[node.lineno] = code
         return code
@@ -612,16 +621,25 @@ def _all_args(args):
 # -- transformation and compilation --------------------------------------------
 
 
-def compile_statement(node, filename, flags=0, first_line=None):
+def compile_statement(node, filename, flags=0, first_line=None, self_name=None):
     """Compile one body statement so that it reports its value.
 
     The value of an assignment, annotated assignment, expression statement
-    or return is passed through VALUE_HOOK, or through CALL_HOOK when it is a
-    call (so the run can see the callee and the arguments); every ``return``
+    or return is passed through VALUE_HOOK; when it is a call, its callee
+    and arguments go through CALLEE_HOOK, ARGS_HOOK and KWARGS_HOOK first
+    (so the run can see them; the call stays the statement's); every ``return``
     outside nested scopes becomes a call of RETURN_HOOK, which raises. Line
     numbers and columns stay the user's, so tracebacks point at the source.
+
+    self_name: the statement is in a method whose first parameter is
+    self_name and whose class the run puts in the namespace as __class__:
+    a zero-argument super() becomes super(__class__, self_name), which the
+    compiler does for a method's own code (a statement compiled on its own
+    has neither the __class__ cell nor the method's first argument).
     """
     new = _transform(node)
+    if self_name is not None:
+        new = _SuperRewriter(self_name).visit(new)
     if first_line is not None and first_line != new.lineno:
         ast.increment_lineno(new, first_line - new.lineno)
     module = ast.Module(body=[new], type_ignores=[])
@@ -636,13 +654,18 @@ def compile_expression(source, filename="<ripple>"):
 
 def _wrap(value):
     if isinstance(value, ast.Call):
-        call = ast.Call(
-            func=ast.Name(id=CALL_HOOK, ctx=ast.Load()),
-            args=[value.func] + list(value.args),
-            keywords=list(value.keywords),
-        )
-    else:
-        call = ast.Call(func=ast.Name(id=VALUE_HOOK, ctx=ast.Load()), args=[value], keywords=[])
+        orig = value
+        callee = ast.Call(func=ast.Name(id=CALLEE_HOOK, ctx=ast.Load()), args=[orig.func], keywords=[])
+        record = ast.Call(func=ast.Name(id=ARGS_HOOK, ctx=ast.Load()), args=list(orig.args), keywords=list(orig.keywords))
+        kwargs = ast.Call(func=ast.Name(id=KWARGS_HOOK, ctx=ast.Load()), args=[], keywords=[])
+        starred = ast.Starred(value=record, ctx=ast.Load())
+        spread = ast.keyword(arg=None, value=kwargs)
+        value = ast.Call(func=callee, args=[starred], keywords=[spread])
+        # Every new node takes the call's place: a traceback through the
+        # call points at the user's call.
+        for node in (value, callee, callee.func, record, record.func, kwargs, kwargs.func, starred, spread):
+            ast.copy_location(node, orig)
+    call = ast.Call(func=ast.Name(id=VALUE_HOOK, ctx=ast.Load()), args=[value], keywords=[])
     ast.copy_location(call, value)
     ast.copy_location(call.func, value)
     return call
@@ -692,6 +715,30 @@ def _transform(node):
     _ReturnRewriter().visit(node)
     _fix_nested(node)
     return node
+
+
+class _SuperRewriter(ast.NodeTransformer):
+    """super() -> super(__class__, self_name), outside nested scopes
+    (compile_statement)."""
+
+    def __init__(self, self_name):
+        self.self_name = self_name
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args and not node.keywords:
+            node.args = [
+                ast.copy_location(ast.Name(id="__class__", ctx=ast.Load()), node),
+                ast.copy_location(ast.Name(id=self.self_name, ctx=ast.Load()), node),
+            ]
+        return node
+
+    def visit_FunctionDef(self, node):
+        return node  # a nested def has its own super()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
 
 
 class _ReturnRewriter(ast.NodeTransformer):

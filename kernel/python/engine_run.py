@@ -378,6 +378,44 @@ def _immutable(value, depth=0):
     return False
 
 
+def _declared_globals(plan):
+    """The module globals a function's body writes by name (outside nested
+    scopes): those it declares `global`, and those it assigns as
+    globals()['NAME'] (a name that may also be one of its locals: in the
+    engine's namespace the two are one entry)."""
+    names = set()
+    todo = [ps.node for ps in plan.stmts]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_globals_call(node.value):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                names.add(key.value)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+def _is_globals_call(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals" and not node.args
+
+
+def class_cell(func):
+    """(class, first parameter name) of a function whose code has a
+    __class__ cell (a method that uses super() or __class__), else
+    (None, None)."""
+    code = getattr(func, "__code__", None)
+    if code is None or "__class__" not in code.co_freevars or not func.__closure__ or not code.co_argcount:
+        return None, None
+    try:
+        cls = func.__closure__[code.co_freevars.index("__class__")].cell_contents
+    except ValueError:  # an empty cell
+        return None, None
+    return cls, code.co_varnames[0]
+
+
 class Frame:
     """One level of a context's stack and its caches.
 
@@ -401,6 +439,12 @@ class Frame:
         # The arguments were evaluated by this request and no statement has
         # run on them yet: they are as fresh as a refresh would make them.
         self.args_fresh = False
+        # The class of a method that uses super() or __class__ (its
+        # __class__ cell) and the name of its first parameter, for the
+        # statements' zero-argument super() (compile_statement).
+        self.func_class = None
+        self.self_name = None
+        self.declared_globals = None  # (plan, names it declares global)
         self.reached = set()  # ids applied or run without a panic in the last run
         self.panicked = {}  # id -> (message, trace) of the last run
         # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
@@ -418,6 +462,8 @@ class Frame:
         self.args_key = None
         self.code_qualname = None
         self.args_fresh = False
+        self.func_class = None
+        self.self_name = None
         self.mutlog = {}
 
 
@@ -448,12 +494,19 @@ class _Hooks:
         self.has = True
         return value
 
-    def call_hook(self, func, /, *args, **kwargs):
-        self.call = (func, args, kwargs)
-        result = func(*args, **kwargs)
-        self.value = result
-        self.has = True
-        return result
+    # CALLEE_HOOK(f)(*ARGS_HOOK(a, k=b), **KWARGS_HOOK()) (engine_analysis):
+    # Python evaluates the callee, then the arguments, then calls.
+
+    def callee_hook(self, func):
+        self.call = (func, (), {})
+        return func
+
+    def args_hook(self, /, *args, **kwargs):
+        self.call = (self.call[0], args, kwargs)
+        return args
+
+    def kwargs_hook(self):
+        return self.call[2]
 
     @staticmethod
     def return_hook(value):
@@ -714,8 +767,12 @@ class Runner:
             ns.pop(name, None)
         ns.update(frame.params)
         hooks = _Hooks()
+        if frame.func_class is not None:
+            ns["__class__"] = frame.func_class
         ns[analysis.VALUE_HOOK] = hooks.value_hook
-        ns[analysis.CALL_HOOK] = hooks.call_hook
+        ns[analysis.CALLEE_HOOK] = hooks.callee_hook
+        ns[analysis.ARGS_HOOK] = hooks.args_hook
+        ns[analysis.KWARGS_HOOK] = hooks.kwargs_hook
         ns[analysis.RETURN_HOOK] = hooks.return_hook
 
         reported = frame.reported
@@ -799,9 +856,19 @@ class Runner:
         hooks.reset()
         returned = False
         mutated = [ns[n] for n in info.mutates if n in ns and not _immutable(ns[n])]
+        # The statement reads module globals as they are now: a function it
+        # or an earlier statement called may have rebound one since the
+        # namespace was filled.
+        for name, kind, _ in ps.deps:
+            if kind == GLOBAL:
+                value = module_dict.get(name, DELETED)
+                if value is not DELETED and ns.get(name, DELETED) is not value:
+                    ns[name] = value
+        size = len(ns)
         started = time.perf_counter_ns()
         try:
-            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags)
+            self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
+            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name)
             with self.kernel.user_code():
                 started = time.perf_counter_ns()
                 try:
@@ -814,6 +881,7 @@ class Runner:
                     # Logged even when it raised or was interrupted: its
                     # partial effects make the objects dirty.
                     self._log_mutations(frame, mutated, ps.id, stamp)
+                    self._write_globals(frame, plan, ns, module_dict, size)
                 elapsed = time.perf_counter_ns() - started
                 if hooks.has:
                     value = hooks.value
@@ -860,6 +928,25 @@ class Runner:
         if top and ps.id in vis_by_id:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
         return returned
+
+    def _write_globals(self, frame, plan, ns, module_dict, size):
+        """Carry a statement's writes of module globals to the module, as
+        the function's own code would make them: the names the function
+        declares `global`, and names it added with globals()[...] (any new
+        name of the namespace that is not the function's)."""
+        declared = frame.declared_globals
+        if declared is None or declared[0] is not plan:
+            declared = frame.declared_globals = (plan, _declared_globals(plan))
+        for name in declared[1]:
+            value = ns.get(name, DELETED)
+            if value is DELETED:
+                module_dict.pop(name, None)
+            elif module_dict.get(name, DELETED) is not value:
+                module_dict[name] = value
+        if len(ns) > size:
+            for name in [n for n in ns if n not in module_dict and n not in plan.bound and n not in frame.params
+                         and not n.startswith("__ripple_") and n != "__class__"]:
+                module_dict[name] = ns[name]
 
     @staticmethod
     def _log_mutations(frame, objects, expression_id, stamp):

@@ -64,6 +64,49 @@ class Execution(EngineTestCase):
         self.assertEqual(run.result, {"status": "complete"})
         self.assertEqual(run.values()["main:Base.m/x"], "42")
 
+    def test_called_functions_see_the_statement_as_their_caller(self):
+        # The engine records a statement's call without calling through a
+        # frame of its own: APIs that look at their caller (namedtuple's
+        # __module__, logging, warnings) see the user's module.
+        s = self.session({"main": "import sys\nfrom collections import namedtuple\n\n\n"
+                                  "def caller():\n    return sys._getframe(1).f_globals.get('__name__')\n\n\n"
+                                  "def main():\n    who = caller()\n    P = namedtuple('P', 'x')\n    where = P.__module__\n"})
+        values = s.run().values()
+        self.assertEqual(values["main:main/who"], "'main'")
+        self.assertEqual(values["main:main/where"], "'main'")
+
+    def test_zero_argument_super_in_a_method(self):
+        # super() and __class__ work in a method's statements as in the
+        # method: in an ExplicitCall of the method and in a LocalCall into it.
+        s = self.session({"main": "class Base:\n    def greet(self):\n        return 'base'\n\n\n"
+                                  "class Sub(Base):\n    def greet(self):\n        parent = super().greet()\n"
+                                  "        me = __class__.__name__\n        return parent + '+sub'\n\n\n"
+                                  "def main():\n    g = Sub().greet()\n"})
+        run = s.run(main_stack(owner="Sub", name="greet", this="Sub()"))
+        self.assertEqual(run.values(), {"main:Sub.greet/parent": "'base'", "main:Sub.greet/me": "'Sub'",
+                                        "main:Sub.greet/return": "'base+sub'"})
+        s.run()
+        self.assertEqual(s.view()["main:main/g"], "'base+sub'")
+        run = s.run(main_stack() + [{"type": "LocalCall", "expressionId": "main:main/g"}])
+        self.assertEqual(run.values(1)["main:Sub.greet/parent"], "'base'")
+
+    def test_module_globals_written_and_rebound(self):
+        # A statement sees a module global a called function rebound, and
+        # a function's `global` and globals()[...] writes reach the module
+        # (its functions and later statements see them).
+        s = self.session({"main": "counter = 0\n\n\ndef bump():\n    global counter\n    counter += 1\n\n\n"
+                                  "def read_flag():\n    return flag\n\n\n"
+                                  "def main():\n    bump()\n    seen = counter\n    global flag\n    flag = 'set'\n"
+                                  "    via = read_flag()\n    globals()['extra'] = 5\n    got = extra\n"
+                                  "    class Local:\n        pass\n    globals()['Local'] = Local\n"})
+        values = s.run().values()
+        self.assertEqual(values["main:main/seen"], "1")
+        self.assertEqual(values["main:main/via"], "'set'")
+        self.assertEqual(values["main:main/got"], "5")
+        module = s.engine.modules.ensure("main").module
+        self.assertEqual((module.counter, module.flag, module.extra), (1, "set", 5))
+        self.assertEqual(module.Local.__name__, "Local")  # a local published by globals()[...]
+
     def test_closures_see_current_locals(self):
         s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
         self.assertEqual(s.run().values()["main:main/y"], "5")
