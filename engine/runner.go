@@ -60,6 +60,8 @@ type executeParams struct {
 	// Finalize: run the tear-downs of the test's set-up after the run
 	// (batch mode; kernel/PROTOCOL.md).
 	Finalize bool `json:"finalize,omitempty"`
+	// RunOnce: cache no statement, the context runs once (batch mode).
+	RunOnce bool `json:"runOnce,omitempty"`
 }
 
 type executeResult struct {
@@ -103,7 +105,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	if !job.Invalidate.IsEmpty() {
 		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch}
+	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch, RunOnce: e.cfg.Batch}
 	for i, f := range stack {
 		params.Stack[i] = toKernelFrame(f.Item)
 	}

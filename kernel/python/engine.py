@@ -178,16 +178,17 @@ class Engine:
         return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
 
     def execute(self, params):
-        context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize = _execute_params(params)
+        context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize, run_once = _execute_params(params)
+        batch = (stop_at_skip, run_once)
         if not finalize:
-            return self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
+            return self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, batch)
         # A batch run: the tear-downs its test's set-up registered (through
         # the module _ripple_testing, engine_testing.py) run after it, the
         # last registered first, all of them; one that raises fails the run.
         _install_testing(self)
         self.teardowns = []
         try:
-            result = self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip)
+            result = self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, batch)
         except BaseException:
             self.teardowns = None  # interrupted: tearing down could hang as the test did
             raise
@@ -216,7 +217,7 @@ class Engine:
         if self.teardowns is not None:
             self.teardowns.append((stage, fn))
 
-    def _execute(self, context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip):
+    def _execute(self, context_id, generation, drops, stack, invalidate, wanted, visualizations, batch):
         # Contexts destroyed since the last request ride along with the next
         # run on this kernel instead of costing a round trip of their own.
         self._drop(drops)
@@ -242,7 +243,7 @@ class Engine:
             for vis in visualizations:
                 if vis.get("apply") or vis.get("oneshot"):
                     wanted.add(vis["expressionId"])
-        runner = run.Runner(self, self.kernel.emit_progress, stop_at_skip)
+        runner = run.Runner(self, self.kernel.emit_progress, *batch)
         try:
             for depth, item in enumerate(stack):
                 if depth == len(ctx.frames):
@@ -616,4 +617,7 @@ def _execute_params(params):
     finalize = params.get("finalize", False)
     if type(finalize) is not bool:
         raise ValueError("execute: finalize must be a boolean")
-    return context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize
+    run_once = params.get("runOnce", False)
+    if type(run_once) is not bool:
+        raise ValueError("execute: runOnce must be a boolean")
+    return context_id, generation, drops, stack, invalidate, wanted, visualizations, stop_at_skip, finalize, run_once

@@ -87,10 +87,10 @@ class Analyzer:
             self._infos[text] = info
         return info
 
-    def code(self, filename, text, node, flags=0, self_name=None):
+    def code(self, filename, text, node, flags=0, self_name=None, func_name=None):
         """Code object of the transformed statement node, positioned at node.
-        self_name: see compile_statement."""
-        slot_key = (filename, text, node.col_offset, flags, self_name)
+        self_name, func_name: see compile_statement."""
+        slot_key = (filename, text, node.col_offset, flags, self_name, func_name)
         slot = self._codes.get(slot_key)
         if slot is None:
             if len(self._codes) > _CACHE_LIMIT:
@@ -102,7 +102,7 @@ class Analyzer:
             if base is None:
                 # Compiled once at line 1, then moved: a statement that only
                 # changed lines is not compiled again.
-                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name)
+                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name, func_name=func_name)
             code = _shift(base, node.lineno - 1)
             slot[node.lineno] = code
         return code
@@ -621,7 +621,7 @@ def _all_args(args):
 # -- transformation and compilation --------------------------------------------
 
 
-def compile_statement(node, filename, flags=0, first_line=None, self_name=None):
+def compile_statement(node, filename, flags=0, first_line=None, self_name=None, func_name=None):
     """Compile one body statement so that it reports its value.
 
     The value of an assignment, annotated assignment, expression statement
@@ -636,6 +636,10 @@ def compile_statement(node, filename, flags=0, first_line=None, self_name=None):
     a zero-argument super() becomes super(__class__, self_name), which the
     compiler does for a method's own code (a statement compiled on its own
     has neither the __class__ cell nor the method's first argument).
+
+    func_name: the name of the function the statement belongs to, given to
+    its code so that a traceback or sys._getframe().f_code.co_name shows
+    the function, not "<module>".
     """
     new = _transform(node)
     if self_name is not None:
@@ -644,7 +648,12 @@ def compile_statement(node, filename, flags=0, first_line=None, self_name=None):
         ast.increment_lineno(new, first_line - new.lineno)
     module = ast.Module(body=[new], type_ignores=[])
     ast.fix_missing_locations(module)
-    return compile(module, filename, "exec", flags=flags, dont_inherit=True)
+    code = compile(module, filename, "exec", flags=flags, dont_inherit=True)
+    if func_name:
+        code = code.replace(co_name=func_name)
+        if hasattr(code, "co_qualname"):
+            code = code.replace(co_qualname=func_name)
+    return code
 
 
 def compile_expression(source, filename="<ripple>"):

@@ -533,8 +533,11 @@ def is_skip_outcome(exc):
 class Runner:
     """Runs frames for one execute request."""
 
-    def __init__(self, engine, emit, stop_at_skip=False):
+    def __init__(self, engine, emit, stop_at_skip=False, run_once=False):
         self.stop_at_skip = stop_at_skip  # execute's stopAtSkip (kernel/PROTOCOL.md)
+        # execute's runOnce: no statement is cached (values, bindings,
+        # mutation logs), so objects die when the code releases them.
+        self.run_once = run_once
         self.engine = engine
         self.kernel = engine.kernel
         self.modules = engine.modules
@@ -868,7 +871,7 @@ class Runner:
         started = time.perf_counter_ns()
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
-            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name)
+            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
             with self.kernel.user_code():
                 started = time.perf_counter_ns()
                 try:
@@ -880,7 +883,8 @@ class Runner:
                 finally:
                     # Logged even when it raised or was interrupted: its
                     # partial effects make the objects dirty.
-                    self._log_mutations(frame, mutated, ps.id, stamp)
+                    if not self.run_once:
+                        self._log_mutations(frame, mutated, ps.id, stamp)
                     self._write_globals(frame, plan, ns, module_dict, size)
                 elapsed = time.perf_counter_ns() - started
                 if hooks.has:
@@ -905,12 +909,14 @@ class Runner:
             self.emit({"type": "diagnostic", "diagnostic": diag})
             update = _update(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
             frame.reported[ps.id] = update
-            self._register_objects(frame, ns, info, ps.id)
+            if not self.run_once:
+                self._register_objects(frame, ns, info, ps.id)
             self.emit({"type": "updates", "depth": depth, "updates": [update]})
             # A skip or xfail outcome ends the test here, as a return would.
             return self.stop_at_skip and is_skip_outcome(exc)
         bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
-        self._register_objects(frame, ns, info, ps.id)
+        if not self.run_once:
+            self._register_objects(frame, ns, info, ps.id)
         update = _update(ps, {"type": "Value", "preview": preview}, elapsed)
         update["type"] = type_name
         call = hooks.call
@@ -921,7 +927,8 @@ class Runner:
             else:
                 call = None
         entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call)
-        frame.cache[ps.id] = entry
+        if not self.run_once:
+            frame.cache[ps.id] = entry
         frame.reported[ps.id] = update
         self.kernel.flush_output()
         self.emit({"type": "updates", "depth": depth, "updates": [update]})

@@ -133,7 +133,7 @@ class Session:
         return self.engine.compile({"modules": mods, "removed": list(removed)})
 
     def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None,
-            stop_at_skip=None):
+            stop_at_skip=None, run_once=None):
         stack = stack or main_stack()
         self.kernel.events = []
         out = io.StringIO()
@@ -149,6 +149,8 @@ class Session:
             params["drop"] = drop
         if stop_at_skip is not None:
             params["stopAtSkip"] = stop_at_skip
+        if run_once is not None:
+            params["runOnce"] = run_once
         with contextlib.redirect_stdout(out):
             try:
                 result = self.engine.execute(params)

@@ -70,9 +70,11 @@ class Execution(EngineTestCase):
         # __module__, logging, warnings) see the user's module.
         s = self.session({"main": "import sys\nfrom collections import namedtuple\n\n\n"
                                   "def caller():\n    return sys._getframe(1).f_globals.get('__name__')\n\n\n"
-                                  "def main():\n    who = caller()\n    P = namedtuple('P', 'x')\n    where = P.__module__\n"})
+                                  "def main():\n    who = caller()\n    P = namedtuple('P', 'x')\n    where = P.__module__\n"
+                                  "    name = sys._getframe().f_code.co_name\n"})
         values = s.run().values()
         self.assertEqual(values["main:main/who"], "'main'")
+        self.assertEqual(values["main:main/name"], "'main'")  # the statement's code is named after its function
         self.assertEqual(values["main:main/where"], "'main'")
 
     def test_zero_argument_super_in_a_method(self):
@@ -106,6 +108,17 @@ class Execution(EngineTestCase):
         module = s.engine.modules.ensure("main").module
         self.assertEqual((module.counter, module.flag, module.extra), (1, "set", 5))
         self.assertEqual(module.Local.__name__, "Local")  # a local published by globals()[...]
+
+    def test_run_once_keeps_no_object_alive(self):
+        # runOnce (batch): an object the code releases dies, as in a plain
+        # call; the server's cache keeps it for later runs.
+        source = ("import gc\nimport weakref\n\n\nclass Thing:\n    pass\n\n\n"
+                  "def main():\n    t = Thing()\n    t.items = [1]\n    ref = weakref.ref(t)\n    t = None\n"
+                  "    gc.collect()\n    alive = ref() is not None\n")
+        s = self.session({"main": source})
+        self.assertEqual(s.run(run_once=True).values()["main:main/alive"], "False")
+        s = self.session({"main": source})
+        self.assertEqual(s.run().values()["main:main/alive"], "True")
 
     def test_closures_see_current_locals(self):
         s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
@@ -336,6 +349,8 @@ class BadInput(EngineTestCase):
             ({"contextId": "c", "stack": [explicit], "visualizations": [{"visualizationId": "v"}]}, "needs a string expressionId"),
             ({"contextId": "c", "stack": [dict(explicit, positionalArgumentsExpressions=[1])]}, "must be a list of strings"),
             ({"contextId": "c", "stack": [explicit], "stopAtSkip": "yes"}, "stopAtSkip must be a boolean"),
+            ({"contextId": "c", "stack": [explicit], "finalize": 1}, "finalize must be a boolean"),
+            ({"contextId": "c", "stack": [explicit], "runOnce": "no"}, "runOnce must be a boolean"),
         ]
         for params, message in cases:
             with self.subTest(message=message):
