@@ -384,7 +384,9 @@ def _declared_globals(plan):
     globals()['NAME'] (a name that may also be one of its locals: in the
     engine's namespace the two are one entry)."""
     names = set()
-    todo = [ps.node for ps in plan.stmts]
+    # Only statements whose text says so are walked: a plan is new after
+    # every edit, and walking a long body each time costs milliseconds.
+    todo = [ps.node for ps in plan.stmts if "global" in ps.text]
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Global):
@@ -885,7 +887,7 @@ class Runner:
                     # partial effects make the objects dirty.
                     if not self.run_once:
                         self._log_mutations(frame, mutated, ps.id, stamp)
-                    self._write_globals(frame, plan, ns, module_dict, size)
+                    self._write_globals(frame, plan, ps.text, ns, module_dict, size)
                 elapsed = time.perf_counter_ns() - started
                 if hooks.has:
                     value = hooks.value
@@ -936,11 +938,13 @@ class Runner:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
         return returned
 
-    def _write_globals(self, frame, plan, ns, module_dict, size):
+    def _write_globals(self, frame, plan, text, ns, module_dict, size):
         """Carry a statement's writes of module globals to the module, as
         the function's own code would make them: the names the function
         declares `global`, and names it added with globals()[...] (any new
-        name of the namespace that is not the function's)."""
+        name of the namespace that is not the function's, looked for only
+        after a statement that says globals: the scan is of the whole
+        namespace)."""
         declared = frame.declared_globals
         if declared is None or declared[0] is not plan:
             declared = frame.declared_globals = (plan, _declared_globals(plan))
@@ -950,7 +954,7 @@ class Runner:
                 module_dict.pop(name, None)
             elif module_dict.get(name, DELETED) is not value:
                 module_dict[name] = value
-        if len(ns) > size:
+        if len(ns) > size and "globals" in text:
             for name in [n for n in ns if n not in module_dict and n not in plan.bound and n not in frame.params
                          and not n.startswith("__ripple_") and n != "__class__"]:
                 module_dict[name] = ns[name]

@@ -100,7 +100,8 @@ class Execution(EngineTestCase):
                                   "def read_flag():\n    return flag\n\n\n"
                                   "def main():\n    bump()\n    seen = counter\n    global flag\n    flag = 'set'\n"
                                   "    via = read_flag()\n    globals()['extra'] = 5\n    got = extra\n"
-                                  "    class Local:\n        pass\n    globals()['Local'] = Local\n"})
+                                  "    class Local:\n        pass\n    globals()['Local'] = Local\n"
+                                  "    key = 'dyn'\n    globals()[key] = 7\n"})
         values = s.run().values()
         self.assertEqual(values["main:main/seen"], "1")
         self.assertEqual(values["main:main/via"], "'set'")
@@ -108,6 +109,7 @@ class Execution(EngineTestCase):
         module = s.engine.modules.ensure("main").module
         self.assertEqual((module.counter, module.flag, module.extra), (1, "set", 5))
         self.assertEqual(module.Local.__name__, "Local")  # a local published by globals()[...]
+        self.assertEqual(module.dyn, 7)  # a name only known at run time
 
     def test_run_once_keeps_no_object_alive(self):
         # runOnce (batch): an object the code releases dies, as in a plain
