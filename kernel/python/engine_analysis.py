@@ -90,21 +90,23 @@ class Analyzer:
     def code(self, filename, text, node, flags=0, self_name=None, func_name=None):
         """Code object of the transformed statement node, positioned at node.
         self_name, func_name: see compile_statement."""
-        slot_key = (filename, text, node.col_offset, flags, self_name, func_name)
+        slot_key = (filename, text, node.col_offset, flags, self_name)
         slot = self._codes.get(slot_key)
         if slot is None:
             if len(self._codes) > _CACHE_LIMIT:
                 self._codes.clear()
             slot = self._codes[slot_key] = {}
-        code = slot.get(node.lineno)
+        # The same text in two functions (test_a's "x = 1" and test_b's) is
+        # compiled once: only the code's name and lines differ.
+        code = slot.get((node.lineno, func_name))
         if code is None:
             base = slot.get(1)
             if base is None:
                 # Compiled once at line 1, then moved: a statement that only
                 # changed lines is not compiled again.
-                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name, func_name=func_name)
-            code = _shift(base, node.lineno - 1)
-            slot[node.lineno] = code
+                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name)
+            code = _named(_shift(base, node.lineno - 1), func_name)
+            slot[(node.lineno, func_name)] = code
         return code
 
 
@@ -648,12 +650,16 @@ def compile_statement(node, filename, flags=0, first_line=None, self_name=None, 
         ast.increment_lineno(new, first_line - new.lineno)
     module = ast.Module(body=[new], type_ignores=[])
     ast.fix_missing_locations(module)
-    code = compile(module, filename, "exec", flags=flags, dont_inherit=True)
-    if func_name:
-        code = code.replace(co_name=func_name)
-        if hasattr(code, "co_qualname"):
-            code = code.replace(co_qualname=func_name)
-    return code
+    return _named(compile(module, filename, "exec", flags=flags, dont_inherit=True), func_name)
+
+
+def _named(code, func_name):
+    """code named func_name (see compile_statement); unchanged for None."""
+    if not func_name:
+        return code
+    if hasattr(code, "co_qualname"):
+        return code.replace(co_name=func_name, co_qualname=func_name)
+    return code.replace(co_name=func_name)
 
 
 def compile_expression(source, filename="<ripple>"):
