@@ -104,7 +104,8 @@ class Analyzer:
             if base is None:
                 # Compiled once at line 1, then moved: a statement that only
                 # changed lines is not compiled again.
-                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name)
+                base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name,
+                                                   nonlocals="nonlocal" in text, returns="return" in text)
             code = _named(_shift(base, node.lineno - 1), func_name)
             slot[(node.lineno, func_name)] = code
         return code
@@ -623,7 +624,8 @@ def _all_args(args):
 # -- transformation and compilation --------------------------------------------
 
 
-def compile_statement(node, filename, flags=0, first_line=None, self_name=None, func_name=None):
+def compile_statement(node, filename, flags=0, first_line=None, self_name=None, func_name=None, nonlocals=True,
+                      returns=True):
     """Compile one body statement so that it reports its value.
 
     The value of an assignment, annotated assignment, expression statement
@@ -642,8 +644,12 @@ def compile_statement(node, filename, flags=0, first_line=None, self_name=None, 
     func_name: the name of the function the statement belongs to, given to
     its code so that a traceback or sys._getframe().f_code.co_name shows
     the function, not "<module>".
+
+    nonlocals, returns: whether the statement may contain a `nonlocal` or a
+    `return` (False when its text does not say so: rewriting them walks the
+    whole tree, a good part of the cost of compiling a statement).
     """
-    new = _transform(node)
+    new = _transform(node, nonlocals, returns)
     if self_name is not None:
         new = _SuperRewriter(self_name).visit(new)
     if first_line is not None and first_line != new.lineno:
@@ -717,18 +723,22 @@ def clone(node):
     return new
 
 
-def _transform(node):
+def _transform(node, nonlocals=True, returns=True):
     node = clone(node)
     if isinstance(node, (ast.Assign, ast.Expr)) or (isinstance(node, ast.AnnAssign) and node.value is not None):
         node.value = _wrap(node.value)
-        _fix_nested(node)
+        if nonlocals:
+            _fix_nested(node)
         return node
     if isinstance(node, ast.Return):
         new = _return_call(node)
-        _fix_nested(new)
+        if nonlocals:
+            _fix_nested(new)
         return new
-    _ReturnRewriter().visit(node)
-    _fix_nested(node)
+    if returns:
+        _ReturnRewriter().visit(node)
+    if nonlocals:
+        _fix_nested(node)
     return node
 
 
