@@ -66,38 +66,42 @@ func (c *Console) Started(entries []Entry, kernels int) {
 	c.total = len(entries)
 	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), plural(len(entries), "entry", "entries"), kernels, plural(kernels, "kernel", "kernels"))
 	// One line per module and condition, however many tests carry it.
-	type mark struct{ path, cond string }
-	var marks []mark
-	tests := make(map[mark]int)
-	for i := range entries {
-		for _, cond := range entries[i].UnresolvedMarks {
-			m := mark{entries[i].Path, cond}
-			if tests[m] == 0 {
-				marks = append(marks, m)
-			}
-			tests[m]++
-		}
-	}
-	for _, m := range marks {
+	for _, n := range perModule(entries, func(e *Entry) []string { return e.UnresolvedMarks }) {
 		fmt.Fprintf(c.w, "ripple run: %s: a skipif/xfail condition needs the module's names (%s): ignored, %d %s as if unmarked\n",
-			m.path, m.cond, tests[m], plural(tests[m], "test runs", "tests run"))
+			n.path, n.what, n.tests, plural(n.tests, "test runs", "tests run"))
 	}
 	// Likewise for the fixtures pytest would run around tests and ripple
 	// run does not.
-	var fixtures []mark
+	for _, n := range perModule(entries, func(e *Entry) []string { return e.NotRun }) {
+		fmt.Fprintf(c.w, "ripple run: %s: %s is not run by ripple run: %d %s without it\n",
+			n.path, n.what, n.tests, plural(n.tests, "test runs", "tests run"))
+	}
+}
+
+// moduleNote is one thing said of some tests of a module, and how many.
+type moduleNote struct {
+	path, what string
+	tests      int
+}
+
+// perModule gathers what notes() says of each entry by module, in the
+// order first seen, counting the tests of each.
+func perModule(entries []Entry, notes func(*Entry) []string) []moduleNote {
+	var out []moduleNote
+	index := make(map[[2]string]int)
 	for i := range entries {
-		for _, what := range entries[i].NotRun {
-			m := mark{entries[i].Path, what}
-			if tests[m] == 0 {
-				fixtures = append(fixtures, m)
+		for _, what := range notes(&entries[i]) {
+			key := [2]string{entries[i].Path, what}
+			j, ok := index[key]
+			if !ok {
+				j = len(out)
+				index[key] = j
+				out = append(out, moduleNote{path: entries[i].Path, what: what})
 			}
-			tests[m]++
+			out[j].tests++
 		}
 	}
-	for _, m := range fixtures {
-		fmt.Fprintf(c.w, "ripple run: %s: %s is not run by ripple run: %d %s without it\n",
-			m.path, m.cond, tests[m], plural(tests[m], "test runs", "tests run"))
-	}
+	return out
 }
 
 // Result implements Observer.
