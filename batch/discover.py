@@ -567,9 +567,14 @@ def class_functions(node, classes, seen=()):
     bases defined earlier in the module (depth first, left to right): the
     first definition of a name wins, as attribute lookup finds it."""
     out = {}
-    for fn in node.body:
-        if isinstance(fn, FUNCS):
-            out[fn.name] = fn
+    for stmt in node.body:
+        if isinstance(stmt, FUNCS):
+            out[stmt.name] = stmt
+        elif isinstance(stmt, ast.ClassDef):
+            out[stmt.name] = None
+        else:
+            for name in bound_names(stmt):
+                out[name] = None  # test_x = None hides an inherited test
     for base in node.bases:
         name = dotted(base)
         if name in classes and name not in seen:
@@ -661,7 +666,7 @@ def collect(tree):
             case = is_testcase(node, classes)
             classes[node.name] = node
         if isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or case):
-            functions = class_functions(node, classes)
+            functions = {k: v for k, v in class_functions(node, classes).items() if v is not None}
             if not case and ("__init__" in functions or "__new__" in functions):
                 found.pop(node.name, None)  # pytest does not collect it
                 continue

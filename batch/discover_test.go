@@ -462,6 +462,10 @@ class InheritsSetUp(WithSetUp):
         pass
 
 
+class HidesOne(WithSetUp):
+    test_uses_setup = None  # not a test here, as at run time
+
+
 class ForeignBase(helpers.Base, unittest.TestCase):
     def test_foreign(self):
         pass
@@ -483,7 +487,7 @@ class NotATest:
 test_cases:InheritsSetUp.test_uses_setup test_cases.py:16
 test_cases:WithSetUp.test_uses_setup test_cases.py:16
 test_cases:InheritsSetUp.test_inherited test_cases.py:21
-test_cases:ForeignBase.test_foreign test_cases.py:26
+test_cases:ForeignBase.test_foreign test_cases.py:30
 `
 	if got := entryLines(es); got != want {
 		t.Fatalf("entries:\n%s\nwant:\n%s", got, want)
