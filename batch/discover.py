@@ -50,7 +50,10 @@ test does not ask for but pytest would run around it are listed in its
 "notRun" for the console to say so: autouse fixtures (of its module, its
 class, or a conftest.py of its directory or a parent up to the project
 root) and module-level xunit functions (setup_module, teardown_module,
-setup_function, teardown_function).
+setup_function, teardown_function); so are a test's own decorators other
+than marks: the engine runs the function's own body, so a wrapper (a
+mock.patch, a retry) is not applied. A test whose parameters a decorator
+may supply is skipped, saying so.
 
 Conditional marks (pytest.mark.skipif, unittest.skipIf / skipUnless, the
 conditions of pytest.mark.xfail) are decided here, as pytest decides them
@@ -234,9 +237,16 @@ def test_entries(fn, cls_name, cls_marks, scope_params, cls_body=()):
         own_scope = (cls_name, class_names(cls_body), dict(CONSTANTS, **constants_of(cls_body, CONSTANTS)))
     marks = [(d, own_scope) for d in reversed(fn.decorator_list) if dotted(d) in PARAMETRIZE_MARKS]
     marks += [(d, None) for d in scope_params]
+    wrappers = decorators_not_applied(fn)
+    if wrappers:
+        base["decorators"] = wrappers
     if not marks:
         if not base["skip"] and params:
-            base["skip"] = "takes arguments (%s): pytest fixtures are not supported by ripple run" % ", ".join(params)
+            if wrappers:
+                base["skip"] = ("takes arguments (%s), which its decorator (%s) may supply: ripple run runs the "
+                                "function's own body, without its decorators" % (", ".join(params), ", ".join(wrappers)))
+            else:
+                base["skip"] = "takes arguments (%s): pytest fixtures are not supported by ripple run" % ", ".join(params)
         return [base]
     cases, why = parametrize_cases(marks)
     if why is None and not cases:
@@ -271,6 +281,22 @@ def test_entries(fn, cls_name, cls_marks, scope_params, cls_body=()):
 
 
 PARAMETRIZE_MARKS = {"pytest.mark.parametrize", "mark.parametrize", "parametrize"}
+# Decorators that only mark a test (or bind it as a method): everything
+# else wraps it, and the engine runs the function's own body without the
+# wrapper (a mock.patch does not patch), which the console says.
+MARKING_DECORATORS = {"staticmethod", "classmethod"} | SKIP_MARKS | SKIPIF_MARKS | SKIPUNLESS_MARKS | XFAIL_MARKS
+
+
+def decorators_not_applied(fn):
+    """The source of the decorators of a test that ripple run does not
+    apply (see MARKING_DECORATORS; any pytest.mark.* only marks)."""
+    out = []
+    for dec in fn.decorator_list:
+        name = dotted(dec)
+        if name in MARKING_DECORATORS or name.startswith(("pytest.mark.", "mark.")):
+            continue
+        out.append(source_of(dec))
+    return out
 PARAM_CALLS = {"pytest.param", "param"}
 
 
@@ -636,7 +662,7 @@ def not_run(tests, tree, path):
     for t in tests:
         if t["skip"]:
             continue
-        items = list(module_level)
+        items = list(module_level) + ["decorator @%s" % d for d in t.get("decorators", ())]
         if t["class"]:
             cls = classes.get(t["class"])
             if cls is not None:

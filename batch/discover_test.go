@@ -678,7 +678,11 @@ func TestDiscoverNotRunFixtures(t *testing.T) {
 	root := project(t, map[string]string{
 		"conftest.py":       "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef env():\n    pass\n\n\n@pytest.fixture\ndef db():\n    return 1\n",
 		"tests/conftest.py": "import pytest\n\n\n@pytest.fixture(autouse=True, name='reset')\ndef _reset():\n    yield\n",
-		"tests/test_a.py": `import pytest
+		"tests/test_a.py": `from unittest import mock
+
+import pytest
+
+from helpers import retry
 
 
 def setup_module(module):
@@ -709,6 +713,17 @@ class TestC:
 
     def test_m(self):
         pass
+
+
+@retry
+@pytest.mark.slow
+def test_wrapped():
+    pass
+
+
+@mock.patch("os.getcwd")
+def test_patched(getcwd):
+    pass
 `,
 		"test_plain.py": "def test_p():\n    pass\n",
 	})
@@ -726,17 +741,26 @@ class TestC:
 		"tests.test_a:test_two":     "",
 		"tests.test_a:TestC.test_m": module + "; autouse fixture per_class",
 		"test_plain:test_p":         "autouse fixture env (conftest.py)",
+		// A test's decorators other than marks are not applied.
+		"tests.test_a:test_wrapped": module + "; decorator @retry; setup_function",
+		"tests.test_a:test_patched": "",
 	}
 	for id, w := range want {
 		if got[id] != w {
 			t.Errorf("%s: not run %q, want %q", id, got[id], w)
 		}
 	}
+	for _, e := range es {
+		if e.ID() == "tests.test_a:test_patched" && !strings.Contains(e.Skip, `which its decorator (mock.patch("os.getcwd")) may supply`) {
+			t.Errorf("test_patched: skip reason %q", e.Skip)
+		}
+	}
 	var out bytes.Buffer
 	batch.NewConsole(&out, batch.ConsoleOptions{}).Started(es, 1)
 	for _, line := range []string{
-		"ripple run: tests/test_a.py: autouse fixture env (conftest.py) is not run by ripple run: 2 tests run without it\n",
-		"ripple run: tests/test_a.py: setup_function is not run by ripple run: 1 test runs without it\n",
+		"ripple run: tests/test_a.py: autouse fixture env (conftest.py) is not run by ripple run: 3 tests run without it\n",
+		"ripple run: tests/test_a.py: setup_function is not run by ripple run: 2 tests run without it\n",
+		"ripple run: tests/test_a.py: decorator @retry is not run by ripple run: 1 test runs without it\n",
 		"ripple run: test_plain.py: autouse fixture env (conftest.py) is not run by ripple run: 1 test runs without it\n",
 	} {
 		if !strings.Contains(out.String(), line) {

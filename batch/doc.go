@@ -70,7 +70,10 @@
 // skipped entry; the autouse fixtures that apply to a test, of its
 // module, class or a conftest.py, are listed in Entry.NotRun and named on
 // the console), module-level xunit functions (setup_module,
-// setup_function: listed likewise), IsolatedAsyncioTestCase (skipped),
+// setup_function: listed likewise), a test's decorators other than marks
+// (the engine runs the function's own body, so a wrapper such as
+// mock.patch is not applied: listed likewise; a test whose parameters a
+// decorator may supply is skipped saying so), IsolatedAsyncioTestCase (skipped),
 // tests inherited from a class of another module, tests defined
 // conditionally.
 //
