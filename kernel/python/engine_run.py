@@ -768,8 +768,10 @@ class Runner:
         ns = frame.namespace
         ns.clear()
         ns.update(module_dict)
+        declared = self._declared(frame, plan)
         for name in plan.bound:
-            ns.pop(name, None)
+            if name not in declared:  # a `global` name is the module's
+                ns.pop(name, None)
         ns.update(frame.params)
         hooks = _Hooks()
         if frame.func_class is not None:
@@ -865,7 +867,9 @@ class Runner:
         # or an earlier statement called may have rebound one since the
         # namespace was filled.
         for name, kind, _ in ps.deps:
-            if kind == GLOBAL:
+            # A name the function binds is its local (read before its
+            # binding, it is unbound, as in Python), unless declared global.
+            if kind == GLOBAL and (name not in plan.bound or name in self._declared(frame, plan)):
                 value = module_dict.get(name, DELETED)
                 if value is not DELETED and ns.get(name, DELETED) is not value:
                     ns[name] = value
@@ -938,6 +942,14 @@ class Runner:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
         return returned
 
+    @staticmethod
+    def _declared(frame, plan):
+        """_declared_globals of the frame's plan, computed once per plan."""
+        declared = frame.declared_globals
+        if declared is None or declared[0] is not plan:
+            declared = frame.declared_globals = (plan, _declared_globals(plan))
+        return declared[1]
+
     def _write_globals(self, frame, plan, text, ns, module_dict, size):
         """Carry a statement's writes of module globals to the module, as
         the function's own code would make them: the names the function
@@ -945,10 +957,7 @@ class Runner:
         name of the namespace that is not the function's, looked for only
         after a statement that says globals: the scan is of the whole
         namespace)."""
-        declared = frame.declared_globals
-        if declared is None or declared[0] is not plan:
-            declared = frame.declared_globals = (plan, _declared_globals(plan))
-        for name in declared[1]:
+        for name in self._declared(frame, plan):
             value = ns.get(name, DELETED)
             if value is DELETED:
                 module_dict.pop(name, None)

@@ -122,6 +122,17 @@ class Execution(EngineTestCase):
         s = self.session({"main": source})
         self.assertEqual(s.run().values()["main:main/alive"], "True")
 
+    def test_global_declared_and_local_names(self):
+        # A name declared global is read from the module and written back;
+        # a local read before its binding is unbound, as in Python, even
+        # when the module has a global of that name.
+        s = self.session({"main": "total = 10\ng = 5\n\n\n"
+                                  "def main():\n    global total\n    total = total + 1\n    y = g\n    g = 1\n"})
+        values = s.run().values()
+        self.assertEqual(values["main:main/total"], "11")
+        self.assertEqual(values["main:main/y"][0], "Panic")
+        self.assertEqual(s.engine.modules.ensure("main").module.total, 11)
+
     def test_closures_see_current_locals(self):
         s = self.session({"main": src("k = 1", "f = lambda: k", "k = 5", "y = f()", "g = [k * v for v in range(2)]")})
         self.assertEqual(s.run().values()["main:main/y"], "5")
