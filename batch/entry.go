@@ -33,8 +33,10 @@ type Entry struct {
 	// discovery could not decide without importing the module (they use
 	// its names); those marks are ignored and the entry runs.
 	UnresolvedMarks []string
-	// UnitTest: a test method of a unittest.TestCase subclass, whose
-	// instance is built as unittest builds it (with the method's name).
+	// UnitTest: a test method of a unittest.TestCase subclass, as far as
+	// discovery sees (parametrize marks do not apply to it). The kernel's
+	// set-up tells a TestCase from another class at run time, whatever
+	// discovery saw (a base from another module).
 	UnitTest bool
 	// CollectError, when set, is why the module could not be read (a
 	// syntax error): the entry stands for the whole module and fails with
