@@ -752,7 +752,7 @@ def test_assert_then_skip():
 		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
 	}
 	res := byID(rep)
-	for id, msg := range map[string]string{
+	wantMessages(t, res, map[string]string{
 		"test_mod:test_uses":            "could not import 'no_such_module_here': No module named 'no_such_module_here'",
 		"test_rt:Cases.test_skip_test":  "no network",
 		"test_rt:test_pytest_skip":      "not today",
@@ -760,11 +760,7 @@ def test_assert_then_skip():
 		"test_rt:test_xfail":            "known bug",
 		"test_rt:test_fail":             "Failed: boom",
 		"test_rt:test_assert_then_skip": "AssertionError",
-	} {
-		if r := res[id]; r.Message != msg {
-			t.Errorf("%s: message %q, want %q", id, r.Message, msg)
-		}
-	}
+	})
 	for _, r := range rep.Results {
 		after := strings.Contains(r.Stdout, "after the")
 		if want := r.Entry.ID() == "test_rt:test_fail"; after != want {
@@ -902,18 +898,14 @@ class TestXunit:
 		t.Fatalf("results:\n%s\nwant:\n%s", got, want)
 	}
 	res := byID(rep)
-	for id, msg := range map[string]string{
+	wantMessages(t, res, map[string]string{
 		"test_fix:SkipsInSetUp.test_never_runs": "no database",
 		"test_fix:SkipsInSetUpClass.test_one":   "whole class off",
 		"test_fix:BrokenSetUp.test_x":           "error at set-up: ValueError: no fixture",
 		"test_fix:BrokenTearDown.test_passes":   "tearDown raised RuntimeError: teardown broke",
 		"test_fix:BrokenTearDown.test_fails":    "tearDown raised RuntimeError: teardown broke",
 		"test_fix:Ordered.test_c_fails":         "AssertionError: 41 != 0",
-	} {
-		if got := res[id].Message; got != msg {
-			t.Errorf("%s: message %q, want %q", id, got, msg)
-		}
-	}
+	})
 	if f := res["test_fix:BrokenTearDown.test_fails"].Failures; len(f) != 1 || !strings.Contains(f[0].Message, "AssertionError") {
 		t.Errorf("the test's own failure is lost: %+v", f)
 	}
@@ -946,5 +938,15 @@ other module's test
 `
 	if string(data) != wantLog {
 		t.Errorf("fixture calls:\n%s\nwant:\n%s", data, wantLog)
+	}
+}
+
+// wantMessages checks the message of each result named in want.
+func wantMessages(t *testing.T, res map[string]*batch.Result, want map[string]string) {
+	t.Helper()
+	for id, msg := range want {
+		if r := res[id]; r == nil || r.Message != msg {
+			t.Errorf("%s: result %+v, want message %q", id, r, msg)
+		}
 	}
 }
