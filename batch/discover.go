@@ -35,7 +35,8 @@ type DiscoverOptions struct {
 	Tests   bool
 }
 
-// defaultEntry is what runs when neither --entry nor --tests is given.
+// defaultEntry is what runs when neither --entry nor --tests is given
+// (main:__main__, main.py run as a script, when main.py defines no main).
 const defaultEntry = "main:main"
 
 // IsTestFile reports whether a file name is a test module by pytest's
@@ -161,6 +162,13 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		mp := explicit[i]
 		switch lk.Status {
 		case "missing":
+			if useDefault || mp.IsScript() {
+				// PROTOCOL.md 7.1: module:__main__ runs the module's top
+				// level as a script; it is the default entry when main.py
+				// defines no function main.
+				add(Entry{Pointer: protocol.MethodPointer{Module: mp.Module, Name: protocol.ScriptName}, Path: lk.Path, Line: 1})
+				continue
+			}
 			if useDefault {
 				return nil, fmt.Errorf("%w: no --entry or --tests given, and %s has no function main for the default entry %s", ErrNoEntries, lk.Path, defaultEntry)
 			}

@@ -256,7 +256,6 @@ func TestDiscoverErrors(t *testing.T) {
 		{"missing module", root, batch.DiscoverOptions{Entries: []string{"nosuch:main"}}, batch.ErrUsage, "module nosuch is not in the project"},
 		{"missing function", root, batch.DiscoverOptions{Entries: []string{"tool:nope"}}, batch.ErrUsage, "tool.py defines no nope"},
 		{"missing method", root, batch.DiscoverOptions{Entries: []string{"tool:run.x"}}, batch.ErrUsage, "tool.py defines no run.x"},
-		{"default without main function", root, batch.DiscoverOptions{}, batch.ErrNoEntries, "main.py has no function main"},
 		{"default without main.py", empty, batch.DiscoverOptions{}, batch.ErrNoEntries, "has no main.py"},
 		{"no test module", empty, batch.DiscoverOptions{Tests: true}, batch.ErrNoEntries, "no test module"},
 		{"no test in modules", root, batch.DiscoverOptions{Tests: true}, batch.ErrNoEntries, "no test function"},
@@ -265,6 +264,14 @@ func TestDiscoverErrors(t *testing.T) {
 		_, err := discover(t, c.root, c.opts)
 		if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want %v naming %q", c.name, err, c.err, c.want)
+		}
+	}
+	// PROTOCOL.md 7.1: a main.py without a function main runs as a script
+	// by default, and module:__main__ is an entry like any other.
+	for _, opts := range []batch.DiscoverOptions{{}, {Entries: []string{"main:__main__"}}} {
+		es, err := discover(t, root, opts)
+		if err != nil || entryLines(es) != "main:__main__ main.py:1\n" {
+			t.Errorf("entries of %+v: %v %q, want main:__main__", opts, err, entryLines(es))
 		}
 	}
 }

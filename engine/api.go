@@ -431,6 +431,11 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 			return fmt.Errorf("%w: %s (in %s)", ErrModuleNotFound, item.MethodPointer.Module, item.MethodPointer)
 		}
 	}
+	if item.Type == protocol.ExplicitCall && item.MethodPointer.IsScript() &&
+		(len(item.PositionalArgumentsExpressions) > 0 || item.ThisArgumentExpression != "") {
+		return fmt.Errorf("%w: %s runs module %s as a script: it takes no arguments",
+			ErrInvalidStackItem, item.MethodPointer, item.MethodPointer.Module)
+	}
 	if item.Type == protocol.LocalCall {
 		top, err := e.store.TopFrame(nil, p.ContextID)
 		if errors.Is(err, contexts.ErrEmptyStack) {

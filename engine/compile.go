@@ -122,6 +122,11 @@ type compileModule struct {
 type compileParams struct {
 	Modules []compileModule `json:"modules"`
 	Removed []string        `json:"removed"`
+	// Scripts are the modules some context runs as a script
+	// (module:__main__) and none as a module of functions: the kernel
+	// parses them and does not import them (unless a module imports one),
+	// since importing would run the script's top level a second time.
+	Scripts []string `json:"scripts"`
 }
 
 type compileResult struct {
@@ -201,7 +206,7 @@ func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
 // request builds the compile request bringing slot's kernel to the current
 // version of mods, and the map of what it will then have.
 func (e *Engine) compileRequest(slot int, kernelID string, mods []string) (compileParams, map[string]string) {
-	p := compileParams{Modules: []compileModule{}, Removed: []string{}}
+	p := compileParams{Modules: []compileModule{}, Removed: []string{}, Scripts: e.scriptModules()}
 	after := make(map[string]string)
 	e.sources.mu.Lock()
 	defer e.sources.mu.Unlock()
@@ -228,6 +233,38 @@ func (e *Engine) compileRequest(slot int, kernelID string, mods []string) (compi
 		}
 	}
 	return p, after
+}
+
+// scriptModules returns the modules that some context's bottom frame runs
+// as a script and none runs as a module of functions (compileParams.Scripts).
+func (e *Engine) scriptModules() []string {
+	all, err := e.store.Contexts(nil)
+	if err != nil {
+		return []string{}
+	}
+	script := map[string]bool{}
+	for _, c := range all {
+		stack, err := e.store.Stack(nil, c.ID)
+		if err != nil || len(stack) == 0 {
+			continue
+		}
+		mp := stack[0].Item.MethodPointer
+		if mp.IsScript() {
+			if _, seen := script[mp.Module]; !seen {
+				script[mp.Module] = true
+			}
+		} else {
+			script[mp.Module] = false
+		}
+	}
+	out := []string{}
+	for m, only := range script {
+		if only {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // compileOn sends one compile request to k (the kernel of slot) and records

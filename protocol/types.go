@@ -166,6 +166,16 @@ func ParseMethodPointer(s string) (MethodPointer, error) {
 	return mp, nil
 }
 
+// ScriptName is the name of a MethodPointer that names a module's top
+// level run as a script (PROTOCOL.md 7.1): `main:__main__`.
+const ScriptName = "__main__"
+
+// IsScript reports whether mp names a module's top level run as a script
+// (module:__main__).
+func (mp MethodPointer) IsScript() bool {
+	return mp.DefinedOnType == "" && mp.Name == ScriptName
+}
+
 // Qualname returns "Type.name" for a method and "name" for a module function.
 func (mp MethodPointer) Qualname() string {
 	if mp.DefinedOnType == "" {

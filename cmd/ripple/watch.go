@@ -38,7 +38,7 @@ type watchFlags struct {
 func parseWatchFlags(args []string, stderr io.Writer) (watchFlags, bool) {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	entry := fs.String("entry", "main:main", "the function to run and show, as module:function")
+	entry := fs.String("entry", "", "the function to run and show, as module:function, or module:__main__ for a module's top level as a script (default main:main, or main:__main__ when main.py defines no main)")
 	jsonOut := fs.Bool("json", false, "print one JSON object per line (see the watchview package doc) instead of tables")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, DIR/.venv/bin/python, python3 on PATH)")
 	var dirs []string
@@ -59,6 +59,10 @@ func parseWatchFlags(args []string, stderr io.Writer) (watchFlags, bool) {
 	f := watchFlags{dir: ".", json: *jsonOut, python: *python}
 	if len(dirs) == 1 {
 		f.dir = dirs[0]
+	}
+	if *entry == "" {
+		f.entry = defaultEntry(f.dir)
+		return f, true
 	}
 	mp, err := protocol.ParseMethodPointer(*entry)
 	if err != nil {

@@ -161,7 +161,7 @@ class Engine:
             raise ValueError("compile: modules must be a list")
         if not isinstance(removed, list):
             raise ValueError("compile: removed must be a list of module names")
-        return self.modules.compile(mods, removed)
+        return self.modules.compile(mods, removed, params.get("scripts"))
 
     def drop_context(self, params):
         params = _object(params, "dropContext params")
@@ -287,6 +287,8 @@ class Engine:
         owner = item.get("definedOnType") or ""
         name = item["name"]
         qualname = owner + "." + name if owner else name
+        if qualname == run.SCRIPT:
+            return self._enter_script(frame, item), qualname
         rec = self._module(module)
         pointer = (module, qualname)
         if frame.pointer != pointer:
@@ -296,6 +298,27 @@ class Engine:
             self._evaluate_arguments(frame, rec, item, qualname, key)
         # An inherited method runs the code of the class that defines it.
         return rec, frame.code_qualname or qualname
+
+    def _enter_script(self, frame, item):
+        """The bottom frame module:__main__ (PROTOCOL.md 7.1): the module's
+        top level run as a script, in a namespace of its own."""
+        module = item["module"]
+        if item.get("positionalArgumentsExpressions") or item.get("thisArgumentExpression") is not None:
+            raise Failure("failure", "%s:__main__ runs the module as a script: it takes no arguments" % module)
+        rec = self.modules.script(module)
+        if rec is None:
+            raise Failure("failure", "module %s is not a module of the project" % module)
+        if rec.state == modules.BROKEN:
+            diag = rec.diagnostic
+            message = "module %s failed to compile" % module
+            if diag is not None:
+                message += ": " + diag.get("message", "")
+            raise Failure("compileError", message, diag)
+        pointer = (module, run.SCRIPT)
+        if frame.pointer != pointer:
+            frame.reset(pointer)
+        frame.script_globals = True
+        return rec
 
     def _arguments_key(self, rec, item, qualname):
         sources = tuple(item.get("positionalArgumentsExpressions") or ())
@@ -407,13 +430,18 @@ class Engine:
         callee, args, kwargs = entry.call
         func, lead = _callee_function(callee)
         module = self.modules.module_of_object(func)
-        if module is None:
+        script = None if module is not None else self.modules.is_script_code(func)
+        if module is None and script is None:
             raise Failure("failure", "cannot enter %s: its callee is not a project function" % expression_id)
-        rec = self._module(module)
+        rec = self._module(module) if script is None else self.modules.records[script]
+        module = module or script
         qualname = func.__qualname__
         pointer = (module, qualname)
         if frame.pointer != pointer:
             frame.reset(pointer)
+        # A function a script defined reads the script's namespace, not
+        # the module's (which is not even imported).
+        frame.script_globals = func.__globals__ if script is not None else None
         frame.func_class, frame.self_name = run.class_cell(func)
         if frame.param_stamp != entry.stamp:
             try:
@@ -435,11 +463,19 @@ class Engine:
             return None
         module = self.modules.module_of_object(func)
         qualname = getattr(func, "__qualname__", "")
+        namespace = None
+        if module is None:
+            # A function a script defined: looked up in the script's namespace.
+            module = self.modules.is_script_code(func)
+            namespace = func.__globals__
         if module is None or "<locals>" in qualname:
             return None
-        rec = self.modules.records.get(module)
-        obj = rec.module if rec is not None else None
-        for part in qualname.split("."):
+        if namespace is None:
+            rec = self.modules.records.get(module)
+            namespace = rec.module.__dict__ if rec is not None and rec.module is not None else {}
+        parts = qualname.split(".")
+        obj = namespace.get(parts[0])
+        for part in parts[1:]:
             if obj is None:
                 return None
             obj = getattr(obj, part, None)

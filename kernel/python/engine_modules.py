@@ -53,6 +53,10 @@ analysis = sys.modules["_ripple_engine_analysis"]
 values = sys.modules["_ripple_engine_values"]
 
 OK, BROKEN, STALE = "ok", "broken", "stale"
+# A script's module (PROTOCOL.md 7.1, compile's ``scripts``): its text is
+# parsed, its top level is not run as an import; it runs as a frame's
+# statements instead. Loaded like a STALE module when something imports it.
+SOURCE = "source"
 _EXCLUDED_TOP = frozenset(["venv", "node_modules", "__pycache__", "site-packages"])
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _BUILTINS = frozenset(dir(builtins))
@@ -174,6 +178,9 @@ class ModuleTable:
         self._node_memo = {}  # id(stmt) -> (stmt, StmtInfo): nodes an incremental parse kept
         self._lazy = {}  # token -> _LazyDef (see compile_module)
         self._lazy_tokens = itertools.count(1)
+        # Modules some context runs as a script and none as functions
+        # (compile's ``scripts``): compiled to SOURCE, not imported.
+        self.scripts = frozenset()
         self._finder = _ProjectFinder(self)
         self._loader = ProjectLoader(self)
         sys.meta_path.insert(0, self._finder)
@@ -234,8 +241,10 @@ class ModuleTable:
 
     # -- compile -----------------------------------------------------------
 
-    def compile(self, modules, removed):
+    def compile(self, modules, removed, scripts=None):
         """Install sources and reload; the result of the compile method."""
+        if scripts is not None:
+            self._set_scripts(scripts)
         changed = []
         for entry in modules:
             name, path, source = _module_entry(entry)
@@ -286,12 +295,70 @@ class ModuleTable:
             if rec is None:
                 continue
             if rec.state == STALE:
-                self._load(name)
-            entry = {"name": name, "path": rec.path, "ok": rec.state == OK}
+                if self._script_only(name):
+                    self._parse_script(rec)
+                else:
+                    self._load(name)
+            entry = {"name": name, "path": rec.path, "ok": rec.state in (OK, SOURCE)}
             if rec.state == BROKEN:
                 entry["diagnostic"] = rec.diagnostic
             results.append(entry)
         return {"modules": results, "reloaded": [r["name"] for r in results]}
+
+    def _set_scripts(self, scripts):
+        if not isinstance(scripts, list) or not all(isinstance(n, str) and _NAME.match(n) for n in scripts):
+            raise ModuleError("compile: scripts must be a list of dotted module names")
+        self.scripts = frozenset(scripts)
+        for rec in self.records.values():
+            if rec.state == SOURCE and rec.name not in self.scripts:
+                rec.state = STALE  # now needed as a module: the compile loads it
+
+    def _script_only(self, name):
+        """Whether name is compiled as a script's text only: a script no
+        other loaded or loading project module imports."""
+        if name not in self.scripts:
+            return False
+        for rec in self.records.values():
+            if name in rec.imports and rec.name not in self.scripts and rec.state in (OK, STALE):
+                return False
+        return True
+
+    def _parse_script(self, rec):
+        """Parse a script's text (SOURCE), or mark it broken on a syntax error."""
+        try:
+            self._parse(rec)
+        except SyntaxError as exc:
+            self._mark_broken(rec, exc)
+            return rec
+        rec.imports = self._imports_of(rec)
+        rec.state = SOURCE
+        rec.diagnostic = None
+        rec.module = None
+        return rec
+
+    def script(self, name):
+        """The record of project module name with its current text parsed,
+        for running its top level as a script (not imported, unless
+        something else imported it), or None when it is not a project
+        module. A syntax error leaves the record BROKEN with its diagnostic."""
+        rec = self._record(name)
+        if rec is None:
+            return None
+        if rec.state == OK:
+            try:
+                self._parse(rec)
+            except SyntaxError as exc:
+                self._mark_broken(rec, exc)
+            return rec
+        return self._parse_script(rec)
+
+    def is_script_code(self, obj):
+        """The module name of a script whose text defined function obj, else None."""
+        code = getattr(obj, "__code__", None)
+        rec = self.by_filename.get(code.co_filename) if code is not None else None
+        if rec is None or rec.state != SOURCE:
+            return None
+        return rec.name
 
     def _graph(self):
         graph = {}
@@ -419,7 +486,7 @@ class ModuleTable:
             if self.locate(name) is None:
                 return None
             rec = self._record(name)
-        if rec.state == STALE:
+        if rec.state in (STALE, SOURCE):
             self._versions = None
             self._load(name)
         return rec
@@ -507,7 +574,7 @@ class ModuleTable:
         return rec.name
 
     def status(self):
-        return {name: (OK if rec.state == OK else BROKEN) for name, rec in sorted(self.records.items())}
+        return {name: (OK if rec.state in (OK, SOURCE) else BROKEN) for name, rec in sorted(self.records.items())}
 
     # -- versions ----------------------------------------------------------------
 

@@ -51,6 +51,7 @@ How (the lead's design, with the refinements marked *):
 """
 
 import ast
+import builtins
 import sys
 import time
 import types
@@ -59,6 +60,10 @@ analysis = sys.modules["_ripple_engine_analysis"]
 values = sys.modules["_ripple_engine_values"]
 
 LOCAL, PARAM, GLOBAL = 0, 1, 2
+# A script's import statement depends on the versions of the project
+# modules it imports (ref: the module names); see build_script_plan.
+IMPORT = 3
+SCRIPT = "__main__"  # the qualname of a module's top level run as a script (7.1)
 DELETED = object()  # binding mark: the name was unbound after the statement
 PENDING = "pending"  # reported-state marks (identity compared)
 NOT_REACHED = "not reached"
@@ -278,6 +283,92 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     return plan
 
 
+class _ScriptBody:
+    """A module's top level seen as a function body of no parameters."""
+
+    __slots__ = ("body", "args")
+    _NO_ARGS = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+    def __init__(self, tree):
+        self.body = tree.body
+        self.args = self._NO_ARGS
+
+
+def build_script_plan(analyzer, source, module, modules, previous=None):
+    """The Plan of module's top level run as a script (PROTOCOL.md 7.1).
+
+    It is a function body's plan (5.3 with the script's globals as its
+    locals: the namespace is the frame's) with two differences: a def,
+    class or import statement is labelled by the names it binds, and an
+    import statement of project modules depends on their versions (an IMPORT
+    dep), so editing an imported module re-runs the import and what reads
+    its names, as a reload re-binds a module's globals.
+    """
+    plan = build_plan(analyzer, source, module, SCRIPT, _ScriptBody(source.tree), previous)
+    stmts = plan.stmts
+    labels = script_labels(stmts)
+    prefix = "%s:%s/" % (module, SCRIPT)
+    relabel = False
+    rec = modules.records.get(module)
+    for ps, label in zip(stmts, labels):
+        if ps.id != prefix + label:
+            ps.id = prefix + label
+            relabel = True
+        if isinstance(ps.node, (ast.Import, ast.ImportFrom)) and not (ps.deps and ps.deps[-1][1] == IMPORT):
+            targets = _import_targets(ps.node, rec, modules)
+            if targets:
+                ps.deps = ps.deps + (("\0import", IMPORT, targets),)
+                ps.dep_names = ps.dep_names + ("\0import",)
+    if relabel:
+        plan.by_id = {ps.id: ps for ps in stmts}
+    return plan
+
+
+def script_labels(stmts):
+    """5.2's labels, except that def, class and import statements are
+    labelled by the names they bind (7.1)."""
+    counts = {}
+    other = 0
+    out = []
+    for ps in stmts:
+        base = ps.info.label
+        node = ps.node
+        if base is None:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                base = node.name
+            elif isinstance(node, ast.Import):
+                base = ",".join(a.asname or a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = ",".join(a.asname or a.name for a in node.names if a.name != "*") or None
+        if base is None:
+            other += 1
+            out.append("#%d" % other)
+        else:
+            n = counts.get(base, 0) + 1
+            counts[base] = n
+            out.append(base if n == 1 else "%s#%d" % (base, n))
+    return out
+
+
+def _import_targets(node, rec, modules):
+    """The project modules an import statement loads (every package on the way)."""
+    found = []
+    if isinstance(node, ast.Import):
+        bases = [a.name for a in node.names]
+    else:
+        base = sys.modules["_ripple_engine_modules"]._resolve(rec, node.level or 0, node.module or "") if rec is not None else None
+        if base is None:
+            return ()
+        bases = [base] + [base + "." + a.name for a in node.names if a.name != "*"]
+    for base in bases:
+        parts = base.split(".")
+        for k in range(1, len(parts) + 1):
+            name = ".".join(parts[:k])
+            if name not in found and modules.is_project(name):
+                found.append(name)
+    return tuple(found)
+
+
 def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     old = previous.stmts
     body = func.body
@@ -447,6 +538,9 @@ class Frame:
         self.func_class = None
         self.self_name = None
         self.declared_globals = None  # (plan, names it declares global)
+        # True for a script frame (module:__main__), the script's namespace
+        # for a function a script defined, else None (the module's globals).
+        self.script_globals = None
         self.reached = set()  # ids applied or run without a panic in the last run
         self.panicked = {}  # id -> (message, trace) of the last run
         # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
@@ -568,6 +662,8 @@ class Runner:
                 out.append(e.stamp if e is not None else None)
             elif kind == PARAM:
                 out.append(frame.param_stamp)
+            elif kind == IMPORT:
+                out.append(tuple(self.modules.module_hash(m) for m in ref))
             else:
                 out.append(self._global_version(plan.module, name))
         return tuple(out)
@@ -576,6 +672,10 @@ class Runner:
         src = rec.source
         plan = frame.plan
         if plan is not None and plan.generation == src.generation and plan.qualname == qualname and plan.module == rec.name:
+            return plan
+        if qualname == SCRIPT and frame.script_globals is True:
+            reuse = plan if plan is not None and plan.module == rec.name and plan.qualname == SCRIPT else None
+            plan = frame.plan = build_script_plan(self.analyzer, src, rec.name, self.modules, reuse)
             return plan
         func = find_function(src, qualname)
         if func is None:
@@ -742,7 +842,23 @@ class Runner:
 
     def _run_pass(self, frame, depth, rec, qualname, top, wanted, visualizations):
         plan = self.plan_for(frame, rec, qualname)
-        module_dict = rec.module.__dict__
+        script = frame.script_globals
+        if script is True:
+            # A script's globals: a namespace of its own, made afresh for
+            # each pass (names a statement adds with globals()[...] do not
+            # outlive the run), as `python main.py` would give it.
+            module_dict = {"__name__": "__main__", "__file__": rec.filename, "__doc__": None,
+                           "__builtins__": builtins, "__package__": None, "__spec__": None}
+            argv = sys.argv
+            sys.argv = [rec.filename] + argv[1:]
+            try:
+                return self._run_frame(frame, depth, plan, rec, module_dict, top, wanted, visualizations)
+            finally:
+                sys.argv = argv
+        module_dict = script if script is not None else rec.module.__dict__
+        return self._run_frame(frame, depth, plan, rec, module_dict, top, wanted, visualizations)
+
+    def _run_frame(self, frame, depth, plan, rec, module_dict, top, wanted, visualizations):
         rerun, reaches_param = self.rerun_set(plan, frame)
         fresh, frame.args_fresh = frame.args_fresh, False
         if reaches_param and not fresh and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
@@ -893,6 +1009,10 @@ class Runner:
                         self._log_mutations(frame, mutated, ps.id, stamp)
                     self._write_globals(frame, plan, ps.text, ns, module_dict, size)
                 elapsed = time.perf_counter_ns() - started
+                if ps.deps and ps.deps[-1][1] == IMPORT:
+                    # The versions of the modules it has just imported
+                    # (unloaded before it ran the first time).
+                    sig = self._current_sig(plan, ps, frame)
                 if hooks.has:
                     value = hooks.value
                 elif isinstance(ps.node, ast.AugAssign) and isinstance(ps.node.target, ast.Name):
