@@ -384,6 +384,9 @@ type runSink struct {
 	stack  []*contexts.Frame
 	stream *stream
 	seen   map[protocol.VisualizationID]uint64 // modify index of each visualization at the start
+	// expr is the statement the kernel said the output that follows
+	// belongs to (its "output" progress events, PROTOCOL.md 7.3).
+	expr protocol.ExpressionID
 }
 
 func (s *runSink) Output(stream kernel.Stream, data []byte) {
@@ -391,7 +394,17 @@ func (s *runSink) Output(stream kernel.Stream, data []byte) {
 	if stream == kernel.Stderr {
 		out = protocol.Stderr
 	}
-	s.stream.output(out, data)
+	s.stream.output(out, data, s.expr)
+}
+
+// LateOutput takes what a thread the run started wrote after the run
+// ended (kernel.LateSink): it is the context's output, of no statement.
+func (s *runSink) LateOutput(stream kernel.Stream, data []byte) {
+	out := protocol.Stdout
+	if stream == kernel.Stderr {
+		out = protocol.Stderr
+	}
+	s.stream.output(out, data, "")
 }
 
 func (s *runSink) Progress(raw json.RawMessage) {
@@ -401,6 +414,8 @@ func (s *runSink) Progress(raw json.RawMessage) {
 		return
 	}
 	switch ev.Type {
+	case "output":
+		s.expr = ev.ExpressionID
 	case "updates":
 		if ev.Depth < 0 || ev.Depth >= len(s.stack) {
 			return

@@ -106,7 +106,7 @@ func (s *stream) send(method string, params any) {
 // output sends bytes a run wrote to stdout or stderr as text. A UTF-8
 // sequence split across chunks is held back until its end arrives; invalid
 // bytes become U+FFFD when encoded.
-func (s *stream) output(stream protocol.OutputStream, data []byte) {
+func (s *stream) output(stream protocol.OutputStream, data []byte, expr protocol.ExpressionID) {
 	i := 1
 	if stream == protocol.Stderr {
 		i = 2
@@ -123,7 +123,7 @@ func (s *stream) output(stream protocol.OutputStream, data []byte) {
 		return
 	}
 	s.flushLocked()
-	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: string(buf[:cut])})
+	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: string(buf[:cut]), ExpressionID: expr})
 }
 
 // endOutput sends whatever incomplete UTF-8 tail is left at the end of a run.

@@ -151,6 +151,7 @@ type Kernel struct {
 	mu         sync.Mutex
 	curID      uint64      // guarded by mu: id of the request in flight, 0 if none
 	curSink    Sink        // guarded by mu: its sink
+	late       lateSinks   // guarded by mu: LateSinks of recent requests
 	exited     bool        // guarded by mu: the process exited; never signal it again
 	stopping   bool        // guarded by mu: Stop was called
 	killReason string      // guarded by mu: why ripple killed the process, if it did
@@ -508,6 +509,9 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 		return notSent{k.err}
 	}
 	k.curID, k.curSink = id, sink
+	if ls, ok := sink.(LateSink); ok {
+		k.late.add(id, ls)
+	}
 	k.mu.Unlock()
 
 	if k.cfg.beforeSend != nil {
@@ -626,7 +630,15 @@ func (k *Kernel) readLoop() {
 				stream = Stderr
 				k.tail.write(f.payload)
 			}
-			if s, _ := k.sinkFor(f.id); s != nil {
+			s, current := k.sinkFor(f.id)
+			if !current {
+				// Text a thread of an earlier request wrote (kernel/PROTOCOL.md).
+				if ls := k.lateSink(f.id); ls != nil {
+					ls.LateOutput(stream, f.payload)
+					continue
+				}
+			}
+			if s != nil {
 				s.Output(stream, f.payload)
 			}
 		case kindProg:
@@ -663,6 +675,13 @@ func (k *Kernel) sinkFor(id uint64) (Sink, bool) {
 		return k.curSink, true
 	}
 	return k.cfg.Background, false
+}
+
+// lateSink returns the LateSink of an earlier request id, or nil.
+func (k *Kernel) lateSink(id uint64) LateSink {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.late.find(id)
 }
 
 // connLost handles the end of the reader: a protocol error kills the

@@ -37,6 +37,38 @@ type Sink interface {
 	Progress(event json.RawMessage)
 }
 
+// LateSink is a Sink that also takes output written after its request
+// ended by a thread that request started (a Python thread whose text
+// the kernel sends as its starting request's output, kernel/PROTOCOL.md
+// "Output of background threads"). Without it such output goes to
+// Config.Background. Called on the reader goroutine, like Output.
+type LateSink interface {
+	Sink
+	LateOutput(stream Stream, data []byte)
+}
+
+// lateSinks remembers the LateSinks of the last requests (a bounded
+// ring), for the output their threads write after they ended.
+type lateSinks struct {
+	ids   [32]uint64
+	sinks [32]LateSink
+	next  int
+}
+
+func (l *lateSinks) add(id uint64, s LateSink) {
+	l.ids[l.next], l.sinks[l.next] = id, s
+	l.next = (l.next + 1) % len(l.ids)
+}
+
+func (l *lateSinks) find(id uint64) LateSink {
+	for i, x := range l.ids {
+		if x == id && id != 0 {
+			return l.sinks[i]
+		}
+	}
+	return nil
+}
+
 // SinkFuncs adapts two functions to a Sink; a nil function drops its events.
 type SinkFuncs struct {
 	OutputFunc   func(stream Stream, data []byte)

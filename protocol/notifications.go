@@ -76,6 +76,9 @@ type OutputParams struct {
 	ContextID ContextID    `json:"contextId"`
 	Stream    OutputStream `json:"stream"`
 	Text      string       `json:"text"`
+	// ExpressionID is the statement that was running when the text was
+	// written (PROTOCOL.md 7.3); empty outside statements.
+	ExpressionID ExpressionID `json:"expressionId,omitempty"`
 }
 
 // VisualizationContext names the visualization a visualizationUpdate is for.

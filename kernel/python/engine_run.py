@@ -994,6 +994,7 @@ class Runner:
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            self.kernel.set_expression(ps.id)
             with self.kernel.user_code():
                 started = time.perf_counter_ns()
                 try:
@@ -1032,6 +1033,7 @@ class Runner:
                 exc, location=ps.range, path=plan.path, expression_id=ps.id, frame_names=frame_names
             )
             self.kernel.flush_output()
+            self.kernel.set_expression(None)
             self.emit({"type": "diagnostic", "diagnostic": diag})
             update = _update(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
             frame.reported[ps.id] = update
@@ -1057,6 +1059,7 @@ class Runner:
             frame.cache[ps.id] = entry
         frame.reported[ps.id] = update
         self.kernel.flush_output()
+        self.kernel.set_expression(None)
         self.emit({"type": "updates", "depth": depth, "updates": [update]})
         if top and ps.id in vis_by_id:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)

@@ -79,7 +79,7 @@ class _State:
     or delays one by a poll round).
     """
 
-    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked", "pump_stop")
+    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked", "pump_stop", "expression", "told")
 
     def __init__(self):
         self.request = 0  # id of the request being served, 0 when idle
@@ -89,6 +89,12 @@ class _State:
         self.terminating = False  # SIGTERM or EOF: exit, do not serve
         self.forked = False  # this is a child that user code forked
         self.pump_stop = False  # the kernel is exiting: the pump returns (_stop_pump)
+        # Output attribution (PROTOCOL.md 7.3), both guarded by _SEND_LOCK:
+        # the statement running now (set_expression), and the one the Go
+        # side was last told output belongs to (an `output` prog frame goes
+        # before the first output frame of another statement).
+        self.expression = None
+        self.told = None
 
 
 _S = _State()
@@ -227,6 +233,14 @@ def _capped(result):
 # ---------------------------------------------------------------- output
 
 
+def _attribute_locked(rid):
+    """Before an output frame of request rid: tell the Go side which
+    statement it belongs to when that changed. The caller holds _SEND_LOCK."""
+    if rid and _S.told != _S.expression:
+        _S.told = _S.expression
+        _send_frame(b"prog", rid, dumps({"type": "output", "expressionId": _S.expression}))
+
+
 def _drain_locked(rid):
     """Forward what fd 1 and 2 hold now as frames of request rid.
 
@@ -244,15 +258,66 @@ def _drain_locked(rid):
                 break
             if not n:
                 break
+            _attribute_locked(rid)
             _send_frame(kind, rid, _DRAIN_VIEW[:n])
             budget -= n
+
+
+class _ThreadRouted:
+    """sys.stdout / sys.stderr as user code sees them (kernel/PROTOCOL.md
+    "Output of background threads"). Text written by the main thread, or by
+    a thread the request in flight started, goes to fd 1 / 2 as before.
+    Text written by a thread an earlier request started is sent at once as
+    output of that request (frames with its id), so it reaches the context
+    whose run started the thread and never the run in flight. Everything
+    else is the wrapped stream's."""
+
+    __slots__ = ("_stream", "_kind")
+
+    def __init__(self, stream, kind):
+        object.__setattr__(self, "_stream", stream)
+        object.__setattr__(self, "_kind", kind)
+
+    def write(self, text):
+        if threading.get_ident() != _MAIN_THREAD:
+            origin = getattr(threading.current_thread(), "_ripple_request", 0)
+            if origin and origin != _S.request and isinstance(text, str):
+                data = text.encode("utf-8", "replace")
+                try:
+                    with _SEND_LOCK:
+                        _send_frame(self._kind, origin, data)
+                except OSError:
+                    pass  # the connection is gone: the kernel is exiting
+                return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._stream, name, value)
+
+
+_THREAD_START = threading.Thread.start
+_ROUTED = [None, None]  # the _ThreadRouted sys.stdout and sys.stderr
+
+
+def _thread_start(self):
+    """Thread.start, noting which request started the thread (a thread
+    started by another thread inherits its origin)."""
+    if threading.get_ident() == _MAIN_THREAD:
+        self._ripple_request = _S.request
+    else:
+        self._ripple_request = getattr(threading.current_thread(), "_ripple_request", 0)
+    return _THREAD_START(self)
 
 
 def _flush_python_streams():
     # -u makes the standard streams write through, but user code may have
     # replaced them with buffered ones.
     out, err = sys.stdout, sys.stderr
-    for stream in (out, err) if out is sys.__stdout__ and err is sys.__stderr__ else (
+    plain = (out is sys.__stdout__ or out is _ROUTED[0]) and (err is sys.__stderr__ or err is _ROUTED[1])
+    for stream in (out, err) if plain else (
         out, err, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
@@ -299,6 +364,7 @@ def _pump():
                     except BlockingIOError:
                         continue  # the main thread drained it first
                     if n:
+                        _attribute_locked(_S.request)
                         _send_frame(kind, _S.request, buf[:n])
                     else:
                         # Every write end is closed (user code closed fd
@@ -809,6 +875,7 @@ def _finish(rid, payload):
         _drain_locked(rid)
         _send_frame(b"res", rid, payload)
         _S.request = 0
+        _S.expression = _S.told = None
 
 
 class _KernelAPI:
@@ -837,6 +904,14 @@ class _KernelAPI:
         with _Critical():
             with _SEND_LOCK:
                 _send_frame(b"prog", _S.request, data)
+
+    def set_expression(self, expression_id):
+        """Attribute output from now on to statement expression_id (None:
+        to no statement). Output written before is attributed to the
+        previous one as far as it was forwarded: the engine calls
+        flush_output first where that matters (a statement's end)."""
+        with _SEND_LOCK:
+            _S.expression = expression_id
 
     def flush_output(self):
         """Forward output written so far before whatever is sent next."""
@@ -1012,6 +1087,9 @@ def main():
     _DRAIN_POLL.register(_OUT_R, select.POLLIN)
     _DRAIN_POLL.register(_ERR_R, select.POLLIN)
     _DRAIN_VIEW = memoryview(bytearray(OUT_FRAME_MAX))
+    sys.stdout = _ROUTED[0] = _ThreadRouted(sys.stdout, b"out")
+    sys.stderr = _ROUTED[1] = _ThreadRouted(sys.stderr, b"err")
+    threading.Thread.start = _thread_start
 
     # Helper threads must never receive SIGINT/SIGTERM: block them while the
     # pump starts (it inherits the mask), then unblock on the main thread.

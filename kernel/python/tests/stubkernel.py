@@ -45,6 +45,9 @@ class StubKernel:
     def flush_output(self):
         sys.stdout.flush()
 
+    def set_expression(self, expression_id):
+        self.expression = expression_id
+
     def interrupt_at_region(self, n):
         self._region_countdown = n
 
