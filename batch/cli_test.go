@@ -42,7 +42,8 @@ func TestCLIFixture(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	junit, jsonPath := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
-	code, out, errOut := ripple(t, "run", fixture, "--tests", "--timeout", "1s", "--kernels", "2", "--junit", junit, "--json", jsonPath)
+	code, out, errOut := ripple(t, "run", fixture, "--tests", "--python", pytestPython(t), "--timeout", "1s", "--kernels", "2", "--junit", junit, "--json", jsonPath,
+		"--", "--continue-on-collection-errors")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -50,22 +51,24 @@ func TestCLIFixture(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		if _, rest, ok := strings.Cut(l, "] "); ok && strings.HasPrefix(l, "[") {
 			f := strings.Fields(rest)
-			ids = append(ids, f[0]+" "+strings.TrimSuffix(f[2], ":"))
+			ids = append(ids, f[0]+" "+strings.TrimSuffix(f[1], ":"))
 		}
 	}
-	want := []string{"CRASH test_crash:test_exit", "CRASH test_crash:test_segfault", "TIMEOUT test_hang:test_hang_ignoring_sigint",
-		"PASS test_math:test_add", "FAIL test_math:test_add_wrong", "FAIL test_math:test_raises_in_helper",
-		"SKIP test_math:test_needs_fixture", "SKIP test_math:test_marked_skip", "PASS test_math:TestCalc.test_method",
-		"FAIL test_math:TestCalc.test_method_wrong", "PASS test_print:test_prints", "FAIL test_print:test_prints_then_fails",
-		"ERROR test_syntax", "ERROR test_uses_broken:test_uses_broken"}
+	want := []string{"ERROR test_syntax.py", "ERROR test_uses_broken.py",
+		"CRASHED test_crash.py::test_exit", "CRASHED test_crash.py::test_segfault", "TIMEOUT test_hang.py::test_hang_ignoring_sigint",
+		"PASSED test_math.py::test_add", "FAILED test_math.py::test_add_wrong", "FAILED test_math.py::test_raises_in_helper",
+		"PASSED test_math.py::test_needs_fixture", "SKIPPED test_math.py::test_marked_skip", "PASSED test_math.py::TestCalc::test_method",
+		"FAILED test_math.py::TestCalc::test_method_wrong", "PASSED test_print.py::test_prints", "FAILED test_print.py::test_prints_then_fails"}
 	if strings.Join(ids, "\n") != strings.Join(want, "\n") {
 		t.Errorf("result lines:\n%s\nwant:\n%s", strings.Join(ids, "\n"), strings.Join(want, "\n"))
 	}
 	for _, s := range []string{
-		"--- FAIL test_print:test_prints_then_fails (test_print.py:10)",
-		"    | the context of the failure",
-		"ripple run: 14 entries in ",
-		"3 passed, 4 failed, 2 errors, 2 crashed, 1 timed out, 2 skipped",
+		"___ FAILED test_print.py::test_prints_then_fails ___",
+		"| the context of the failure",
+		">       assert total == expected, \"2 + 2 should be 5\"",
+		"E       assert 4 == 5",
+		"ripple run: 14 tests in ",
+		"4 passed, 4 failed, 2 errors, 2 crashed, 1 timed out, 1 skipped",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, out)
@@ -73,7 +76,7 @@ func TestCLIFixture(t *testing.T) {
 	}
 
 	root := readJUnitFile(t, junit)
-	if mustAttr(root, "tests") != "14" || mustAttr(root, "failures") != "4" || mustAttr(root, "errors") != "5" || mustAttr(root, "skipped") != "2" {
+	if mustAttr(root, "tests") != "14" || mustAttr(root, "failures") != "4" || mustAttr(root, "errors") != "5" || mustAttr(root, "skipped") != "1" {
 		t.Errorf("JUnit totals %+v", root.Attrs)
 	}
 	py := exec.Command(python(t).Path, "-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(len(r.findall('testsuite/testcase')))", junit)
@@ -96,7 +99,7 @@ func TestCLIFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	if doc.Summary["total"] != 14 || doc.Summary["crashed"] != 2 || doc.Summary["timeout"] != 1 || len(doc.Entries) != 14 ||
-		doc.Entries[10].ID != "test_print:test_prints" || doc.Entries[10].Stdout != "hello on stdout\n" {
+		doc.Entries[12].ID != "test_print.py::test_prints" {
 		t.Errorf("JSON report: %+v", doc)
 	}
 }
@@ -105,7 +108,7 @@ func TestCLIPasses(t *testing.T) {
 	t.Parallel()
 	root := project(t, map[string]string{"main.py": "def main():\n    x = 1\n    print('ran', x)\n"})
 	code, out, errOut := ripple(t, "run", "--show-values", root)
-	if code != 0 || !strings.Contains(out, "PASS     main.py:1  main:main") || !strings.Contains(out, "=> 1") ||
+	if code != 0 || !strings.Contains(out, "PASSED   main.py:1  main:main") || !strings.Contains(out, "=> 1") ||
 		!strings.Contains(out, "1 passed") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -152,7 +155,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"run", file}, "not a directory"},
 		{[]string{"run", fixture, noMain}, "at most one project directory"},
 		{[]string{"run", noMain}, "no main.py"},
-		{[]string{"run", noMain, "--tests"}, "no test module"},
+		{[]string{"run", fixture, "-k", "add"}, "need --tests"},
+		{[]string{"run", fixture, "--tests", "--entry", "main:main"}, "--tests and --entry"},
+		{[]string{"run", fixture, "--tests", "--python", pytestPython(t), "--", "--bogus"}, "unrecognized arguments: --bogus"},
 		{[]string{"run", fixture, "--python", "/nonexistent/python3"}, "/nonexistent/python3"},
 		{[]string{"report"}, "usage: ripple report merge"},
 		{[]string{"report", "merge", "out.xml"}, "at least one IN"},
@@ -182,14 +187,14 @@ def test_a_slow():
 def test_b():
     x = 1
 `})
-	code, out, _ := ripple(t, "run", root, "--tests", "--kernels", "1", "--timeout", "0.5", "--fail-fast")
-	if code != 1 || !strings.Contains(out, "TIMEOUT  test_t.py:4  test_t:test_a_slow") || !strings.Contains(out, "SKIP     test_t.py:8  test_t:test_b") {
+	code, out, _ := ripple(t, "run", root, "--tests", "--python", pytestPython(t), "--kernels", "1", "--timeout", "0.5", "--fail-fast")
+	if code != 1 || !strings.Contains(out, "TIMEOUT  test_t.py::test_a_slow") || !strings.Contains(out, "SKIPPED  test_t.py::test_b") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
 
 // Ctrl-C: the binary stops its kernels, writes the reports of what ran
-// and exits with 130.
+// and exits with 2, as pytest does when interrupted.
 func TestCLIInterrupt(t *testing.T) {
 	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "running")
@@ -205,7 +210,7 @@ def test_2_waits():
     time.sleep(120)
 `})
 	jsonPath := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(rippleBin, "run", root, "--tests", "--kernels", "1", "--json", jsonPath)
+	cmd := exec.Command(rippleBin, "run", root, "--tests", "--python", pytestPython(t), "--kernels", "1", "--json", jsonPath)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -228,10 +233,10 @@ def test_2_waits():
 	}
 	err := cmd.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "STOPPED  test_i.py:8  test_i:test_2_waits") || !strings.Contains(stdout.String(), "(interrupted)") {
+	if !strings.Contains(stdout.String(), "STOPPED  test_i.py::test_2_waits") || !strings.Contains(stdout.String(), "(interrupted)") {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 	var doc struct {
@@ -259,11 +264,11 @@ func TestCLIShardsMerge(t *testing.T) {
 	root := project(t, sleepyTests(10))
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	if code, out, errOut := ripple(t, "run", root, "--tests", "--kernels", "2", "--junit", p("all.xml"), "--json", p("all.json")); code != 1 {
+	if code, out, errOut := ripple(t, "run", root, "--tests", "--python", pytestPython(t), "--kernels", "2", "--junit", p("all.xml"), "--json", p("all.json")); code != 1 {
 		t.Fatalf("unsharded: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, k := range []string{"1", "2"} {
-		code, out, errOut := ripple(t, "run", root, "--tests", "--kernels", "2", "--shard", k+"/2", "--junit", p(k+".xml"), "--json", p(k+".json"))
+		code, out, errOut := ripple(t, "run", root, "--tests", "--python", pytestPython(t), "--kernels", "2", "--shard", k+"/2", "--junit", p(k+".xml"), "--json", p(k+".json"))
 		if code != 0 && code != 1 {
 			t.Fatalf("shard %s: exit %d\n%s\n%s", k, code, out, errOut)
 		}

@@ -23,6 +23,7 @@ type Console struct {
 	w          io.Writer
 	bar        bool
 	showValues bool
+	color      bool
 
 	total    int
 	printed  int
@@ -37,11 +38,13 @@ type ConsoleOptions struct {
 	ProgressBar bool
 	// ShowValues prints each statement's value preview.
 	ShowValues bool
+	// Color paints the status words as pytest does (a terminal only).
+	Color bool
 }
 
 // NewConsole returns a Console writing to w.
 func NewConsole(w io.Writer, opts ConsoleOptions) *Console {
-	return &Console{w: w, bar: opts.ProgressBar, showValues: opts.ShowValues}
+	return &Console{w: w, bar: opts.ProgressBar, showValues: opts.ShowValues, color: opts.Color}
 }
 
 // Interactive reports whether a progress bar suits f: it is a terminal
@@ -64,7 +67,11 @@ const barRefresh = 100 * time.Millisecond
 // Started implements Observer.
 func (c *Console) Started(entries []Entry, kernels int) {
 	c.total = len(entries)
-	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), plural(len(entries), "entry", "entries"), kernels, plural(kernels, "kernel", "kernels"))
+	what := plural(len(entries), "entry", "entries")
+	if len(entries) > 0 && entries[len(entries)-1].NodeID != "" {
+		what = plural(len(entries), "test", "tests")
+	}
+	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), what, kernels, plural(kernels, "kernel", "kernels"))
 	// One line per module and condition, however many tests carry it.
 	for _, n := range perModule(entries, func(e *Entry) []string { return e.UnresolvedMarks }) {
 		fmt.Fprintf(c.w, "ripple run: %s: a skipif/xfail condition needs the module's names (%s): ignored, %d %s as if unmarked\n",
@@ -109,7 +116,16 @@ func (c *Console) Result(r *Result) {
 	c.clearBar()
 	c.printed++
 	width := len(fmt.Sprint(c.total))
-	fmt.Fprintf(c.w, "[%*d/%d] %-8s %s  %s", width, c.printed, c.total, statusWord(r.Status), r.Entry.Location(), r.Entry.ID())
+	word := fmt.Sprintf("%-8s", statusWord(r.Status))
+	if c.color {
+		word = paint(r.Status, word)
+	}
+	if r.Entry.NodeID != "" {
+		// The node id says where the test is.
+		fmt.Fprintf(c.w, "[%*d/%d] %s %s", width, c.printed, c.total, word, r.Entry.NodeID)
+	} else {
+		fmt.Fprintf(c.w, "[%*d/%d] %s %s  %s", width, c.printed, c.total, word, r.Entry.Location(), r.Entry.ID())
+	}
 	if r.Status != StatusSkipped && r.Entry.CollectError == nil {
 		fmt.Fprintf(c.w, " (%s)", seconds(r.Duration))
 	}
@@ -171,6 +187,13 @@ func (c *Console) Finish(rep *Report) {
 			fmt.Fprintln(c.w, "\nfailures:")
 			first = false
 		}
+		if r.Entry.NodeID != "" {
+			// pytest's own report of it: traceback, assertion message
+			// with its values, captured output.
+			fmt.Fprintf(c.w, "\n___ %s %s ___\n", statusWord(r.Status), r.Entry.NodeID)
+			writeDetails(c.w, "", r, c.showValues)
+			continue
+		}
 		fmt.Fprintf(c.w, "\n--- %s %s (%s)\n", statusWord(r.Status), r.Entry.ID(), r.Entry.Location())
 		writeDetails(c.w, "    ", r, c.showValues)
 	}
@@ -196,7 +219,11 @@ func SummaryLine(rep *Report) string {
 	if len(parts) == 0 {
 		parts = append(parts, "nothing ran")
 	}
-	line := fmt.Sprintf("ripple run: %d %s in %s on %d %s", s.Total, plural(s.Total, "entry", "entries"),
+	what := plural(s.Total, "entry", "entries")
+	if n := len(rep.Results); n > 0 && rep.Results[n-1].Entry.NodeID != "" {
+		what = plural(s.Total, "test", "tests")
+	}
+	line := fmt.Sprintf("ripple run: %d %s in %s on %d %s", s.Total, what,
 		rep.Duration.Round(10*time.Millisecond), rep.Kernels, plural(rep.Kernels, "kernel", "kernels"))
 	if !rep.Shard.All() {
 		line += " (shard " + rep.Shard.String() + ")"
@@ -226,7 +253,9 @@ func writeDetails(w io.Writer, indent string, r *Result, values bool) {
 			}
 		}
 	}
-	if len(r.Failures) == 0 && r.Message != "" {
+	if r.Longrepr != "" {
+		writeIndented(w, indent, r.Longrepr)
+	} else if len(r.Failures) == 0 && r.Message != "" {
 		writeIndented(w, indent, r.Message)
 	}
 	if d := r.Diagnostic; d != nil {
@@ -284,17 +313,17 @@ func frameLocation(f Frame) string {
 func statusWord(s Status) string {
 	switch s {
 	case StatusPassed:
-		return "PASS"
+		return "PASSED"
 	case StatusFailed:
-		return "FAIL"
+		return "FAILED"
 	case StatusError:
 		return "ERROR"
 	case StatusCrashed:
-		return "CRASH"
+		return "CRASHED"
 	case StatusTimeout:
 		return "TIMEOUT"
 	case StatusSkipped:
-		return "SKIP"
+		return "SKIPPED"
 	case StatusInterrupted:
 		return "STOPPED"
 	case StatusXFailed:
@@ -303,6 +332,19 @@ func statusWord(s Status) string {
 		return "XPASS"
 	}
 	return strings.ToUpper(string(s))
+}
+
+// paint colours a status word as pytest's terminal does: green passed,
+// red failures, yellow skips and expected failures.
+func paint(s Status, word string) string {
+	code := "33" // yellow
+	switch {
+	case s == StatusPassed:
+		code = "32"
+	case s.Failing():
+		code = "31"
+	}
+	return "\x1b[" + code + "m" + word + "\x1b[0m"
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }

@@ -36,10 +36,10 @@ func TestConsolePlain(t *testing.T) {
 	lines := strings.Split(text, "\n")
 	wantPrefix := []string{
 		"ripple run: 7 entries on 2 kernels",
-		"[1/7] PASS     test_a.py:3  test_a:test_pass (0.002s)",
-		"[2/7] FAIL     test_a.py:10  test_a:TestX.test_fail (0.003s): AssertionError: total is wrong",
-		"[3/7] CRASH    test_a.py:20  test_a:test_crash (0.001s): the kernel died (signal SIGSEGV) while running this context",
-		"[4/7] SKIP     test_a.py:30  test_a:test_skip: marked skip",
+		"[1/7] PASSED   test_a.py:3  test_a:test_pass (0.002s)",
+		"[2/7] FAILED   test_a.py:10  test_a:TestX.test_fail (0.003s): AssertionError: total is wrong",
+		"[3/7] CRASHED  test_a.py:20  test_a:test_crash (0.001s): the kernel died (signal SIGSEGV) while running this context",
+		"[4/7] SKIPPED  test_a.py:30  test_a:test_skip: marked skip",
 		"[5/7] ERROR    test_b.py:3  test_b: SyntaxError: invalid syntax",
 		"[6/7] TIMEOUT  test_b.py:8  test_b:test_slow (30.000s): timed out after 30s",
 		"[7/7] STOPPED  test_b.py:12  test_b:test_stopped (0.000s): interrupted (Ctrl-C)",
@@ -50,7 +50,7 @@ func TestConsolePlain(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"--- FAIL test_a:TestX.test_fail (test_a.py:10)\n    test_a.py:12  assert total == 5  (test_a:TestX.test_fail/#1)\n    AssertionError: total is wrong\n    traceback (most recent call last):\n      test_a.py:12 in TestX.test_fail\n",
+		"--- FAILED test_a:TestX.test_fail (test_a.py:10)\n    test_a.py:12  assert total == 5  (test_a:TestX.test_fail/#1)\n    AssertionError: total is wrong\n    traceback (most recent call last):\n      test_a.py:12 in TestX.test_fail\n",
 		"--- ERROR test_b (test_b.py:3)\n    SyntaxError: invalid syntax\n    at test_b.py:3:5: SyntaxError: invalid syntax\n",
 		"ripple run: 7 entries in 1.5s on 2 kernels: 1 passed, 1 failed, 1 error, 1 crashed, 1 timed out, 1 skipped, 1 interrupted\n",
 	} {

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,38 +21,25 @@ import (
 	"github.com/ripple-run/ripple/workspace"
 )
 
-// discoverScript is run with the project's interpreter: static discovery
-// with ast, standard library only (its docstring is the protocol).
+// discoverScript is run with the project's interpreter: it finds the
+// --entry functions with ast, standard library only (its docstring is the
+// protocol). Tests are pytest's to find (ripple run --tests).
 //
-//go:embed discover.py
+//go:embed entries.py
 var discoverScript string
 
-// DiscoverOptions says what ripple run runs: the --entry list, plus
-// discovered tests with Tests; with neither, main:main.
+// DiscoverOptions says what ripple run runs without --tests: the --entry
+// list, or main:main.
 type DiscoverOptions struct {
 	Entries []string
-	Tests   bool
 }
 
 // defaultEntry is what runs when neither --entry nor --tests is given
 // (main:__main__, main.py run as a script, when main.py defines no main).
 const defaultEntry = "main:main"
 
-// IsTestFile reports whether a file name is a test module by pytest's
-// default python_files: test_*.py or *_test.py.
-func IsTestFile(name string) bool {
-	base := path.Base(name)
-	stem, ok := strings.CutSuffix(base, ".py")
-	return ok && (strings.HasPrefix(stem, "test_") || strings.HasSuffix(stem, "_test"))
-}
-
 type discoverRequest struct {
-	Files   []discoverFile   `json:"files"`
 	Lookups []discoverLookup `json:"lookups"`
-}
-
-type discoverFile struct {
-	Path string `json:"path"`
 }
 
 type discoverLookup struct {
@@ -68,21 +54,6 @@ type discoverError struct {
 }
 
 type discoverAnswer struct {
-	Files []struct {
-		Path  string         `json:"path"`
-		Error *discoverError `json:"error"`
-		Tests []struct {
-			Class      string     `json:"class"`
-			Name       string     `json:"name"`
-			Line       int        `json:"line"`
-			Skip       string     `json:"skip"`
-			XFail      *XFailMark `json:"xfail"`
-			Unresolved []string   `json:"unresolved"`
-			UnitTest   bool       `json:"unittest"`
-			Case       *Case      `json:"case"`
-			NotRun     []string   `json:"notRun"`
-		} `json:"tests"`
-	} `json:"files"`
 	Lookups []struct {
 		Path     string         `json:"path"`
 		Qualname string         `json:"qualname"`
@@ -92,11 +63,10 @@ type discoverAnswer struct {
 	} `json:"lookups"`
 }
 
-// Discover lists the entries of the project at root, in report order
-// (path, line, id), without importing any of its code: the modules are
-// parsed by a small script run with python. A test module with a syntax
-// error becomes one entry that fails with the error. An --entry naming a
-// module or function that does not exist is ErrUsage; nothing to run is
+// Discover lists the --entry functions of the project at root (or
+// main:main), in report order, without importing any of its code: the
+// modules are parsed by a small script run with python. An --entry naming
+// a module or function that does not exist is ErrUsage; nothing to run is
 // ErrNoEntries.
 func Discover(ctx context.Context, python kernel.Interpreter, root string, opts DiscoverOptions) ([]Entry, error) {
 	var explicit []protocol.MethodPointer
@@ -107,7 +77,7 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		}
 		explicit = append(explicit, mp)
 	}
-	useDefault := len(explicit) == 0 && !opts.Tests
+	useDefault := len(explicit) == 0
 	if useDefault {
 		mp, _ := protocol.ParseMethodPointer(defaultEntry)
 		explicit = append(explicit, mp)
@@ -126,9 +96,6 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 	var req discoverRequest
 	for _, m := range mods {
 		pathOf[m.Name] = m.Path
-		if opts.Tests && IsTestFile(m.Path) {
-			req.Files = append(req.Files, discoverFile{Path: m.Path})
-		}
 	}
 	for _, mp := range explicit {
 		p, ok := pathOf[mp.Module]
@@ -145,9 +112,8 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 	if err != nil {
 		return nil, err
 	}
-	if len(ans.Lookups) != len(req.Lookups) || len(ans.Files) != len(req.Files) {
-		return nil, fmt.Errorf("%w: the discovery script answered %d files and %d entries for %d and %d", ErrDiscovery,
-			len(ans.Files), len(ans.Lookups), len(req.Files), len(req.Lookups))
+	if len(ans.Lookups) != len(req.Lookups) {
+		return nil, fmt.Errorf("%w: the discovery script answered %d entries for %d", ErrDiscovery, len(ans.Lookups), len(req.Lookups))
 	}
 
 	var entries []Entry
@@ -181,24 +147,6 @@ func Discover(ctx context.Context, python kernel.Interpreter, root string, opts 
 		default:
 			return nil, fmt.Errorf("%w: unknown lookup status %q for %s", ErrDiscovery, lk.Status, mp)
 		}
-	}
-	for _, f := range ans.Files {
-		module, _ := workspace.ModuleName(f.Path)
-		if f.Error != nil {
-			add(Entry{Pointer: protocol.MethodPointer{Module: module}, Path: f.Path, Line: f.Error.Line,
-				CollectError: collectDiagnostic(f.Path, f.Error)})
-			continue
-		}
-		for _, t := range f.Tests {
-			add(Entry{Pointer: protocol.MethodPointer{Module: module, DefinedOnType: t.Class, Name: t.Name},
-				Path: f.Path, Line: t.Line, Skip: t.Skip, XFail: t.XFail, UnresolvedMarks: t.Unresolved, UnitTest: t.UnitTest, Case: t.Case, NotRun: t.NotRun})
-		}
-	}
-	if len(entries) == 0 {
-		if len(req.Files) == 0 {
-			return nil, fmt.Errorf("%w: --tests found no test module (test_*.py or *_test.py) in %s", ErrNoEntries, root)
-		}
-		return nil, fmt.Errorf("%w: --tests found no test function (test*) or Test* class in the %d test modules of %s", ErrNoEntries, len(req.Files), root)
 	}
 	sortEntries(entries)
 	return entries, nil
@@ -274,17 +222,6 @@ var discoverScriptDir = sync.OnceValues(func() (string, error) {
 func pyString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// collectDiagnostic is the compile diagnostic of a module that does not
-// parse, as the engine would report it (0-based location).
-func collectDiagnostic(p string, e *discoverError) *protocol.Diagnostic {
-	d := &protocol.Diagnostic{Kind: protocol.DiagnosticError, Message: e.Message, Path: p, Stack: []protocol.StackTraceElement{}}
-	if e.Line > 0 {
-		pos := protocol.Position{Line: e.Line - 1, Character: max(e.Column-1, 0)}
-		d.Location = &protocol.Range{Start: pos, End: pos}
-	}
-	return d
 }
 
 // lastLines returns the last n lines of s.

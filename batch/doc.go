@@ -1,85 +1,76 @@
-// Package batch is ripple run: it runs a project's entries (functions, or
-// tests found as pytest finds them) headless on the engine's kernel pool,
-// and reports the results for CI: a console listing, JUnit XML and a JSON
-// report. It has no execution path of its own: each entry is an execution
-// context of an in-process engine client, pushed as an ExplicitCall and
-// run by the same queue, jobs and kernels as ripple serve.
+// Package batch is ripple run: it runs a project's tests (pytest, inside
+// the kernels) or entries (functions, on the engine) headless, and reports
+// the results for CI: a console listing, JUnit XML and a JSON report.
 //
 // Start here:
 //
 //	console := batch.NewConsole(os.Stdout, batch.ConsoleOptions{})
-//	rep, err := batch.Run(ctx, batch.Options{Root: dir, Tests: true, Observer: console})
+//	rep, err := batch.Run(ctx, batch.Options{Root: dir, Tests: true, PytestArgs: []string{"-k", "cart"}, Observer: console})
 //	if err != nil && rep == nil { ... } // usage or project error
 //	console.Finish(rep)
 //	err = batch.WriteJUnit("junit.xml", rep)
 //	ok := rep.Summary().Failing() == 0
 //
+// # Tests: pytest in the kernels
+//
+// With Options.Tests, pytest does everything it does for a test suite:
+// configuration (ini files, addopts, testpaths, python_files, -p plugins
+// and the installed ones), collection, fixtures of every scope with their
+// conftest.py chains, marks, unittest and xunit support, assertion
+// rewriting. Run (tests.go) starts Kernels kernels with the project's
+// interpreter; the kernel method "pytest" (kernel/python/ripple_pytest.py)
+// drives one pytest session per kernel in steps, as a pytest-xdist worker
+// does: each kernel builds its Config from Options.PytestArgs and collects
+// (collection is per kernel, in parallel, as xdist's workers collect; the
+// node ids must agree, else the run stops naming the first difference).
+// The tests are then handed out in groups (xdist's loadscope: the node id
+// without its last part, so a class's tests, or a module's functions, run
+// on one kernel, and module and class fixtures are set up once per kernel
+// that runs them), in collection order, each group to the first kernel
+// that is free. A kernel holds back the last test of a group until its
+// next group (or the end) is known, so that it runs with pytest's nextitem
+// and session fixtures live as long as the kernel's session.
+//
+// Each test's outcome is pytest's (its setup, call and teardown reports):
+// passed, failed, skipped, xfailed, xpassed, error (its setup or teardown
+// failed); the message is pytest's one-line reason (the assertion message
+// with its values), Longrepr pytest's report of the failure, Stdout,
+// Stderr and Output what pytest captured (for tests that did not pass).
+// Collection reports that did not pass are entries too (a module that
+// does not import is an error; one that skips itself, skipped); as pytest
+// does, collection errors stop the run before any test (ErrCollection)
+// unless --continue-on-collection-errors is given. ripple adds: a test
+// that kills its kernel is crashed, one that runs past Options.Timeout is
+// timeout (the kernel is interrupted, or killed if it ignores that); in
+// both cases the kernel is replaced and the tests it still held run on the
+// new one. FailFast passes --maxfail=1 to every kernel's pytest and stops
+// the other kernels at the first failing result (running tests are
+// interrupted, the rest skipped); pytest's own -x and --maxfail stop the
+// run likewise (ErrStopped). Nothing collected is ErrNoTests (pytest's
+// exit status 5). The kernels act as xdist workers toward plugins
+// (config.workerinput, PYTEST_XDIST_WORKER): junitxml and the last-failed
+// cache leave the reports to ripple.
+//
+// Without pytest in the interpreter, the same kernels run unittest's own
+// loader (discover from the project root, pattern test*.py) and a class's
+// tests as one unittest suite; a project whose test files are written
+// for pytest (module-level test functions, Test classes that are not
+// TestCases, import pytest) is ErrNoPytest, naming the interpreter and how
+// to install pytest.
+//
 // # Entries
 //
-// The entries are the --entry list (module:function or
-// module:Class.method), plus, with Tests, the tests found by pytest's
-// default rules: modules test_*.py and *_test.py; in them, functions whose
-// name starts with "test", and classes whose name starts with "Test" and
-// that have no __init__, with their methods whose name starts with "test";
-// with neither, main:main. Discovery is static (Discover runs a small
-// standard-library script, discover.py, with the project's interpreter;
-// it parses modules with ast and imports nothing), so a test module with a
-// syntax error is one failing entry, not a crash.
-// @pytest.mark.parametrize (on the function, its class, or in a
-// pytestmark; stacked marks multiply) makes one entry per case, named as
-// pytest names it (test_add[1-2]; ids= and pytest.param(id=, marks=) are
-// honoured), whose arguments are the source of the case's values,
-// evaluated in the module's namespace; values that are not a literal list
-// (a name, a call) cannot be expanded without importing the module, and
-// the test is a skipped entry saying so. A test that needs other
-// arguments (pytest fixtures), an async test and one marked skip
-// (@pytest.mark.skip, @unittest.skip) are skipped entries.
-// Conditional marks are decided at discovery, as pytest decides them when
-// it collects: skipif (@pytest.mark.skipif, @unittest.skipIf, skipUnless)
-// skips when its condition holds; xfail (@pytest.mark.xfail, with its
-// reason, strict and run; @unittest.expectedFailure) applies when it has
-// no condition or one that holds, and then a failing entry is xfailed and
-// a passing one xpassed (failed when strict). A module's or class's
-// pytestmark applies to its tests. At run time, a test that skips itself
-// (TestCase.skipTest, pytest.skip, pytest.importorskip) is skipped with
-// its reason and pytest.xfail makes it xfailed: the kernel ends the run at
-// that statement (execute's stopAtSkip, kernel/PROTOCOL.md), as pytest
-// does; after any other exception the independent statements still run,
-// so their values show. A module that skips itself at import (a
-// module-level pytest.importorskip, pytest.skip(allow_module_level=True),
-// unittest.SkipTest) has its tests skipped, not failed with a compile
-// error. A condition is evaluated
-// with sys, os and platform in scope (pytest's names for string
-// conditions); one that needs a name of the test module cannot be decided
-// without importing it: the console says so and the mark is ignored (the
-// test runs). unittest.TestCase subclasses are collected whatever their
-// name, as pytest collects them, and a class's tests include those it
-// inherits from classes of the module. A method's self is set up by the
-// kernel (kernel/python/engine_testing.py) as unittest or pytest sets it
-// up: for a TestCase, setUpModule and setUpClass when a kernel's tests
-// enter the module and the class, then ClassName("test_name") and setUp;
-// for another class, setup_class likewise, ClassName() and setup_method.
-// After the run come tearDown and the cleanups (addCleanup), or
-// teardown_method; tearDownClass, tearDownModule and teardown_class run
-// when the kernel's next test is of another class or module (as
-// unittest's suite runs them between groups of tests; the dispatcher keeps
-// a kernel on a module while it can), or when the kernel exits. A SkipTest
-// from a set-up skips the test; another exception there is an error "at
-// set-up", one in a tear-down an error naming it. Not supported: pytest
-// fixtures (a test that takes arguments no parametrize mark gives is a
-// skipped entry; the autouse fixtures that apply to a test, of its
-// module, class or a conftest.py, are listed in Entry.NotRun and named on
-// the console), module-level xunit functions (setup_module,
-// setup_function: listed likewise), a test's decorators other than marks
-// (the engine runs the function's own body, so a wrapper such as
-// mock.patch is not applied: listed likewise; a test whose parameters a
-// decorator may supply is skipped saying so), IsolatedAsyncioTestCase (skipped),
-// tests inherited from a class of another module, tests defined
-// conditionally.
+// Without Tests, the entries are the --entry list (module:function or
+// module:Class.method), or main:main. Discover finds their lines without
+// importing the project (a small standard-library script, entries.py, run
+// with the project's interpreter). Each entry is an execution context of
+// an in-process engine client, pushed as an ExplicitCall and run by the
+// same queue, jobs and kernels as ripple serve.
 //
-// Entries are in report order: by path, then line, then id. Every output
-// (console lines, JUnit, JSON) lists results in that order, whatever the
-// parallelism.
+// Results are in report order: for tests, pytest's collection order
+// (collection reports first); for entries, by path, then line, then id.
+// Every output (console lines, JUnit, JSON) lists results in that order,
+// whatever the parallelism.
 //
 // # How entries run
 //
@@ -172,8 +163,10 @@
 //
 // # The JUnit report
 //
-// WriteJUnit writes one testsuite per module and one testcase per entry (name = qualname, classname = module, time in
-// seconds, file and line), failure for failed, error for error, crashed
+// WriteJUnit writes one testsuite per classname and one testcase per
+// entry (for a test: pytest's classname, name, file and 0-based line, as
+// its --junitxml writes them with junit_family=xunit1; for an entry: name =
+// qualname, classname = module, the 1-based line), time in seconds, failure for failed, error for error, crashed
 // and timeout, skipped for skipped and interrupted (and, as pytest writes
 // them, for xfailed, with type "pytest.xfail"; an xpassed testcase
 // passes), system-out and system-err with the captured output.

@@ -49,6 +49,19 @@ type Entry struct {
 	// does not: autouse fixtures (with the conftest.py defining them) and
 	// module-level xunit functions (setup_module...).
 	NotRun []string
+
+	// NodeID is pytest's node id of a test run by pytest in the kernels
+	// (ripple run --tests): the entry's id in every report. The fields
+	// above that describe discovery are unused then.
+	NodeID string
+	// JUnitClass and JUnitName are the testcase's classname and name as
+	// pytest's --junitxml writes them for NodeID.
+	JUnitClass, JUnitName string
+	// Scope is the group the entry runs in (pytest-xdist's loadscope: the
+	// node id without its last part): a group's tests run on one kernel,
+	// in collection order, so module and class fixtures are set up once
+	// per kernel that runs them.
+	Scope string
 }
 
 // Case is one case of a pytest.mark.parametrize'd test.
@@ -76,6 +89,9 @@ type XFailMark struct {
 // brackets as pytest writes it ("test_math:test_add[1-2]"), or the
 // module's name for a module that could not be collected.
 func (e *Entry) ID() string {
+	if e.NodeID != "" {
+		return e.NodeID
+	}
 	if e.CollectError != nil {
 		return e.Pointer.Module
 	}
@@ -85,6 +101,9 @@ func (e *Entry) ID() string {
 // Name is the entry's qualified name within its module, with its case:
 // "TestCart.test_total", "test_add[1-2]" (JUnit's testcase name).
 func (e *Entry) Name() string {
+	if e.NodeID != "" {
+		return e.JUnitName
+	}
 	return e.Pointer.Qualname() + e.caseSuffix()
 }
 

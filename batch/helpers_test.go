@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,4 +114,24 @@ func sleepyTests(n int) map[string]string {
 		}
 	}
 	return map[string]string{"test_a.py": a.String(), "test_b.py": b.String()}
+}
+
+// pytestPython is an interpreter that can import pytest: $RIPPLE_PYTEST_PYTHON,
+// else Debian's /usr/bin/python3 (apt's python3-pytest). Without one the
+// test is skipped, except on CI (CI=true), which installs it.
+func pytestPython(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("RIPPLE_PYTEST_PYTHON"), "/usr/bin/python3"} {
+		if p == "" {
+			continue
+		}
+		if err := exec.Command(p, "-c", "import pytest").Run(); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no python3 with pytest (CI installs python3-pytest): set RIPPLE_PYTEST_PYTHON")
+	}
+	t.Skip("no python3 with pytest (apt install python3-pytest, or set RIPPLE_PYTEST_PYTHON)")
+	return ""
 }

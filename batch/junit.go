@@ -95,6 +95,11 @@ func junitCaseOf(r *Result) junitCase {
 	}
 	c := junitCase{Name: name, Classname: r.Entry.Pointer.Module, Time: seconds3(r.Duration.Seconds()),
 		File: r.Entry.Path, Line: r.Entry.Line, SystemOut: r.Stdout, SystemErr: r.Stderr}
+	if r.Entry.NodeID != "" {
+		// As pytest's --junitxml (junit_family=xunit1, which keeps file
+		// and line): its classname and name, its 0-based line.
+		c.Classname, c.Line = r.Entry.JUnitClass, max(r.Entry.Line-1, 0)
+	}
 	var text bytes.Buffer
 	writeDetails(&text, "", &Result{Failures: r.Failures, Message: r.Message, Diagnostic: r.Diagnostic, Values: r.Values}, true)
 	problem := &junitProblem{Message: r.Message, Type: string(r.Status), Text: text.String()}

@@ -71,6 +71,11 @@ type Result struct {
 	// Values are every statement's final state, in source order; recorded
 	// only with Options.ShowValues.
 	Values []Value
+	// Longrepr is pytest's report of a test that did not pass (the
+	// traceback, the assertion message with its values: what pytest
+	// prints under FAILURES and ERRORS); empty for entries not run by
+	// pytest.
+	Longrepr string
 }
 
 // Failure is a statement that raised.

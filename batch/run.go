@@ -21,9 +21,13 @@ type Options struct {
 	Root string
 	// Python is the --python flag ("" = RIPPLE_PYTHON, .venv, python3).
 	Python string
-	// Entries and Tests say what to run (see DiscoverOptions).
+	// Entries and Tests say what to run: the --entry functions, or the
+	// project's tests, which pytest collects and runs in the kernels.
 	Entries []string
 	Tests   bool
+	// PytestArgs are pytest's command line arguments for Tests: the
+	// selection (PATH[::NODE]..., -k, -m) and what follows "--".
+	PytestArgs []string
 	// Kernels is the number of kernels, entries running at once (0 = the
 	// number of CPUs).
 	Kernels int
@@ -108,6 +112,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.Tests {
+		if len(opts.Entries) > 0 {
+			return nil, fmt.Errorf("%w: --tests and --entry: run the tests or the entries, not both", ErrUsage)
+		}
+		return runTests(ctx, opts, kernels)
+	}
 	started := time.Now()
 	e, err := engine.New(ctx, engine.Config{Root: opts.Root, Python: opts.Python, Kernels: kernels,
 		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger})
@@ -122,7 +132,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	found := make(chan discovered, 1)
 	go func() {
-		entries, err := Discover(ctx, e.Python(), e.Root(), DiscoverOptions{Entries: opts.Entries, Tests: opts.Tests})
+		entries, err := Discover(ctx, e.Python(), e.Root(), DiscoverOptions{Entries: opts.Entries})
 		found <- discovered{entries, err}
 	}()
 	startErr := e.Start(ctx)

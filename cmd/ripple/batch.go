@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,14 +18,19 @@ import (
 )
 
 const runUsage = `usage: ripple run [PROJECT_DIR] [flags]
+       ripple run [PROJECT_DIR] --tests [PATH[::NODE]...] [-k EXPR] [-m MARKEXPR] [flags] [-- PYTEST_ARGS...]
 
 Runs the project's entries headless on a pool of kernels and reports for CI.
-Entries: the --entry list; with --tests, the tests pytest would find
-(test_*.py / *_test.py: test* functions, Test* classes' test* methods);
-with neither, main:main.
+With --tests, pytest runs inside the kernels: its configuration, collection,
+fixtures, marks and plugins, its node ids and outcomes; ripple hands the tests
+out to the kernels by module or class (pytest-xdist's loadscope). PATH[::NODE]
+(relative to PROJECT_DIR), -k, -m and the PYTEST_ARGS after -- go to pytest.
+Without pytest in the interpreter, unittest suites run through unittest's
+loader. Without --tests: the --entry functions, or main:main.
 
-Exit status: 0 all passed, 1 an entry failed, crashed or timed out,
-2 usage or project error, 130 interrupted (Ctrl-C).
+Exit status (as pytest): 0 all passed, 1 a test failed (or errored, crashed,
+timed out), 2 usage error, collection errors or interrupted, 5 no tests
+collected. Without --tests, Ctrl-C exits with 130.
 
 flags:
 `
@@ -80,7 +86,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		timeout timeoutFlag
 	)
 	fs.Var(&entries, "entry", "an entry to run, module:function or module:Class.method (repeatable)")
-	tests := fs.Bool("tests", false, "run the tests pytest would find")
+	tests := fs.Bool("tests", false, "run the project's tests with pytest in the kernels")
+	keyword := fs.String("k", "", "with --tests: pytest's -k `EXPR` (select tests by name)")
+	markExpr := fs.String("m", "", "with --tests: pytest's -m `MARKEXPR` (select tests by mark)")
 	kernels := fs.Int("kernels", 0, "number of kernels, entries running at once (default: the number of CPUs)")
 	fs.Var(&timeout, "timeout", "time limit of each entry, e.g. 30s (default: none)")
 	junit := fs.String("junit", "", "write a JUnit XML report to `FILE`")
@@ -91,6 +99,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
 
+	// What follows "--" goes to pytest as it is.
+	var passThrough []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, passThrough = args[:i], slices.Clone(args[i+1:])
+	}
 	// Flags may come before and after the project directory.
 	var positional []string
 	for {
@@ -110,20 +123,36 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ripple run: %v\n", err)
 		return 2
 	}
-	if len(positional) > 1 {
-		return fail(fmt.Errorf("want at most one project directory, got %q", positional))
-	}
+	// The first positional argument is the project directory when it is
+	// one; with --tests the others (and a first that is a file or a node
+	// id) select tests.
 	dir := "."
-	if len(positional) == 1 {
-		dir = positional[0]
+	if len(positional) > 0 {
+		if fi, err := os.Stat(positional[0]); !*tests || (err == nil && fi.IsDir()) {
+			dir, positional = positional[0], positional[1:]
+		}
 	}
+	if !*tests && len(positional) > 0 {
+		return fail(fmt.Errorf("want at most one project directory, got %q (test selection needs --tests)", append([]string{dir}, positional...)))
+	}
+	if !*tests && (*keyword != "" || *markExpr != "" || len(passThrough) > 0) {
+		return fail(fmt.Errorf("-k, -m and -- PYTEST_ARGS select tests: they need --tests"))
+	}
+	pytestArgs := slices.Clone(positional)
+	if *keyword != "" {
+		pytestArgs = append(pytestArgs, "-k", *keyword)
+	}
+	if *markExpr != "" {
+		pytestArgs = append(pytestArgs, "-m", *markExpr)
+	}
+	pytestArgs = append(pytestArgs, passThrough...)
 	if fi, err := os.Stat(dir); err != nil {
 		return fail(fmt.Errorf("project directory: %w", err))
 	} else if !fi.IsDir() {
 		return fail(fmt.Errorf("project directory %s: not a directory", dir))
 	}
 	opts := batch.Options{Root: dir, Python: *python, Entries: entries, Tests: *tests, Kernels: *kernels,
-		Timeout: timeout.d, FailFast: *failFast, ShowValues: *showValues}
+		Timeout: timeout.d, FailFast: *failFast, ShowValues: *showValues, PytestArgs: pytestArgs}
 	if *kernels < 0 {
 		return fail(fmt.Errorf("--kernels %d: want a positive number", *kernels))
 	}
@@ -151,13 +180,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if f, ok := stdout.(*os.File); ok {
 		bar = batch.Interactive(f)
 	}
-	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, ShowValues: *showValues})
+	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: *showValues})
 	opts.Observer = console
 	rep, err := batch.Run(ctx, opts)
+	interrupted := 130 // Ctrl-C; pytest's status for it with --tests
+	if *tests {
+		interrupted = 2
+	}
 	if rep == nil {
 		if errors.Is(err, batch.ErrInterrupted) {
 			fmt.Fprintf(stderr, "ripple run: %v\n", err)
-			return 130
+			return interrupted
 		}
 		return fail(err)
 	}
@@ -165,7 +198,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	code := 0
 	switch {
 	case errors.Is(err, batch.ErrInterrupted):
-		code = 130
+		code = interrupted
+	case errors.Is(err, batch.ErrNoTests):
+		fmt.Fprintf(stderr, "ripple run: %v\n", err)
+		code = 5
+	case errors.Is(err, batch.ErrStopped):
+		code = 1
 	case err != nil:
 		fmt.Fprintf(stderr, "ripple run: %v\n", err)
 		code = 2

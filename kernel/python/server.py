@@ -954,6 +954,25 @@ def _load_engine(api):
         _METHODS[name] = fn
 
 
+def _pytest_method(api):
+    """The kernel method "pytest" (ripple run --tests): ripple_pytest.py,
+    loaded on its first call, runs pytest's session in this kernel."""
+    loaded = []
+
+    def method(params):
+        if not loaded:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("_ripple_pytest", os.path.join(_HERE, "ripple_pytest.py"))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["_ripple_pytest"] = module
+            spec.loader.exec_module(module)
+            loaded.append(module)
+        return loaded[0].handle(api, params)
+
+    return method
+
+
 def _map_interrupt_cell(fd):
     """Map the interrupt cell the Go side passed as fd (read-only)."""
     import mmap
@@ -1072,6 +1091,7 @@ def main():
 
     api = _KernelAPI(root)
     _load_engine(api)
+    _METHODS["pytest"] = _pytest_method(api)
 
     _POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000 if sys.platform.startswith("linux") else 0)
 

@@ -1,4 +1,4 @@
-import pytest
+import unittest
 
 from helper import add, divide
 
@@ -23,7 +23,7 @@ def test_needs_fixture(tmp_path):
     assert tmp_path
 
 
-@pytest.mark.skip(reason="not today")
+@unittest.skip("not today")
 def test_marked_skip():
     assert False
 

@@ -1,0 +1,650 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ripple-run/ripple/kernel"
+)
+
+// Errors of a test run (ripple run --tests) beyond those of Run.
+var (
+	// ErrCollection: pytest reported errors while collecting, and, as
+	// pytest does without --continue-on-collection-errors, no test ran.
+	ErrCollection = errors.New("errors during collection")
+	// ErrNoPytest: the interpreter cannot import pytest and the project
+	// has tests written for pytest.
+	ErrNoPytest = errors.New("pytest is not installed")
+	// ErrNoTests: nothing was collected (pytest's exit status 5).
+	ErrNoTests = errors.New("no tests collected")
+	// ErrStopped: pytest stopped the session (-x, --maxfail).
+	ErrStopped = errors.New("stopped")
+)
+
+// testItem is one collected item or collection report, as the kernel's
+// ripple_pytest.py answers it.
+type testItem struct {
+	NodeID   string    `json:"nodeid"`
+	Path     string    `json:"path"`
+	Line     int       `json:"line"` // 0-based as pytest's location; -1 unknown
+	Scope    string    `json:"scope"`
+	JUnit    [2]string `json:"junit"`
+	Status   string    `json:"status"` // collection reports only
+	Message  string    `json:"message"`
+	Longrepr string    `json:"longrepr"`
+}
+
+type collectAnswer struct {
+	NoPytest       string      `json:"noPytest"`
+	Python         string      `json:"python"`
+	NeedsPytest    [][2]string `json:"needsPytest"`
+	Usage          string      `json:"usage"`
+	Interrupted    string      `json:"interrupted"`
+	Items          []testItem  `json:"items"`
+	CollectReports []testItem  `json:"collectReports"`
+	Continue       bool        `json:"continueOnCollectionErrors"`
+	CollectOnly    bool        `json:"collectOnly"`
+	Stopped        string      `json:"stopped"`
+}
+
+// testEvent is a progress frame of the kernel method "pytest".
+type testEvent struct {
+	Event    string      `json:"event"` // start or end
+	I        int         `json:"i"`
+	Status   string      `json:"status"`
+	Message  string      `json:"message"`
+	Longrepr string      `json:"longrepr"`
+	Stdout   string      `json:"stdout"`
+	Stderr   string      `json:"stderr"`
+	Sections [][2]string `json:"sections"`
+	Duration float64     `json:"duration"`
+}
+
+type runAnswer struct {
+	Stopped string `json:"stopped"`
+}
+
+// errTestTimeout is the cause of a call cancelled because its running
+// test passed Options.Timeout.
+var errTestTimeout = errors.New("test timed out")
+
+// testRun is one ripple run --tests: pytest in every kernel, the tests
+// handed out by scope group.
+//
+// Ownership: the workers (one goroutine per kernel) own their kernel; the
+// queue of groups and stop are guarded by mu; results go from the workers
+// (and their kernels' reader goroutines) to Run's goroutine over results,
+// which owns the report and the observer.
+type testRun struct {
+	opts    *Options
+	python  kernel.Interpreter
+	root    string
+	args    []string
+	workers int
+	unit    bool // pytest is missing: unittest's loader runs the tests
+
+	entries []Entry
+	results chan indexedResult
+
+	mu      sync.Mutex
+	queue   [][]int // groups not started, in collection order
+	stopped bool
+	cancel  context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
+}
+
+type indexedResult struct {
+	i int
+	r *Result
+}
+
+// next takes the next group, or nil when the run stops or nothing is left.
+func (t *testRun) next() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || len(t.queue) == 0 {
+		return nil
+	}
+	g := t.queue[0]
+	t.queue = t.queue[1:]
+	return g
+}
+
+// requeue puts back the tests of a group a dead kernel did not run.
+func (t *testRun) requeue(g []int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queue = append([][]int{g}, t.queue...)
+}
+
+// stop ends the run: no group starts, running calls are interrupted.
+func (t *testRun) stop(cause error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stopped {
+		t.stopped = true
+		t.cancel(cause)
+	}
+}
+
+func (t *testRun) isStopped() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopped
+}
+
+// runTests is Run with Options.Tests: pytest's session runs in every
+// kernel (kernel/python/ripple_pytest.py); each kernel collects, the
+// collections must agree (as pytest-xdist's workers' must), then the
+// scope groups go to the kernels as they free up.
+func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
+	started := time.Now()
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
+	py, err := kernel.FindPython(ctx, opts.Python, root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	args := opts.PytestArgs
+	if opts.FailFast {
+		// Each kernel's pytest stops at its first failure, as -x does;
+		// the run stops the other kernels.
+		args = append(slices.Clone(args), "--maxfail=1")
+	}
+	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel}
+
+	ws := make([]*testWorker, workers)
+	answers := make([]*collectAnswer, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = &testWorker{t: t, id: i}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = ws[i].start(runCtx)
+		}()
+	}
+	wg.Wait()
+	stopAll := func() {
+		for _, w := range ws {
+			w.stopKernel(ctx)
+		}
+	}
+	opts.Logger.Debug("kernels collected", "after", time.Since(started))
+	if err := errors.Join(errs...); err != nil {
+		stopAll()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+		}
+		return nil, err
+	}
+	first := answers[0]
+	if first.NoPytest != "" {
+		if len(first.NeedsPytest) > 0 {
+			stopAll()
+			f := first.NeedsPytest[0]
+			return nil, fmt.Errorf("%w: %s (%s) cannot import pytest, and %s is written for pytest (%s; %d such %s): install pytest into that interpreter (%s -m pip install pytest, or on Debian apt install python3-pytest)",
+				ErrNoPytest, first.Python, py.Version, f[0], f[1], len(first.NeedsPytest), plural(len(first.NeedsPytest), "file", "files"), py.Path)
+		}
+		// unittest's own loader, on the same kernels.
+		t.unit = true
+		for i, w := range ws {
+			answers[i], errs[i] = w.collect(runCtx)
+		}
+		if err := errors.Join(errs...); err != nil {
+			stopAll()
+			return nil, err
+		}
+		first = answers[0]
+	}
+	if first.Usage != "" {
+		stopAll()
+		return nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
+	}
+	if first.Interrupted != "" {
+		stopAll()
+		return nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
+	}
+	for i, a := range answers[1:] {
+		if d := differ(first.Items, a.Items); d != "" {
+			stopAll()
+			return nil, fmt.Errorf("%w: kernels gw0 and gw%d collected different tests (%d and %d): %s", ErrProject, i+1, len(first.Items), len(a.Items), d)
+		}
+	}
+
+	// Entries: the collection reports that did not pass, then the items,
+	// in pytest's order.
+	var entries []Entry
+	var pre []*Result
+	for _, c := range first.CollectReports {
+		en := Entry{NodeID: c.NodeID, Path: c.Path, JUnitClass: c.JUnit[0], JUnitName: c.JUnit[1]}
+		entries = append(entries, en)
+		pre = append(pre, &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr})
+	}
+	collectErrors := 0
+	for _, r := range pre {
+		if r.Status == StatusError {
+			collectErrors++
+		}
+	}
+	nItems := len(first.Items)
+	runItems := collectErrors == 0 || first.Continue
+	if first.CollectOnly || !runItems {
+		nItems = 0
+	}
+	for _, it := range first.Items[:nItems] {
+		entries = append(entries, Entry{NodeID: it.NodeID, Path: it.Path, Line: it.Line + 1, JUnitClass: it.JUnit[0], JUnitName: it.JUnit[1], Scope: it.Scope})
+	}
+	offset := len(pre)
+	// Sharding keeps whole items; the kernels' indices stay those of the
+	// full collection.
+	keep := make([]int, 0, nItems) // kernel index of each kept item entry
+	kept := entries[:offset]
+	for i := offset; i < len(entries); i++ {
+		if opts.Shard.All() || opts.Shard.Has(entries[i].ID()) {
+			kept = append(kept, entries[i])
+			keep = append(keep, i-offset)
+		}
+	}
+	entries = kept
+	t.entries = entries
+	t.results = make(chan indexedResult, len(entries)+4*workers)
+
+	report := &Report{Project: root, Python: py, Kernels: workers, Timeout: opts.Timeout, Shard: opts.Shard,
+		Started: started, Results: make([]*Result, len(entries))}
+	if opts.Observer != nil {
+		opts.Observer.Started(entries, workers)
+	}
+	c := &completer{report: report, obs: opts.Observer, started: started, total: len(entries)}
+	for i, r := range pre {
+		c.complete(i, r)
+	}
+
+	// Groups: consecutive items of one scope (xdist's loadscope), in
+	// collection order. Kernel index -> entry index.
+	entryOf := make(map[int]int, len(keep))
+	for j, k := range keep {
+		entryOf[k] = offset + j
+	}
+	for j, k := range keep {
+		if j > 0 && entries[offset+j].Scope == entries[offset+j-1].Scope {
+			last := &t.queue[len(t.queue)-1]
+			*last = append(*last, k)
+			continue
+		}
+		t.queue = append(t.queue, []int{k})
+	}
+	for _, w := range ws {
+		w.entryOf = entryOf
+	}
+	opts.Logger.Debug("tests", "collected", len(first.Items), "groups", len(t.queue), "kernels", workers)
+
+	var runErr error
+	if !runItems {
+		stopAll()
+		report.Duration = time.Since(started)
+		return report, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
+	}
+	done := make(chan struct{})
+	var wwg sync.WaitGroup
+	for _, w := range ws {
+		wwg.Add(1)
+		go func() {
+			defer wwg.Done()
+			w.loop(runCtx)
+			w.stopKernel(ctx)
+		}()
+	}
+	go func() {
+		wwg.Wait()
+		close(done)
+	}()
+	var tick <-chan time.Time
+	if opts.Observer != nil {
+		tk := time.NewTicker(progressInterval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	var stopReason error
+	interrupt := ctx.Done()
+loop:
+	for {
+		select {
+		case ir := <-t.results:
+			c.complete(ir.i, ir.r)
+			if ir.r.Status.Failing() && opts.FailFast && stopReason == nil {
+				report.StoppedEarly = true
+				stopReason = errFailFast
+				t.stop(errFailFast)
+			}
+		case <-interrupt:
+			interrupt = nil
+			if stopReason == nil {
+				stopReason = ErrInterrupted
+				t.stop(ErrInterrupted)
+			}
+		case <-done:
+			break loop
+		case <-tick:
+			c.progress()
+		}
+	}
+	for {
+		select {
+		case ir := <-t.results:
+			c.complete(ir.i, ir.r)
+			continue
+		default:
+		}
+		break
+	}
+	for _, w := range ws {
+		if w.stopped != "" && stopReason == nil {
+			stopReason = fmt.Errorf("%w: %s", ErrStopped, w.stopped)
+			report.StoppedEarly = true
+		}
+	}
+	why := "stopped by --fail-fast after the first failure"
+	switch {
+	case errors.Is(stopReason, ErrInterrupted):
+		why = "interrupted (Ctrl-C)"
+		report.Interrupted = true
+		runErr = fmt.Errorf("%w: %d of %d tests ended", ErrInterrupted, c.ended, len(entries))
+	case errors.Is(stopReason, ErrStopped):
+		why = stopReason.Error()
+	}
+	for i, r := range report.Results {
+		if r == nil {
+			c.complete(i, &Result{Entry: entries[i], Status: StatusSkipped, Message: "not run: " + why})
+		}
+	}
+	report.Duration = time.Since(started)
+	if runErr == nil && len(first.Items) == 0 && len(pre) == 0 {
+		runErr = ErrNoTests
+	}
+	return report, runErr
+}
+
+var errFailFast = errors.New("--fail-fast")
+
+// differ says where two collections differ ("" when they do not).
+func differ(a, b []testItem) string {
+	for i := range min(len(a), len(b)) {
+		if a[i].NodeID != b[i].NodeID {
+			return fmt.Sprintf("item %d is %s in one and %s in the other", i, a[i].NodeID, b[i].NodeID)
+		}
+	}
+	switch {
+	case len(a) > len(b):
+		return "only one has " + a[len(b)].NodeID
+	case len(b) > len(a):
+		return "only one has " + b[len(a)].NodeID
+	}
+	return ""
+}
+
+// completer records results and tells the observer each one that is next
+// in report order. Run's goroutine only.
+type completer struct {
+	report  *Report
+	obs     Observer
+	started time.Time
+	total   int
+	emitted int
+	ended   int
+	failing int
+}
+
+func (c *completer) complete(i int, r *Result) {
+	if c.report.Results[i] != nil {
+		return
+	}
+	c.report.Results[i] = r
+	c.ended++
+	if r.Status.Failing() {
+		c.failing++
+	}
+	if c.obs != nil {
+		for c.emitted < len(c.report.Results) && c.report.Results[c.emitted] != nil {
+			c.obs.Result(c.report.Results[c.emitted])
+			c.emitted++
+		}
+	}
+	c.progress()
+}
+
+func (c *completer) progress() {
+	if c.obs != nil {
+		c.obs.Progress(Progress{Done: c.ended, Total: c.total, Failing: c.failing, Elapsed: time.Since(c.started)})
+	}
+}
+
+// testWorker drives one kernel. Its fields are its goroutine's, except
+// those under mu, which the kernel's reader goroutine (the sink) writes.
+type testWorker struct {
+	t       *testRun
+	id      int
+	k       *kernel.Kernel
+	entryOf map[int]int // kernel index -> entry index
+	stopped string      // pytest stopped the session (-x)
+
+	mu       sync.Mutex
+	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
+	running  int               // kernel index of the test running, -1 none
+	output   strings.Builder   // what the running test printed outside pytest's capture
+	timer    *time.Timer
+	cancel   context.CancelCauseFunc
+}
+
+// start starts the kernel and collects.
+func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
+	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
+		Env: []string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)}}
+	k, err := kernel.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
+	w.k = k
+	return w.collect(ctx)
+}
+
+func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
+	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers}
+	if w.t.unit {
+		params = map[string]any{"op": "unittest", "step": "collect"}
+	}
+	raw, err := w.k.Call(ctx, "pytest", params, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
+	}
+	var a collectAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
+	}
+	return &a, nil
+}
+
+func (w *testWorker) stopKernel(ctx context.Context) {
+	if w.k == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	w.k.Stop(sctx)
+	w.k = nil
+}
+
+// loop runs groups until none is left or the run stops, then finishes the
+// session (the held-back test, session teardown).
+func (w *testWorker) loop(ctx context.Context) {
+	w.assigned = make(map[int]time.Time)
+	w.running = -1
+	for {
+		g := w.t.next()
+		if g == nil {
+			break
+		}
+		if !w.call(ctx, "run", g) {
+			return
+		}
+	}
+	if !w.t.isStopped() && !w.t.unit {
+		w.call(ctx, "finish", nil)
+	}
+}
+
+// call runs one request; false when the worker must end (the run stops or
+// its kernel cannot be replaced).
+func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w.mu.Lock()
+	for _, i := range group {
+		w.assigned[i] = time.Time{}
+	}
+	w.cancel = cancel
+	w.mu.Unlock()
+	params := map[string]any{"op": op, "indices": group}
+	if w.t.unit {
+		params = map[string]any{"op": "unittest", "step": "run", "indices": group}
+	}
+	if w.k == nil {
+		return false
+	}
+	raw, err := w.k.Call(callCtx, "pytest", params, kernel.SinkFuncs{OutputFunc: w.output1, ProgressFunc: w.event})
+	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	running := w.running
+	w.mu.Unlock()
+	if err == nil {
+		var a runAnswer
+		if json.Unmarshal(raw, &a) == nil && a.Stopped != "" {
+			w.stopped = a.Stopped
+			w.t.stop(ErrStopped)
+			return false
+		}
+		return true
+	}
+	// The call failed: the running test gets the reason, the kernel is
+	// replaced and the rest of what it held runs on the new one.
+	cause := context.Cause(callCtx)
+	status, msg := StatusCrashed, err.Error()
+	switch {
+	case errors.Is(cause, errTestTimeout):
+		status, msg = StatusTimeout, fmt.Sprintf("timed out after %s", w.t.opts.Timeout)
+	case w.t.isStopped():
+		status, msg = StatusInterrupted, "interrupted"
+		if errors.Is(cause, errFailFast) {
+			msg = "stopped by --fail-fast after the first failure"
+		}
+	case errors.Is(err, kernel.ErrKernelDied):
+		var ee *kernel.ExitError
+		if errors.As(err, &ee) {
+			msg = "the kernel died: " + ee.Status()
+		}
+	}
+	w.mu.Lock()
+	if running >= 0 {
+		began := w.assigned[running]
+		delete(w.assigned, running)
+		w.send(running, &Result{Status: status, Message: msg, Output: w.output.String(), Duration: time.Since(began)})
+	}
+	var rest []int
+	for i := range w.assigned {
+		rest = append(rest, i)
+	}
+	clear(w.assigned)
+	w.running = -1
+	w.mu.Unlock()
+	slices.Sort(rest)
+	w.stopKernel(ctx)
+	if w.t.isStopped() {
+		return false
+	}
+	if len(rest) > 0 {
+		w.t.requeue(rest)
+	}
+	a, err := w.start(ctx)
+	if err == nil && a.NoPytest == "" && a.Usage == "" {
+		return true
+	}
+	w.t.opts.Logger.Warn("replace kernel", "kernel", w.id, "err", err)
+	return false
+}
+
+// event handles a progress frame (the kernel's reader goroutine).
+func (w *testWorker) event(raw json.RawMessage) {
+	var ev testEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		w.t.opts.Logger.Warn("kernel event", "kernel", w.id, "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch ev.Event {
+	case "start":
+		w.running = ev.I
+		w.output.Reset()
+		w.assigned[ev.I] = time.Now()
+		if d := w.t.opts.Timeout; d > 0 {
+			if w.timer != nil {
+				w.timer.Stop()
+			}
+			cancel := w.cancel
+			w.timer = time.AfterFunc(d, func() { cancel(errTestTimeout) })
+		}
+	case "end":
+		if w.timer != nil {
+			w.timer.Stop()
+		}
+		delete(w.assigned, ev.I)
+		r := &Result{Status: Status(ev.Status), Message: ev.Message, Longrepr: ev.Longrepr,
+			Stdout: ev.Stdout, Stderr: ev.Stderr, Duration: time.Duration(ev.Duration * float64(time.Second))}
+		var out strings.Builder
+		for _, s := range ev.Sections {
+			fmt.Fprintf(&out, "----- %s -----\n%s", s[0], s[1])
+			if !strings.HasSuffix(s[1], "\n") {
+				out.WriteByte('\n')
+			}
+		}
+		out.WriteString(w.output.String())
+		r.Output = out.String()
+		w.output.Reset()
+		if ev.I == w.running {
+			w.running = -1
+		}
+		w.send(ev.I, r)
+	}
+}
+
+// output1 keeps what the running test printed past pytest's capture (-s).
+func (w *testWorker) output1(_ kernel.Stream, data []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running >= 0 && w.output.Len() < captureLimit {
+		w.output.Write(data)
+	}
+}
+
+// send hands a result to Run's goroutine (w.mu held).
+func (w *testWorker) send(i int, r *Result) {
+	j, ok := w.entryOf[i]
+	if !ok {
+		return
+	}
+	r.Entry = w.t.entries[j]
+	w.t.results <- indexedResult{j, r}
+}

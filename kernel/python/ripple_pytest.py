@@ -1,0 +1,529 @@
+"""ripple run --tests inside a warm kernel: the kernel method "pytest".
+
+pytest does the work (configuration, collection, fixtures, marks,
+unittest and xunit support, assertion rewriting, plugins); this module only
+drives one pytest session per kernel in steps, as a pytest-xdist worker
+does (xdist/remote.py), so that the Go side can hand out groups of tests:
+
+    {"op": "collect", "args": [...], "worker": 0, "workers": 2}
+        builds the Config from args (pytest's own command line parsing, so
+        ini files, addopts, -p plugins, -k, -m), configures it, starts the
+        session and collects (pytest_collection: collection, deselection,
+        pytest_collection_modifyitems). Answers the items (node id,
+        location, loadscope key, JUnit classname and name) and the
+        collection reports that did not pass.
+    {"op": "run", "indices": [...]}
+        runs those items (indices into the collected list) with pytest's
+        runtest protocol. As in xdist, the last item is held back until
+        the next "run" or "finish": its nextitem is then known, so fixtures
+        that the next item shares (session, package, module, class scope)
+        are not torn down in between.
+    {"op": "finish"}
+        runs the held item with nextitem None (everything is torn down),
+        then pytest_sessionfinish and unconfigure.
+    {"op": "unittest"}
+        without pytest: unittest's own loader (see _unittest_*).
+
+Progress frames, one per event, tell the Go side each item's start and its
+outcome: {"event": "start", "i": I} and {"event": "end", "i": I, "status":
+..., ...}, where status is how pytest counts the item: passed, failed,
+skipped, xfailed, xpassed, error (its setup or teardown failed).
+
+State: one session per kernel at a time, in _SESSION; a new "collect"
+closes the previous one. Requests run one at a time on the kernel's main
+thread, so there is no lock.
+"""
+
+import io
+import os
+import sys
+
+_SESSION = None
+
+
+def handle(api, params):
+    op = params.get("op")
+    if op == "collect":
+        return _collect(api, params)
+    if op == "run":
+        if _SESSION is None:
+            raise RuntimeError("pytest: run before collect")
+        return _SESSION.run(api, params.get("indices") or [])
+    if op == "finish":
+        if _SESSION is None:
+            return {}
+        return _SESSION.finish(api)
+    if op == "unittest":
+        return _unittest(api, params)
+    raise ValueError("pytest: unknown op %r" % (op,))
+
+
+class _Discard(io.TextIOBase):
+    """pytest's terminal reporter writes here: the Go side prints the run."""
+
+    def write(self, s):
+        return len(s)
+
+    def isatty(self):
+        return False
+
+
+def _collect(api, params):
+    global _SESSION
+    if _SESSION is not None:
+        _SESSION.finish(api)
+        _SESSION = None
+    try:
+        import pytest  # noqa: F401
+        from _pytest.config import _prepareconfig
+        from _pytest.main import Session
+    except ImportError as e:
+        return {"noPytest": "%s: %s" % (type(e).__name__, e), "python": sys.executable,
+                "needsPytest": _pytest_style_files(os.getcwd())}
+    args = [str(a) for a in params.get("args") or []]
+    with api.user_code():
+        try:
+            config = _prepareconfig(args, plugins=None)
+        except pytest.UsageError as e:
+            return {"usage": str(e)}
+        # The kernels are workers of one run, as xdist's are: plugins that
+        # know xdist (junitxml, the last-failed cache) leave the run's
+        # reports to the controller, which is the Go side.
+        config.workerinput = {
+            "workerid": "gw%d" % int(params.get("worker", 0)),
+            "workercount": int(params.get("workers", 1)),
+            "testrunuid": str(params.get("runID", "")),
+            "mainargv": ["pytest"] + args,
+        }
+        config.workeroutput = {}
+        if getattr(config.option, "dist", "no") != "no":
+            config.option.dist = "no"  # xdist in a kernel: the kernels are the workers
+            config.option.numprocesses = None
+        state = _Session(config)
+        _SESSION = state
+        try:
+            config._do_configure()
+            state.configured = True
+            tr = config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                from _pytest.terminal import TerminalWriter
+
+                tr._tw = TerminalWriter(_Discard())
+            config.pluginmanager.register(state, "ripple-kernel")
+            session = Session.from_config(config)
+            session.exitstatus = 0
+            state.session = session
+            config.hook.pytest_sessionstart(session=session)
+            state.started = True
+            config.hook.pytest_collection(session=session)
+        except pytest.UsageError as e:
+            state.close()
+            _SESSION = None
+            return {"usage": str(e)}
+        except (KeyboardInterrupt, pytest.exit.Exception) as e:
+            state.close()
+            _SESSION = None
+            return {"interrupted": "%s: %s" % (type(e).__name__, e)}
+        except session.Interrupted as e:
+            # A -x/--maxfail stop during collection.
+            state.stopped = str(e)
+    items = []
+    for item in state.session.items:
+        path, line, domain = item.location
+        items.append({
+            "nodeid": item.nodeid,
+            "path": path.replace(os.sep, "/"),
+            "line": line if line is not None else -1,
+            "domain": domain,
+            "scope": _scope(item.nodeid),
+            "junit": _junit_names(item.nodeid),
+        })
+    return {
+        "items": items,
+        "collectReports": state.collect_reports,
+        "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
+        "collectOnly": bool(config.option.collectonly),
+        "stopped": state.stopped,
+        "rootdir": str(config.rootpath),
+        "pytest": pytest.__version__,
+    }
+
+
+def _scope(nodeid):
+    """The loadscope key, as xdist's LoadScopeScheduling._split_scope: the
+    node id without its last part (a class's tests stay together, a
+    module's functions likewise); parameters in brackets are cut first so
+    that "::" inside them does not count."""
+    base = nodeid.split("[", 1)[0]
+    return base.rsplit("::", 1)[0]
+
+
+def _junit_names(nodeid):
+    """classname and name as pytest's junitxml writes them."""
+    from _pytest.junitxml import mangle_test_address
+
+    names = mangle_test_address(nodeid)
+    return [".".join(names[:-1]), names[-1]]
+
+
+class _Session:
+    """One pytest session in this kernel; also the plugin that records the
+    reports of the item running (registered as "ripple-kernel")."""
+
+    def __init__(self, config):
+        self.config = config
+        self.session = None
+        self.configured = False
+        self.started = False
+        self.collect_reports = []
+        self.pending = None  # the item held back until its nextitem is known
+        self.reports = []
+        self.stopped = ""
+        self.api = None
+
+    # ---- hooks
+
+    def pytest_collectreport(self, report):
+        if report.passed:
+            return
+        path = report.nodeid.split("::", 1)[0]
+        entry = {"nodeid": report.nodeid, "path": path, "junit": _junit_names(report.nodeid)}
+        if report.failed:
+            entry["status"] = "error"
+            entry["message"] = _crash_message(report)
+            entry["longrepr"] = report.longreprtext
+        else:
+            entry["status"] = "skipped"
+            entry["message"] = _skip_reason(report)
+        self.collect_reports.append(entry)
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.append(report)
+
+    # ---- steps
+
+    def run(self, api, indices):
+        self.api = api
+        items = self.session.items
+        queue = [items[i] for i in indices]
+        if self.pending is not None:
+            queue.insert(0, self.pending)
+            self.pending = None
+        index = {id(it): i for i, it in enumerate(items)}
+        with api.user_code():
+            while len(queue) > 1:
+                item = queue.pop(0)
+                if not self._run_one(item, queue[0], index[id(item)]):
+                    return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
+        self.pending = queue[0] if queue else None
+        return {}
+
+    def finish(self, api):
+        self.api = api
+        answer = {}
+        try:
+            with api.user_code():
+                if self.pending is not None and not self.stopped:
+                    item, self.pending = self.pending, None
+                    index = self.session.items.index(item)
+                    if not self._run_one(item, None, index):
+                        answer = {"stopped": self.stopped}
+        finally:
+            self.close()
+        return answer
+
+    def _run_one(self, item, nextitem, i):
+        api = self.api
+        api.emit_progress({"event": "start", "i": i})
+        self.reports = []
+        # An interrupt (KeyboardInterrupt out of the protocol) sends no
+        # outcome: the Go side knows which item was running.
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        reports, self.reports = self.reports, []
+        api.flush_output()
+        api.emit_progress(_outcome(i, reports))
+        s = self.session
+        if s.shouldfail or s.shouldstop:
+            self.stopped = str(s.shouldfail or s.shouldstop)
+            return False
+        return True
+
+    def close(self):
+        global _SESSION
+        config, session = self.config, self.session
+        try:
+            if self.started:
+                self.started = False
+                exitstatus = 1 if session.testsfailed else 0
+                session.exitstatus = exitstatus
+                config.hook.pytest_sessionfinish(session=session, exitstatus=exitstatus)
+        finally:
+            if self.configured:
+                self.configured = False
+                config._ensure_unconfigure()
+            if _SESSION is self:
+                _SESSION = None
+
+
+def _crash_message(report):
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message
+    return str(report.longrepr).strip().split("\n")[-1]
+
+
+def _skip_reason(report):
+    if isinstance(report.longrepr, tuple):
+        reason = report.longrepr[2]
+        if reason.startswith("Skipped: "):
+            reason = reason[len("Skipped: "):]
+        return reason
+    return str(report.longrepr or "")
+
+
+_PHASE_WORD = {"setup": "at setup", "teardown": "at teardown"}
+
+
+def _outcome(i, reports):
+    """An item's reports (setup, call, teardown) as pytest counts them:
+    the outcome of the call, error when the setup or the teardown failed,
+    skipped/xfailed when the setup skipped."""
+    status, message = "", ""
+    texts, out, err, sections = [], [], [], []
+    duration = 0.0
+    for rep in reports:
+        duration += rep.duration or 0.0
+        xfail = hasattr(rep, "wasxfail")
+        if rep.failed:
+            if rep.when == "call":
+                status = "failed" if status != "error" else status
+                message = message or _crash_message(rep)
+                texts.append(rep.longreprtext)
+            else:
+                status = "error"
+                message = message or "%s: %s" % (_PHASE_WORD[rep.when], _crash_message(rep))
+                texts.append("%s of %s\n%s" % (_PHASE_WORD[rep.when].upper(), rep.nodeid, rep.longreprtext))
+        elif rep.skipped:
+            if rep.when != "teardown" and status != "error":
+                status = "xfailed" if xfail else "skipped"
+                message = rep.wasxfail if xfail else _skip_reason(rep)
+        elif rep.when == "call" and status == "":
+            status = "xpassed" if xfail else "passed"
+            if xfail:
+                message = rep.wasxfail
+        elif rep.when == "setup" and status == "":
+            status = "passed"  # until the call says otherwise
+    if reports:
+        last = reports[-1]
+        for title, content in last.sections:
+            sections.append([title, content])
+            if "stdout" in title:
+                out.append(content)
+            elif "stderr" in title:
+                err.append(content)
+    if not reports:
+        status, message = "interrupted", "no report"
+    ev = {"event": "end", "i": i, "status": status, "duration": duration}
+    if status not in ("passed",):
+        ev["message"] = message
+        if texts:
+            ev["longrepr"] = "\n".join(texts)
+        if sections:
+            ev["sections"] = sections
+            ev["stdout"] = "".join(out)
+            ev["stderr"] = "".join(err)
+    return ev
+
+
+# ---------------------------------------------------------------- no pytest
+
+
+def _test_files(root):
+    skip = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build", "dist"}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(".py") and (name.startswith("test") or name.endswith("_test.py")):
+                yield os.path.join(dirpath, name)
+
+
+def _pytest_style_files(root):
+    """Test files written for pytest (module-level test functions, Test*
+    classes that are not TestCases, import pytest): without pytest they
+    cannot run as their author meant. [[path, why], ...]"""
+    import ast
+
+    found = []
+    for path in _test_files(root):
+        try:
+            with open(path, "rb") as f:
+                tree = ast.parse(f.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        why = ""
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(n == "pytest" or n.startswith("pytest.") for n in names):
+                    why = "imports pytest"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                why = "test function %s" % node.name
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test") and not node.bases:
+                why = "test class %s is not a unittest.TestCase" % node.name
+            if why:
+                break
+        if why:
+            found.append([os.path.relpath(path, root).replace(os.sep, "/"), why])
+    return found
+
+
+def _unittest(api, params):
+    """Without pytest: unittest's loader (discover, pattern test*.py from
+    the project root) and runner, one class at a time per "run"."""
+    import unittest
+
+    global _UNITTEST
+    root = os.getcwd()
+    op = params.get("step", "collect")
+    if op == "collect":
+        with api.user_code():
+            suite = unittest.defaultTestLoader.discover(root, pattern=params.get("pattern") or "test*.py", top_level_dir=root)
+        tests = []
+        _flatten(suite, tests)
+        _UNITTEST = tests
+        items = []
+        for t in tests:
+            nodeid, path, line = _unittest_node(t, root)
+            cls = type(t)
+            items.append({"nodeid": nodeid, "path": path, "line": line, "domain": t.id(),
+                          "scope": "%s::%s" % (cls.__module__, cls.__qualname__),
+                          "junit": _junit_from_id(nodeid)})
+        return {"items": items, "collectReports": [], "continueOnCollectionErrors": False}
+    indices = params.get("indices") or []
+    tests = [_UNITTEST[i] for i in indices]
+    result = _EventResult(api, {id(t): i for i, t in enumerate(_UNITTEST)})
+    with api.user_code():
+        unittest.TestSuite(tests).run(result)
+    # Tests that never started: their class or module fixture failed or
+    # skipped (unittest reports that once, on a stand-in test).
+    why = {"status": "error", "message": "not run"}
+    if result.errors:
+        why = {"status": "error", "message": "%s: %s" % (result.errors[-1][0], result.errors[-1][1].strip().split("\n")[-1]),
+               "longrepr": result.errors[-1][1]}
+    elif result.skipped:
+        why = {"status": "skipped", "message": result.skipped[-1][1]}
+    for i in indices:
+        if i not in result.ended:
+            ev = dict(why, event="end", i=i, duration=0.0)
+            api.emit_progress(ev)
+    return {}
+
+
+_UNITTEST = []
+
+
+def _flatten(suite, out):
+    for t in suite:
+        if hasattr(t, "__iter__"):
+            _flatten(t, out)
+        else:
+            out.append(t)
+
+
+def _unittest_node(test, root):
+    """A pytest-style node id for a unittest test: path::Class::method."""
+    import inspect
+
+    cls = type(test)
+    mod = sys.modules.get(cls.__module__)
+    path = getattr(mod, "__file__", None) or cls.__module__
+    if os.path.isabs(path):
+        path = os.path.relpath(path, root)
+    path = path.replace(os.sep, "/")
+    method = getattr(test, "_testMethodName", "")
+    line = -1
+    try:
+        fn = getattr(cls, method)
+        line = inspect.getsourcelines(fn)[1] - 1
+    except (AttributeError, TypeError, OSError):
+        pass
+    if cls.__name__ == "_FailedTest":
+        return "%s::%s" % (path, method), path, line
+    return "%s::%s::%s" % (path, cls.__qualname__, method), path, line
+
+
+def _junit_from_id(nodeid):
+    from_path, _, rest = nodeid.partition("::")
+    names = [from_path[:-3].replace("/", ".") if from_path.endswith(".py") else from_path] + rest.split("::")
+    return [".".join(names[:-1]), names[-1]]
+
+
+class _EventResult:
+    """A unittest result that sends each test's outcome as it ends."""
+
+    def __new__(cls, api, index):
+        import time
+        import traceback
+        import unittest
+
+        class Result(unittest.TestResult):
+            def startTest(self, test):
+                super().startTest(test)
+                self._t0 = time.perf_counter()
+                self._ev = None
+                i = index.get(id(test))
+                if i is not None:
+                    api.emit_progress({"event": "start", "i": i})
+
+            def _set(self, status, message="", text=""):
+                self._ev = {"status": status, "message": message, "longrepr": text}
+
+            def addSuccess(self, test):
+                self._set("passed")
+
+            def addFailure(self, test, err):
+                self._set("failed", _exc_line(err), "".join(traceback.format_exception(*err)))
+
+            def addError(self, test, err):
+                i = index.get(id(test))
+                if i is None:
+                    # A class or module fixture (setUpClass...) failed.
+                    return super().addError(test, err)
+                self._set("error", _exc_line(err), "".join(traceback.format_exception(*err)))
+
+            def addSkip(self, test, reason):
+                if index.get(id(test)) is None:
+                    return super().addSkip(test, reason)
+                self._set("skipped", reason)
+
+            def addExpectedFailure(self, test, err):
+                self._set("xfailed", _exc_line(err))
+
+            def addUnexpectedSuccess(self, test):
+                self._set("failed", "Unexpected success")
+
+            def addSubTest(self, test, subtest, err):
+                if err is not None and (self._ev is None or self._ev["status"] == "passed"):
+                    kind = "failed" if issubclass(err[0], test.failureException) else "error"
+                    self._set(kind, "%s: %s" % (subtest, _exc_line(err)), "".join(traceback.format_exception(*err)))
+
+            def stopTest(self, test):
+                super().stopTest(test)
+                i = index.get(id(test))
+                if i is None:
+                    return
+                ev = self._ev or {"status": "passed"}
+                ev.update(event="end", i=i, duration=time.perf_counter() - self._t0)
+                self.ended.add(i)
+                api.flush_output()
+                api.emit_progress(ev)
+
+        r = Result()
+        r.ended = set()
+        return r
+
+
+def _exc_line(err):
+    import traceback
+
+    return "".join(traceback.format_exception_only(err[0], err[1])).strip().split("\n")[-1]
