@@ -23,11 +23,11 @@
 // does: each kernel builds its Config from Options.PytestArgs and collects
 // (collection is per kernel, in parallel, as xdist's workers collect; the
 // node ids must agree, else the run stops naming the first difference).
-// The tests are then handed out in groups (xdist's loadscope: the node id
-// without its last part, so a class's tests, or a module's functions, run
-// on one kernel, and module and class fixtures are set up once per kernel
-// that runs them), in collection order, each group to the first kernel
-// that is free. A kernel holds back the last test of a group until its
+// The tests are then handed out in groups, one per module (xdist's
+// loadfile: a module's tests, its classes' included, run on one kernel in
+// pytest's order, so module state that tests share, and module- and
+// class-scoped fixtures, are as under pytest: set up once), in collection
+// order, each group to the first kernel that is free. A kernel holds back the last test of a group until its
 // next group (or the end) is known, so that it runs with pytest's nextitem
 // and session fixtures live as long as the kernel's session.
 //

@@ -57,10 +57,9 @@ type Entry struct {
 	// JUnitClass and JUnitName are the testcase's classname and name as
 	// pytest's --junitxml writes them for NodeID.
 	JUnitClass, JUnitName string
-	// Scope is the group the entry runs in (pytest-xdist's loadscope: the
-	// node id without its last part): a group's tests run on one kernel,
-	// in collection order, so module and class fixtures are set up once
-	// per kernel that runs them.
+	// Scope is the group the entry runs in: its module (pytest-xdist's
+	// loadfile): a module's tests run on one kernel, in collection order,
+	// so module state, module and class fixtures are as under pytest.
 	Scope string
 }
 

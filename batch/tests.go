@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,13 +43,16 @@ type testItem struct {
 }
 
 type collectAnswer struct {
-	NoPytest       string      `json:"noPytest"`
-	Python         string      `json:"python"`
-	NeedsPytest    [][2]string `json:"needsPytest"`
-	Usage          string      `json:"usage"`
-	Interrupted    string      `json:"interrupted"`
-	Items          []testItem  `json:"items"`
-	CollectReports []testItem  `json:"collectReports"`
+	NoPytest    string      `json:"noPytest"`
+	Python      string      `json:"python"`
+	NeedsPytest [][2]string `json:"needsPytest"`
+	Usage       string      `json:"usage"`
+	Interrupted string      `json:"interrupted"`
+	Count       int         `json:"count"`
+	// Items and CollectReports come as progress frames (a result is
+	// capped at 64 KiB).
+	Items          []testItem `json:"-"`
+	CollectReports []testItem `json:"-"`
 	Continue       bool        `json:"continueOnCollectionErrors"`
 	CollectOnly    bool        `json:"collectOnly"`
 	Stopped        string      `json:"stopped"`
@@ -464,13 +468,35 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "collect"}
 	}
-	raw, err := w.k.Call(ctx, "pytest", params, nil)
+	var items, reports []testItem
+	var bad error
+	sink := kernel.SinkFuncs{ProgressFunc: func(raw json.RawMessage) {
+		var ev struct {
+			Event  string     `json:"event"`
+			Items  []testItem `json:"items"`
+			Report testItem   `json:"report"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			bad = err
+		}
+		switch ev.Event {
+		case "items":
+			items = append(items, ev.Items...)
+		case "collectReport":
+			reports = append(reports, ev.Report)
+		}
+	}}
+	raw, err := w.k.Call(ctx, "pytest", params, sink)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
 	}
 	var a collectAnswer
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := cmp.Or(json.Unmarshal(raw, &a), bad); err != nil {
 		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
+	}
+	a.Items, a.CollectReports = items, reports
+	if len(a.Items) != a.Count {
+		return nil, fmt.Errorf("%w: kernel gw%d: collect: %d items announced, %d received", ErrProject, w.id, a.Count, len(a.Items))
 	}
 	return &a, nil
 }

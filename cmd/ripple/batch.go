@@ -23,7 +23,7 @@ const runUsage = `usage: ripple run [PROJECT_DIR] [flags]
 Runs the project's entries headless on a pool of kernels and reports for CI.
 With --tests, pytest runs inside the kernels: its configuration, collection,
 fixtures, marks and plugins, its node ids and outcomes; ripple hands the tests
-out to the kernels by module or class (pytest-xdist's loadscope). PATH[::NODE]
+out to the kernels by module (pytest-xdist's loadfile). PATH[::NODE]
 (relative to PROJECT_DIR), -k, -m and the PYTEST_ARGS after -- go to pytest.
 Without pytest in the interpreter, unittest suites run through unittest's
 loader. Without --tests: the --entry functions, or main:main.

@@ -127,20 +127,27 @@ def _collect(api, params):
         except session.Interrupted as e:
             # A -x/--maxfail stop during collection.
             state.stopped = str(e)
-    items = []
+    # The items go as progress frames, a chunk at a time: a result is
+    # capped at 64 KiB, a collection of thousands of tests is not.
+    chunk = []
     for item in state.session.items:
         path, line, domain = item.location
-        items.append({
+        chunk.append({
             "nodeid": item.nodeid,
             "path": path.replace(os.sep, "/"),
             "line": line if line is not None else -1,
-            "domain": domain,
             "scope": _scope(item.nodeid),
             "junit": _junit_names(item.nodeid),
         })
+        if len(chunk) == 200:
+            api.emit_progress({"event": "items", "items": chunk})
+            chunk = []
+    if chunk:
+        api.emit_progress({"event": "items", "items": chunk})
+    for rep in state.collect_reports:
+        api.emit_progress({"event": "collectReport", "report": rep})
     return {
-        "items": items,
-        "collectReports": state.collect_reports,
+        "count": len(state.session.items),
         "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
         "collectOnly": bool(config.option.collectonly),
         "stopped": state.stopped,
@@ -150,12 +157,11 @@ def _collect(api, params):
 
 
 def _scope(nodeid):
-    """The loadscope key, as xdist's LoadScopeScheduling._split_scope: the
-    node id without its last part (a class's tests stay together, a
-    module's functions likewise); parameters in brackets are cut first so
-    that "::" inside them does not count."""
-    base = nodeid.split("[", 1)[0]
-    return base.rsplit("::", 1)[0]
+    """The group a test runs in: its module (its file's part of the node
+    id, as xdist's loadfile groups), so that a module's and its classes'
+    tests run on one kernel, in pytest's order, sharing module state and
+    module- and class-scoped fixtures as they do under pytest."""
+    return nodeid.split("::", 1)[0]
 
 
 def _junit_names(nodeid):
@@ -379,7 +385,7 @@ def _pytest_style_files(root):
 
 def _unittest(api, params):
     """Without pytest: unittest's loader (discover, pattern test*.py from
-    the project root) and runner, one class at a time per "run"."""
+    the project root) and runner, one module at a time per "run"."""
     import unittest
 
     global _UNITTEST
@@ -391,14 +397,16 @@ def _unittest(api, params):
         tests = []
         _flatten(suite, tests)
         _UNITTEST = tests
-        items = []
+        chunk = []
         for t in tests:
             nodeid, path, line = _unittest_node(t, root)
-            cls = type(t)
-            items.append({"nodeid": nodeid, "path": path, "line": line, "domain": t.id(),
-                          "scope": "%s::%s" % (cls.__module__, cls.__qualname__),
-                          "junit": _junit_from_id(nodeid)})
-        return {"items": items, "collectReports": [], "continueOnCollectionErrors": False}
+            chunk.append({"nodeid": nodeid, "path": path, "line": line, "scope": path, "junit": _junit_from_id(nodeid)})
+            if len(chunk) == 200:
+                api.emit_progress({"event": "items", "items": chunk})
+                chunk = []
+        if chunk:
+            api.emit_progress({"event": "items", "items": chunk})
+        return {"count": len(tests)}
     indices = params.get("indices") or []
     tests = [_UNITTEST[i] for i in indices]
     result = _EventResult(api, {id(t): i for i, t in enumerate(_UNITTEST)})

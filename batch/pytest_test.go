@@ -1,0 +1,360 @@
+package batch_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/batch"
+)
+
+// The projects under testdata/pytest are the failure modes of issue 12,
+// one small project each. Each runs under pytest itself (the oracle) and
+// under ripple run --tests with two kernels, through the binary: the
+// JUnit testcases (classname, name, file, line, outcome) and the exit
+// status must be pytest's, and the outcomes pinned here must hold (so
+// that a mistake shared by both cannot pass).
+func TestPytestProjects(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	cases := []struct {
+		dir  string
+		code int
+		want map[string]batch.Status // node id -> status, in ripple's JSON report
+		n    int                     // tests in the report
+	}{
+		{"scopes", 0, map[string]batch.Status{"test_scopes.py::TestOne::test_a": batch.StatusPassed, "test_scopes.py::test_module_level": batch.StatusPassed}, 4},
+		{"conftests", 1, map[string]batch.Status{"test_root.py::test_root": batch.StatusPassed, "sub/test_sub.py::test_sub": batch.StatusPassed,
+			"sub/test_sub.py::test_sub_fails": batch.StatusFailed}, 3},
+		{"params", 1, map[string]batch.Status{"test_params.py::test_number[one]": batch.StatusPassed, "test_params.py::test_number[three]": batch.StatusFailed,
+			"test_params.py::test_both[two-b]": batch.StatusPassed}, 9},
+		{"skipif_names", 0, map[string]batch.Status{"test_skipif.py::test_needs_feature": batch.StatusSkipped, "test_skipif.py::test_new_enough": batch.StatusPassed,
+			"test_skipif.py::test_known_bug": batch.StatusXFailed, "test_skipif.py::test_py3": batch.StatusPassed}, 4},
+		{"hyphen", 1, map[string]batch.Status{"test_max-min.py::test_max_min": batch.StatusPassed, "test_max-min.py::test_max_min_fails": batch.StatusFailed}, 2},
+		{"decorators", 0, map[string]batch.Status{"test_decorators.py::TestDecorated::test_method_with_self": batch.StatusPassed,
+			"test_decorators.py::TestDecorated::test_patched": batch.StatusPassed, "test_decorators.py::test_patch_dict": batch.StatusPassed,
+			"test_decorators.py::test_calls_after": batch.StatusPassed}, 4},
+		{"unittest_order", 0, map[string]batch.Status{"test_order.py::TestOrder::test_z_last": batch.StatusPassed}, 4},
+		{"runtest", 1, map[string]batch.Status{"test_runtest.py::OnlyRunTest::runTest": batch.StatusPassed, "test_runtest.py::WithSetUp::runTest": batch.StatusFailed}, 2},
+		{"inherit", 1, map[string]batch.Status{"test_child.py::TestOne::test_inherited": batch.StatusPassed, "test_child.py::TestTwo::test_inherited": batch.StatusFailed,
+			"test_child.py::TestTwo::test_inherited_fails_for_two": batch.StatusFailed, "test_child.py::TestTwo::test_own": batch.StatusPassed}, 5},
+		{"testpaths", 0, map[string]batch.Status{"tests/check_inside.py::check_inside": batch.StatusPassed}, 1},
+		{"parametrize_ids", 0, map[string]batch.Status{"test_ids.py::test_kind[Identifier]": batch.StatusPassed, "test_ids.py::test_kind[int]": batch.StatusPassed,
+			"test_ids.py::test_kind[make]": batch.StatusPassed, "test_ids.py::test_kind[len]": batch.StatusPassed, "test_ids.py::test_kind[None]": batch.StatusPassed,
+			"test_ids.py::test_kind[1.5]": batch.StatusPassed, "test_ids.py::test_kind[x y]": batch.StatusPassed,
+			"test_ids.py::test_pairs[1-2]": batch.StatusPassed, "test_ids.py::test_pairs[three-four]": batch.StatusPassed,
+			"test_ids.py::test_pairs[5-6]": batch.StatusXFailed}, 10},
+		{"bigclass", 0, map[string]batch.Status{"test_big.py::TestBig::test_0000": batch.StatusPassed, "test_big.py::TestBig::test_4999": batch.StatusPassed}, 5000},
+		{"repr_mutates", 0, map[string]batch.Status{"test_repr.py::test_repr_not_called": batch.StatusPassed}, 1},
+		{"collect_error", 2, map[string]batch.Status{"test_bad.py": batch.StatusError}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			t.Parallel()
+			root := copyProject(t, filepath.Join("testdata", "pytest", c.dir))
+			want := pytestJUnit(t, py, root, c.code)
+			os.Remove(filepath.Join(root, "log.txt"))
+			dir := t.TempDir()
+			junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+			code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report, "--", "-p", "no:cacheprovider")
+			if code != c.code {
+				t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, c.code, out, errOut)
+			}
+			got := junitOutcomes(t, junit)
+			if d := diffLines(want, got); d != "" {
+				t.Errorf("JUnit testcases differ from pytest's (-pytest +ripple):\n%s", d)
+			}
+			statuses := reportStatuses(t, report)
+			if len(statuses) != c.n {
+				t.Errorf("%d tests in the report, want %d", len(statuses), c.n)
+			}
+			for id, st := range c.want {
+				if statuses[id] != st {
+					t.Errorf("%s: %q, want %q", id, statuses[id], st)
+				}
+			}
+		})
+	}
+}
+
+// Fixture set-up and tear-down order with one kernel is pytest's exactly
+// (the scopes project logs every set-up, run and tear-down).
+func TestPytestFixtureOrder(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "scopes"))
+	logPath := filepath.Join(root, "log.txt")
+	pytestJUnit(t, py, root, 0)
+	want, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(logPath)
+	if code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "1", "--", "-p", "no:cacheprovider"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	got, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("fixture log:\n%s\npytest's:\n%s", got, want)
+	}
+	if !strings.HasPrefix(string(got), "setup session\nsetup module\nsetup class\nsetup function\nrun TestOne.test_a\nteardown function\n") ||
+		!strings.HasSuffix(string(got), "teardown module\nteardown session\n") {
+		t.Errorf("fixture log out of order:\n%s", got)
+	}
+	// Two kernels: each kernel sets up the session once and tears it down
+	// at its end; a class's fixture is set up once for the class.
+	os.Remove(logPath)
+	if code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "2", "--", "-p", "no:cacheprovider"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	got, _ = os.ReadFile(logPath)
+	log := string(got)
+	if n := strings.Count(log, "setup session"); n < 1 || n > 2 || n != strings.Count(log, "teardown session") {
+		t.Errorf("two kernels: session set up %d times:\n%s", n, log)
+	}
+	if strings.Count(log, "setup class") != 2 || strings.Count(log, "teardown class") != 2 {
+		t.Errorf("two kernels: class fixture not once per class:\n%s", log)
+	}
+}
+
+// Selection: PATH::NODE arguments, -k and -m go to pytest; the console
+// speaks pytest's words and shows pytest's assertion message.
+func TestPytestSelectionAndConsole(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := project(t, map[string]string{
+		"pytest.ini": "[pytest]\nmarkers =\n    slow: slow tests\n",
+		"test_sel.py": `import pytest
+
+
+def test_one():
+    assert 1 + 1 == 3
+
+
+@pytest.mark.slow
+def test_slow():
+    pass
+
+
+def test_other():
+    pass
+`})
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "test_sel.py::test_one", "test_sel.py::test_other")
+	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || !strings.Contains(out, "PASSED   test_sel.py::test_other") ||
+		strings.Contains(out, "test_slow") || !strings.Contains(out, "E       assert (1 + 1) == 3") || !strings.Contains(out, "ripple run: 2 tests in") {
+		t.Errorf("node ids: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "-m", "slow")
+	if code != 0 || !strings.Contains(out, "PASSED   test_sel.py::test_slow") || strings.Contains(out, "test_one") {
+		t.Errorf("-m slow: exit %d\n%s", code, out)
+	}
+	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "-k", "other or slow")
+	if code != 0 || !strings.Contains(out, "2 passed") {
+		t.Errorf("-k: exit %d\n%s", code, out)
+	}
+	code, out, errOut = ripple(t, "run", root, "--tests", "--python", py, "-k", "nothing_matches")
+	if code != 5 || !strings.Contains(errOut, "no tests collected") {
+		t.Errorf("nothing selected: exit %d, want 5\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = ripple(t, "run", root, "--tests", "--python", py, "-x", "test_sel.py")
+	if code != 2 || !strings.Contains(errOut, "-x") {
+		t.Errorf("a ripple flag pytest-style: exit %d\n%s", code, errOut)
+	}
+	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "--", "-x")
+	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || !strings.Contains(out, "SKIPPED  test_sel.py::test_slow") {
+		t.Errorf("-- -x: exit %d\n%s", code, out)
+	}
+}
+
+// Without pytest in the interpreter: a unittest suite runs through
+// unittest's loader; tests written for pytest stop the run with exit 2
+// and one line saying how to install pytest.
+func TestNoPytest(t *testing.T) {
+	t.Parallel()
+	plain := python(t).Path
+	if exec.Command(plain, "-c", "import pytest").Run() == nil {
+		t.Skip(plain + " has pytest")
+	}
+	root := copyProject(t, filepath.Join("testdata", "pytest", "nopytest_unittest"))
+	dir := t.TempDir()
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", plain, "--kernels", "2", "--json", filepath.Join(dir, "r.json"))
+	if code != 1 {
+		t.Fatalf("unittest suite: exit %d\n%s\n%s", code, out, errOut)
+	}
+	st := reportStatuses(t, filepath.Join(dir, "r.json"))
+	want := map[string]batch.Status{"test_plain.py::TestPlain::test_ok": batch.StatusPassed, "test_plain.py::TestPlain::test_fails": batch.StatusFailed,
+		"test_plain.py::TestPlain::test_skipped": batch.StatusSkipped}
+	if len(st) != 3 {
+		t.Errorf("statuses %v", st)
+	}
+	for id, s := range want {
+		if st[id] != s {
+			t.Errorf("%s: %q, want %q (all: %v)", id, st[id], s, st)
+		}
+	}
+	if !strings.Contains(out, "AssertionError: 1 != 2") {
+		t.Errorf("console lacks the failure:\n%s", out)
+	}
+
+	root = copyProject(t, filepath.Join("testdata", "pytest", "nopytest_pytest_style"))
+	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain)
+	if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, plain) ||
+		!strings.Contains(errOut, "cannot import pytest") || !strings.Contains(errOut, "test_style.py") || !strings.Contains(errOut, "pip install pytest") {
+		t.Errorf("pytest-style tests without pytest: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// A usage error pytest reports, and a kernel interpreter that is not
+// there, are errors naming what is at fault; no report is written.
+func TestPytestUsageErrors(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := project(t, map[string]string{"test_u.py": "def test_u():\n    pass\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := batch.Run(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: 1, PytestArgs: []string{"--no-such-option"}})
+	if rep != nil || !errors.Is(err, batch.ErrUsage) || !strings.Contains(err.Error(), "--no-such-option") {
+		t.Errorf("unknown pytest option: %v, %v", rep, err)
+	}
+	rep, err = batch.Run(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: 1, PytestArgs: []string{"no_such_file.py"}})
+	if rep != nil || !errors.Is(err, batch.ErrUsage) || !strings.Contains(err.Error(), "no_such_file.py") {
+		t.Errorf("missing path: %v, %v", rep, err)
+	}
+}
+
+// copyProject copies a testdata project into a temporary directory (pytest
+// writes caches and bytecode next to the tests).
+func copyProject(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// pytestJUnit runs pytest itself in root and returns its testcases as
+// junitOutcomes does; its exit status must be code.
+func pytestJUnit(t *testing.T, py, root string, code int) []string {
+	t.Helper()
+	junit := filepath.Join(t.TempDir(), "pytest.xml")
+	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", junit, "-o", "junit_family=xunit1")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	got := 0
+	if errors.As(err, &exit) {
+		got = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if got != code {
+		t.Fatalf("pytest exit %d, want %d:\n%s", got, code, out)
+	}
+	return junitOutcomes(t, junit)
+}
+
+// junitOutcomes lists a JUnit file's testcases as "classname | name |
+// file:line outcome", sorted; the outcome as pytest's junitxml encodes
+// it: failure, error, xfail (skipped of type pytest.xfail), skipped or
+// passed.
+func junitOutcomes(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		Classname string    `xml:"classname,attr"`
+		Name      string    `xml:"name,attr"`
+		File      string    `xml:"file,attr"`
+		Line      string    `xml:"line,attr"`
+		Failure   *struct{} `xml:"failure"`
+		Error     *struct{} `xml:"error"`
+		Skipped   *struct {
+			Type string `xml:"type,attr"`
+		} `xml:"skipped"`
+	}
+	var doc struct {
+		Cases  []tc `xml:"testsuite>testcase"`
+		Direct []tc `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []string
+	for _, c := range append(doc.Cases, doc.Direct...) {
+		outcome := "passed"
+		switch {
+		case c.Error != nil:
+			outcome = "error"
+		case c.Failure != nil:
+			outcome = "failure"
+		case c.Skipped != nil && c.Skipped.Type == "pytest.xfail":
+			outcome = "xfail"
+		case c.Skipped != nil:
+			outcome = "skipped"
+		}
+		line := c.Line
+		if line == "" {
+			line = "0"
+		}
+		out = append(out, fmt.Sprintf("%s | %s | %s:%s %s", c.Classname, c.Name, c.File, line, outcome))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// diffLines lists the lines only in a (-) or only in b (+).
+func diffLines(a, b []string) string {
+	var d []string
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			d = append(d, "-"+l)
+		}
+	}
+	for _, l := range b {
+		if !slices.Contains(a, l) {
+			d = append(d, "+"+l)
+		}
+	}
+	if len(d) > 20 {
+		d = append(d[:20], fmt.Sprintf("... %d more", len(d)-20))
+	}
+	return strings.Join(d, "\n")
+}
+
+// reportStatuses reads a JSON report's statuses by entry id.
+func reportStatuses(t *testing.T, path string) map[string]batch.Status {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Entries []struct {
+			ID     string       `json:"id"`
+			Status batch.Status `json:"status"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]batch.Status, len(doc.Entries))
+	for _, e := range doc.Entries {
+		m[e.ID] = e.Status
+	}
+	return m
+}

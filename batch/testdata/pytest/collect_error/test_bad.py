@@ -1,0 +1,5 @@
+import no_such_module_here
+
+
+def test_never():
+    pass

@@ -1,0 +1,6 @@
+import pytest
+
+
+@pytest.fixture
+def who(who):
+    return who + "/sub"

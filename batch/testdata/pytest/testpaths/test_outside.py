@@ -1,0 +1,2 @@
+def test_outside():
+    assert False, "outside testpaths: pytest does not collect it"

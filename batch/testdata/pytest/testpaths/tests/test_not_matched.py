@@ -1,0 +1,2 @@
+def check_never():
+    assert False, "not matched by python_files"
