@@ -53,9 +53,9 @@ type collectAnswer struct {
 	// capped at 64 KiB).
 	Items          []testItem `json:"-"`
 	CollectReports []testItem `json:"-"`
-	Continue       bool        `json:"continueOnCollectionErrors"`
-	CollectOnly    bool        `json:"collectOnly"`
-	Stopped        string      `json:"stopped"`
+	Continue       bool       `json:"continueOnCollectionErrors"`
+	CollectOnly    bool       `json:"collectOnly"`
+	Stopped        string     `json:"stopped"`
 }
 
 // testEvent is a progress frame of the kernel method "pytest".
