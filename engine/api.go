@@ -621,6 +621,9 @@ func (e *Engine) checkVisualizationExpression(expr string) error {
 	if strings.TrimSpace(expr) == "" {
 		return fmt.Errorf("%w: empty expression", ErrVisualizationExpression)
 	}
+	if strings.TrimSpace(expr) == protocol.DisplayVisualization {
+		return nil // built in (PROTOCOL.md 7.2)
+	}
 	if mp, err := protocol.ParseMethodPointer(expr); err == nil && isDottedName(mp.Module) {
 		if _, err := e.ws.ModulePath(mp.Module); err != nil {
 			return fmt.Errorf("%w: %s: module %s is not in the project", ErrVisualizationExpression, expr, mp.Module)

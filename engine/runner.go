@@ -416,6 +416,10 @@ func (s *runSink) Progress(raw json.RawMessage) {
 	switch ev.Type {
 	case "output":
 		s.expr = ev.ExpressionID
+	case "displayData":
+		s.stream.send(protocol.NotifyDisplayData, protocol.DisplayDataParams{
+			ContextID: s.id, ExpressionID: ev.ExpressionID, Data: slices.Clone(ev.Data),
+		})
 	case "updates":
 		if ev.Depth < 0 || ev.Depth >= len(s.stack) {
 			return

@@ -39,6 +39,7 @@ const (
 	NotifyExecutionFailed               = "executionContext/executionFailed"
 	NotifyExecutionStatus               = "executionContext/executionStatus"
 	NotifyOutput                        = "executionContext/output"
+	NotifyDisplayData                   = "executionContext/displayData"
 	NotifyVisualizationUpdate           = "executionContext/visualizationUpdate"
 	NotifyVisualizationEvaluationFailed = "executionContext/visualizationEvaluationFailed"
 	NotifyKernelRestarted               = "runtime/kernelRestarted"

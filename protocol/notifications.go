@@ -81,6 +81,18 @@ type OutputParams struct {
 	ExpressionID ExpressionID `json:"expressionId,omitempty"`
 }
 
+// DisplayDataParams: executionContext/displayData (PROTOCOL.md 7.2), sent
+// when running code displays an object (IPython's display(),
+// ripple.display(), plt.show() under ripple's matplotlib backend).
+type DisplayDataParams struct {
+	ContextID ContextID `json:"contextId"`
+	// ExpressionID is the statement that displayed it; empty outside
+	// statements.
+	ExpressionID ExpressionID `json:"expressionId,omitempty"`
+	// Data is the mime bundle {"text/plain": ..., "image/png": base64, ...}.
+	Data json.RawMessage `json:"data"`
+}
+
 // VisualizationContext names the visualization a visualizationUpdate is for.
 type VisualizationContext struct {
 	VisualizationID VisualizationID `json:"visualizationId"`

@@ -166,6 +166,10 @@ func ParseMethodPointer(s string) (MethodPointer, error) {
 	return mp, nil
 }
 
+// DisplayVisualization is the built-in visualization expression whose
+// data is the value's mime bundle (PROTOCOL.md 7.2).
+const DisplayVisualization = "ripple:display"
+
 // ScriptName is the name of a MethodPointer that names a module's top
 // level run as a script (PROTOCOL.md 7.1): `main:__main__`.
 const ScriptName = "__main__"

@@ -164,7 +164,7 @@ const (
 // Payload is the union Value | Panic | DataflowError | Pending; Type says
 // which fields are meaningful:
 //
-//	Value:         Preview (optional)
+//	Value:         Preview (optional), MimeTypes (optional)
 //	Panic:         Message, Trace
 //	DataflowError: Trace
 //	Pending:       Message (optional)
@@ -173,6 +173,10 @@ type Payload struct {
 	Preview string
 	Message string
 	Trace   []ExpressionID
+	// MimeTypes are the representations a Value offers beyond text/plain
+	// (PROTOCOL.md 7.2: "text/html", "image/png", ...), found without
+	// rendering; the "ripple:display" visualization renders them.
+	MimeTypes []string
 }
 
 // ValuePayload returns a Value payload with the given preview.
@@ -213,6 +217,16 @@ func (p *Payload) appendJSON(dst []byte) ([]byte, error) {
 		if p.Preview != "" {
 			dst = append(dst, `,"preview":`...)
 			dst = appendQuoted(dst, p.Preview)
+		}
+		if len(p.MimeTypes) > 0 {
+			dst = append(dst, `,"mimeTypes":[`...)
+			for i, m := range p.MimeTypes {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendQuoted(dst, m)
+			}
+			dst = append(dst, ']')
 		}
 	case PayloadPanic:
 		dst = append(dst, `{"type":"Panic","message":`...)
@@ -262,6 +276,7 @@ func (p *Payload) decode(raw json.RawMessage, path string) *FieldError {
 	switch p.Type {
 	case PayloadValue:
 		o.str("preview", &p.Preview, false)
+		o.strings("mimeTypes", &p.MimeTypes, false)
 	case PayloadPanic:
 		o.str("message", &p.Message, true)
 		o.nested("trace", true, traceField)

@@ -164,6 +164,8 @@ func classify(params any) (protocol.ContextID, notificationKind) {
 		return p.ContextID, plainNotification
 	case protocol.ExecutionStatusParams:
 		return p.ContextID, plainNotification
+	case protocol.DisplayDataParams:
+		return p.ContextID, plainNotification
 	case protocol.VisualizationEvaluationFailedParams:
 		return p.ContextID, plainNotification
 	}

@@ -131,6 +131,8 @@ class Engine:
         self.modules = modules.ModuleTable(self.root, kernel, self.analyzer, self.diagnostics)
         self.contexts = {}  # contextId -> Context
         self._stamps = itertools.count(1)
+        self.expression = None  # the statement running now (set_expression)
+        _install_display(self)
 
     def handlers(self):
         return {
@@ -144,9 +146,30 @@ class Engine:
         """Forget all state and remove the import finder (tests, shutdown)."""
         self.contexts.clear()
         self.modules.close()
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ not in ("_DisplayFinder", "_IPythonHook")]
 
     def next_stamp(self):
         return next(self._stamps)
+
+    def set_expression(self, expression_id):
+        """The statement that runs from now on (None: none): its output
+        and displays are attributed to it (PROTOCOL.md 7.2, 7.3)."""
+        self.expression = expression_id
+        self.kernel.set_expression(expression_id)
+
+    def display(self, *objs, mimes=None):
+        """executionContext/displayData of each object, attributed to the
+        running statement, in order with its output (7.2)."""
+        for obj in objs:
+            self.display_bundle(values.mime_bundle(obj, mimes))
+
+    def display_bundle(self, bundle):
+        """displayData of a ready mime bundle."""
+        data, error = values.encode_visualization(bundle, values.DISPLAY_LIMIT)
+        if error is not None:
+            raise ValueError("display: " + error)
+        self.kernel.flush_output()
+        self.kernel.emit_progress({"type": "displayData", "expressionId": self.expression, "data": data})
 
     def _source_for_filename(self, filename):
         return self.modules.source_for_filename(filename)
@@ -504,6 +527,130 @@ class Engine:
         if not callable(obj):
             raise TypeError("visualization expression %r is not callable" % expression)
         return obj
+
+
+# -- display: ripple.display, IPython.display.display, matplotlib's backend ----
+
+
+_BACKEND = "_ripple_mpl_backend"
+
+
+class _DisplayFinder:
+    """Serves the module ``ripple`` (``ripple.display(obj)``) when nothing
+    else on sys.path does (it is last on sys.meta_path: a project's or an
+    installed ``ripple`` wins), and ripple's matplotlib backend (the
+    kernels' MPLBACKEND, as Jupyter's inline backend: ``plt.show()``
+    displays every open figure and closes it). The backend's file is loaded
+    only when matplotlib asks for it."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.util
+
+        if fullname == "ripple":
+            return importlib.util.spec_from_loader("ripple", self)
+        if fullname == _BACKEND:
+            return importlib.util.spec_from_file_location(_BACKEND, os.path.join(_HERE, "engine_mpl_backend.py"))
+        return None
+
+    def invalidate_caches(self):
+        pass
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        engine = self.engine
+
+        def display(*objs):
+            """Show each object under the running statement (its mime bundle)."""
+            engine.display(*objs)
+
+        module.display = display
+        module.__doc__ = "ripple's helpers for code running in a ripple kernel."
+
+
+def _install_display(engine):
+    for finder in list(sys.meta_path):
+        if isinstance(finder, _DisplayFinder) or type(finder).__name__ == "_DisplayFinder":
+            sys.meta_path.remove(finder)
+    sys.meta_path.append(_DisplayFinder(engine))
+    for finder in list(sys.meta_path):
+        if type(finder).__name__ == "_IPythonHook":
+            sys.meta_path.remove(finder)
+    sys.meta_path.insert(0, _IPythonHook(engine))
+    sys.modules.pop("ripple", None)
+    os.environ.setdefault("MPLBACKEND", "module://" + _BACKEND)
+
+
+_IPYTHON_DISPLAY = "IPython.core.display_functions"
+
+
+class _IPythonHook:
+    """When user code imports IPython (if installed), its display() is
+    made to show objects under the running statement, as in a notebook
+    (IPython's own, without an initialised shell, prints their repr). The
+    module is patched right after it runs, before IPython.display and
+    IPython.core.display import the function from it."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _IPYTHON_DISPLAY:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _PatchingLoader(spec.loader, self.engine)
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+class _PatchingLoader:
+    def __init__(self, loader, engine):
+        self.loader = loader
+        self.engine = engine
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        original = module.display
+        engine = self.engine
+
+        def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None, raw=False,
+                    clear=False, **kwargs):
+            from IPython.core.interactiveshell import InteractiveShell
+
+            if InteractiveShell.initialized():
+                return original(*objs, include=include, exclude=exclude, metadata=metadata, transient=transient,
+                                display_id=display_id, raw=raw, clear=clear, **kwargs)
+            if raw:
+                for bundle in objs:
+                    engine.display_bundle(dict(bundle))
+                return None
+            engine.display(*objs)
+            return None
+
+        display.__doc__ = original.__doc__
+        display.__wrapped__ = original
+        module.display = display
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
 
 
 def _unwrap(func):

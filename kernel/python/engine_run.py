@@ -994,7 +994,7 @@ class Runner:
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
-            self.kernel.set_expression(ps.id)
+            self.engine.set_expression(ps.id)
             with self.kernel.user_code():
                 started = time.perf_counter_ns()
                 try:
@@ -1022,6 +1022,7 @@ class Runner:
                     value = None
                 preview = values.preview(value)
                 type_name = values.type_name(value)
+                mimes = values.mime_types(value)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a Panic of this statement
@@ -1033,7 +1034,7 @@ class Runner:
                 exc, location=ps.range, path=plan.path, expression_id=ps.id, frame_names=frame_names
             )
             self.kernel.flush_output()
-            self.kernel.set_expression(None)
+            self.engine.set_expression(None)
             self.emit({"type": "diagnostic", "diagnostic": diag})
             update = _update(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
             frame.reported[ps.id] = update
@@ -1045,7 +1046,10 @@ class Runner:
         bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
         if not self.run_once:
             self._register_objects(frame, ns, info, ps.id)
-        update = _update(ps, {"type": "Value", "preview": preview}, elapsed)
+        payload = {"type": "Value", "preview": preview}
+        if mimes:
+            payload["mimeTypes"] = list(mimes)
+        update = _update(ps, payload, elapsed)
         update["type"] = type_name
         call = hooks.call
         if call is not None:
@@ -1059,7 +1063,7 @@ class Runner:
             frame.cache[ps.id] = entry
         frame.reported[ps.id] = update
         self.kernel.flush_output()
-        self.kernel.set_expression(None)
+        self.engine.set_expression(None)
         self.emit({"type": "updates", "depth": depth, "updates": [update]})
         if top and ps.id in vis_by_id:
             self._visualize(vis_by_id[ps.id], value, ns, module_dict, plan, fresh=True)
@@ -1148,6 +1152,10 @@ class Runner:
         self.emit(event)
 
     def _apply(self, vis, value, module_dict, plan):
+        if vis["expression"].strip() == values.DISPLAY_VISUALIZATION:
+            self._deliver(vis, lambda: values.mime_bundle(value), values.DISPLAY_LIMIT)
+            return
+
         def compute():
             func = self.engine.visualization_callable(vis["expression"], module_dict)
             args = [
@@ -1161,13 +1169,13 @@ class Runner:
     def _oneshot(self, vis, ns, plan):
         self._deliver(vis, lambda: eval(analysis.compile_expression(vis["expression"], "<executeExpression>"), ns))
 
-    def _deliver(self, vis, compute):
+    def _deliver(self, vis, compute, limit=values.VISUALIZATION_LIMIT):
         """Run compute (user code) and send its encoded result as the
         visualization's data, or visualizationFailed if it raises or the
         result cannot be encoded."""
         try:
             with self.kernel.user_code():
-                data, error = values.encode_visualization(compute())
+                data, error = values.encode_visualization(compute(), limit)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:

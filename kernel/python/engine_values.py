@@ -7,6 +7,10 @@
 - ``type_name(value)``: ``module.qualname`` of the value's type.
 - ``exception_message(exc)``: ``"ZeroDivisionError: division by zero"``.
 - ``encode_visualization(data)``: the JSON a visualization result travels as.
+- ``mime_types(value)``: the representations beyond text/plain a value
+  offers (PROTOCOL.md 7.2), from its type alone (cached per type: a dict
+  lookup per statement); ``mime_bundle(value)`` renders them, the data of
+  the built-in "ripple:display" visualization and of displayData.
 - ``Diagnostics``: builds PROTOCOL.md Diagnostic objects from exceptions,
   keeping only frames in project files.
 """
@@ -19,6 +23,8 @@ import traceback
 
 PREVIEW_LIMIT = 200
 VISUALIZATION_LIMIT = 1 << 20
+DISPLAY_LIMIT = 8 << 20  # a mime bundle's JSON (7.2)
+DISPLAY_VISUALIZATION = "ripple:display"
 
 
 class _Repr(reprlib.Repr):
@@ -160,7 +166,7 @@ def exception_message(exc):
     return "%s: %s" % (name, text) if text else name
 
 
-def encode_visualization(result):
+def encode_visualization(result, limit=VISUALIZATION_LIMIT):
     """(data, error): data is JSON-safe; non-JSON results become their str.
 
     NaN and infinities are not JSON, so a result holding them is sent as its
@@ -172,16 +178,146 @@ def encode_visualization(result):
     except (TypeError, ValueError, RecursionError):
         data = str(result)
         encoded = json.dumps(data)
-    if len(encoded) > VISUALIZATION_LIMIT:
+    if len(encoded) > limit:
         return None, "visualization result is %d bytes of JSON, over the %d byte limit" % (
             len(encoded),
-            VISUALIZATION_LIMIT,
+            limit,
         )
     if data is result:
         # Re-decode so later mutation of the user's object cannot change
         # what is sent, and so tuples and the like become plain JSON.
         data = json.loads(encoded)
     return data, None
+
+
+# IPython's display protocol: method -> mime type, in IPython's order.
+_REPR_METHODS = (
+    ("_repr_html_", "text/html"),
+    ("_repr_markdown_", "text/markdown"),
+    ("_repr_svg_", "image/svg+xml"),
+    ("_repr_png_", "image/png"),
+    ("_repr_jpeg_", "image/jpeg"),
+    ("_repr_json_", "application/json"),
+    ("_repr_latex_", "text/latex"),
+)
+_BINARY = frozenset(["image/png", "image/jpeg"])
+# Types known by their class (module, qualname) anywhere in the MRO, so
+# neither matplotlib nor pandas is imported to recognise them.
+_KNOWN = {
+    ("matplotlib.figure", "Figure"): "figure",
+    ("matplotlib.axes._base", "_AxesBase"): "axes",
+    ("pandas.core.frame", "DataFrame"): "frame",
+    ("pandas.core.series", "Series"): "series",
+}
+_KIND_MIMES = {
+    "figure": ("image/png", "image/svg+xml"),
+    "axes": ("image/png", "image/svg+xml"),
+    "frame": ("text/html",),
+    "series": ("text/html",),
+}
+_TYPE_MIMES = {}  # type -> (kind or None, mime types): see mime_types
+
+
+def _type_facts(t):
+    facts = _TYPE_MIMES.get(t)
+    if facts is not None:
+        return facts
+    kind = None
+    try:
+        for c in t.__mro__:
+            kind = _KNOWN.get((getattr(c, "__module__", None), getattr(c, "__qualname__", None)))
+            if kind is not None:
+                break
+    except Exception:
+        pass
+    if kind is not None:
+        mimes = _KIND_MIMES[kind]
+    else:
+        # Looked up on the type: an instance's __getattr__ (a mock, a
+        # proxy) would claim every method and run code.
+        found = []
+        for method, mime in _REPR_METHODS:
+            try:
+                if callable(getattr(t, method, None)):
+                    found.append(mime)
+            except Exception:
+                pass
+        mimes = tuple(found)
+    if len(_TYPE_MIMES) > 4096:
+        _TYPE_MIMES.clear()
+    facts = _TYPE_MIMES[t] = (kind, mimes)
+    return facts
+
+
+def mime_types(value):
+    """The mime types value offers beyond text/plain (a tuple, often
+    empty), without rendering anything. An object that has only
+    _repr_mimebundle_ declares nothing here: what it offers is known only
+    by calling it (mime_bundle does)."""
+    return _type_facts(type(value))[1]
+
+
+def _figure_bytes(fig, fmt):
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _encode_mime(mime, data):
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        if mime in _BINARY:
+            import base64
+
+            return base64.b64encode(bytes(data)).decode("ascii")
+        return bytes(data).decode("utf-8", "replace")
+    return data
+
+
+def mime_bundle(value, mimes=None):
+    """{mime: data} of value: text/plain (its repr) and what it offers
+    (7.2); binary types base64-encoded. mimes, when given, limits the rich
+    types rendered. Raises ValueError when the bundle's JSON is over
+    DISPLAY_LIMIT; exceptions of the value's own methods propagate."""
+    try:
+        plain = repr(value)
+    except Exception as exc:
+        plain = _fallback(value, exc)
+    bundle = {"text/plain": plain[:100000]}
+    kind = _type_facts(type(value))[0]
+    want = (lambda m: True) if mimes is None else (lambda m: m in mimes)
+    if kind in ("figure", "axes"):
+        fig = value if kind == "figure" else value.figure
+        for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
+            if want(mime):
+                bundle[mime] = _encode_mime(mime, _figure_bytes(fig, fmt))
+    elif kind == "frame" and want("text/html"):
+        bundle["text/html"] = value._repr_html_() or value.to_html(max_rows=60)
+    elif kind == "series" and want("text/html"):
+        bundle["text/html"] = value.to_frame()._repr_html_() or value.to_frame().to_html(max_rows=60)
+    else:
+        method = getattr(type(value), "_repr_mimebundle_", None)
+        if callable(method):
+            got = value._repr_mimebundle_(include=None, exclude=None)
+            if isinstance(got, tuple):
+                got = got[0] if got else None
+            if isinstance(got, dict):
+                for mime, data in got.items():
+                    if isinstance(mime, str) and want(mime) and data is not None:
+                        bundle[mime] = _encode_mime(mime, data)
+        for method, mime in _REPR_METHODS:
+            if mime in bundle or not want(mime) or not callable(getattr(type(value), method, None)):
+                continue
+            data = getattr(value, method)()
+            if isinstance(data, tuple):  # (data, metadata), as IPython allows
+                data = data[0] if data else None
+            if data is not None:
+                bundle[mime] = _encode_mime(mime, data)
+    size = len(json.dumps(bundle))
+    if size > DISPLAY_LIMIT:
+        raise ValueError("the display bundle is %d bytes of JSON, over the %d byte limit" % (size, DISPLAY_LIMIT))
+    return bundle
 
 
 class Diagnostics:
