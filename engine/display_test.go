@@ -93,7 +93,12 @@ func TestRichValuesAndDisplays(t *testing.T) {
 	for _, n := range run.notes {
 		switch p := n.Params.(type) {
 		case protocol.OutputParams:
-			order = append(order, "output:"+strings.TrimSpace(p.Text))
+			// A print may come in more than one chunk.
+			if last := len(order) - 1; last >= 0 && strings.HasPrefix(order[last], "output:") {
+				order[last] += p.Text
+			} else {
+				order = append(order, "output:"+p.Text)
+			}
 		case protocol.DisplayDataParams:
 			var bundle map[string]any
 			if err := json.Unmarshal(p.Data, &bundle); err != nil {
@@ -103,7 +108,7 @@ func TestRichValuesAndDisplays(t *testing.T) {
 			order = append(order, "display:"+string(p.ExpressionID))
 		}
 	}
-	wantOrder := []string{"output:before the plot", "display:main:main/#2", "display:main:main/#3", "display:main:main/#4"}
+	wantOrder := []string{"output:before the plot\n", "display:main:main/#2", "display:main:main/#3", "display:main:main/#4"}
 	if !slices.Equal(order, wantOrder) {
 		t.Errorf("output and displays in the order %q, want %q", order, wantOrder)
 	}

@@ -72,7 +72,9 @@ func TestScriptFrame(t *testing.T) {
 	must(t, h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: id, StackItem: protocol.NewLocalCall("main:__main__/y")}))
 	run = h.client.waitRun(t, m, id)
 	expect(t, "helper:foo/c", run.updates.Values()["helper:foo/c"], "13")
+	m = h.client.mark()
 	must(t, h.e.Pop(h.ctx, clientID, id))
+	h.client.waitRun(t, m, id)
 
 	// And into a function the script itself defines.
 	m = h.client.mark()
