@@ -357,7 +357,8 @@ func (p *Pool) Retired(i int) bool {
 // OnReady. If the slot is already replacing its kernel, Restart waits for
 // that replacement. Requests in flight on the old kernel fail with
 // ErrKernelRestarted. OnRestart is told, with the given reason, before
-// Restart returns.
+// Restart returns. If the new kernel fails to start (or its OnReady fails),
+// Restart returns that error; the slot keeps trying with backoff.
 func (p *Pool) Restart(ctx context.Context, i int, reason string) error {
 	s, err := p.slot(i)
 	if err != nil {

@@ -179,6 +179,10 @@ func (s *slot) run(ctx context.Context, first chan<- error) {
 				return
 			}
 			s.unpublish(StateBackoff, err)
+			// A restart that was asked for is answered with the failure
+			// rather than kept waiting through the backoffs: the slot goes
+			// on trying, the caller decides whether to wait more.
+			reply(fmt.Errorf("kernel start failed: %w", err))
 			continue
 		}
 		failedStarts = 0

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/ripple-run/ripple/protocol"
 )
 
 // Close codes the server sends besides the standard ones gorilla/websocket
@@ -25,7 +26,9 @@ const (
 //     frames, which is why it is not the dispatcher: a long call must not
 //     stop the connection from noticing its client is gone.
 //   - the dispatcher handles the messages one at a time, in order, through
-//     the session, and queues each reply in the outbox.
+//     the session, and queues each reply in the outbox; a frame asking for
+//     a slow method (restartKernel) runs on a goroutine of its own, so the
+//     requests behind it are answered meanwhile (see session).
 //   - the writer owns every data write (gorilla allows one writer): it
 //     drains the outbox, sends pings, and enforces the slow-client rule.
 //
@@ -204,11 +207,23 @@ func (c *conn) readFailed(err error) {
 	}
 }
 
-// dispatchLoop handles messages in order until the connection closes.
+// maxAsyncCalls bounds the asynchronous calls (see session) one connection
+// may have in flight; the dispatcher waits for one to end before it starts
+// another, which pushes back on the client through TCP.
+const maxAsyncCalls = 16
+
+// dispatchLoop handles messages in order until the connection closes. A
+// frame asking for a slow method runs on a goroutine of its own (see
+// session), which queues its reply when done; the dispatcher does not wait
+// for it, but does wait for every such goroutine before it returns, so the
+// connection's end comes after their replies are queued.
 func (c *conn) dispatchLoop() {
+	var async sync.WaitGroup
+	sem := make(chan struct{}, maxAsyncCalls)
 	defer func() {
-		// A shutdown closes the connection once the call in progress has
-		// been answered (its reply is queued by now).
+		async.Wait()
+		// A shutdown closes the connection once the calls in progress have
+		// been answered (their replies are queued by now).
 		c.shutdownMu.Lock()
 		code, text := c.shutdownCode, c.shutdownText
 		c.shutdownMu.Unlock()
@@ -223,8 +238,26 @@ func (c *conn) dispatchLoop() {
 			if c.ctx.Err() != nil {
 				return
 			}
+			frame := protocol.Decode(data)
+			if isAsync(frame) {
+				select {
+				case sem <- struct{}{}:
+				case <-c.ctx.Done():
+					return
+				}
+				async.Add(1)
+				go func() {
+					defer async.Done()
+					defer func() { <-sem }()
+					// Each call has its own context (session.call); its
+					// reply is written even when that context was
+					// cancelled by the connection's end.
+					c.out.reply(c.ses.handleDecoded(c.ctx, frame))
+				}()
+				continue
+			}
 			c.out.hold()
-			reply := c.ses.handleFrame(c.ctx, data)
+			reply := c.ses.handleDecoded(c.ctx, frame)
 			c.out.release(reply)
 			// Backpressure: a client that does not read its replies is not
 			// served more until it does.

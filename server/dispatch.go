@@ -18,9 +18,13 @@ import (
 // call. It knows nothing of WebSockets, so tests and the fuzzer drive it
 // with handleFrame directly.
 //
-// Concurrency: handleFrame is called by one goroutine at a time (the
-// connection's dispatcher), so clientID needs no lock; calls are handled
-// strictly in order because edits and their versions depend on it.
+// Concurrency: the connection's dispatcher calls handleFrame for one frame
+// at a time, in order, because edits and their versions depend on it; a
+// frame that asks for a slow method (isAsync: restartKernel, which waits for
+// a kernel) is handled on a goroutine of its own, as gopls's jsonrpc2
+// handlers answer asynchronously, so the calls behind it are not kept
+// waiting and its reply goes out when it is done, in any order. clientID is
+// therefore read through ID by every call.
 type session struct {
 	api      API
 	registry *registry
@@ -31,8 +35,8 @@ type session struct {
 	takeover func()
 
 	// clientID is "" until session/initProtocolConnection succeeds. Only
-	// the dispatcher goroutine writes it (under idMu) and reads it without
-	// the lock; other goroutines read it through ID.
+	// the dispatcher goroutine writes it (under idMu, in initialise, never
+	// asynchronous); every other read goes through ID.
 	idMu     sync.Mutex
 	clientID string
 }
@@ -50,7 +54,27 @@ func (s *session) ID() string {
 // Each call runs with its own context derived from ctx; when ctx is
 // cancelled the call is still answered (with the error its method returned).
 func (s *session) handleFrame(ctx context.Context, data []byte) []byte {
-	frame := protocol.Decode(data)
+	return s.handleDecoded(ctx, protocol.Decode(data))
+}
+
+// asyncMethods are the methods that may take long because they wait for a
+// kernel: a frame holding one is answered asynchronously (see session).
+var asyncMethods = map[string]bool{
+	protocol.MethodRestartKernel: true,
+}
+
+// isAsync reports whether a decoded frame asks for a slow method.
+func isAsync(frame protocol.Frame) bool {
+	for _, m := range frame.Messages {
+		if m.Kind != protocol.KindInvalid && asyncMethods[m.Method] {
+			return true
+		}
+	}
+	return false
+}
+
+// handleDecoded is handleFrame for a decoded frame.
+func (s *session) handleDecoded(ctx context.Context, frame protocol.Frame) []byte {
 	var replies [][]byte
 	for _, m := range frame.Messages {
 		switch m.Kind {
@@ -75,7 +99,8 @@ func (s *session) call(ctx context.Context, method string, raw []byte) (result a
 	if !ok {
 		return nil, protocol.MethodNotFound(method)
 	}
-	if s.clientID == "" && method != protocol.MethodInitProtocolConnection {
+	id := s.ID()
+	if id == "" && method != protocol.MethodInitProtocolConnection {
 		return nil, protocol.SessionNotInitialised(method)
 	}
 	if err := protocol.DecodeParams(raw, params); err != nil {
@@ -95,10 +120,10 @@ func (s *session) call(ctx context.Context, method string, raw []byte) (result a
 			err = s.protocolError(callCtx, method, err)
 		}
 		if s.log.Enabled(ctx, slog.LevelDebug) {
-			s.log.Debug("call", "client", s.clientID, "method", method, "took", time.Since(start), "err", err)
+			s.log.Debug("call", "client", id, "method", method, "took", time.Since(start), "err", err)
 		}
 	}()
-	return s.dispatch(callCtx, method, params)
+	return s.dispatch(callCtx, id, method, params)
 }
 
 // protocolError maps an error from a call to what goes on the wire: a
@@ -117,8 +142,7 @@ func (s *session) protocolError(ctx context.Context, method string, err error) e
 }
 
 // dispatch calls the API method of a decoded call.
-func (s *session) dispatch(ctx context.Context, method string, params protocol.Params) (any, error) {
-	id := s.clientID
+func (s *session) dispatch(ctx context.Context, id, method string, params protocol.Params) (any, error) {
 	switch method {
 	case protocol.MethodInitProtocolConnection:
 		return s.initialise(ctx, params.(*protocol.InitProtocolConnectionParams).ClientID)
@@ -174,9 +198,9 @@ func (s *session) dispatch(ctx context.Context, method string, params protocol.P
 // once; a second call is refused (the client id of a connection never
 // changes, so its notifications and Disconnect stay consistent).
 func (s *session) initialise(ctx context.Context, clientID string) (any, error) {
-	if s.clientID != "" {
+	if id := s.ID(); id != "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest,
-			"session already initialised as client %q", s.clientID)
+			"session already initialised as client %q", id)
 	}
 	res, err := s.registry.connect(ctx, s, clientID)
 	if err != nil {
@@ -192,7 +216,7 @@ func (s *session) initialise(ctx context.Context, clientID string) (any, error) 
 // connection has taken its client id over. Called once, when the
 // connection is gone.
 func (s *session) end() {
-	if s.clientID != "" {
-		s.registry.disconnect(s, s.clientID)
+	if id := s.ID(); id != "" {
+		s.registry.disconnect(s, id)
 	}
 }

@@ -350,6 +350,27 @@ func (o *outbox) release(reply []byte) {
 	o.signal()
 }
 
+// reply queues the reply of an asynchronous call (nil: none) at once,
+// whether or not the dispatcher is holding notifications for another call:
+// the notifications that call holds back are not this reply's.
+func (o *outbox) reply(data []byte) {
+	if data == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.queue = append(o.queue, outMessage{data: data, reply: true})
+	o.queued += len(data)
+	o.replies += len(data)
+	if o.queued > o.limit {
+		o.enterOver()
+	}
+	o.signal()
+}
+
 // take hands the writer everything queued, swapping in spare (an emptied
 // slice the writer is done with) as the new queue.
 func (o *outbox) take(spare []outMessage) []outMessage {

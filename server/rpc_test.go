@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
@@ -270,5 +273,93 @@ func TestRequestsAreHandledInOrder(t *testing.T) {
 				t.Fatalf("read %d: %s (%v), want contents %d", i, m.Raw, err, i/2)
 			}
 		}
+	}
+}
+
+// A restartKernel that waits for its kernel does not hold up the requests
+// behind it: they are answered first, and its reply follows when it ends.
+// Cancelling it (the connection closing) still answers it.
+func TestSlowCallDoesNotBlockLaterRequests(t *testing.T) {
+	t.Parallel()
+	eng := servertest.New()
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	eng.Hook = func(ctx context.Context, method, clientID string) error {
+		if method != protocol.MethodRestartKernel {
+			return nil
+		}
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	b := setup(t, Config{}, eng)
+	c := b.connect(t, "c1")
+	var created protocol.CreateContextResult
+	if err := c.Call(testCtx(t), protocol.MethodCreateContext, protocol.CreateContextParams{}, &created); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteRaw([]byte(`{"jsonrpc":"2.0","id":"slow","method":"runtime/restartKernel","params":{"contextId":"` + string(created.ContextID) + `"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	eng.SetFile("f.txt", "fast")
+	if err := c.WriteRaw([]byte(`{"jsonrpc":"2.0","id":"fast","method":"file/read","params":{"path":"f.txt"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Next(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.ID) != `"fast"` || !strings.Contains(string(m.Result), "fast") {
+		t.Fatalf("first reply %s, want the file/read sent after the slow call", m.Raw)
+	}
+	close(release)
+	m, err = c.Next(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.ID) != `"slow"` || m.Error != nil {
+		t.Fatalf("second reply %s, want the restartKernel's success", m.Raw)
+	}
+}
+
+// A slow call still running when the server stops is answered before the
+// connection closes (its context is cancelled, its reply written).
+func TestSlowCallAnsweredAtShutdown(t *testing.T) {
+	t.Parallel()
+	eng := servertest.New()
+	entered := make(chan struct{}, 1)
+	eng.Hook = func(ctx context.Context, method, clientID string) error {
+		if method != protocol.MethodRestartKernel {
+			return nil
+		}
+		entered <- struct{}{}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	b := setup(t, Config{}, eng)
+	c := b.connect(t, "c1")
+	var created protocol.CreateContextResult
+	if err := c.Call(testCtx(t), protocol.MethodCreateContext, protocol.CreateContextParams{}, &created); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Call(testCtx(t), protocol.MethodRestartKernel, protocol.RestartKernelParams{ContextID: created.ContextID}, nil)
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != protocol.CodeInternalError {
+		t.Fatalf("restartKernel at shutdown: %v, want an internal error reply naming the cancel", err)
 	}
 }
