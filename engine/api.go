@@ -54,6 +54,14 @@ type Config struct {
 	// boot or restart (after another context crashed it) is not the run's
 	// time.
 	ExecuteTimeout time.Duration
+	// CompileTimeout bounds the load of a module's top level (0 = 10 s,
+	// PROTOCOL.md 5.1): past it the load is interrupted (the kernel
+	// restarted if the interrupt does not take) and the module reported
+	// broken until it changes.
+	CompileTimeout time.Duration
+	// RestartTimeout bounds runtime/restartKernel (0 = CompileTimeout +
+	// 20 s): a kernel that is not back by then is answered with 5001.
+	RestartTimeout time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
 	// spare kernel, and takes the project as a snapshot: a module, once
@@ -126,7 +134,7 @@ func (e *Engine) Compile(ctx context.Context, modules []string) error {
 		e.sources.mu.Unlock()
 		return nil
 	}
-	stale := e.staleModules(jobs.SetOf(mods...))
+	stale := e.staleModules(jobs.SetOf(mods...), nil)
 	if stale.IsEmpty() {
 		return nil
 	}
@@ -143,7 +151,15 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 	if err != nil {
 		return err
 	}
-	if err := e.pool.Restart(ctx, c.KernelSlot, "restart requested by client "+clientID); err != nil {
+	// Bounded: a kernel that cannot come back (its start keeps failing) is
+	// answered with 5001 rather than never; the slot goes on trying.
+	rctx, cancel := context.WithTimeoutCause(ctx, e.cfg.RestartTimeout,
+		fmt.Errorf("the kernel did not come back within %s", e.cfg.RestartTimeout))
+	defer cancel()
+	if err := e.pool.Restart(rctx, c.KernelSlot, "restart requested by client "+clientID); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("restartKernel: %w", context.Cause(ctx))
+		}
 		return fmt.Errorf("%w: slot %d: %w", ErrKernelUnavailable, c.KernelSlot, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/jobs"
@@ -32,6 +33,9 @@ type sourceTable struct {
 	kernelID []string
 	// installed[slot][module] is the source that kernel compiled last.
 	installed []map[string]string
+	// loaded[slot][module]: that kernel was asked to import the module
+	// (compile's load), so a later compile need not ask again.
+	loaded []map[string]bool
 	// known is every module ever sent to a kernel, or announced by an
 	// EnsureCompiled: a new kernel gets them all in onKernelReady (the
 	// others it imports from disk on first use). knownGen counts additions
@@ -51,9 +55,14 @@ type sourceTable struct {
 	// wait for every running Execute (rule 5) before the kernel is even
 	// ready.
 	syncing []bool
-	// deferred are modules edited with execute:false: compiled by the next
-	// EnsureCompiled, whatever it was enqueued for.
+	// deferred are modules edited with execute:false: added to the next
+	// plan that compiles and runs (Engine.apply).
 	deferred map[string]bool
+	// dirty[slot] are modules changed since that slot's last compile: its
+	// next EnsureCompiled compiles them, whatever it was enqueued for, so
+	// a kernel no affected context runs on does not keep an old version
+	// of a module it has in service.
+	dirty []map[string]bool
 	// snapshot are the modules a batch run announced (Config.Batch,
 	// Engine.Compile): not compiled ahead on every kernel; a kernel
 	// compiles one right before its first run that needs it
@@ -61,21 +70,42 @@ type sourceTable struct {
 	snapshot map[string]bool
 	// broken is the diagnostic of each module whose last compile failed.
 	broken map[string]*protocol.Diagnostic
+	// faulty are the modules whose import hung past the compile timeout
+	// or killed a kernel, with the text that did it: out of service (no
+	// kernel imports them, importers fail with their diagnostic) until
+	// their text changes, so a compile never puts the pool into a restart
+	// loop (PROTOCOL.md 5.1).
+	faulty map[string]faultyModule
+	// imports is the static import graph (project modules only) the
+	// kernels reported, for the contexts an edit reaches (importClosure).
+	imports map[string][]string
+}
+
+// faultyModule is a module kept out of service (sourceTable.faulty).
+type faultyModule struct {
+	source string
+	diag   *protocol.Diagnostic
 }
 
 func newSourceTable(slots int) *sourceTable {
 	t := &sourceTable{
 		kernelID:  make([]string, slots),
 		installed: make([]map[string]string, slots),
+		loaded:    make([]map[string]bool, slots),
+		dirty:     make([]map[string]bool, slots),
 		known:     make(map[string]bool),
 		served:    make([]bool, slots),
 		syncing:   make([]bool, slots),
 		deferred:  make(map[string]bool),
 		snapshot:  make(map[string]bool),
 		broken:    make(map[string]*protocol.Diagnostic),
+		faulty:    make(map[string]faultyModule),
+		imports:   make(map[string][]string),
 	}
 	for i := range t.installed {
 		t.installed[i] = make(map[string]string)
+		t.loaded[i] = make(map[string]bool)
+		t.dirty[i] = make(map[string]bool)
 	}
 	return t
 }
@@ -86,17 +116,33 @@ func (t *sourceTable) deferModules(mods ...string) {
 	defer t.mu.Unlock()
 	for _, m := range mods {
 		t.deferred[m] = true
+		for _, d := range t.dirty {
+			d[m] = true
+		}
 	}
 }
 
-// deferredModules returns the deferred modules.
-func (t *sourceTable) deferredModules() []string {
+// markDirty records changed modules for every slot's next compile.
+func (t *sourceTable) markDirty(mods []jobs.Module) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.deferred))
-	for m := range t.deferred {
+	for _, m := range mods {
+		for _, d := range t.dirty {
+			d[string(m)] = true
+		}
+	}
+}
+
+// takeDirty returns and forgets the modules changed since slot's last
+// compile.
+func (t *sourceTable) takeDirty(slot int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.dirty[slot]))
+	for m := range t.dirty[slot] {
 		out = append(out, m)
 	}
+	clear(t.dirty[slot])
 	return out
 }
 
@@ -127,6 +173,15 @@ type compileParams struct {
 	// parses them and does not import them (unless a module imports one),
 	// since importing would run the script's top level a second time.
 	Scripts []string `json:"scripts"`
+	// Load are modules to import even if the kernel never did: what the
+	// slot's contexts run. Others are only reloaded if in service.
+	Load []string `json:"load,omitempty"`
+	// Faulty are the modules out of service, with their diagnostics.
+	Faulty map[string]*protocol.Diagnostic `json:"faulty,omitempty"`
+	// Timeout bounds each module's top level, in seconds.
+	Timeout float64 `json:"timeout,omitempty"`
+	// Lazy: import only Load and modules in service (always set here).
+	Lazy bool `json:"lazy"`
 }
 
 type compileResult struct {
@@ -137,6 +192,9 @@ type compileResult struct {
 		Diagnostic *protocol.Diagnostic `json:"diagnostic"`
 	} `json:"modules"`
 	Reloaded []string `json:"reloaded"`
+	// Graph is the static project import graph of the modules the kernel
+	// has imported.
+	Graph map[string][]string `json:"graph"`
 }
 
 // current reads a module's current source (the open buffer, else the
@@ -165,8 +223,9 @@ func (e *Engine) snapshotted(module string) bool {
 }
 
 // staleModules keeps the modules that some kernel does not have in their
-// current version (or that vanished but a kernel still has).
-func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
+// current version (or that vanished but a kernel still has), or has not
+// imported while a context of cs on it runs the module (cs may be nil).
+func (e *Engine) staleModules(mods jobs.ModuleSet, cs jobs.Contexts) jobs.ModuleSet {
 	if mods.IsEmpty() {
 		return mods
 	}
@@ -197,10 +256,56 @@ func (e *Engine) staleModules(mods jobs.ModuleSet) jobs.ModuleSet {
 				stale = append(stale, m)
 				break
 			}
+			if ok && !e.sources.loaded[slot][string(m)] && runsOn(cs, slot, m) {
+				stale = append(stale, m)
+				break
+			}
 		}
 		e.sources.mu.Unlock()
 	}
 	return jobs.SetOf(stale...)
+}
+
+// importClosure returns module and the project modules it imports,
+// directly or transitively, as the kernels last reported them; known is
+// false when some module on the way was never reported or is broken (its
+// imports may be incomplete), and then an edit must count as reaching
+// everything.
+func (e *Engine) importClosure(module string) (mods []jobs.Module, known bool) {
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	seen := map[string]bool{module: true}
+	todo := []string{module}
+	known = true
+	for len(todo) > 0 {
+		m := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		mods = append(mods, jobs.Module(m))
+		deps, ok := e.sources.imports[m]
+		if !ok {
+			known = false
+		}
+		if _, broken := e.sources.broken[m]; broken {
+			known = false
+		}
+		for _, d := range deps {
+			if !seen[d] {
+				seen[d] = true
+				todo = append(todo, d)
+			}
+		}
+	}
+	return mods, known
+}
+
+// runsOn reports whether a context of cs on slot runs module m.
+func runsOn(cs jobs.Contexts, slot int, m jobs.Module) bool {
+	for _, info := range cs {
+		if int(info.Slot) == slot && !info.StackEmpty && info.BottomModule == m {
+			return true
+		}
+	}
+	return false
 }
 
 // request builds the compile request bringing slot's kernel to the current
@@ -267,26 +372,92 @@ func (e *Engine) scriptModules() []string {
 	return out
 }
 
-// compileOn sends one compile request to k (the kernel of slot) and records
-// what it now has and which modules are broken.
-func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods []string) error {
-	params, after := e.compileRequest(slot, k.ID(), mods)
-	if len(params.Modules) == 0 && len(params.Removed) == 0 {
-		return nil
+// compileOn brings k (the kernel of slot) to the current version of mods,
+// importing load, and records what it now has and which modules are
+// broken. A module whose top level hangs past the compile timeout or kills
+// the kernel is put out of service (sourceTable.faulty) and the compile
+// tried again without it while the kernel lives; a kernel that died is
+// the pool's to replace (onKernelReady then compiles without the module).
+func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods, load []string) error {
+	for {
+		culprit, err := e.compileOnce(ctx, slot, k, mods, load)
+		if err == nil || culprit == "" || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, kernel.ErrInterrupted) {
+			return err // the kernel is gone: its replacement skips the module
+		}
 	}
-	raw, err := k.Call(ctx, "compile", params, nil)
+}
+
+// errCompileStuck cancels a compile whose kernel sent nothing for longer
+// than the compile timeout allows (code blocked where SIGALRM cannot
+// reach it).
+var errCompileStuck = errors.New("compile timed out")
+
+// compileOnce sends one compile request. When it fails while a module is
+// loading (the kernel died, or the watchdog interrupted it), that module
+// is marked faulty and named as culprit.
+func (e *Engine) compileOnce(ctx context.Context, slot int, k *kernel.Kernel, mods, load []string) (culprit string, err error) {
+	params, after := e.compileRequest(slot, k.ID(), mods)
+	params.Load = load
+	params.Faulty = e.faultyModules()
+	if len(params.Modules) == 0 && len(params.Removed) == 0 && !e.needsLoad(slot, k.ID(), load) {
+		return "", nil
+	}
+	params.Timeout = e.cfg.CompileTimeout.Seconds()
+	params.Lazy = true
+	sink := &compileSink{reset: make(chan struct{}, 1)}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// The watchdog: the kernel's own timer ends a hanging top level at
+	// CompileTimeout; if the kernel sends nothing for a second more, the
+	// request is interrupted (and the kernel restarted if that does not
+	// take, kernel.Config.InterruptTimeout).
+	limit := e.cfg.CompileTimeout + time.Second
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-sink.reset:
+				t.Reset(limit)
+			case <-t.C:
+				cancel(errCompileStuck)
+				return
+			}
+		}
+	}()
+	raw, err := k.Call(cctx, "compile", params, sink)
+	close(done)
 	if err != nil {
-		return fmt.Errorf("compile on kernel %s: %w", k.ID(), err)
+		// The module loading is at fault when the watchdog fired or the
+		// kernel died by itself; not when the compile was cancelled or the
+		// kernel replaced (a restart, the pool stopping).
+		var exit *kernel.ExitError
+		stuck := errors.Is(context.Cause(cctx), errCompileStuck)
+		died := errors.As(err, &exit) && exit.Killed == ""
+		if ctx.Err() == nil && (stuck || died) {
+			if m := sink.loading(); m != "" {
+				e.markFaulty(m, err, context.Cause(cctx))
+				return m, fmt.Errorf("compile on kernel %s: %w", k.ID(), err)
+			}
+		}
+		return "", fmt.Errorf("compile on kernel %s: %w", k.ID(), err)
 	}
 	var res compileResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("compile on kernel %s: bad result: %w", k.ID(), err)
+		return "", fmt.Errorf("compile on kernel %s: bad result: %w", k.ID(), err)
 	}
 	e.sources.mu.Lock()
 	defer e.sources.mu.Unlock()
 	if e.sources.kernelID[slot] != k.ID() {
 		e.sources.kernelID[slot] = k.ID()
 		e.sources.installed[slot] = make(map[string]string)
+		e.sources.loaded[slot] = make(map[string]bool)
 	}
 	for m, src := range after {
 		e.sources.installed[slot][m] = src
@@ -294,6 +465,9 @@ func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods
 			e.sources.known[m] = true
 			e.sources.knownGen++
 		}
+	}
+	for _, m := range load {
+		e.sources.loaded[slot][m] = true
 	}
 	for _, m := range params.Removed {
 		delete(e.sources.installed[slot], m)
@@ -306,7 +480,145 @@ func (e *Engine) compileOn(ctx context.Context, slot int, k *kernel.Kernel, mods
 			e.sources.broken[m.Name] = m.Diagnostic
 		}
 	}
-	return nil
+	for m, deps := range res.Graph {
+		e.sources.imports[m] = deps
+	}
+	return "", nil
+}
+
+// needsLoad reports whether some module of load was never imported by
+// slot's kernel k (through a compile's load).
+func (e *Engine) needsLoad(slot int, kernelID string, load []string) bool {
+	e.sources.mu.Lock()
+	defer e.sources.mu.Unlock()
+	if e.sources.kernelID[slot] != kernelID {
+		return len(load) > 0
+	}
+	for _, m := range load {
+		if !e.sources.loaded[slot][m] {
+			return true
+		}
+	}
+	return false
+}
+
+// compileSink follows a compile's module loads (the kernel's "load"
+// progress events): which module is loading now, and a tick for the
+// watchdog on every event.
+type compileSink struct {
+	reset chan struct{}
+	mu    sync.Mutex
+	stack []string // guarded by mu: modules loading, innermost last
+}
+
+func (s *compileSink) Output(kernel.Stream, []byte) {}
+
+func (s *compileSink) Progress(raw json.RawMessage) {
+	var ev struct {
+		Type, Module, Phase string
+	}
+	if json.Unmarshal(raw, &ev) != nil || ev.Type != "load" {
+		return
+	}
+	s.mu.Lock()
+	if ev.Phase == "start" {
+		s.stack = append(s.stack, ev.Module)
+	} else if n := len(s.stack); n > 0 && s.stack[n-1] == ev.Module {
+		s.stack = s.stack[:n-1]
+	}
+	s.mu.Unlock()
+	select {
+	case s.reset <- struct{}{}:
+	default:
+	}
+}
+
+// loading is the innermost module loading ("" when none).
+func (s *compileSink) loading() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.stack) == 0 {
+		return ""
+	}
+	return s.stack[len(s.stack)-1]
+}
+
+// markFaulty puts a module whose load killed or hung its kernel out of
+// service, with a diagnostic saying which.
+func (e *Engine) markFaulty(module string, err, cause error) {
+	path, src, ok := e.current(module)
+	if !ok {
+		return
+	}
+	var msg string
+	var exit *kernel.ExitError
+	switch {
+	case errors.Is(cause, errCompileStuck) || errors.Is(err, kernel.ErrKernelRestarted):
+		msg = fmt.Sprintf("the top level of %s did not return within the compile timeout (%s) and could not be interrupted; the kernel was restarted", module, e.cfg.CompileTimeout)
+	case errors.As(err, &exit):
+		msg = fmt.Sprintf("importing %s killed the kernel (%s)", module, exit.Status())
+	default:
+		msg = fmt.Sprintf("importing %s failed: %v", module, err)
+	}
+	msg += "; it is not imported again until it changes"
+	d := &protocol.Diagnostic{Kind: protocol.DiagnosticError, Message: msg, Path: path}
+	e.log.Warn("module out of service", "module", module, "reason", msg)
+	e.sources.mu.Lock()
+	e.sources.faulty[module] = faultyModule{source: src, diag: d}
+	e.sources.broken[module] = d
+	e.sources.mu.Unlock()
+}
+
+// faultyModules returns the modules out of service, dropping those whose
+// text changed since (they get another chance).
+func (e *Engine) faultyModules() map[string]*protocol.Diagnostic {
+	e.sources.mu.Lock()
+	names := make([]string, 0, len(e.sources.faulty))
+	for m := range e.sources.faulty {
+		names = append(names, m)
+	}
+	e.sources.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	out := make(map[string]*protocol.Diagnostic, len(names))
+	for _, m := range names {
+		_, src, ok := e.current(m)
+		e.sources.mu.Lock()
+		if f, still := e.sources.faulty[m]; still {
+			if ok && src == f.source {
+				out[m] = f.diag
+			} else {
+				delete(e.sources.faulty, m)
+			}
+		}
+		e.sources.mu.Unlock()
+	}
+	return out
+}
+
+// neededModules are the modules slot's kernel must have imported: the
+// bottom module of every context on it with a non-empty stack (a module no
+// context needs is not imported, PROTOCOL.md 5.1). Batch runs load each
+// entry's module right before its run instead (loadEntryModule).
+func (e *Engine) neededModules(slot int) []string {
+	if e.cfg.Batch {
+		return nil
+	}
+	cs, err := e.store.ContextsOnSlot(nil, slot)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range cs {
+		stack, err := e.store.Stack(nil, c.ID)
+		if err != nil || len(stack) == 0 || stack[0].Item.Type != protocol.ExplicitCall {
+			continue
+		}
+		out = append(out, stack[0].Item.MethodPointer.Module)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // loadEntryModule (batch mode) compiles the module of a run's entry on the
@@ -334,7 +646,7 @@ func (e *Engine) loadEntryModule(ctx context.Context, slot int, stack []*context
 		if have {
 			return nil
 		}
-		err = e.compileOn(ctx, slot, k, []string{module})
+		err = e.compileOn(ctx, slot, k, []string{module}, []string{module})
 		if !kernel.WasNotSent(err) {
 			return err
 		}
@@ -355,20 +667,23 @@ func (e *Engine) loadEntryModule(ctx context.Context, slot int, stack []*context
 // import graph only has edges to modules that existed when the importer
 // was last parsed, would not reload the importer by itself.
 func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) error {
-	mods := e.sources.takeDeferred()
+	var base []string
 	for _, m := range job.Modules.Items() {
-		mods = append(mods, string(m))
+		base = append(base, string(m))
 	}
-	if len(mods) > 0 {
-		mods = append(mods, e.sources.brokenModules()...)
-	}
-	slices.Sort(mods)
-	mods = slices.Compact(mods)
-	if len(mods) == 0 {
-		return nil
+	base = append(base, e.sources.brokenModules()...)
+	slots := make([]int, 0, e.pool.Size())
+	if len(job.Slots) == 0 {
+		for slot := 0; slot < e.pool.Size(); slot++ {
+			slots = append(slots, slot)
+		}
+	} else {
+		for _, s := range job.Slots {
+			slots = append(slots, int(s))
+		}
 	}
 	e.sources.mu.Lock()
-	for _, m := range mods {
+	for _, m := range base {
 		if !e.sources.known[m] {
 			e.sources.known[m] = true
 			e.sources.knownGen++
@@ -377,8 +692,8 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 	served := slices.Clone(e.sources.served)
 	e.sources.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
-	for slot := 0; slot < e.pool.Size(); slot++ {
-		if !served[slot] {
+	for _, slot := range slots {
+		if slot >= len(served) || !served[slot] {
 			continue // its first kernel is starting: onKernelReady compiles mods
 		}
 		g.Go(func() error {
@@ -386,8 +701,11 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 			if err != nil {
 				return nil // restarting: onKernelReady installs everything
 			}
-			err = e.compileOn(gctx, slot, k, mods)
-			if err != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrStopped)) {
+			mods := append(slices.Clone(base), e.sources.takeDirty(slot)...)
+			slices.Sort(mods)
+			mods = slices.Compact(mods)
+			err = e.compileOn(gctx, slot, k, mods, e.neededModules(slot))
+			if err != nil && (errors.Is(err, kernel.ErrKernelDied) || errors.Is(err, kernel.ErrStopped) || errors.Is(err, kernel.ErrKernelRestarted)) {
 				e.log.Warn("compile: kernel went away", "slot", slot, "err", err)
 				return nil
 			}
@@ -403,6 +721,8 @@ func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) 
 	e.sources.mu.Lock()
 	e.sources.kernelID[slot] = k.ID()
 	e.sources.installed[slot] = make(map[string]string)
+	e.sources.loaded[slot] = make(map[string]bool)
+	clear(e.sources.dirty[slot]) // every known module is compiled below
 	e.sources.syncing[slot] = true
 	e.sources.mu.Unlock()
 	defer func() {
@@ -427,7 +747,7 @@ func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) 
 		}
 		slices.Sort(mods)
 		mods = slices.Compact(mods)
-		if err := e.compileOn(ctx, slot, k, mods); err != nil {
+		if err := e.compileOn(ctx, slot, k, mods, e.neededModules(slot)); err != nil {
 			return err
 		}
 		// Modules announced while this compile ran (an EnsureCompiled that

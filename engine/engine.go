@@ -25,6 +25,8 @@ const batchMaxStartFailures = 3
 const (
 	defaultFlushInterval   = 20 * time.Millisecond
 	defaultDisconnectGrace = 5 * time.Minute
+	// defaultCompileTimeout bounds a module's top level (PROTOCOL.md 5.1).
+	defaultCompileTimeout = 10 * time.Second
 )
 
 // Errors of the engine's own (the workspace, contexts and queue packages
@@ -111,6 +113,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = defaultFlushInterval
+	}
+	if cfg.CompileTimeout <= 0 {
+		cfg.CompileTimeout = defaultCompileTimeout
+	}
+	if cfg.RestartTimeout <= 0 {
+		cfg.RestartTimeout = cfg.CompileTimeout + 20*time.Second
 	}
 	if cfg.DisconnectGrace <= 0 {
 		cfg.DisconnectGrace = defaultDisconnectGrace
@@ -288,13 +296,19 @@ func (e *Engine) apply(call jobs.Call) error {
 	if err != nil {
 		return err
 	}
-	if len(plan.Executes) > 0 {
+	if edit, ok := call.(jobs.Edit); ok && !edit.Modules.IsEmpty() {
+		// Every kernel gets the changed modules with its next compile,
+		// also those this plan does not compile on (no context there is
+		// affected): a module they have in service must not stay old.
+		e.sources.markDirty(edit.Modules.Items())
+	}
+	if len(plan.Executes) > 0 && len(plan.EnsureCompiled.Slots) > 0 {
 		// Edits made with execute:false are compiled before anything runs.
-		for _, m := range e.sources.deferredModules() {
+		for _, m := range e.sources.takeDeferred() {
 			plan.EnsureCompiled.Modules.Union(jobs.SetOf(jobs.Module(m)))
 		}
 	}
-	plan.EnsureCompiled.Modules = e.staleModules(plan.EnsureCompiled.Modules)
+	plan.EnsureCompiled.Modules = e.staleModules(plan.EnsureCompiled.Modules, cs)
 	if err := e.queue.Apply(plan); err != nil {
 		return err
 	}
@@ -312,12 +326,27 @@ func (e *Engine) jobContexts() (jobs.Contexts, error) {
 		return nil, err
 	}
 	cs := make(jobs.Contexts, len(all))
+	type closure struct {
+		mods  jobs.ModuleSet
+		known bool
+	}
+	closures := make(map[string]closure)
 	for _, c := range all {
 		info := jobs.ContextInfo{Slot: jobs.Slot(c.KernelSlot), StackEmpty: true}
 		stack, err := e.store.Stack(nil, c.ID)
 		if err == nil && len(stack) > 0 {
 			info.StackEmpty = false
 			info.BottomModule = jobs.Module(stack[0].Item.MethodPointer.Module)
+			// Batch runs never edit: their contexts need no closure.
+			if !e.cfg.Batch {
+				cl, ok := closures[string(info.BottomModule)]
+				if !ok {
+					mods, known := e.importClosure(string(info.BottomModule))
+					cl = closure{jobs.SetOf(mods...), known}
+					closures[string(info.BottomModule)] = cl
+				}
+				info.Imports, info.ImportsKnown = cl.mods, cl.known
+			}
 		}
 		cs[jobs.ContextID(c.ID)] = info
 	}

@@ -323,6 +323,13 @@ func (e *Engine) onJobEnd(rec jobs.Record) {
 // whose run was on the old kernel (its runner decides, with CrashStreak)
 // and those that killed their kernel twice in a row.
 func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
+	// Deaths and restarts are logged at the default level: they lose
+	// state, and a run of them is what an operator needs to see.
+	if ev.Err != nil {
+		e.log.Warn("kernel died and was restarted", "slot", ev.Slot, "old", ev.OldKernelID, "new", ev.NewKernelID, "reason", ev.Reason)
+	} else {
+		e.log.Info("kernel restarted", "slot", ev.Slot, "old", ev.OldKernelID, "new", ev.NewKernelID, "reason", ev.Reason)
+	}
 	// busy is read before the contexts: a runner finishes its run (store)
 	// before it stops being busy, so a context is either still busy here
 	// or its final result is in the snapshot below.

@@ -3,15 +3,20 @@ package jobs
 import "fmt"
 
 // EnsureCompiled asks for the named modules (and the project modules that
-// import them) to be brought up to date in every kernel.
+// import them) to be brought up to date in the kernels of Slots.
 //
-// It runs alone: no other EnsureCompiled and no Execute beside it (rule 1),
-// and every queued EnsureCompiled runs before any queued Execute starts
-// (rule 5). It is not interruptible once running; queued ones collapse into
-// one (rule 3).
+// It is exclusive per kernel: no other EnsureCompiled and no Execute runs
+// on its kernel beside it (rule 1), and every queued EnsureCompiled of a
+// kernel runs before any queued Execute starts on that kernel (rule 5).
+// It is not interruptible once running; queued ones of one kernel collapse
+// into one (rule 3).
 type EnsureCompiled struct {
 	// Modules to compile; All() after a kernel restart. Must not be empty.
 	Modules ModuleSet
+	// Slots are the kernels to compile on; the queue splits a request
+	// into one job per slot. Empty means every kernel: such a job is a
+	// barrier that runs alone, beside no Execute and no other compile.
+	Slots []Slot
 }
 
 // Validate reports a malformed request, naming the field at fault.
@@ -30,5 +35,12 @@ func (e *EnsureCompiled) Collapse(o *EnsureCompiled) {
 }
 
 func (e *EnsureCompiled) String() string {
+	switch len(e.Slots) {
+	case 0:
+	case 1:
+		return fmt.Sprintf("EnsureCompiled(%s on slot %d)", e.Modules.String(), e.Slots[0])
+	default:
+		return fmt.Sprintf("EnsureCompiled(%s on slots %v)", e.Modules.String(), e.Slots)
+	}
 	return "EnsureCompiled(" + e.Modules.String() + ")"
 }

@@ -36,6 +36,28 @@ type ContextInfo struct {
 	// stack is empty): what EnsureCompiled must bring up to date before the
 	// context can run.
 	BottomModule Module
+	// Imports are the project modules the bottom module imports, directly
+	// or transitively, itself included, when ImportsKnown; an edit of
+	// another module does not affect the context. Unknown (the module was
+	// never compiled) counts as affected by every edit.
+	Imports      ModuleSet
+	ImportsKnown bool
+}
+
+// AffectedBy reports whether a change of mods reaches the context (DESIGN.md
+// "Edit a file": a frame's module imports a changed module, directly or
+// transitively). A change of no module (a data file) reaches every
+// context, as does any change while the context's imports are unknown.
+func (info ContextInfo) AffectedBy(mods ModuleSet) bool {
+	if mods.IsEmpty() || mods.IsAll() || !info.ImportsKnown {
+		return true
+	}
+	for _, m := range mods.Items() {
+		if info.Imports.Contains(m) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the context's state or an error naming the call and the
@@ -57,7 +79,7 @@ func runContext(info ContextInfo, exec Execute, aborts ...Abort) Plan {
 		return p
 	}
 	exec.Slot = info.Slot
-	p.EnsureCompiled = EnsureCompiled{Modules: SetOf(info.BottomModule)}
+	p.EnsureCompiled = EnsureCompiled{Modules: SetOf(info.BottomModule), Slots: []Slot{info.Slot}}
 	p.Executes = []Execute{exec}
 	return p
 }
@@ -73,9 +95,11 @@ const (
 	OriginDisk
 )
 
-// Edit is a change to project files: abort every Execute (ErrEdited), then
-// EnsureCompiled(the changed modules) and an Execute of every context with
-// a non-empty stack (PriorityUser, or PriorityBatch for OriginDisk).
+// Edit is a change to project files. Only the contexts it affects
+// (ContextInfo.AffectedBy) are touched: their Executes are aborted
+// (ErrEdited), EnsureCompiled(the changed modules) is enqueued on their
+// kernels, and an Execute of each (PriorityUser, or PriorityBatch for
+// OriginDisk); other contexts keep running (DESIGN.md "Edit a file").
 //
 // With NoExecute (text/applyEdit with execute:false) nothing is aborted or
 // scheduled (PROTOCOL.md: "nothing is scheduled until a later edit or
@@ -98,21 +122,27 @@ func (e Edit) Plan(cs Contexts) (Plan, error) {
 	if e.Origin == OriginDisk {
 		priority, reason = PriorityBatch, ReasonFileWatch
 	}
-	p := Plan{Aborts: []Abort{AbortAll(ErrEdited)}}
-	if !e.Modules.IsEmpty() {
-		p.EnsureCompiled = EnsureCompiled{Modules: e.Modules}
-	}
+	var p Plan
 	ids := make([]ContextID, 0, len(cs))
 	for id, info := range cs {
-		if !info.StackEmpty {
+		if !info.StackEmpty && info.AffectedBy(e.Modules) {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids) // a stable order for the queue's FIFO
 	p.Executes = make([]Execute, 0, len(ids))
+	var slots []Slot
 	for _, id := range ids {
+		p.Aborts = append(p.Aborts, AbortContext(id, ErrEdited))
 		p.Executes = append(p.Executes, Execute{Context: id, Slot: cs[id].Slot,
 			Expressions: All[ExpressionID](), Priority: priority, Reason: reason})
+		if !slices.Contains(slots, cs[id].Slot) {
+			slots = append(slots, cs[id].Slot)
+		}
+	}
+	if !e.Modules.IsEmpty() && len(slots) > 0 {
+		slices.Sort(slots)
+		p.EnsureCompiled = EnsureCompiled{Modules: e.Modules, Slots: slots}
 	}
 	return p, nil
 }

@@ -13,15 +13,17 @@ import (
 // slots 0 and 1 with stacks rooted in different modules; idle has an empty
 // stack.
 var contexts = jobs.Contexts{
-	"a":    {Slot: 0, BottomModule: "main"},
-	"b":    {Slot: 1, BottomModule: "shop.cart"},
+	"a":    {Slot: 0, BottomModule: "main", Imports: jobs.SetOf[jobs.Module]("main", "util"), ImportsKnown: true},
+	"b":    {Slot: 1, BottomModule: "shop.cart", Imports: jobs.SetOf[jobs.Module]("shop", "shop.cart"), ImportsKnown: true},
+	"c":    {Slot: 1, BottomModule: "fresh"}, // never compiled: imports unknown
 	"idle": {Slot: 1, StackEmpty: true},
 }
 
 func modules(ms ...jobs.Module) jobs.ModuleSet { return jobs.SetOf(ms...) }
 
-func compile(ms ...jobs.Module) jobs.EnsureCompiled {
-	return jobs.EnsureCompiled{Modules: modules(ms...)}
+// compile is an EnsureCompiled of ms on the given slot.
+func compile(slot jobs.Slot, ms ...jobs.Module) jobs.EnsureCompiled {
+	return jobs.EnsureCompiled{Modules: modules(ms...), Slots: []jobs.Slot{slot}}
 }
 
 func TestTranslations(t *testing.T) {
@@ -34,37 +36,49 @@ func TestTranslations(t *testing.T) {
 		errIs   error
 	}{
 		{
-			name: "edit from a client",
-			call: jobs.Edit{Modules: modules("util", "main")},
+			name: "edit reaches only the contexts importing the module",
+			call: jobs.Edit{Modules: modules("util")},
 			want: jobs.Plan{
-				Aborts:         []jobs.Abort{jobs.AbortAll(jobs.ErrEdited)},
-				EnsureCompiled: compile("main", "util"),
+				Aborts:         []jobs.Abort{jobs.AbortContext("a", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: jobs.EnsureCompiled{Modules: modules("util"), Slots: []jobs.Slot{0, 1}},
 				Executes: []jobs.Execute{
 					{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
-					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
 				},
 			},
 		},
 		{
 			name: "edit seen on disk runs at batch priority",
-			call: jobs.Edit{Modules: modules("util"), Origin: jobs.OriginDisk},
+			call: jobs.Edit{Modules: modules("shop"), Origin: jobs.OriginDisk},
 			want: jobs.Plan{
-				Aborts:         []jobs.Abort{jobs.AbortAll(jobs.ErrEdited)},
-				EnsureCompiled: compile("util"),
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "shop"),
 				Executes: []jobs.Execute{
-					{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityBatch, Reason: jobs.ReasonFileWatch},
 					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityBatch, Reason: jobs.ReasonFileWatch},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityBatch, Reason: jobs.ReasonFileWatch},
 				},
 			},
 		},
 		{
-			name: "edit of non-module files runs without compiling",
+			name: "edit of a module nobody imports compiles and aborts nothing",
+			call: jobs.Edit{Modules: modules("unused")},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "unused"),
+				Executes: []jobs.Execute{
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
+				},
+			},
+		},
+		{
+			name: "edit of non-module files reaches every context, without compiling",
 			call: jobs.Edit{},
 			want: jobs.Plan{
-				Aborts: []jobs.Abort{jobs.AbortAll(jobs.ErrEdited)},
+				Aborts: []jobs.Abort{jobs.AbortContext("a", jobs.ErrEdited), jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
 				Executes: []jobs.Execute{
 					{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
 					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit},
 				},
 			},
 		},
@@ -78,7 +92,7 @@ func TestTranslations(t *testing.T) {
 			call: jobs.Push{Context: "b"},
 			want: jobs.Plan{
 				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrStackChanged)},
-				EnsureCompiled: compile("shop.cart"),
+				EnsureCompiled: compile(1, "shop.cart"),
 				Executes:       []jobs.Execute{{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonPush}},
 			},
 		},
@@ -99,7 +113,7 @@ func TestTranslations(t *testing.T) {
 			call: jobs.Pop{Context: "a"},
 			want: jobs.Plan{
 				Aborts:         []jobs.Abort{jobs.AbortContext("a", jobs.ErrStackChanged)},
-				EnsureCompiled: compile("main"),
+				EnsureCompiled: compile(0, "main"),
 				Executes:       []jobs.Execute{{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonPop}},
 			},
 		},
@@ -119,7 +133,7 @@ func TestTranslations(t *testing.T) {
 			call: jobs.Recompute{Context: "a", Invalidate: exprs("main:main/x")},
 			want: jobs.Plan{
 				Aborts:         []jobs.Abort{jobs.AbortContext("a", jobs.ErrRecomputed)},
-				EnsureCompiled: compile("main"),
+				EnsureCompiled: compile(0, "main"),
 				Executes: []jobs.Execute{{Context: "a", Slot: 0, Expressions: allExprs, Invalidate: exprs("main:main/x"),
 					Priority: jobs.PriorityUser, Reason: jobs.ReasonRecompute}},
 			},
@@ -129,7 +143,7 @@ func TestTranslations(t *testing.T) {
 			call: jobs.Recompute{Context: "b", Invalidate: allExprs},
 			want: jobs.Plan{
 				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrRecomputed)},
-				EnsureCompiled: compile("shop.cart"),
+				EnsureCompiled: compile(1, "shop.cart"),
 				Executes: []jobs.Execute{{Context: "b", Slot: 1, Expressions: allExprs, Invalidate: allExprs,
 					Priority: jobs.PriorityUser, Reason: jobs.ReasonRecompute}},
 			},
@@ -143,7 +157,7 @@ func TestTranslations(t *testing.T) {
 			name: "attach visualization",
 			call: jobs.AttachVisualization{Context: "a", Expression: "main:main/y"},
 			want: jobs.Plan{
-				EnsureCompiled: compile("main"),
+				EnsureCompiled: compile(0, "main"),
 				Executes: []jobs.Execute{{Context: "a", Slot: 0, Expressions: exprs("main:main/y"),
 					Priority: jobs.PriorityInteractive, Reason: jobs.ReasonVisualization}},
 			},
@@ -169,7 +183,7 @@ func TestTranslations(t *testing.T) {
 			name: "modify visualization",
 			call: jobs.ModifyVisualization{Context: "b", Expression: "shop.cart:total/t"},
 			want: jobs.Plan{
-				EnsureCompiled: compile("shop.cart"),
+				EnsureCompiled: compile(1, "shop.cart"),
 				Executes: []jobs.Execute{{Context: "b", Slot: 1, Expressions: exprs("shop.cart:total/t"),
 					Priority: jobs.PriorityInteractive, Reason: jobs.ReasonVisualization}},
 			},
@@ -184,7 +198,7 @@ func TestTranslations(t *testing.T) {
 			name: "execute expression",
 			call: jobs.ExecuteExpression{Context: "a", Expression: "main:main/z"},
 			want: jobs.Plan{
-				EnsureCompiled: compile("main"),
+				EnsureCompiled: compile(0, "main"),
 				Executes: []jobs.Execute{{Context: "a", Slot: 0, Expressions: exprs("main:main/z"),
 					Priority: jobs.PriorityInteractive, Reason: jobs.ReasonExecuteExpression}},
 			},

@@ -33,18 +33,18 @@ func TestCallsCancelRunningExecutesWithTheirCause(t *testing.T) {
 		afterThat []string
 	}{
 		{name: "push", call: jobs.Push{Context: "a"}, cause: jobs.ErrStackChanged, state: jobs.StateSuperseded,
-			thenRun: []string{"b"}, afterThat: []string{"compile{main}"}},
+			thenRun: []string{"b", "compile{main}@0"}, afterThat: []string{"compile{main}@0"}},
 		{name: "pop", call: jobs.Pop{Context: "a"}, cause: jobs.ErrStackChanged, state: jobs.StateSuperseded,
-			thenRun: []string{"b"}, afterThat: []string{"compile{main}"}},
+			thenRun: []string{"b", "compile{main}@0"}, afterThat: []string{"compile{main}@0"}},
 		{name: "recompute", call: jobs.Recompute{Context: "a", Invalidate: jobs.All[jobs.ExpressionID]()},
 			cause: jobs.ErrRecomputed, state: jobs.StateSuperseded,
-			thenRun: []string{"b"}, afterThat: []string{"compile{main}"}},
+			thenRun: []string{"b", "compile{main}@0"}, afterThat: []string{"compile{main}@0"}},
 		{name: "destroy", call: jobs.DestroyContext{Context: "a"}, cause: jobs.ErrContextDestroyed, state: jobs.StateCancelled,
 			thenRun: []string{"b"}, afterThat: nil},
 		{name: "interrupt", call: jobs.Interrupt{Context: "a"}, cause: jobs.ErrInterrupted, state: jobs.StateCancelled,
 			thenRun: []string{"b"}, afterThat: nil},
 		{name: "edit", call: jobs.Edit{Modules: jobs.SetOf[jobs.Module]("lib")}, cause: jobs.ErrEdited, state: jobs.StateSuperseded,
-			bStopped: true, thenRun: []string{"compile{lib}"}, afterThat: []string{"a", "b"}},
+			bStopped: true, thenRun: []string{"compile{lib}@0", "compile{lib}@1"}, afterThat: []string{"a", "compile{lib}@1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +87,37 @@ func TestCallsCancelRunningExecutesWithTheirCause(t *testing.T) {
 	}
 }
 
+// An edit reaches only the contexts whose modules import the changed
+// module: the other context's run goes on, uncancelled, and the compile
+// waits only for the affected kernel (DESIGN.md "Edit a file", rules 1
+// and 5 per kernel).
+func TestEditAbortsOnlyAffectedContexts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := jobs.Contexts{
+			"a": {Slot: 0, BottomModule: "main", Imports: jobs.SetOf[jobs.Module]("main", "util"), ImportsKnown: true},
+			"b": {Slot: 1, BottomModule: "lib", Imports: jobs.SetOf[jobs.Module]("lib"), ImportsKnown: true},
+		}
+		f := setup(t, queue.Options{}, &queuetest.Runner{})
+		f.enqueue(exec("a", 0, user))
+		b := f.enqueue(exec("b", 1, user))
+		callA, callB := f.call("a"), f.call("b")
+		f.apply(jobs.Edit{Modules: jobs.SetOf[jobs.Module]("util")}, cs)
+		if !errors.Is(context.Cause(callA.Ctx), jobs.ErrEdited) {
+			t.Fatalf("a's run: cause %v, want ErrEdited", context.Cause(callA.Ctx))
+		}
+		if callB.Ctx.Err() != nil {
+			t.Fatalf("an edit of util cancelled b, which does not import it: %v", context.Cause(callB.Ctx))
+		}
+		callA.Finish(context.Cause(callA.Ctx))
+		f.settle()
+		f.wantActive("b", "compile{util}@0")
+		f.finish("compile{util}@0", nil)
+		f.wantActive("a", "b")
+		f.finish("b", nil)
+		f.wantEnded(b, jobs.StateDone, nil)
+	})
+}
+
 // A running EnsureCompiled is not interrupted by an edit; the edit's
 // EnsureCompiled runs right after it, before any Execute.
 func TestEditDoesNotInterruptRunningEnsureCompiled(t *testing.T) {
@@ -105,8 +136,10 @@ func TestEditDoesNotInterruptRunningEnsureCompiled(t *testing.T) {
 		}
 		f.finish("compile{main}", nil)
 		f.wantEnded(compiling, jobs.StateDone, nil)
-		f.wantActive("compile{lib}")
-		f.finish("compile{lib}", nil)
+		f.wantActive("compile{lib}@0", "compile{lib}@1")
+		f.finish("compile{lib}@0", nil)
+		f.wantActive("a", "compile{lib}@1")
+		f.finish("compile{lib}@1", nil)
 		f.wantActive("a", "b")
 		if r := f.call("a"); r.ID != a || !r.Execute.Reason.Has(jobs.ReasonEdit) {
 			t.Fatalf("a runs as job %d for %v, want job %d with the edit's reason", r.ID, r.Execute.Reason, a)
@@ -161,7 +194,7 @@ func TestApplyKeepsWhatThePlanAsksForAgain(t *testing.T) {
 			t.Fatalf("the re-requested job %d was dequeued", id)
 		}
 		f.finish("compile{m}", nil)
-		f.finish("compile{lib, main}", nil)
+		f.finish("compile{lib, main}@0", nil)
 		c := f.call("a")
 		want := jobs.ReasonRecompute | jobs.ReasonEdit | jobs.ReasonPush
 		if c.ID != id || c.Execute.Invalidate.String() != "{main:main/x}" || c.Execute.Reason != want {

@@ -36,7 +36,7 @@ func (q *Queue) dispatch() {
 			}
 			q.idleWaiters = nil
 		}
-		if q.phase == phaseStopping && q.compileRunning == nil && q.nRunningExec == 0 {
+		if q.phase == phaseStopping && q.compileRunning == nil && q.nRunningExec == 0 && q.nRunningSlotCompiles == 0 {
 			break // no job is left to end: every record has been handed over
 		}
 		q.cond.Wait()
@@ -50,6 +50,7 @@ func (q *Queue) dispatch() {
 // job has been handed to OnEnd.
 func (q *Queue) idleLocked() bool {
 	return q.compileQueued == nil && q.compileRunning == nil &&
+		q.nQueuedSlotCompiles == 0 && q.nRunningSlotCompiles == 0 &&
 		q.nQueuedExec == 0 && q.nRunningExec == 0 &&
 		len(q.events) == 0 && !q.delivering
 }

@@ -147,9 +147,46 @@ func (q *Queue) enqueueExecuteLocked(e *jobs.Execute, now time.Time) (j *job, st
 	return j, true
 }
 
-// enqueueCompileLocked adds the request to the queued EnsureCompiled or
-// queues a new one, reporting whether it created one.
-func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (j *job, created bool) {
+// enqueueCompileLocked adds the request to the queued EnsureCompiled of
+// each of its slots (of every kernel when it names none) or queues a new
+// one, reporting whether it created one. It returns the job of the first
+// slot.
+func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (first *job, created bool) {
+	if len(e.Slots) == 0 {
+		return q.enqueueGlobalCompileLocked(e, now)
+	}
+	for i, slot := range e.Slots {
+		one := jobs.EnsureCompiled{Modules: e.Modules, Slots: []jobs.Slot{slot}}
+		s := q.slotLocked(slot)
+		j := s.compileQueued
+		if j != nil {
+			j.compile.Collapse(&one)
+			j.requests++
+		} else {
+			q.nextID++
+			j = &job{
+				id:       q.nextID,
+				kind:     jobs.KindEnsureCompiled,
+				enqueued: now,
+				compile:  one,
+				state:    jobs.StateQueued,
+				requests: 1,
+			}
+			s.compileQueued = j
+			q.nQueuedSlotCompiles++
+			q.tidySlotLocked(s)
+			created = true
+		}
+		if i == 0 {
+			first = j
+		}
+	}
+	return first, created
+}
+
+// enqueueGlobalCompileLocked adds the request to the queued EnsureCompiled
+// of every kernel or queues a new one, reporting whether it created one.
+func (q *Queue) enqueueGlobalCompileLocked(e *jobs.EnsureCompiled, now time.Time) (j *job, created bool) {
 	if j = q.compileQueued; j != nil {
 		j.compile.Collapse(e)
 		j.requests++
@@ -200,7 +237,7 @@ func (q *Queue) slotLocked(slot jobs.Slot) *slotQueue {
 // tidySlotLocked keeps a slot's membership of q.ready and q.slots true to
 // its state after a change.
 func (q *Queue) tidySlotLocked(s *slotQueue) {
-	ready := s.running == nil && s.nQueued > 0
+	ready := s.running == nil && s.nQueued > 0 && s.compileQueued == nil && s.compileRunning == nil
 	switch {
 	case ready && s.readyAt < 0:
 		s.readyAt = len(q.ready)
@@ -212,7 +249,7 @@ func (q *Queue) tidySlotLocked(s *slotQueue) {
 		q.ready = q.ready[:len(q.ready)-1]
 		s.readyAt = -1
 	}
-	if s.running == nil && s.nQueued == 0 {
+	if s.running == nil && s.nQueued == 0 && s.compileQueued == nil && s.compileRunning == nil {
 		delete(q.slots, s.slot)
 	}
 }
@@ -275,5 +312,18 @@ func (q *Queue) shutdownLocked(now time.Time) {
 	}
 	if j := q.compileRunning; j != nil {
 		cancelLocked(j, jobs.ErrShutdown)
+	}
+	for _, s := range q.slots {
+		if j := s.compileQueued; j != nil {
+			s.compileQueued = nil
+			q.nQueuedSlotCompiles--
+			q.endLocked(j, jobs.StateCancelled, jobs.ErrShutdown, nil, now)
+		}
+		if j := s.compileRunning; j != nil {
+			cancelLocked(j, jobs.ErrShutdown)
+		}
+	}
+	for _, s := range q.slots {
+		q.tidySlotLocked(s)
 	}
 }

@@ -97,10 +97,15 @@ func (f *fixture) apply(call jobs.Call, cs jobs.Contexts) {
 	f.settle()
 }
 
-// describe names a runner call compactly: "compile{a, b}" or the context.
+// describe names a runner call compactly: "compile{a, b}" (of every
+// kernel), "compile{a}@1" (of slot 1's kernel) or the context.
 func describe(c *queuetest.Call) string {
 	if c.Kind == jobs.KindEnsureCompiled {
-		return "compile" + c.EnsureCompiled.Modules.String()
+		s := "compile" + c.EnsureCompiled.Modules.String()
+		for _, slot := range c.EnsureCompiled.Slots {
+			s += fmt.Sprintf("@%d", slot)
+		}
+		return s
 	}
 	return string(c.Execute.Context)
 }

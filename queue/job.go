@@ -107,8 +107,12 @@ func (l *jobList) remove(j *job) {
 type slotQueue struct {
 	slot    jobs.Slot
 	running *job
-	queued  [jobs.NumPriorities]jobList
-	nQueued int
+	// compileQueued and compileRunning are the slot's own EnsureCompiled
+	// jobs (rules 1, 3 and 5 per kernel): while either is set no Execute
+	// starts on the slot.
+	compileQueued, compileRunning *job
+	queued                        [jobs.NumPriorities]jobList
+	nQueued                       int
 	// readyAt is the slot's index in Queue.ready, -1 when not there.
 	readyAt int
 }

@@ -58,8 +58,10 @@ type model struct {
 	nextID     jobs.ID
 	nextSeq    uint64
 	epoch      uint64
-	queuedEC   *mjob
+	queuedEC   *mjob // of every kernel
 	runningEC  *mjob
+	queuedSEC  map[jobs.Slot]*mjob // of one kernel
+	runningSEC map[jobs.Slot]*mjob
 	queued     map[jobs.ContextID]*mjob
 	running    map[jobs.ContextID]*mjob
 	endedNow   map[jobs.ID]jobs.Record // ended during the current step
@@ -92,6 +94,21 @@ func (m *model) enqueueExecute(e jobs.Execute) {
 }
 
 func (m *model) enqueueCompile(e jobs.EnsureCompiled) {
+	if len(e.Slots) > 0 {
+		for _, slot := range e.Slots {
+			m.requests++
+			one := jobs.EnsureCompiled{Modules: e.Modules, Slots: []jobs.Slot{slot}}
+			if j := m.queuedSEC[slot]; j != nil {
+				j.rec.EnsureCompiled.Collapse(&one)
+				j.rec.Requests++
+				continue
+			}
+			m.nextID++
+			m.queuedSEC[slot] = &mjob{rec: jobs.Record{ID: m.nextID, Kind: jobs.KindEnsureCompiled, State: jobs.StateQueued,
+				EnsureCompiled: one, Requests: 1}}
+		}
+		return
+	}
 	m.requests++
 	if m.queuedEC != nil {
 		m.queuedEC.rec.EnsureCompiled.Collapse(&e)
@@ -137,16 +154,24 @@ func (m *model) schedule() {
 		return
 	}
 	if m.queuedEC != nil {
-		if len(m.running) == 0 {
+		if len(m.running) == 0 && len(m.runningSEC) == 0 {
 			m.runningEC, m.queuedEC = m.queuedEC, nil
 			m.runningEC.rec.State = jobs.StateRunning
 		}
 		return
 	}
+	for slot, j := range m.queuedSEC {
+		if !m.slotBusy(slot) && m.runningSEC[slot] == nil {
+			delete(m.queuedSEC, slot)
+			j.rec.State = jobs.StateRunning
+			m.runningSEC[slot] = j
+		}
+	}
 	for m.maxRunning <= 0 || len(m.running) < m.maxRunning {
 		var best *mjob
 		for id, j := range m.queued {
-			if m.slotBusy(j.rec.Execute.Slot) || m.running[id] != nil {
+			slot := j.rec.Execute.Slot
+			if m.slotBusy(slot) || m.running[id] != nil || m.queuedSEC[slot] != nil || m.runningSEC[slot] != nil {
 				continue
 			}
 			if best == nil || j.rec.Execute.Priority > best.rec.Execute.Priority ||
@@ -171,6 +196,8 @@ func (m *model) finish(j *mjob, err error) {
 	}
 	if j == m.runningEC {
 		m.runningEC = nil
+	} else if j.rec.Kind == jobs.KindEnsureCompiled {
+		delete(m.runningSEC, j.rec.EnsureCompiled.Slots[0])
 	} else {
 		delete(m.running, j.rec.Execute.Context)
 	}
@@ -181,14 +208,21 @@ func (m *model) finish(j *mjob, err error) {
 // live returns the live jobs in the order queue.Jobs promises.
 func (m *model) live() []jobs.Record {
 	var out []jobs.Record
+	byID := func(a, b *mjob) int { return cmp.Compare(a.rec.ID, b.rec.ID) }
 	if m.runningEC != nil {
 		out = append(out, m.runningEC.rec)
 	}
-	for _, j := range slices.SortedFunc(maps.Values(m.running), func(a, b *mjob) int { return cmp.Compare(a.rec.ID, b.rec.ID) }) {
+	for _, j := range slices.SortedFunc(maps.Values(m.runningSEC), byID) {
+		out = append(out, j.rec)
+	}
+	for _, j := range slices.SortedFunc(maps.Values(m.running), byID) {
 		out = append(out, j.rec)
 	}
 	if m.queuedEC != nil {
 		out = append(out, m.queuedEC.rec)
+	}
+	for _, j := range slices.SortedFunc(maps.Values(m.queuedSEC), byID) {
+		out = append(out, j.rec)
 	}
 	queued := slices.SortedFunc(maps.Values(m.queued), func(a, b *mjob) int {
 		if a.rec.Execute.Priority != b.rec.Execute.Priority {
@@ -254,10 +288,30 @@ func (g *gen) execute() jobs.Execute {
 }
 
 func (g *gen) compile() jobs.EnsureCompiled {
+	var e jobs.EnsureCompiled
 	if g.r.IntN(10) == 0 {
-		return jobs.EnsureCompiled{Modules: jobs.All[jobs.Module]()}
+		e = jobs.EnsureCompiled{Modules: jobs.All[jobs.Module]()}
+	} else {
+		e = jobs.EnsureCompiled{Modules: jobs.SetOf(pick(g.r, modelModules), pick(g.r, modelModules))}
 	}
-	return jobs.EnsureCompiled{Modules: jobs.SetOf(pick(g.r, modelModules), pick(g.r, modelModules))}
+	if g.r.IntN(3) != 0 { // mostly of some kernels, as the engine's plans
+		for slot := range jobs.Slot(4) {
+			if g.r.IntN(2) == 0 {
+				e.Slots = append(e.Slots, slot)
+			}
+		}
+	}
+	return e
+}
+
+// imports gives a context random imports: unknown now and then, else its
+// bottom module and maybe another.
+func (g *gen) imports(info *jobs.ContextInfo) {
+	info.ImportsKnown = g.r.IntN(4) != 0
+	info.Imports = jobs.SetOf(info.BottomModule)
+	if g.r.IntN(2) == 0 {
+		info.Imports = jobs.SetOf(info.BottomModule, pick(g.r, modelModules))
+	}
 }
 
 // call returns a random API call and updates the contexts' state the way
@@ -272,6 +326,7 @@ func (g *gen) call() jobs.Call {
 	case 2:
 		if exists {
 			info.StackEmpty, info.BottomModule = false, pick(g.r, modelModules)
+			g.imports(&info)
 			g.contexts[id] = info
 		}
 		return jobs.Push{Context: id}
@@ -310,9 +365,12 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	g := &gen{r: r, slotOf: map[jobs.ContextID]jobs.Slot{}, contexts: jobs.Contexts{}}
 	for i, id := range modelContexts {
 		g.slotOf[id] = jobs.Slot(i % 3)
-		g.contexts[id] = jobs.ContextInfo{Slot: g.slotOf[id], BottomModule: pick(r, modelModules)}
+		info := jobs.ContextInfo{Slot: g.slotOf[id], BottomModule: pick(r, modelModules)}
+		g.imports(&info)
+		g.contexts[id] = info
 	}
 	m := &model{maxRunning: []int{0, 1, 2, 3}[r.IntN(4)], queued: map[jobs.ContextID]*mjob{},
+		queuedSEC: map[jobs.Slot]*mjob{}, runningSEC: map[jobs.Slot]*mjob{},
 		running: map[jobs.ContextID]*mjob{}, endedNow: map[jobs.ID]jobs.Record{}}
 	runner := &queuetest.Runner{MaxRunning: m.maxRunning} // runs on after cancellation until told
 	ended := &queuetest.Recorder{}
@@ -448,6 +506,8 @@ func modelStep(t *testing.T, q *queue.Queue, m *model, g *gen, runner *queuetest
 		j := m.runningEC
 		if c.Kind == jobs.KindExecute {
 			j = m.running[c.Execute.Context]
+		} else if len(c.EnsureCompiled.Slots) == 1 {
+			j = m.runningSEC[c.EnsureCompiled.Slots[0]]
 		}
 		if j == nil || j.rec.ID != c.ID {
 			t.Fatalf("runner call %v is not running in the model", c)
@@ -495,8 +555,17 @@ func checkRules(fail func(string, ...any), got []jobs.Record, maxRunning int) {
 	slotBusy := map[jobs.Slot]bool{}
 	ctxRunning := map[jobs.ContextID]bool{}
 	ctxQueued := map[jobs.ContextID]bool{}
+	slotQueuedEC := map[jobs.Slot]int{}
+	slotRunningEC := map[jobs.Slot]int{}
 	for _, r := range got {
+		slots := r.EnsureCompiled.Slots
 		switch {
+		case r.Kind == jobs.KindEnsureCompiled && len(slots) > 1:
+			fail("job %d is an EnsureCompiled of %d slots: the queue splits them", r.ID, len(slots))
+		case r.Kind == jobs.KindEnsureCompiled && len(slots) == 1 && r.State == jobs.StateQueued:
+			slotQueuedEC[slots[0]]++
+		case r.Kind == jobs.KindEnsureCompiled && len(slots) == 1:
+			slotRunningEC[slots[0]]++
 		case r.Kind == jobs.KindEnsureCompiled && r.State == jobs.StateQueued:
 			queuedEC++
 		case r.Kind == jobs.KindEnsureCompiled:
@@ -514,19 +583,37 @@ func checkRules(fail func(string, ...any), got []jobs.Record, maxRunning int) {
 			ctxQueued[r.Execute.Context] = true
 		}
 	}
+	nSlotRunningEC := 0
+	for slot, n := range slotRunningEC {
+		nSlotRunningEC += n
+		switch {
+		case n > 1 || slotQueuedEC[slot] > 1:
+			fail("slot %d: %d queued and %d running EnsureCompiled (rules 1, 3 per kernel)", slot, slotQueuedEC[slot], n)
+		case slotBusy[slot]:
+			fail("slot %d: an EnsureCompiled runs beside an Execute (rule 1 per kernel)", slot)
+		}
+	}
 	switch {
 	case queuedEC > 1 || runningEC > 1:
-		fail("%d queued and %d running EnsureCompiled (rules 1, 3)", queuedEC, runningEC)
-	case runningEC > 0 && runningExec > 0:
-		fail("EnsureCompiled runs beside %d Executes (rule 1)", runningExec)
+		fail("%d queued and %d running EnsureCompiled of every kernel (rules 1, 3)", queuedEC, runningEC)
+	case runningEC > 0 && (runningExec > 0 || nSlotRunningEC > 0):
+		fail("an EnsureCompiled of every kernel runs beside %d Executes and %d compiles (rule 1)", runningExec, nSlotRunningEC)
 	case maxRunning > 0 && runningExec > maxRunning:
 		fail("%d Executes run, limit %d", runningExec, maxRunning)
-	case queuedEC > 0 && runningExec == 0 && runningEC == 0:
+	case queuedEC > 0 && runningExec == 0 && runningEC == 0 && nSlotRunningEC == 0:
 		fail("a queued EnsureCompiled could start and did not")
+	}
+	if queuedEC == 0 && runningEC == 0 {
+		for slot, n := range slotQueuedEC {
+			if n > 0 && slotRunningEC[slot] == 0 && !slotBusy[slot] {
+				fail("the queued EnsureCompiled of slot %d could start and did not", slot)
+			}
+		}
 	}
 	if queuedEC == 0 && runningEC == 0 && (maxRunning <= 0 || runningExec < maxRunning) {
 		for _, r := range got {
-			if r.State == jobs.StateQueued && !slotBusy[r.Execute.Slot] && !ctxRunning[r.Execute.Context] {
+			if r.Kind == jobs.KindExecute && r.State == jobs.StateQueued && !slotBusy[r.Execute.Slot] && !ctxRunning[r.Execute.Context] &&
+				slotQueuedEC[r.Execute.Slot] == 0 && slotRunningEC[r.Execute.Slot] == 0 {
 				fail("job %d could start and did not (the queue must be work-conserving)", r.ID)
 			}
 		}
@@ -555,5 +642,6 @@ func sameRecord(got, want *jobs.Record) bool {
 	return got.ID == want.ID && got.Kind == want.Kind && got.State == want.State &&
 		got.Requests == want.Requests && got.Cause == want.Cause &&
 		got.Execute.String() == want.Execute.String() &&
-		got.EnsureCompiled.Modules.Equal(want.EnsureCompiled.Modules)
+		got.EnsureCompiled.Modules.Equal(want.EnsureCompiled.Modules) &&
+		slices.Equal(got.EnsureCompiled.Slots, want.EnsureCompiled.Slots)
 }

@@ -93,14 +93,18 @@ type Queue struct {
 	nextID         jobs.ID
 	nextSeq        uint64
 	epoch          uint64 // counts Apply calls; see job.keepEpoch
-	compileQueued  *job   // the one queued EnsureCompiled (rule 3)
+	compileQueued  *job   // the one queued EnsureCompiled of every kernel (rule 3)
 	compileRunning *job
-	slots          map[jobs.Slot]*slotQueue
-	ready          []*slotQueue            // slots with nothing running and something queued
-	queuedByCtx    map[jobs.ContextID]*job // the one queued Execute of a context (rule 4)
-	runningByCtx   map[jobs.ContextID]*job
-	nQueuedExec    int
-	nRunningExec   int
+	// Per-slot EnsureCompiled jobs live on their slotQueue; these count
+	// them.
+	nQueuedSlotCompiles  int
+	nRunningSlotCompiles int
+	slots                map[jobs.Slot]*slotQueue
+	ready                []*slotQueue            // slots with nothing running and something queued
+	queuedByCtx          map[jobs.ContextID]*job // the one queued Execute of a context (rule 4)
+	runningByCtx         map[jobs.ContextID]*job
+	nQueuedExec          int
+	nRunningExec         int
 	// events are ended jobs not yet handed to OnEnd; delivering is set
 	// while the dispatcher hands a batch over (without the lock).
 	events      []jobs.Record

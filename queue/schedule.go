@@ -14,8 +14,12 @@ import (
 // The scheduling rules (DESIGN.md, "Jobs and scheduling"), and where each
 // one is kept:
 //
-//  1. EnsureCompiled runs alone: scheduleLocked starts it only when no
-//     Execute runs, and starts nothing while it runs.
+//  1. An EnsureCompiled of one kernel (slotQueue.compileQueued/Running)
+//     runs exclusively on its kernel: it starts only when nothing runs on
+//     the slot, and nothing starts there while it runs. An EnsureCompiled
+//     of every kernel (no Slots: Queue.compileQueued/Running) is a
+//     barrier: it starts when nothing runs anywhere and nothing starts
+//     while it is queued or runs.
 //  2. Executes run in parallel with each other, one per slot (slotQueue.
 //     running) and one per context (runningByCtx) at a time, at most
 //     Options.MaxRunning in all, never beside an EnsureCompiled (rule 1).
@@ -23,10 +27,11 @@ import (
 //     enqueueCompileLocked).
 //  4. Queued Executes of one context collapse into one (queuedByCtx,
 //     enqueueExecuteLocked, jobs.Execute.Collapse).
-//  5. Every queued EnsureCompiled runs before any queued Execute starts:
-//     while one is queued or running, scheduleLocked starts no Execute; a
-//     queued one waits for the running Executes to end (an edit cancels
-//     them, so that is quick).
+//  5. Every queued EnsureCompiled of a kernel runs before any queued
+//     Execute starts on that kernel: a slot with one queued or running is
+//     not ready (tidySlotLocked); a queued one waits for the slot's running
+//     Execute to end (an edit that affects it cancels it, so that is quick;
+//     an unaffected run is let finish). Other slots go on running.
 //  6. The order of EnsureCompiled jobs is free: with rule 3 there is never
 //     more than one queued.
 //
@@ -55,10 +60,17 @@ func (q *Queue) scheduleLocked(now time.Time) {
 		return
 	}
 	if q.compileQueued != nil {
-		if q.nRunningExec == 0 {
+		if q.nRunningExec == 0 && q.nRunningSlotCompiles == 0 {
 			q.startLocked(q.compileQueued, now)
 		}
 		return
+	}
+	if q.nQueuedSlotCompiles > 0 {
+		for _, s := range q.slots {
+			if j := s.compileQueued; j != nil && s.running == nil && s.compileRunning == nil {
+				q.startLocked(j, now)
+			}
+		}
 	}
 	for q.opts.MaxRunning <= 0 || q.nRunningExec < q.opts.MaxRunning {
 		j := q.nextExecuteLocked()
@@ -98,7 +110,13 @@ func (q *Queue) nextExecuteLocked() *job {
 // goroutine. The job's context is created here, under the lock, so that an
 // abort that comes before the goroutine runs still reaches it.
 func (q *Queue) startLocked(j *job, now time.Time) {
-	if j.kind == jobs.KindEnsureCompiled {
+	if j.kind == jobs.KindEnsureCompiled && len(j.compile.Slots) == 1 {
+		s := q.slots[j.compile.Slots[0]]
+		s.compileQueued, s.compileRunning = nil, j
+		q.nQueuedSlotCompiles--
+		q.nRunningSlotCompiles++
+		q.tidySlotLocked(s)
+	} else if j.kind == jobs.KindEnsureCompiled {
 		q.compileQueued, q.compileRunning = nil, j
 	} else {
 		q.unlinkLocked(j, j.exec.Slot)
@@ -141,7 +159,12 @@ func (q *Queue) run(ctx context.Context, j *job, stopTimer context.CancelFunc) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
-	if j.kind == jobs.KindEnsureCompiled {
+	if j.kind == jobs.KindEnsureCompiled && len(j.compile.Slots) == 1 {
+		s := q.slots[j.compile.Slots[0]]
+		s.compileRunning = nil
+		q.nRunningSlotCompiles--
+		q.tidySlotLocked(s)
+	} else if j.kind == jobs.KindEnsureCompiled {
 		q.compileRunning = nil
 	} else {
 		s := q.slots[j.exec.Slot]

@@ -10,8 +10,8 @@ import (
 
 // Status is a snapshot of the queue for runtime/status.
 type Status struct {
-	QueuedEnsureCompiled  int // 0 or 1 (rule 3)
-	RunningEnsureCompiled int // 0 or 1 (rule 1)
+	QueuedEnsureCompiled  int // at most 1 per kernel, or 1 for every kernel (rule 3)
+	RunningEnsureCompiled int // at most 1 per kernel (rule 1)
 	QueuedExecutes        int
 	RunningExecutes       int
 	// Contexts are the contexts with a queued or running Execute, by id.
@@ -41,12 +41,13 @@ type ContextStatus struct {
 func (q *Queue) Status() Status {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	st := Status{QueuedExecutes: q.nQueuedExec, RunningExecutes: q.nRunningExec}
+	st := Status{QueuedExecutes: q.nQueuedExec, RunningExecutes: q.nRunningExec,
+		QueuedEnsureCompiled: q.nQueuedSlotCompiles, RunningEnsureCompiled: q.nRunningSlotCompiles}
 	if q.compileQueued != nil {
-		st.QueuedEnsureCompiled = 1
+		st.QueuedEnsureCompiled++
 	}
 	if q.compileRunning != nil {
-		st.RunningEnsureCompiled = 1
+		st.RunningEnsureCompiled++
 	}
 	byCtx := make(map[jobs.ContextID]*ContextStatus, len(q.queuedByCtx)+len(q.runningByCtx))
 	entry := func(id jobs.ContextID) *ContextStatus {
@@ -89,8 +90,20 @@ func (q *Queue) Jobs() []jobs.Record {
 		}
 		return cmp.Compare(a.seq, b.seq)
 	})
-	records := make([]jobs.Record, 0, len(running)+len(queued)+2)
-	for _, group := range [][]*job{{q.compileRunning}, running, {q.compileQueued}, queued} {
+	var slotRunning, slotQueued []*job
+	for _, s := range q.slots {
+		if s.compileRunning != nil {
+			slotRunning = append(slotRunning, s.compileRunning)
+		}
+		if s.compileQueued != nil {
+			slotQueued = append(slotQueued, s.compileQueued)
+		}
+	}
+	byID := func(a, b *job) int { return cmp.Compare(a.id, b.id) }
+	slices.SortFunc(slotRunning, byID)
+	slices.SortFunc(slotQueued, byID)
+	records := make([]jobs.Record, 0, len(running)+len(queued)+len(slotRunning)+len(slotQueued)+2)
+	for _, group := range [][]*job{{q.compileRunning}, slotRunning, running, {q.compileQueued}, slotQueued, queued} {
 		for _, j := range group {
 			if j != nil {
 				records = append(records, j.record())

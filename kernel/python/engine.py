@@ -184,7 +184,16 @@ class Engine:
             raise ValueError("compile: modules must be a list")
         if not isinstance(removed, list):
             raise ValueError("compile: removed must be a list of module names")
-        return self.modules.compile(mods, removed, params.get("scripts"))
+        load = params.get("load") or []
+        faulty = params.get("faulty") or {}
+        timeout = params.get("timeout") or 0
+        if not isinstance(load, list) or not all(isinstance(m, str) for m in load):
+            raise ValueError("compile: load must be a list of module names")
+        if not isinstance(faulty, dict):
+            raise ValueError("compile: faulty must be an object {module: diagnostic}")
+        if not isinstance(timeout, (int, float)) or timeout < 0:
+            raise ValueError("compile: timeout must be a number of seconds >= 0")
+        return self.modules.compile(mods, removed, params.get("scripts"), load, faulty, timeout, bool(params.get("lazy")))
 
     def drop_context(self, params):
         params = _object(params, "dropContext params")

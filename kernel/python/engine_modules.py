@@ -39,6 +39,7 @@ import itertools
 import linecache
 import os
 import re
+import signal
 import sys
 import types
 import weakref
@@ -126,6 +127,74 @@ def _stub(node, token):
     return stub
 
 
+class CompileTimeout(BaseException):
+    """A module's top level ran past the compile timeout (PROTOCOL.md 5.1)."""
+
+
+class _LoadTimer:
+    """Bounds the outermost module load of a compile with SIGALRM.
+
+    arm(seconds) sets the budget of each outermost load of the compile
+    (0 disarms); running(name) wraps one load: the outermost one starts
+    the interval timer, which raises CompileTimeout in the loading code
+    (main thread, between bytecodes) when the budget is spent, and again
+    every half second after that if the code swallows it; nested loads
+    (imports of the module) run under the same clock. Outside a load the
+    handler does nothing, so a late signal cannot hit kernel bookkeeping.
+    Code that blocks in C without returning to the interpreter is not
+    stopped here: the Go side's watchdog interrupts, then restarts, the
+    kernel (engine/compile.go).
+    """
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.seconds = 0
+        self.depth = 0
+        self.loading = []  # the modules being loaded, innermost last
+        self.installed = False
+
+    def arm(self, seconds):
+        self.seconds = seconds if isinstance(seconds, (int, float)) and seconds > 0 else 0
+
+    def _fire(self, signum, frame):
+        if self.depth > 0:
+            raise CompileTimeout(
+                "the top level of %s did not return within the compile timeout (%gs); it was interrupted"
+                % (self.loading[-1], self.seconds)
+            )
+
+    def running(self, name):
+        return _TimedLoad(self, name)
+
+
+class _TimedLoad:
+    __slots__ = ("timer", "name", "outer")
+
+    def __init__(self, timer, name):
+        self.timer = timer
+        self.name = name
+        self.outer = False
+
+    def __enter__(self):
+        t = self.timer
+        if t.depth == 0 and t.seconds > 0:
+            if not t.installed:
+                signal.signal(signal.SIGALRM, t._fire)
+                t.installed = True
+            self.outer = True
+            signal.setitimer(signal.ITIMER_REAL, t.seconds, 0.5)
+        t.loading.append(self.name)
+        t.depth += 1
+
+    def __exit__(self, exc_type, exc, tb):
+        t = self.timer
+        t.depth -= 1
+        t.loading.pop()
+        if self.outer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return False
+
+
 class ModuleError(ValueError):
     """A compile request names a module or path that cannot be a project module."""
 
@@ -133,7 +202,7 @@ class ModuleError(ValueError):
 class ModuleRecord:
     """The kernel's knowledge of one project module."""
 
-    __slots__ = ("name", "path", "filename", "source", "state", "diagnostic", "module", "imports", "is_package", "top")
+    __slots__ = ("name", "path", "filename", "source", "state", "diagnostic", "module", "imports", "is_package", "top", "in_service", "fault")
 
     def __init__(self, name, path, filename, is_package):
         self.name = name
@@ -146,6 +215,15 @@ class ModuleRecord:
         self.module = None  # the live module object when state == OK
         self.imports = frozenset()  # project modules this one imports (static)
         self.top = None  # cached module-level analysis of self.source
+        # in_service: the module was imported at least once (or a compile's
+        # `load` asked for it); a compile reloads only such modules, the
+        # others are imported when first needed (PROTOCOL.md 5.1: a module
+        # no context needs is not imported).
+        self.in_service = False
+        # fault: the diagnostic the Go side sent for a module whose import
+        # hung or killed a kernel (compile's `faulty`): it is not imported
+        # until its text changes; importing it raises ImportError.
+        self.fault = None
 
 
 class _TopStmt:
@@ -181,6 +259,7 @@ class ModuleTable:
         # Modules some context runs as a script and none as functions
         # (compile's ``scripts``): compiled to SOURCE, not imported.
         self.scripts = frozenset()
+        self._timer = _LoadTimer(kernel)
         self._finder = _ProjectFinder(self)
         self._loader = ProjectLoader(self)
         sys.meta_path.insert(0, self._finder)
@@ -241,10 +320,21 @@ class ModuleTable:
 
     # -- compile -----------------------------------------------------------
 
-    def compile(self, modules, removed, scripts=None):
-        """Install sources and reload; the result of the compile method."""
+    def compile(self, modules, removed, scripts=None, load=(), faulty=None, timeout=0, lazy=False):
+        """Install sources and reload; the result of the compile method.
+
+        lazy: only modules in service (imported before) and those named by
+        load are imported, the others when first needed; otherwise every
+        given module is imported too. Modules in faulty ({name:
+        diagnostic}) are broken with that diagnostic and never imported;
+        timeout (seconds, 0 = none) bounds each outermost module load (see
+        _LoadTimer).
+        """
         if scripts is not None:
             self._set_scripts(scripts)
+        faulty = faulty or {}
+        if not lazy:
+            load = list(load) + [_module_entry(e)[0] for e in modules]
         changed = []
         for entry in modules:
             name, path, source = _module_entry(entry)
@@ -269,8 +359,21 @@ class ModuleTable:
         for name, deps in graph.items():
             for dep in deps:
                 reverse.setdefault(dep, set()).add(name)
+        for name in load:
+            rec = self._record(name)
+            if rec is not None and not rec.in_service:
+                rec.in_service = True
+                changed.append(name)
+        for name, rec in self.records.items():
+            fault = faulty.get(name)
+            if fault != rec.fault:
+                rec.fault = fault
+                changed.append(name)
+        for name in faulty:
+            if name not in self.records and self._record(name) is not None:
+                self.records[name].fault = faulty[name]
         todo = set(changed) | set(gone)
-        todo |= {name for name, rec in self.records.items() if rec.state == STALE}
+        todo |= {name for name, rec in self.records.items() if rec.state == STALE and rec.in_service}
         affected = set()
         stack = list(todo)
         while stack:
@@ -290,20 +393,41 @@ class ModuleTable:
                 rec.state = STALE
         self._versions = None
         results = []
+        self._timer.arm(timeout)
+        try:
+            for name in order:
+                rec = self.records.get(name)
+                if rec is None:
+                    continue
+                if rec.fault is not None:
+                    self._mark_faulty(rec)
+                elif rec.state == STALE and rec.in_service:
+                    if self._script_only(name):
+                        self._parse_script(rec)
+                    else:
+                        self._load(name)
+                # else not in service: imported when first needed
+        finally:
+            self._timer.arm(0)
         for name in order:
             rec = self.records.get(name)
-            if rec is None:
-                continue
-            if rec.state == STALE:
-                if self._script_only(name):
-                    self._parse_script(rec)
-                else:
-                    self._load(name)
+            if rec is None or rec.state == STALE:
+                continue  # not imported (an importer may have loaded it above)
             entry = {"name": name, "path": rec.path, "ok": rec.state in (OK, SOURCE)}
             if rec.state == BROKEN:
                 entry["diagnostic"] = rec.diagnostic
             results.append(entry)
-        return {"modules": results, "reloaded": [r["name"] for r in results]}
+        # The static import graph of every module imported so far: the Go
+        # side decides with it which contexts an edit reaches.
+        graph = {name: sorted(rec.imports) for name, rec in self.records.items() if rec.state != STALE}
+        return {"modules": results, "reloaded": [r["name"] for r in results], "graph": graph}
+
+    def _mark_faulty(self, rec):
+        rec.state = BROKEN
+        rec.module = None
+        rec.diagnostic = rec.fault
+        sys.modules.pop(rec.name, None)
+
 
     def _set_scripts(self, scripts):
         if not isinstance(scripts, list) or not all(isinstance(n, str) and _NAME.match(n) for n in scripts):
@@ -440,6 +564,20 @@ class ModuleTable:
             return
         failed = getattr(exc, "_ripple_module", None)
         message = None
+        inner = self.records.get(failed) if failed is not None and failed != rec.name else None
+        if inner is not None and inner.diagnostic and inner.diagnostic.get("path"):
+            # PROTOCOL.md 5.1: an imported module's failure is reported at
+            # its own file and range, the import chain as the stack.
+            d = inner.diagnostic
+            rec.diagnostic = {
+                "kind": "Error",
+                "message": "cannot import %s: %s" % (failed, d.get("message", "")),
+                "path": d["path"],
+                "stack": self.diagnostics.stack(exc.__traceback__),
+            }
+            if d.get("location"):
+                rec.diagnostic["location"] = d["location"]
+            return
         if failed is not None and failed != rec.name:
             message = "cannot import %s: %s" % (failed, values.exception_message(exc))
         location = None
@@ -486,9 +624,12 @@ class ModuleTable:
             if self.locate(name) is None:
                 return None
             rec = self._record(name)
-        if rec.state in (STALE, SOURCE):
+        rec.in_service = True
+        if rec.state in (STALE, SOURCE) and rec.fault is None:
             self._versions = None
             self._load(name)
+        elif rec.fault is not None and rec.state != BROKEN:
+            self._mark_faulty(rec)
         return rec
 
     def compile_module(self, rec, namespace):
@@ -985,19 +1126,27 @@ class ProjectLoader:
         rec = table._record(name)
         if rec is None:
             raise ImportError("no project module named %s" % name, name=name)
+        if rec.fault is not None:
+            table._mark_faulty(rec)
+            exc = ImportError("project module %s is broken: %s" % (name, rec.fault.get("message", "")), name=name)
+            exc._ripple_module = name
+            raise exc
+        rec.in_service = True
         rec.state = STALE
         rec.module = None
         table._versions = None
+        table.kernel.emit_progress({"type": "load", "module": name, "phase": "start"})
         try:
             src = table._parse(rec)
             rec.imports = table._imports_of(rec)
             code, lazy = table.compile_module(rec, module.__dict__)
             module.__file__ = rec.filename
-            with table.kernel.user_code():
+            with table.kernel.user_code(), table._timer.running(name):
                 exec(code, module.__dict__)
             table.attach_lazy(lazy, module.__dict__)
         except KeyboardInterrupt:
             rec.state = STALE
+            table.kernel.emit_progress({"type": "load", "module": name, "phase": "end"})
             raise
         except BaseException as exc:
             table._mark_broken(rec, exc)
@@ -1006,7 +1155,9 @@ class ProjectLoader:
                     exc._ripple_module = name
                 except Exception:
                     pass
+            table.kernel.emit_progress({"type": "load", "module": name, "phase": "end"})
             raise
+        table.kernel.emit_progress({"type": "load", "module": name, "phase": "end"})
         rec.state = OK
         rec.diagnostic = None
         rec.module = module

@@ -25,9 +25,11 @@ import (
 // Runner is a fake queue.Runner. Each call blocks until the test ends it
 // with Call.Finish (or, with ReturnOnCancel, until its context is
 // cancelled). It records every call in start order, with its time, and
-// checks the rules the queue promises a runner as it sees them:
-// EnsureCompiled alone, one Execute per slot and per context at a time, and
-// at most MaxRunning Executes; a breach is recorded in Violations.
+// checks the rules the queue promises a runner as it sees them: an
+// EnsureCompiled of one slot alone on its slot (no Execute, no other
+// compile there), one of every kernel (no Slots) alone, one Execute per
+// slot and per context at a time, and at most MaxRunning Executes; a
+// breach is recorded in Violations.
 //
 // The zero value is ready to use; set the options before the queue starts.
 type Runner struct {
@@ -39,14 +41,15 @@ type Runner struct {
 
 	mu sync.Mutex
 	// Guarded by mu.
-	calls       []*Call
-	seen        int // calls already returned by Next
-	active      map[*Call]struct{}
-	activeEC    *Call
-	activeSlot  map[jobs.Slot]*Call
-	activeCtx   map[jobs.ContextID]*Call
-	activeExecs int
-	violations  []string
+	calls        []*Call
+	seen         int // calls already returned by Next
+	active       map[*Call]struct{}
+	activeEC     *Call // a running EnsureCompiled of every kernel
+	activeSlotEC map[jobs.Slot]*Call
+	activeSlot   map[jobs.Slot]*Call
+	activeCtx    map[jobs.ContextID]*Call
+	activeExecs  int
+	violations   []string
 	// changed is closed and replaced whenever a call starts or returns.
 	changed chan struct{}
 }
@@ -140,7 +143,22 @@ func (r *Runner) begin(c *Call) {
 	violate := func(format string, args ...any) {
 		r.violations = append(r.violations, c.String()+": "+fmt.Sprintf(format, args...))
 	}
-	if c.Kind == jobs.KindEnsureCompiled {
+	if c.Kind == jobs.KindEnsureCompiled && len(c.EnsureCompiled.Slots) > 0 {
+		if len(c.EnsureCompiled.Slots) != 1 {
+			violate("EnsureCompiled handed over with %d slots, want 1", len(c.EnsureCompiled.Slots))
+		}
+		slot := c.EnsureCompiled.Slots[0]
+		if r.activeEC != nil {
+			violate("EnsureCompiled started beside EnsureCompiled %v", r.activeEC)
+		}
+		if other := r.activeSlotEC[slot]; other != nil {
+			violate("slot %d already compiles %v", slot, other)
+		}
+		if other := r.activeSlot[slot]; other != nil {
+			violate("EnsureCompiled started beside %v on its slot", other)
+		}
+		r.activeSlotEC[slot] = c
+	} else if c.Kind == jobs.KindEnsureCompiled {
 		if len(r.active) > 0 {
 			violate("EnsureCompiled started beside %d running calls", len(r.active))
 		}
@@ -149,6 +167,9 @@ func (r *Runner) begin(c *Call) {
 		e := c.Execute
 		if r.activeEC != nil {
 			violate("Execute started beside EnsureCompiled %v", r.activeEC)
+		}
+		if other := r.activeSlotEC[e.Slot]; other != nil {
+			violate("Execute started beside EnsureCompiled %v on its slot", other)
 		}
 		if other := r.activeSlot[e.Slot]; other != nil {
 			violate("slot %d already runs %v", e.Slot, other)
@@ -172,7 +193,9 @@ func (r *Runner) end(c *Call) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.active, c)
-	if c.Kind == jobs.KindEnsureCompiled {
+	if c.Kind == jobs.KindEnsureCompiled && len(c.EnsureCompiled.Slots) > 0 {
+		delete(r.activeSlotEC, c.EnsureCompiled.Slots[0])
+	} else if c.Kind == jobs.KindEnsureCompiled {
 		r.activeEC = nil
 	} else {
 		r.activeExecs--
@@ -187,6 +210,7 @@ func (r *Runner) initLocked() {
 	if r.active == nil {
 		r.active = make(map[*Call]struct{})
 		r.activeSlot = make(map[jobs.Slot]*Call)
+		r.activeSlotEC = make(map[jobs.Slot]*Call)
 		r.activeCtx = make(map[jobs.ContextID]*Call)
 	}
 }

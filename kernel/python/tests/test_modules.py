@@ -62,8 +62,11 @@ class Modules(EngineTestCase):
         self.assertFalse(by_name["app"]["ok"])
         diag = by_name["app"]["diagnostic"]
         self.assertIn("lib", diag["message"])
-        self.assertEqual(diag["path"], "app.py")
+        # PROTOCOL.md 5.1: reported at the imported module's own file and
+        # line, the import chain (app's import line) as the stack.
+        self.assertEqual(diag["path"], "lib.py")
         self.assertEqual(diag["location"]["start"]["line"], 0)
+        self.assertIn({"path": "app.py", "line": 0}, [{"path": f["path"], "line": f["location"]["start"]["line"]} for f in diag["stack"]])
         self.assertNotIn("lib", sys.modules)
         with self.assertRaises(ImportError):
             __import__("lib")
@@ -73,6 +76,67 @@ class Modules(EngineTestCase):
         result = s.compile({"lib": "def f():\n    return 2\n"})
         self.assertEqual(ok_names(result), ["lib", "app"])
         self.assertEqual(s.run(main_stack("app")).values(), {"app:main/v": "2"})
+
+    def lazy_compile(self, s, files, load=(), faulty=None, timeout=0):
+        mods = [{"name": n, "path": n.replace(".", "/") + ".py", "source": t} for n, t in files.items()]
+        return s.engine.compile({"modules": mods, "removed": [], "load": list(load), "faulty": faulty or {},
+                                 "timeout": timeout, "lazy": True})
+
+    def test_lazy_compile_imports_only_what_is_needed(self):
+        s = self.session()
+        marks = []
+        sys.modules["_ripple_test_marks"] = type(sys)("_ripple_test_marks")
+        sys.modules["_ripple_test_marks"].marks = marks
+        self.addCleanup(sys.modules.pop, "_ripple_test_marks", None)
+        mark = "import _ripple_test_marks\n_ripple_test_marks.marks.append(__name__)\n"
+        result = self.lazy_compile(s, {"unused": mark, "app": mark + "def main():\n    v = 1\n"})
+        self.assertEqual(marks, [])
+        self.assertEqual(result["modules"], [])
+        result = self.lazy_compile(s, {}, load=["app"])
+        self.assertEqual(marks, ["app"])
+        self.assertEqual(ok_names(result), ["app"])
+        # A change of a module no context needs still imports nothing; a
+        # change of one in service reloads it.
+        self.lazy_compile(s, {"unused": mark + "X = 2\n", "app": mark + "def main():\n    v = 2\n"})
+        self.assertEqual(marks, ["app", "app"])
+        self.assertNotIn("unused", sys.modules)
+        self.assertEqual(s.run(main_stack("app")).values(), {"app:main/v": "2"})
+
+    def test_hanging_top_level_is_cut_at_the_timeout(self):
+        s = self.session()
+        hang = "import time\nwhile True:\n    time.sleep(0.01)\n"
+        result = self.lazy_compile(s, {"slow": hang, "app": "import slow\n\ndef main():\n    v = 1\n"}, load=["app"], timeout=0.3)
+        by_name = {m["name"]: m for m in result["modules"]}
+        self.assertFalse(by_name["slow"]["ok"])
+        self.assertIn("compile timeout", by_name["slow"]["diagnostic"]["message"])
+        self.assertEqual(by_name["slow"]["diagnostic"]["path"], "slow.py")
+        self.assertFalse(by_name["app"]["ok"])
+        self.assertEqual(by_name["app"]["diagnostic"]["path"], "slow.py")
+        loads = [(e["module"], e["phase"]) for e in s.kernel.events if e.get("type") == "load"]
+        self.assertEqual(loads, [("app", "start"), ("slow", "start"), ("slow", "end"), ("app", "end")])
+        # Fixed, the module and its importer load again.
+        result = self.lazy_compile(s, {"slow": "V = 3\n"}, timeout=0.3)
+        self.assertEqual(sorted(ok_names(result)), ["app", "slow"])
+
+    def test_a_timeout_swallowed_by_the_code_fires_again(self):
+        s = self.session()
+        stubborn = "import time\nwhile True:\n    try:\n        time.sleep(0.01)\n    except BaseException:\n        break\nwhile True:\n    time.sleep(0.01)\n"
+        result = self.lazy_compile(s, {"stubborn": stubborn}, load=["stubborn"], timeout=0.2)
+        self.assertIn("compile timeout", result["modules"][0]["diagnostic"]["message"])
+
+    def test_faulty_module_is_not_imported_until_it_changes(self):
+        s = self.session()
+        diag = {"kind": "Error", "message": "importing bad killed the kernel (exit status 7)", "path": "bad.py", "stack": []}
+        files = {"bad": "import os\nos._exit(7)\n", "app": "import bad\n\ndef main():\n    v = 1\n"}
+        result = self.lazy_compile(s, files, load=["app"], faulty={"bad": diag})
+        by_name = {m["name"]: m for m in result["modules"]}
+        self.assertEqual(by_name["bad"]["diagnostic"], diag)
+        self.assertEqual(by_name["app"]["diagnostic"]["path"], "bad.py")
+        self.assertIn("killed the kernel", by_name["app"]["diagnostic"]["message"])
+        run = s.run(main_stack("app"))
+        self.assertEqual(run.result["result"]["kind"], "compileError")
+        result = self.lazy_compile(s, {"bad": "V = 1\n"})
+        self.assertEqual(sorted(ok_names(result)), ["app", "bad"])
 
     def test_load_time_exception(self):
         s = self.session()
