@@ -47,12 +47,12 @@ import (
 // replays every file there).
 //
 // RIPPLE_INVARIANT_SEED picks the first seed (default 1) and
-// RIPPLE_INVARIANT_STEPS the number of steps (default 300, in sessions of
+// RIPPLE_INVARIANT_STEPS the number of steps (default 510, in sessions of
 // invariantStepsPerProgram steps, one program and one seed each).
 
 const (
 	invariantStepsPerProgram = 30
-	invariantDefaultSteps    = 300
+	invariantDefaultSteps    = 510
 )
 
 // invScript is a concrete session: the initial files, then the steps.

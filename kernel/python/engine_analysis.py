@@ -50,9 +50,11 @@ _CACHE_LIMIT = 100000
 class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
-    __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports")
+    __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports",
+                 "maybe", "later_writes")
 
-    def __init__(self, uses, binds, defines, mutates, lazy, compound, returns, yields, label, key, imports=()):
+    def __init__(self, uses, binds, defines, mutates, lazy, compound, returns, yields, label, key, imports=(),
+                 maybe=frozenset(), later_writes=frozenset()):
         self.uses = uses
         self.binds = binds  # names actually bound (assigned, imported, deleted...)
         self.defines = defines  # binds + mutates
@@ -66,6 +68,21 @@ class StmtInfo:
         # Every import in the statement, nested functions included:
         # (level, module, [(name, asname)], is_from); star imports have name "*".
         self.imports = imports
+        # Names the statement may mutate through code it calls (5.3, issue
+        # 13): (name, reason) pairs, reason one of MAYBE_ARG (an argument of
+        # a call; the callee's name as its second item, or None), MAYBE_METHOD
+        # (the receiver of a method call; the method's name), MAYBE_CALLEE
+        # (a called name: a closure's or generator's state), MAYBE_ITER
+        # (iterated or unpacked: an iterator is consumed). The run decides
+        # from the values at hand whether one can have an effect (Runner).
+        self.maybe = maybe
+        # Names nested functions of the statement rebind in the frame when
+        # they are called later (`nonlocal n`): a statement calling one
+        # binds them.
+        self.later_writes = later_writes
+
+
+MAYBE_ARG, MAYBE_METHOD, MAYBE_CALLEE, MAYBE_ITER = "arg", "method", "callee", "iter"
 
 
 class Analyzer:
@@ -135,6 +152,8 @@ def analyze(node):
         label=label_base(node),
         key=node_key(node),
         imports=tuple(scan.imports),
+        maybe=frozenset(m for m in scan.maybe if m[0] in uses),
+        later_writes=frozenset(scan.later_writes),
     )
 
 
@@ -299,6 +318,27 @@ class _Scan:
         self.returns = False
         self.yields = False
         self.imports = []
+        self.maybe = set()
+        self.later_writes = set()
+
+    def _runs_now(self):
+        """Whether code at this point runs while the statement runs (not in
+        a nested function or lambda, which run when called)."""
+        for scope in self.stack:
+            if scope.kind == "function":
+                return False
+        return True
+
+    def _maybe(self, node, reason):
+        """Every name read in node may be mutated (reason: see StmtInfo.maybe)."""
+        if not self._runs_now():
+            return
+        if isinstance(node, ast.Name):
+            self.maybe.add((node.id, reason))
+            return
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                self.maybe.add((child.id, reason))
 
     # -- scopes -------------------------------------------------------------
 
@@ -356,6 +396,8 @@ class _Scan:
         self.expr(node.value)
 
     def s_Assign(self, node):
+        if any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            self._maybe(node.value, (MAYBE_ITER, None))  # unpacking consumes an iterator
         self._value_base_mutation(node.value)
         self.expr(node.value)
         for target in node.targets:
@@ -392,6 +434,11 @@ class _Scan:
 
     def s_Delete(self, node):
         for target in node.targets:
+            # `del x` reads x: it fails when x is unbound, so it depends on
+            # the statement that bound it.
+            for child in ast.walk(target):
+                if isinstance(child, ast.Name):
+                    self.scope.reads.add(child.id)
             self.target(target)
 
     def s_Import(self, node):
@@ -409,7 +456,9 @@ class _Scan:
     def s_Global(self, node):
         self.scope.declared.update(node.names)
 
-    s_Nonlocal = s_Global
+    def s_Nonlocal(self, node):
+        self.scope.declared.update(node.names)
+        self.later_writes.update(node.names)
 
     def s_FunctionDef(self, node):
         for dec in node.decorator_list:
@@ -438,6 +487,7 @@ class _Scan:
         self._pop(parent)
 
     def s_For(self, node):
+        self._maybe(node.iter, (MAYBE_ITER, None))
         self.expr(node.iter)
         self.target(node.target)
         self.stmts(node.body)
@@ -541,6 +591,20 @@ class _Scan:
             self.target(node)
 
     def e_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Name):
+            self._maybe(func, (MAYBE_CALLEE, None))
+            callee = func.id
+        elif isinstance(func, ast.Attribute):
+            self._maybe(func.value, (MAYBE_METHOD, func.attr))
+            callee = None
+        else:
+            self._maybe(func, (MAYBE_CALLEE, None))
+            callee = None
+        for arg in node.args:
+            self._maybe(arg, (MAYBE_ARG, callee))
+        for kw in node.keywords:
+            self._maybe(kw.value, (MAYBE_ARG, callee))
         self.expr(node.func)
         for arg in node.args:
             self.expr(arg)
@@ -567,6 +631,8 @@ class _Scan:
 
     def _comprehension(self, node, kind, elts):
         generators = node.generators
+        for gen in generators:
+            self._maybe(gen.iter, (MAYBE_ITER, None))
         self.expr(generators[0].iter)
         parent = self._push(kind)
         for i, gen in enumerate(generators):

@@ -107,9 +107,9 @@ class Failure(Exception):
 class Entry:
     """The cached outcome of one statement's last successful run."""
 
-    __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call")
+    __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites")
 
-    def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call):
+    def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call, gwrites=()):
         self.key = key
         self.dep_names = dep_names
         self.sig = sig
@@ -119,10 +119,11 @@ class Entry:
         self.value = value
         self.returned = returned
         self.call = call  # (callee, args, kwargs) of a direct call, or None
+        self.gwrites = gwrites  # (module, name) of the module globals it rebound (module state)
 
 
 class PlanStmt:
-    __slots__ = ("index", "id", "node", "text", "info", "range", "deps", "dep_names", "local_deps", "dep_of")
+    __slots__ = ("index", "id", "node", "text", "info", "range", "deps", "dep_names", "local_deps", "dep_of", "defines")
 
     def __init__(self, index, id_, node, text, info, range_):
         self.index = index
@@ -135,6 +136,10 @@ class PlanStmt:
         self.dep_names = ()
         self.local_deps = ()  # indices of local definers
         self.dep_of = {}  # name -> (kind, ref)
+        # info.defines plus the frame names that nested functions it calls
+        # rebind through `nonlocal` (Plan.writes): the names whose values
+        # its cache entry keeps.
+        self.defines = info.defines
 
 
 class Plan:
@@ -154,6 +159,7 @@ class Plan:
         "by_id",
         "node_memo",
         "carried",
+        "writes",
         "args_dump",
     )
 
@@ -171,6 +177,9 @@ class Plan:
         self.by_id = {}
         self.node_memo = {}  # id(node) -> (node, text, info): reuse across generations
         self.carried = []  # per statement: free names of later-running code its names carry
+        # per statement: frame names that later-running code its names carry
+        # rebinds (`nonlocal`): a statement reading such a name may call it.
+        self.writes = []
         self.args_dump = ""
 
 
@@ -236,6 +245,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     bound = set()
     last = {}
     carried = []
+    writes = []
     rdeps = [[] for _ in func.body]
     for i, node in enumerate(func.body):
         info = infos[i]
@@ -245,6 +255,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
             names |= info.defines
         resolved = {}
         queue = list(names)
+        written = set()
         while queue:
             name = queue.pop()
             if name in resolved:
@@ -255,10 +266,19 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
                 for extra in carried[j]:
                     if extra not in resolved:
                         queue.append(extra)
+                # A call of code that rebinds a frame name through
+                # `nonlocal` binds it, or leaves it (a conditional binding:
+                # it depends on the earlier definer too).
+                for extra in writes[j]:
+                    written.add(extra)
+                    if extra not in resolved:
+                        queue.append(extra)
             elif name in param_set:
                 resolved[name] = (PARAM, None)
             else:
                 resolved[name] = (GLOBAL, None)
+        if written:
+            ps.defines = info.defines | written
         deps = tuple((name,) + resolved[name] for name in sorted(resolved))
         ps.deps = deps
         ps.dep_names = tuple(d[0] for d in deps)
@@ -271,7 +291,11 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         for j in local:
             carry |= carried[j]
         carried.append(frozenset(carry) if carry else frozenset())
-        for name in info.defines:
+        wr = set(info.later_writes)
+        for j in local:
+            wr |= writes[j]
+        writes.append(frozenset(wr) if wr else frozenset())
+        for name in ps.defines:
             last[name] = i
         bound |= info.binds
         plan.stmts.append(ps)
@@ -279,6 +303,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     plan.bound = frozenset(bound)
     plan.rdeps = rdeps
     plan.carried = carried
+    plan.writes = writes
     plan.flags = analysis.future_flags(source.tree)
     return plan
 
@@ -378,6 +403,7 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
         or previous.filename != source.filename
         or len(body) != len(old)
         or previous.args_dump != args_dump
+        or any(previous.writes)
     ):
         return None
     changed = [i for i, node in enumerate(body) if node is not old[i].node]
@@ -389,6 +415,7 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     plan.bound = previous.bound
     plan.flags = analysis.future_flags(source.tree)
     plan.carried = previous.carried
+    plan.writes = previous.writes
     if not changed:
         plan.stmts = previous.stmts
         plan.rdeps = previous.rdeps
@@ -406,6 +433,7 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
         or info.binds != was.binds
         or info.label != was.label
         or info.lazy != was.lazy
+        or info.later_writes
         or info.yields
     ):
         return None
@@ -421,7 +449,7 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
         if name in resolved:
             continue
         j = p - 1
-        while j >= 0 and name not in old[j].info.defines:
+        while j >= 0 and name not in old[j].defines:
             j -= 1
         if j >= 0:
             resolved[name] = (LOCAL, j)
@@ -473,21 +501,31 @@ def _declared_globals(plan):
     """The module globals a function's body writes by name (outside nested
     scopes): those it declares `global`, and those it assigns as
     globals()['NAME'] (a name that may also be one of its locals: in the
-    engine's namespace the two are one entry)."""
+    engine's namespace the two are one entry).
+
+    Nested functions too: their globals are the frame's namespace (the
+    frame's locals are globals for them), so their `global X` writes the
+    namespace's X, which the run carries to the module like the body's own
+    (issue 13). A name the body also binds is left alone: one namespace
+    entry cannot be both the frame's local and the module's global."""
     names = set()
     # Only statements whose text says so are walked: a plan is new after
     # every edit, and walking a long body each time costs milliseconds.
-    todo = [ps.node for ps in plan.stmts if "global" in ps.text]
+    todo = [(ps.node, False) for ps in plan.stmts if "global" in ps.text]
     while todo:
-        node = todo.pop()
+        node, nested = todo.pop()
+        found = ()
         if isinstance(node, ast.Global):
-            names.update(node.names)
+            found = node.names
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and _is_globals_call(node.value):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                names.add(key.value)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
+                found = (key.value,)
+        for name in found:
+            if not nested or name not in plan.bound:
+                names.add(name)
+        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
     return frozenset(names)
 
 
@@ -546,6 +584,14 @@ class Frame:
         # id(object) -> [object, creator expression id or None, [(mutator id, stamp)]]
         # for mutable objects bound in this frame (see Runner._dirty_reads).
         self.mutlog = {}
+        # Module state (Runner._module_state): (module, name) -> (module
+        # dict, the value before the frame first rebound it), and the ids
+        # of the statements that rebound module globals in the last run.
+        self.gbase = {}
+        self.gwriters = set()
+        self.gforce = False  # the next pass resets the state (Runner.run)
+        self.gnew = None  # index of the first statement that became a writer in this pass
+        self.last_rerun = ()  # R of the last pass
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -561,6 +607,11 @@ class Frame:
         self.func_class = None
         self.self_name = None
         self.mutlog = {}
+        self.gbase = {}
+        self.gwriters = set()
+        self.gforce = False
+        self.gnew = None
+        self.last_rerun = ()
 
 
 class _Return(BaseException):
@@ -696,7 +747,7 @@ class Runner:
 
     # -- the rerun set --------------------------------------------------------------
 
-    def rerun_set(self, plan, frame):
+    def rerun_set(self, plan, frame, module_dict=None):
         """(R, reaches_param): the statements to run again (see the module doc)."""
         cache = frame.cache
         stmts = plan.stmts
@@ -705,16 +756,32 @@ class Runner:
             e = cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
+        reaches_param = self._close(plan, frame, rerun, list(rerun), module_dict)
+        added = self._module_state(plan, frame, rerun, module_dict)
+        if added:
+            rerun |= added
+            reaches_param = self._close(plan, frame, rerun, list(added), module_dict) or reaches_param
+        return rerun, reaches_param
+
+    def _close(self, plan, frame, rerun, work, module_dict):
+        """Grow rerun to its fixed point from the members in work (the
+        module doc's rules); returns whether a parameter was reached."""
+        stmts = plan.stmts
         reaches_param = False
-        work = list(rerun)
         rdeps = plan.rdeps
+        everything = len(stmts)
         while work:
             i = work.pop()
             added = list(rdeps[i])
-            if stmts[i].info.mutates:
-                members, hit_param = self._chain(plan, frame, i)
+            live = ()
+            if len(rerun) < everything:
+                live = self._effects(plan, frame, i, module_dict)
+            if stmts[i].info.mutates or live:
+                members, hit_param = self._chain(plan, frame, i, live)
                 reaches_param = reaches_param or hit_param
                 added += members
+            if live:
+                added += self._readers_after(plan, i, live)
             creators, dirty_param = self._dirty_reads(plan, frame, i, rerun)
             reaches_param = reaches_param or dirty_param
             added += creators
@@ -722,18 +789,269 @@ class Runner:
                 if j not in rerun:
                     rerun.add(j)
                     work.append(j)
-        return rerun, reaches_param
+        return reaches_param
 
-    def _chain(self, plan, frame, i):
-        """Definition chain of the names statement i mutates (5.3)."""
+    # -- module state (issue 13) ---------------------------------------------------
+    #
+    # A project function may rebind a module global (`global COUNT` in a
+    # helper, or in a function nested in the body): module state that
+    # statements change and read through calls. A fresh run starts from the
+    # modules' own values, so when any statement that changes it runs again
+    # (or one that may: a changed statement with a call), the state goes
+    # back to what it was before the frame first changed it and every
+    # statement from the first of them on that calls something or reads a
+    # module global runs again, in order. Which globals can be rebound is
+    # static (the names of `global` statements in a module's functions);
+    # which statement rebound one is a run-time fact (Entry.gwrites).
+
+    def _watched(self):
+        """[(module name, module dict, names)] of loaded project modules
+        whose functions declare globals; recomputed when a module changed."""
+        table = self.modules
+        key = table._generation
+        cached = getattr(table, "_ripple_watched", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out = []
+        for rec in list(table.records.values()):
+            src, module = rec.source, rec.module
+            if src is None or module is None or "global" not in src.text:
+                continue
+            names = set()
+            for node in ast.walk(src.tree):
+                if isinstance(node, ast.Global):
+                    names.update(node.names)
+            if names:
+                out.append((rec.name, module.__dict__, tuple(sorted(names))))
+        table._ripple_watched = (key, out)
+        return out
+
+    def _module_state(self, plan, frame, rerun, module_dict):
+        """Statements to add to rerun for module state; resets the state
+        when they are needed."""
+        if self.run_once:
+            return ()
+        watched = self._watched()
+        if not watched and not frame.gbase:
+            return ()
+        stmts = plan.stmts
+        cache = frame.cache
+        start = None
+        force, frame.gforce = frame.gforce, False
+        writers = [plan.by_id[w].index for w in frame.gwriters if w in plan.by_id]
+        if force and writers:
+            start = min(writers)
+        for wid in frame.gwriters:
+            ps = plan.by_id.get(wid)
+            e = cache.get(wid)
+            if ps is None or e is None or not e.gwrites or ps.index in rerun:
+                start = 0 if ps is None else (ps.index if start is None else min(start, ps.index))
+        for (mod, name), (mdict, _) in frame.gbase.items():
+            if not any(w[1] is mdict for w in watched):
+                start = 0  # the module was loaded again: its state is fresh
+                break
+        if writers:
+            # A statement to run before a writer must see the state as it
+            # was before the writer, not as the last run left it.
+            last = max(writers)
+            for i in sorted(rerun):
+                if i >= last or (start is not None and i >= start):
+                    break
+                if _reads_state(plan, stmts[i]):
+                    start = i
+                    break
+        if start is None:
+            return ()
+        frame.gwriters = {w for w in frame.gwriters if w in plan.by_id}  # a deleted writer's effect is undone below
+        if frame.gwriters or start == 0:
+            first = min((plan.by_id[w].index for w in frame.gwriters if w in plan.by_id), default=start)
+            start = min(start, first)
+        for (mod, name), (mdict, value) in list(frame.gbase.items()):
+            if any(w[1] is mdict for w in watched):
+                if value is DELETED:
+                    mdict.pop(name, None)
+                else:
+                    mdict[name] = value
+            else:
+                del frame.gbase[(mod, name)]
+        added = set()
+        for k in range(start, len(stmts)):
+            ps = stmts[k]
+            if k in rerun:
+                continue
+            if ps.id in frame.gwriters or _reads_state(plan, ps):
+                added.add(k)
+        return added
+
+    def _state_snapshot(self, watched):
+        return [mdict.get(name, DELETED) for _, mdict, names in watched for name in names]
+
+    def _state_writes(self, frame, watched, before):
+        """(module, name) of the watched globals changed since before."""
+        out = []
+        i = 0
+        for mod, mdict, names in watched:
+            for name in names:
+                old = before[i]
+                i += 1
+                if mdict.get(name, DELETED) is not old:
+                    out.append((mod, name))
+                    if (mod, name) not in frame.gbase:
+                        frame.gbase[(mod, name)] = (mdict, old)
+        return tuple(out)
+
+    # -- mutation through calls (issue 13) ----------------------------------------
+    #
+    # A statement may mutate objects through code it calls: an argument, a
+    # method's receiver, a closure or generator it calls, an iterator it
+    # consumes, the frame names a nested function it calls reads, and any
+    # object one of those lives in (``row = grid[0]; row.append(1)`` changes
+    # grid). Which of these can have an effect is decided from the values
+    # the cache holds (run-time facts): an int passed to f, a list given to
+    # len(), a list iterated, a function without a closure called are inert.
+    # When a statement with a live effect runs again, the definition chain
+    # of the object runs again (the effect is never applied twice) and so
+    # does every later statement that reads the name (it must see the
+    # effect), up to a statement that rebinds the name. A value the cache
+    # does not know is taken as mutable: conservative first.
+
+    def _definer(self, plan, name, at):
+        """(kind, ref) of the statement defining name as statement `at` sees it."""
+        stmts = plan.stmts
+        got = stmts[at].dep_of.get(name)
+        if got is not None:
+            return got
+        j = at - 1
+        while j >= 0 and name not in stmts[j].defines:
+            j -= 1
+        if j >= 0:
+            return (LOCAL, j)
+        if name in plan.params:
+            return (PARAM, None)
+        return (GLOBAL, None)
+
+    def _value(self, plan, frame, name, at, module_dict):
+        """The value name has when statement `at` starts, as the cache knows
+        it, or DELETED when unknown."""
+        kind, ref = self._definer(plan, name, at)
+        if kind == LOCAL:
+            e = frame.cache.get(plan.stmts[ref].id)
+            return DELETED if e is None else _binding(e, name)
+        if kind == PARAM:
+            return frame.params.get(name, DELETED)
+        if module_dict is None:
+            return DELETED
+        value = module_dict.get(name, DELETED)
+        if value is DELETED:
+            value = getattr(builtins, name, DELETED)
+        return value
+
+    def _effects(self, plan, frame, i, module_dict):
+        """The names whose objects statement i may mutate through code it
+        calls and that can be mutated: a list of names (the aliases of the
+        objects it mutates included)."""
+        ps = plan.stmts[i]
+        info = ps.info
+        memo = {}
+
+        def value(name):
+            v = memo.get(name, memo)
+            if v is memo:
+                v = memo[name] = self._value(plan, frame, name, i, module_dict)
+            return v
+
+        live = set()
+        for name, reason in info.maybe:
+            if name in live:
+                continue
+            v = value(name)
+            if v is DELETED or not _inert(reason, v, value):
+                live.add(name)
+        # Code the statement may call (a nested def, a lambda) reads these
+        # frame names when called; it may mutate their objects.
+        for name, kind, ref in ps.deps:
+            if kind == LOCAL and name not in live:
+                carried = plan.carried[ref]
+                if carried:
+                    for extra in carried:
+                        v = value(extra)
+                        if v is DELETED or not _immutable(v):
+                            live.add(extra)
+        if not live and not info.mutates:
+            return ()
+        # The objects it mutates may live in others: follow where they came
+        # from (the names their definers read whose values are mutable).
+        todo = [(name, i) for name in live | info.mutates]
+        seen = set()
+        # An object the statement binds and mutates itself (`for row in
+        # grid: row.append(1)`) comes from what it reads.
+        for name in (live | info.mutates) & info.binds:
+            for source in info.uses:
+                if source != name and source not in live:
+                    v = value(source)
+                    if v is DELETED or not _immutable(v):
+                        live.add(source)
+                        todo.append((source, i))
+        while todo:
+            name, at = todo.pop()
+            kind, ref = self._definer(plan, name, at)
+            if kind != LOCAL or (name, ref) in seen or len(seen) > 256:
+                continue
+            seen.add((name, ref))
+            d = plan.stmts[ref]
+            if d.info.imports or isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            e = frame.cache.get(d.id)
+            if e is not None:
+                v = _binding(e, name)
+                if v is not DELETED and _immutable(v):
+                    continue
+            for source in d.info.uses:
+                if source == name and name not in d.info.binds:
+                    continue
+                v = self._value(plan, frame, source, ref, module_dict)
+                if v is DELETED or not _immutable(v):
+                    if source not in live:
+                        live.add(source)
+                    todo.append((source, ref))
+        return tuple(sorted(live))
+
+    @staticmethod
+    def _readers_after(plan, i, names):
+        """Statements after i that read (or may mutate) one of names, each
+        up to the first statement that rebinds it."""
+        stmts = plan.stmts
+        out = []
+        open_ = set(names)
+        for k in range(i + 1, len(stmts)):
+            if not open_:
+                break
+            info = stmts[k].info
+            hit = open_ & info.uses
+            if not hit:
+                for name, _ in info.maybe:
+                    if name in open_:
+                        hit = True
+                        break
+            if hit:
+                out.append(k)
+            closed = [n for n in open_ & info.binds if not info.compound]
+            for n in closed:
+                open_.discard(n)
+        return out
+
+    def _chain(self, plan, frame, i, extra=()):
+        """Definition chain of the names statement i mutates (5.3), and of
+        the names extra its calls may mutate."""
         stmts = plan.stmts
         members = []
         hit_param = False
         seen = set()
         todo = [(name, i) for name in stmts[i].info.mutates]
+        todo += [(name, i) for name in extra]
         while todo:
             name, at = todo.pop()
-            kind, ref = stmts[at].dep_of.get(name, (GLOBAL, None))
+            kind, ref = self._definer(plan, name, at) if at == i else stmts[at].dep_of.get(name, (GLOBAL, None))
             if kind == PARAM:
                 hit_param = True
                 continue
@@ -742,7 +1060,7 @@ class Runner:
             seen.add(ref)
             members.append(ref)
             info = stmts[ref].info
-            if name in info.mutates or (info.compound and name in info.defines):
+            if name in info.mutates or (info.compound and name in info.defines) or name not in info.binds:
                 todo.append((name, ref))
         return members, hit_param
 
@@ -811,14 +1129,32 @@ class Runner:
         """
         for _ in range(3):
             first_stamp = self.engine.next_stamp()
+            frame.gnew = None
             self._run_pass(frame, depth, rec, qualname, top, wanted, visualizations)
             if wanted is not None:
                 return  # a partial run reaches only what it wants
             stale = self._stale_creators(frame, first_stamp)
+            if frame.gnew is not None and self._stale_state_reads(frame):
+                # A statement rebound module state for the first time, and a
+                # later one that may read it came from the cache: run again
+                # from the state before the first writer.
+                frame.gforce = True
+                continue
             if not stale:
                 return
             for creator in stale:
                 frame.cache.pop(creator, None)
+
+    @staticmethod
+    def _stale_state_reads(frame):
+        plan = frame.plan
+        if plan is None:
+            return False
+        for k in range(frame.gnew + 1, len(plan.stmts)):
+            ps = plan.stmts[k]
+            if k not in frame.last_rerun and ps.id in frame.reached and _reads_state(plan, ps):
+                return True
+        return False
 
     @staticmethod
     def _stale_creators(frame, first_stamp):
@@ -859,10 +1195,17 @@ class Runner:
         return self._run_frame(frame, depth, plan, rec, module_dict, top, wanted, visualizations)
 
     def _run_frame(self, frame, depth, plan, rec, module_dict, top, wanted, visualizations):
-        rerun, reaches_param = self.rerun_set(plan, frame)
+        rerun, reaches_param = self.rerun_set(plan, frame, module_dict)
         fresh, frame.args_fresh = frame.args_fresh, False
         if reaches_param and not fresh and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
-            rerun, _ = self.rerun_set(plan, frame)
+            rerun, _ = self.rerun_set(plan, frame, module_dict)
+        # A statement to run loses its entry now: if the run ends before it
+        # (an interrupt, a partial run), the next run still runs it (the
+        # reason it is in R, a live effect of another statement, may be gone
+        # by then).
+        for i in rerun:
+            frame.cache.pop(stmts_id(plan, i), None)
+        frame.last_rerun = rerun
         stmts = plan.stmts
         order = range(len(stmts))
         if wanted is not None:
@@ -979,6 +1322,16 @@ class Runner:
         hooks.reset()
         returned = False
         mutated = [ns[n] for n in info.mutates if n in ns and not _immutable(ns[n])]
+        if info.maybe:
+            # Objects its calls may mutate, as the values at hand say
+            # (Runner._effects): their mutation log names it too.
+            def value_of(name):
+                return ns.get(name, DELETED)
+            for name, reason in info.maybe:
+                v = ns.get(name, DELETED)
+                if v is not DELETED and not _immutable(v) and not _inert(reason, v, value_of):
+                    if not any(v is m for m in mutated):
+                        mutated.append(v)
         # The statement reads module globals as they are now: a function it
         # or an earlier statement called may have rebound one since the
         # namespace was filled.
@@ -989,6 +1342,24 @@ class Runner:
                 value = module_dict.get(name, DELETED)
                 if value is not DELETED and ns.get(name, DELETED) is not value:
                     ns[name] = value
+        # The names written as module globals (the body's `global`, nested
+        # functions' too) start as the module has them: a helper may have
+        # rebound one since; after the statement, only what it wrote goes
+        # back (_write_globals), never a stale copy over the helper's.
+        watched = self._watched() if not self.run_once else ()
+        state = self._state_snapshot(watched) if watched else None
+        gwrites = ()
+        declared = self._declared(frame, plan)
+        before = None
+        if declared:
+            before = {}
+            for name in declared:
+                value = module_dict.get(name, DELETED)
+                if value is DELETED:
+                    ns.pop(name, None)
+                else:
+                    ns[name] = value
+                before[name] = value
         size = len(ns)
         started = time.perf_counter_ns()
         try:
@@ -1008,7 +1379,16 @@ class Runner:
                     # partial effects make the objects dirty.
                     if not self.run_once:
                         self._log_mutations(frame, mutated, ps.id, stamp)
-                    self._write_globals(frame, plan, ps.text, ns, module_dict, size)
+                    self._write_globals(frame, plan, ps.text, ns, module_dict, size, before)
+                    if state is not None:
+                        gwrites = self._state_writes(frame, watched, state)
+                        if gwrites:
+                            if ps.id not in frame.gwriters:
+                                frame.gwriters.add(ps.id)
+                                if frame.gnew is None or ps.index < frame.gnew:
+                                    frame.gnew = ps.index
+                        else:
+                            frame.gwriters.discard(ps.id)
                 elapsed = time.perf_counter_ns() - started
                 if ps.deps and ps.deps[-1][1] == IMPORT:
                     # The versions of the modules it has just imported
@@ -1043,7 +1423,7 @@ class Runner:
             self.emit({"type": "updates", "depth": depth, "updates": [update]})
             # A skip or xfail outcome ends the test here, as a return would.
             return self.stop_at_skip and is_skip_outcome(exc)
-        bindings = tuple((name, ns.get(name, DELETED)) for name in info.defines)
+        bindings = tuple((name, ns.get(name, DELETED)) for name in ps.defines)
         if not self.run_once:
             self._register_objects(frame, ns, info, ps.id)
         payload = {"type": "Value", "preview": preview}
@@ -1058,7 +1438,7 @@ class Runner:
                 update["methodCall"] = {"methodPointer": pointer}
             else:
                 call = None
-        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call)
+        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call, gwrites)
         if not self.run_once:
             frame.cache[ps.id] = entry
         frame.reported[ps.id] = update
@@ -1077,18 +1457,26 @@ class Runner:
             declared = frame.declared_globals = (plan, _declared_globals(plan))
         return declared[1]
 
-    def _write_globals(self, frame, plan, text, ns, module_dict, size):
+    def _write_globals(self, frame, plan, text, ns, module_dict, size, before):
         """Carry a statement's writes of module globals to the module, as
         the function's own code would make them: the names the function
         declares `global`, and names it added with globals()[...] (any new
         name of the namespace that is not the function's, looked for only
         after a statement that says globals: the scan is of the whole
         namespace)."""
-        for name in self._declared(frame, plan):
+        for name, old in (before or {}).items():
             value = ns.get(name, DELETED)
-            if value is DELETED:
+            if value is old:
+                # Not written by the statement: take what the module has now
+                # (a function it called may have rebound it there).
+                current = module_dict.get(name, DELETED)
+                if current is DELETED:
+                    ns.pop(name, None)
+                else:
+                    ns[name] = current
+            elif value is DELETED:
                 module_dict.pop(name, None)
-            elif module_dict.get(name, DELETED) is not value:
+            else:
                 module_dict[name] = value
         if len(ns) > size and "globals" in text:
             for name in [n for n in ns if n not in module_dict and n not in plan.bound and n not in frame.params
@@ -1185,6 +1573,77 @@ class Runner:
             self._vis_failed(vis, error)
             return
         self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
+
+
+def _reads_state(plan, ps):
+    """Whether the statement may read module state: it calls something or
+    reads a module global (a name the body never binds, also when an
+    earlier statement is taken to mutate it: `helpers.h0(a)`)."""
+    if ps.info.maybe:
+        return True
+    bound = plan.bound
+    return any(kind == GLOBAL or name not in bound for name, kind, _ in ps.deps)
+
+
+def stmts_id(plan, i):
+    return plan.stmts[i].id
+
+
+# Builtins that do not mutate their arguments (they may consume an iterator).
+_PURE_BUILTINS = frozenset(
+    getattr(builtins, n) for n in (
+        "len sum min max sorted list tuple set frozenset dict str repr int float complex bool abs round "
+        "isinstance issubclass hasattr getattr print format hash id type range enumerate zip reversed map "
+        "filter any all divmod pow chr ord hex bin oct callable iter ascii bytes bytearray slice"
+    ).split()
+)
+# Methods of builtin types that do not mutate their receiver.
+_PURE_METHODS = {
+    list: frozenset("count index copy".split()),
+    dict: frozenset("get keys values items copy".split()),
+    set: frozenset("copy union intersection difference symmetric_difference issubset issuperset isdisjoint".split()),
+    bytearray: frozenset("count find index decode hex startswith endswith".split()),
+}
+_PLAIN = frozenset([list, dict, set, frozenset, tuple, str, bytes, bytearray, int, float, complex, bool, range, type(None)])
+
+
+def _stateless_callable(v):
+    """Calling v cannot change state the frame holds through v: a function
+    without a closure (a frame's nested def reads the frame's names, which
+    the plan follows), a builtin function of a module, a class."""
+    t = type(v)
+    if t is types.FunctionType:
+        return not v.__closure__
+    if t is types.BuiltinFunctionType:
+        owner = getattr(v, "__self__", None)
+        return owner is None or type(owner) is types.ModuleType
+    return t is type
+
+
+def _inert(reason, v, value_of):
+    """Whether what a statement does to v for reason (StmtInfo.maybe)
+    cannot mutate it. value_of(name) gives another name's value."""
+    kind, detail = reason
+    if kind == analysis.MAYBE_CALLEE:
+        return _stateless_callable(v) or (_immutable(v) and type(v) not in (types.FunctionType, types.MethodType))
+    if kind == analysis.MAYBE_ITER:
+        return type(v) in _PLAIN
+    if kind == analysis.MAYBE_METHOD:
+        if _immutable(v) and type(v) is not types.MethodType:
+            return True
+        pure = _PURE_METHODS.get(type(v))
+        return pure is not None and detail in pure
+    # An argument.
+    if type(v) in _PLAIN and detail is not None:
+        callee = value_of(detail)
+        try:
+            if callee in _PURE_BUILTINS:
+                return True
+        except TypeError:  # an unhashable callee
+            pass
+    if type(v) is types.FunctionType or type(v) is types.MethodType:
+        return _stateless_callable(v) if type(v) is types.FunctionType else False
+    return _immutable(v)
 
 
 def _binding(entry, name):

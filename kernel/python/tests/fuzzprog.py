@@ -6,6 +6,15 @@ parameters. Variables have fixed types by name (ints, lists, dicts,
 functions), so a generated statement is well typed wherever the names it
 reads are defined; edits may still leave names undefined, which gives
 NameError panics: also behaviour to compare.
+
+The patterns of issue 13 part 4 are in the language: a project function
+mutating its argument (add_to), a mutating call inside a larger
+expression, a nested function rebinding a frame name through `nonlocal`,
+a closure whose state advances with each call (make_counter), iterators and
+generators consumed by next/sum/list, a name aliasing an element of a
+container (grid rows), module state a helper rebinds (`global COUNT` in
+bump) and a function of the body rebinding a module global (`global G`),
+and `del`.
 """
 
 import random
@@ -15,7 +24,10 @@ INTS = ["a", "b", "c", "n", "k", "m"]
 LISTS = ["xs", "ys", "zs"]
 DICTS = ["d", "e"]
 FUNCS = ["f", "g"]
-TYPES = {**{n: "int" for n in INTS}, **{n: "list" for n in LISTS}, **{n: "dict" for n in DICTS}, **{n: "func" for n in FUNCS}}
+ITERS = ["it", "jt"]
+GRIDS = ["grid"]
+TYPES = {**{n: "int" for n in INTS}, **{n: "list" for n in LISTS}, **{n: "dict" for n in DICTS}, **{n: "func" for n in FUNCS},
+         **{n: "iter" for n in ITERS}, **{n: "grid" for n in GRIDS}}
 
 
 class Stmt:
@@ -36,7 +48,8 @@ class Program:
         return Program([s.copy() for s in self.stmts], self.helper)
 
     def main_source(self):
-        lines = ["import helpers", "from helpers import h0, h1, h2, h3", "", "", "def main():"]
+        lines = ["import helpers", "from helpers import h0, h1, h2, h3, add_to, bump, make_counter, gen", "",
+                 "G = 0", "", "", "def main():"]
         if not self.stmts:
             lines.append("    pass")
         for s in self.stmts:
@@ -66,7 +79,24 @@ class Program:
             "    w.append(v * 2)\n"
             "    if v > %(c5)d:\n"
             "        return v - 1\n"
-            "    return sum(w)\n"
+            "    return sum(w)\n\n\n"
+            "COUNT = 0\n\n\n"
+            "def add_to(xs, v):\n"
+            "    xs.append(v + %(c2)d)\n\n\n"
+            "def bump(k):\n"
+            "    global COUNT\n"
+            "    COUNT += k\n"
+            "    return COUNT\n\n\n"
+            "def make_counter(start):\n"
+            "    n = start\n\n"
+            "    def inc(v):\n"
+            "        nonlocal n\n"
+            "        n += v\n"
+            "        return n\n"
+            "    return inc\n\n\n"
+            "def gen(k):\n"
+            "    for i in range(k %% 5 + %(c3)d %% 3):\n"
+            "        yield i * %(c1)d\n"
         ) % p
 
     def sources(self):
@@ -81,6 +111,9 @@ class Program:
 
 def _names(env, kind):
     return sorted(n for n, t in env.items() if t == kind)
+
+
+self_names = _names
 
 
 class Generator:
@@ -107,6 +140,7 @@ class Generator:
     def statement(self, env):
         r = self.rng
         ints, lists, dicts, funcs = (_names(env, t) for t in ("int", "list", "dict", "func"))
+        iters, grids = _names(env, "iter"), _names(env, "grid")
         options = [self._int_const]
         if ints:
             options += [self._int_arith, self._int_helper, self._aug_int, self._print, self._list_display,
@@ -123,6 +157,18 @@ class Generator:
             options += [self._dict_set, self._dict_get, self._dict_helper, self._dict_pop]
         if funcs and ints:
             options += [self._call_func, self._call_func]
+        # issue 13, part 4
+        if ints:
+            options += [self._nonlocal_def, self._counter, self._bump, self._global_def, self._read_g,
+                        self._make_iter, self._make_grid]
+        if lists:
+            options += [self._add_to, self._add_in_expr, self._pop_in_expr, self._make_iter]
+        if iters:
+            options += [self._consume, self._consume]
+        if grids:
+            options += [self._row, self._grid_sum, self._for_rows]
+        if len(env) > 2:
+            options.append(self._del)
         return r.choice(options)(env, ints, lists, dicts, funcs)
 
     # -- templates: each returns a Stmt ------------------------------------------
@@ -131,7 +177,7 @@ class Generator:
         return self.rng.choice(names)
 
     def _new(self, kind):
-        pool = {"int": INTS, "list": LISTS, "dict": DICTS, "func": FUNCS}[kind]
+        pool = {"int": INTS, "list": LISTS, "dict": DICTS, "func": FUNCS, "iter": ITERS, "grid": GRIDS}[kind]
         return self.rng.choice(pool)
 
     def _int_const(self, env, ints, lists, dicts, funcs):
@@ -268,6 +314,83 @@ class Generator:
     def _dict_pop(self, env, ints, lists, dicts, funcs):
         t = self._new("int")
         return Stmt("%s = %s.pop('%s', 0)" % (t, self._pick(dicts), self.rng.choice("abc")), {t: "int"})
+
+    # -- issue 13 patterns -----------------------------------------------------------
+
+    def _add_to(self, env, ints, lists, dicts, funcs):
+        l = self._pick(lists)
+        return Stmt("add_to(%s, %s)" % (l, self._pick(ints) if ints else str(self.const())), {l: "list"})
+
+    def _add_in_expr(self, env, ints, lists, dicts, funcs):
+        t, l = self._new("int"), self._pick(lists)
+        return Stmt("%s = len(%s) + (add_to(%s, %d) or %d)" % (t, l, l, self.const(), self.const()), {t: "int"})
+
+    def _pop_in_expr(self, env, ints, lists, dicts, funcs):
+        t, l = self._new("int"), self._pick(lists)
+        return Stmt("%s = len(%s) * %d + %s.pop()" % (t, l, self.const(), l), {t: "int"})
+
+    def _nonlocal_def(self, env, ints, lists, dicts, funcs):
+        t, i = self._new("func"), self._pick(ints)
+        return Stmt("def %s(v):\n    nonlocal %s\n    %s = %s + v\n    return %s" % (t, i, i, i, i), {t: "func"})
+
+    def _counter(self, env, ints, lists, dicts, funcs):
+        t = self._new("func")
+        return Stmt("%s = make_counter(%s)" % (t, self._pick(ints)), {t: "func"})
+
+    def _bump(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        if self.rng.random() < 0.3:
+            return Stmt("%s = helpers.COUNT * %d" % (t, self.const()), {t: "int"})
+        return Stmt("%s = bump(%s) + %d" % (t, self._pick(ints), self.const()), {t: "int"})
+
+    def _global_def(self, env, ints, lists, dicts, funcs):
+        t = self._new("func")
+        return Stmt("def %s(v):\n    global G\n    G = G + v + %d\n    return G" % (t, self.const()), {t: "func"})
+
+    def _read_g(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = G + %d" % (t, self.const()), {t: "int"})
+
+    def _make_iter(self, env, ints, lists, dicts, funcs):
+        t = self._new("iter")
+        choices = []
+        if lists:
+            l = self._pick(lists)
+            choices += ["iter(%s)" % l, "(v * %d for v in %s)" % (self.const(), l)]
+        if ints:
+            choices.append("gen(%s)" % self._pick(ints))
+        return Stmt("%s = %s" % (t, self.rng.choice(choices)), {t: "iter"})
+
+    def _consume(self, env, ints, lists, dicts, funcs):
+        it = self._pick(self_names(env, "iter"))
+        r = self.rng.random()
+        if r < 0.5:
+            t = self._new("int")
+            return Stmt("%s = next(%s, %d)" % (t, it, self.const()), {t: "int"})
+        if r < 0.8:
+            t = self._new("int")
+            return Stmt("%s = sum(%s)" % (t, it), {t: "int"})
+        t = self._new("list")
+        return Stmt("%s = list(%s)" % (t, it), {t: "list"})
+
+    def _make_grid(self, env, ints, lists, dicts, funcs):
+        return Stmt("grid = [[%s], [%s, %d]]" % (self._pick(ints), self._pick(ints), self.const()), {"grid": "grid"})
+
+    def _row(self, env, ints, lists, dicts, funcs):
+        t = self._new("list")
+        return Stmt("%s = grid[%d]" % (t, self.rng.randint(0, 1)), {t: "list"})
+
+    def _grid_sum(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = sum(grid[%d]) + len(grid)" % (t, self.rng.randint(0, 1)), {t: "int"})
+
+    def _for_rows(self, env, ints, lists, dicts, funcs):
+        t = self._new("list")
+        return Stmt("for %s in grid:\n    %s.append(%d)" % (t, t, self.const()), {t: "list"})
+
+    def _del(self, env, ints, lists, dicts, funcs):
+        name = self._pick(sorted(env))
+        return Stmt("del %s" % name, {})
 
     # -- edits ----------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ class Analysis(unittest.TestCase):
             ("a[0] = 1", {"a"}, {"a"}, {"a"}),
             ("a.x = 2", {"a"}, {"a"}, {"a"}),
             ("del a[k]", {"a", "k"}, {"a"}, {"a"}),
-            ("del a", set(), {"a"}, set()),
+            ("del a", {"a"}, {"a"}, set()),  # del reads: it fails when a is unbound
             ("x += 1", {"x"}, {"x"}, {"x"}),
             ("a.b += 1", {"a"}, {"a"}, {"a"}),
             ("f = lambda v: v + k", {"k"}, {"f"}, set()),
