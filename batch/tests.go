@@ -289,6 +289,12 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 		}
 		t.queue = append(t.queue, []int{k})
 	}
+	if workers > 1 {
+		// Largest module first (by tests; their times are unknown), so
+		// that a big module does not start last and leave the other
+		// kernels idle at the end. A module's tests keep pytest's order.
+		slices.SortStableFunc(t.queue, func(a, b []int) int { return cmp.Compare(len(b), len(a)) })
+	}
 	for _, w := range ws {
 		w.entryOf = entryOf
 	}

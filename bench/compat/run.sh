@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bench/compat: pytest itself vs `ripple run --tests` (1 and 2 kernels) on
+# real test suites that ship with Debian packages. Prints, per suite: tests
+# collected by each, outcomes by kind, the testcases whose outcome differs
+# (must be 0) and the wall times (medians of RUNS runs), then one summary
+# table. See bench/README.md.
+#
+#   bash bench/compat/run.sh                      # the default suites, 1 run
+#   RUNS=3 bash bench/compat/run.sh               # medians of 3
+#   bash bench/compat/run.sh numpy/linalg/tests   # suites: paths under dist-packages,
+#                                                 # a sub-suite's files joined with ","
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PY=${PYTHON:-/usr/bin/python3}
+RUNS=${RUNS:-1}
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' 2>/dev/null || true)
+[ -d /usr/lib/python3/dist-packages ] && SITE=/usr/lib/python3/dist-packages
+DEFAULT_SUITES="numpy/lib/tests/test_function_base.py,numpy/lib/tests/test_arraypad.py scipy/special/tests/test_basic.py,scipy/special/tests/test_data.py pandas/tests/series/methods sympy/core/tests/test_basic.py,sympy/core/tests/test_arit.py,sympy/core/tests/test_numbers.py,sympy/core/tests/test_relational.py"
+SUITES=${*:-$DEFAULT_SUITES}
+
+# What the suites need, from apt, when missing.
+need=()
+"$PY" -c 'import pytest' 2>/dev/null || need+=(python3-pytest)
+for s in $SUITES; do
+  pkg=${s%%/*}
+  "$PY" -c "import $pkg" 2>/dev/null || need+=("python3-$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "bench/compat: installing ${need[*]}" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/ripple" ./cmd/ripple
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# Both sides get the same arguments: no cache writes into the packages,
+# JUnit with file and line (xunit1).
+PYTEST_ARGS=(-p no:cacheprovider -o junit_family=xunit1)
+rows=()
+status=0
+for s in $SUITES; do
+  paths=()
+  for p in ${s//,/ }; do paths+=("$SITE/$p"); done
+  missing=""
+  for p in "${paths[@]}"; do [ -e "$p" ] || missing="$p"; done
+  [ -z "$missing" ] || { echo "bench/compat: $missing: no such suite" >&2; status=1; continue; }
+  name=$(echo "$s" | tr '/,' '-+' | cut -c1-80)
+  dir="$work/$name"
+  mkdir -p "$dir"
+  declare -A times=()
+  for run in $(seq "$RUNS"); do
+    t0=$(now)
+    (cd "$dir" && "$PY" -m pytest -q "${PYTEST_ARGS[@]}" --junitxml "$dir/pytest.xml" "${paths[@]}" >"$dir/pytest.out" 2>&1) || true
+    t1=$(now)
+    times[pytest]+="$(echo "$t1 - $t0" | bc) "
+    for k in 1 2; do
+      t0=$(now)
+      "$work/ripple" run "$dir" --tests --python "$PY" --kernels "$k" --junit "$dir/ripple$k.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
+        >"$dir/ripple$k.out" 2>&1 || true
+      t1=$(now)
+      times[ripple$k]+="$(echo "$t1 - $t0" | bc) "
+    done
+  done
+  p=$(echo "${times[pytest]}" | tr ' ' '\n' | grep . | median)
+  r1=$(echo "${times[ripple1]}" | tr ' ' '\n' | grep . | median)
+  r2=$(echo "${times[ripple2]}" | tr ' ' '\n' | grep . | median)
+  label=$(echo "$s" | sed 's/,.*/,.../')
+  echo "== $s"
+  for k in 1 2; do
+    echo -n "  $k kernel(s): "
+    if ! "$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple$k.xml" | sed '2,$s/^/    /'; then
+      status=1
+    fi
+  done
+  n=$("$PY" -c "import sys, xml.etree.ElementTree as E; print(len(list(E.parse(sys.argv[1]).getroot().iter('testcase'))))" "$dir/pytest.xml")
+  d1=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple1.xml" | head -1 | sed 's/.*differ=//')
+  d2=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple2.xml" | head -1 | sed 's/.*differ=//')
+  rows+=("$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$d1" "$d2")")
+  unset times
+done
+echo
+printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s\n' suite tests pytest_s ripple1_s ratio ripple2_s ratio differ1 differ2
+for r in "${rows[@]}"; do echo "$r"; done
+echo "(wall times: medians of $RUNS run(s); targets: ratio 1 kernel <= 1.00, 2 kernels <= 0.60, differ 0)"
+exit $status
