@@ -25,6 +25,8 @@ commands:
                                   run the entry (default main:main) of the project
                                   in DIR and show its values; re-run on every save.
                                   Ctrl-C interrupts a run, twice (or when idle) exits
+  lsp [flags] [DIR]               speak the Language Server Protocol on stdin/stdout:
+                                  live values in any LSP editor (ripple lsp -h, docs/editors.md)
   run [DIR] [flags]               run the project's entries or tests headless for CI
                                   (ripple run -h for the flags)
   report merge OUT IN...          merge the reports of the shards of a run
@@ -46,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watchCmd(ctx, args[1:], stdout, stderr)
+	case "lsp":
+		return lspCmd(ctx, args[1:], closableStdin(), stdout, stderr)
 	case "run", "report":
 		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":

@@ -1,0 +1,88 @@
+// Package lsp is `ripple lsp`: the Language Server Protocol (3.17) on a
+// byte stream (stdio), so that any LSP editor shows ripple's live values
+// with a few lines of configuration and no extension. It drives the same
+// engine as serve, watch and run, in-process, through the engine's client
+// API (one engine client per LSP connection); there is no second execution
+// path.
+//
+// Start here:
+//
+//	eng, _ := engine.New(ctx, engine.Config{Root: dir, Watch: true})
+//	_ = eng.Start(ctx)
+//	err := lsp.Serve(ctx, eng, stdio, lsp.Config{}) // until exit or EOF
+//
+// # What the editor gets
+//
+//   - Documents: didOpen/didChange (incremental)/didSave/didClose map onto
+//     ripple's text buffers (text/openFile, text/applyEdit, text/save,
+//     text/closeFile), so the unsaved text is what runs; edits on disk are
+//     picked up by the engine's watcher as in serve.
+//   - One execution context per entry the user runs. main:main (else
+//     main:__main__, the script frame, when main.py has no main) starts at
+//     `initialized`. Code lenses: ▶ Run on each top-level function without
+//     parameters, ▶ Run as script on a module's first line, enter › on a
+//     statement that calls a project function (a LocalCall), ‹ back (pop),
+//     ■ Interrupt while a run goes. workspace/executeCommand offers the
+//     same: ripple.run, ripple.enter, ripple.back, ripple.interrupt,
+//     ripple.recompute, ripple.restartKernel (lenses.go has the
+//     arguments).
+//   - Inlay hints after each statement of the frames shown: "= value" for
+//     a value the latest run computed, "≡ value" for one it took from the
+//     cache, ⏳ pending, ✗ for an exception; the tooltip has the type and
+//     time. workspace/inlayHint/refresh follows each coalesced flush of
+//     updates (when the client supports it).
+//   - Diagnostics: compile errors at their range; a Panic at its
+//     statement with the exception message and the traceback's project
+//     frames as relatedInformation; cleared when the run that fixed it ends.
+//   - Hover on a statement: the whole preview, type, time, whether it was
+//     cached, and what it printed.
+//   - Output as window/logMessage; window/workDoneProgress for runs longer
+//     than 500 ms; kernel restarts, deaths, failures as window/showMessage.
+//
+// Positions: ripple counts code points. The server takes utf-32 when the
+// client offers it (general.positionEncodings) and converts from and to
+// utf-16 otherwise (position.go), the LSP default every client supports.
+//
+// # The LSP library: go.lsp.dev/protocol + go.lsp.dev/jsonrpc2
+//
+// Evaluated from what the Go module proxy serves (November 2026):
+//
+//   - go.lsp.dev/protocol v1.0.1 with go.lsp.dev/jsonrpc2 v1.0.1 (both
+//     June 2026, Go 1.26): types generated from the official LSP meta-model
+//     (3.18, a superset of 3.17: InlayHint, PositionEncodingKind, code
+//     lens and inlay hint refresh, work-done progress), typed Server and
+//     Client dispatchers, and a JSON-RPC connection with Content-Length
+//     framing, per-request contexts and a graceful Close. Dependencies:
+//     go-json-experiment/json and go.lsp.dev/uri. Chosen.
+//   - go.lsp.dev/protocol v0.12.0 (2022): LSP 3.16-era types, no inlay
+//     hints or position encodings; pulls in zap.
+//   - github.com/tliron/glsp v0.2.2 (2024): protocol_3_16 only (no inlay
+//     hints, no positionEncoding), its own logging stack.
+//   - github.com/sourcegraph/go-lsp (last commit 2024) types with
+//     sourcegraph/jsonrpc2 v0.2.3 (maintained, framing only): 3.x subset,
+//     no 3.17 features.
+//   - gopls's protocol package: internal to golang.org/x/tools, not
+//     importable.
+//
+// The library runs each handler on the connection's read goroutine, in
+// wire order, so a handler must not wait for the client: everything the
+// server sends on its own (diagnostics, messages, refresh requests,
+// progress) goes out from the session's goroutines instead.
+//
+// # Concurrency
+//
+// session (server.go) says which lock guards what. In short: handlers run
+// one at a time on the read goroutine and call the engine, whose API
+// returns after the synchronous state change; the engine's notifications
+// land in an inbox (Notify never blocks) that one loop goroutine applies to
+// the session state under mu and then sends on; a refresher goroutine
+// collapses refresh requests so at most one inlayHint/refresh is
+// outstanding; progress goroutines create and begin work-done progress.
+// Serve cancels them all and waits for them before it returns, then
+// destroys its contexts, closes its buffers and disconnects from the
+// engine.
+//
+// Bounds: run output waiting for the loop is capped (maxQueuedOutput; past
+// it output is dropped and the editor told how much), output kept per
+// statement for hover likewise.
+package lsp

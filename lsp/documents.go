@@ -1,0 +1,216 @@
+package lsp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	lsproto "go.lsp.dev/protocol"
+
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/workspace"
+)
+
+// Documents map onto ripple's text buffers (PROTOCOL.md 3, text/*): didOpen
+// opens the buffer and, when the editor's text is not the disk's, replaces
+// its content; didChange applies the changes as one text/applyEdit (so the
+// unsaved text is what runs); didSave saves the buffer; didClose closes it.
+//
+// The session keeps the editor's text and the buffer's version. When the
+// buffer moved under it (another client, a reload from disk), the edit is
+// refused with InvalidVersion; the session then reads the buffer's current
+// content and replaces it with the editor's text, which is what the editor
+// shows and so what must run.
+
+// DidOpen opens the document's buffer.
+func (s *session) DidOpen(ctx context.Context, p *lsproto.DidOpenTextDocumentParams) error {
+	if err := s.checkInitialized(); err != nil {
+		return err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		s.log.Debug("didOpen ignored", "err", err)
+		return nil // another folder's file: nothing to show, not an error
+	}
+	res, err := s.eng.OpenFile(ctx, s.clientID, rel)
+	if err != nil {
+		s.log.Warn("open buffer", "path", rel, "err", err)
+		return nil
+	}
+	d := &document{uri: p.TextDocument.URI, path: rel, text: p.TextDocument.Text, version: res.CurrentVersion}
+	if res.Content != d.text {
+		if d.version, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, d.text); err != nil {
+			s.log.Warn("sync opened buffer", "path", rel, "err", err)
+		}
+	}
+	s.mu.Lock()
+	s.docs[rel] = d
+	s.mu.Unlock()
+	s.wantRefresh(true)
+	return nil
+}
+
+// DidChange applies the editor's changes to the buffer: one applyEdit per
+// notification, its edits converted to code points in order, each on the
+// result of the previous one.
+func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumentParams) error {
+	if err := s.checkInitialized(); err != nil {
+		return err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	d, ok := s.docs[rel]
+	enc := s.enc
+	var text, version string
+	if ok {
+		text, version = d.text, d.version
+	}
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotOpen, p.TextDocument.URI)
+	}
+	edits := make([]protocol.TextEdit, 0, len(p.ContentChanges))
+	for i, ch := range p.ContentChanges {
+		switch c := ch.(type) {
+		case *lsproto.TextDocumentContentChangePartial:
+			r, err := enc.fromLSPRange(text, c.Range)
+			if err != nil {
+				return fmt.Errorf("%s: change %d: %w", rel, i, err)
+			}
+			if text, err = applyEdit(text, r, c.Text); err != nil {
+				return fmt.Errorf("%s: change %d: %w", rel, i, err)
+			}
+			edits = append(edits, protocol.TextEdit{Range: r, Text: c.Text})
+		case *lsproto.TextDocumentContentChangeWholeDocument:
+			edits = append(edits, protocol.TextEdit{Range: protocol.Range{End: endOf(text)}, Text: c.Text})
+			text = c.Text
+		}
+	}
+	newVersion := string(workspace.VersionOf(text))
+	err = s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+		Path: protocol.Path(rel), Edits: edits, OldVersion: version, NewVersion: newVersion}})
+	if errors.Is(err, workspace.ErrInvalidVersion) {
+		// The buffer moved under us: make it the editor's text again.
+		var res protocol.OpenFileResult
+		if res, err = s.eng.OpenFile(ctx, s.clientID, rel); err == nil {
+			newVersion, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, text)
+		}
+	}
+	if err != nil {
+		s.log.Warn("apply edit", "path", rel, "err", err)
+	}
+	s.mu.Lock()
+	if d, ok := s.docs[rel]; ok {
+		d.text = text
+		if err == nil {
+			d.version = newVersion
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// replace makes the buffer at rel (content at version) hold text, and
+// returns the new version.
+func (s *session) replace(ctx context.Context, rel, content, version, text string) (string, error) {
+	v := string(workspace.VersionOf(text))
+	err := s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+		Path:       protocol.Path(rel),
+		Edits:      []protocol.TextEdit{{Range: protocol.Range{End: endOf(content)}, Text: text}},
+		OldVersion: version, NewVersion: v}})
+	if err != nil {
+		return version, err
+	}
+	return v, nil
+}
+
+// DidSave saves the buffer (an atomic write of what the editor saved).
+func (s *session) DidSave(ctx context.Context, p *lsproto.DidSaveTextDocumentParams) error {
+	if err := s.checkInitialized(); err != nil {
+		return err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	d, ok := s.docs[rel]
+	var version string
+	if ok {
+		version = d.version
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := s.eng.SaveFile(ctx, s.clientID, protocol.SaveParams{Path: protocol.Path(rel), CurrentVersion: version}); err != nil {
+		s.log.Warn("save buffer", "path", rel, "err", err)
+	}
+	return nil
+}
+
+// DidClose closes the buffer; unsaved edits go (the module runs its disk
+// version again).
+func (s *session) DidClose(ctx context.Context, p *lsproto.DidCloseTextDocumentParams) error {
+	if err := s.checkInitialized(); err != nil {
+		return err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	_, ok := s.docs[rel]
+	delete(s.docs, rel)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := s.eng.CloseFile(ctx, s.clientID, rel); err != nil {
+		s.log.Warn("close buffer", "path", rel, "err", err)
+	}
+	return nil
+}
+
+// applyEdit replaces r (code points; LSP clamping already applied) in text.
+func applyEdit(text string, r protocol.Range, with string) (string, error) {
+	if r.End.Before(r.Start) {
+		return "", fmt.Errorf("%w: range end %d:%d is before its start %d:%d", errPosition,
+			r.End.Line, r.End.Character, r.Start.Line, r.Start.Character)
+	}
+	start, err := byteOffset(text, r.Start)
+	if err != nil {
+		return "", err
+	}
+	end, err := byteOffset(text, r.End)
+	if err != nil {
+		return "", err
+	}
+	return text[:start] + with + text[end:], nil
+}
+
+// byteOffset returns the byte offset of a code-point position in text.
+func byteOffset(text string, p protocol.Position) (int, error) {
+	start := 0
+	for line := 0; line < p.Line; line++ {
+		i := strings.IndexByte(text[start:], '\n')
+		if i < 0 {
+			return 0, fmt.Errorf("%w: line %d is past the last line", errPosition, p.Line)
+		}
+		start += i + 1
+	}
+	at := start
+	for range p.Character {
+		if at >= len(text) || text[at] == '\n' || text[at] == '\r' && at+1 < len(text) && text[at+1] == '\n' {
+			return 0, fmt.Errorf("%w: %d:%d is past the end of its line", errPosition, p.Line, p.Character)
+		}
+		_, size := utf8.DecodeRuneInString(text[at:])
+		at += size
+	}
+	return at, nil
+}

@@ -1,0 +1,215 @@
+package lsp
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	lsproto "go.lsp.dev/protocol"
+
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// hintMax is the longest preview an inlay hint shows, in code points;
+// hover shows the whole preview (the engine's cut: 200).
+const hintMax = 48
+
+// The hint's label is the value after the statement, with a mark in front:
+//
+//	= 42         computed by the latest run
+//	≡ 42         served from the cache (the statement did not run again)
+//	⏳            pending: the run will compute it
+//	… not reached  a return ended the run before it
+//	✗ ValueError: bad   it raised, or depends on a statement that did
+//
+// Its tooltip holds the type and the time.
+const (
+	markComputed = "="
+	markCached   = "≡"
+	markPending  = "⏳"
+	markPanic    = "✗"
+	markSkipped  = "…"
+)
+
+// shown is a statement of a frame the editor shows.
+type shown struct {
+	e *entry
+	u protocol.ExpressionUpdate
+}
+
+// shownIn returns the statements of the top frames whose function is in
+// the file rel. The caller holds mu.
+func (s *session) shownIn(rel string) []shown {
+	var out []shown
+	for _, e := range s.entries {
+		if s.modulePath(e.top().Module) != rel {
+			continue
+		}
+		for _, u := range e.updates {
+			if u.Range != nil {
+				out = append(out, shown{e, u})
+			}
+		}
+	}
+	return out
+}
+
+// InlayHint answers textDocument/inlayHint: one hint after each statement
+// of the frames shown in the document.
+func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]lsproto.InlayHint, error) {
+	if err := s.checkInitialized(); err != nil {
+		return nil, err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		return []lsproto.InlayHint{}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	text, ok := s.textOf(rel)
+	if !ok {
+		return []lsproto.InlayHint{}, nil
+	}
+	hints := []lsproto.InlayHint{}
+	t := true
+	for _, sh := range s.shownIn(rel) {
+		r := *sh.u.Range
+		if r.End.Line < int(p.Range.Start.Line) || r.End.Line > int(p.Range.End.Line) {
+			continue
+		}
+		hints = append(hints, lsproto.InlayHint{
+			Position:    s.enc.toLSP(text, r.End),
+			Label:       lsproto.String(hintLabel(sh.u)),
+			PaddingLeft: &t,
+			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: details(sh.u, "")},
+		})
+	}
+	slices.SortFunc(hints, func(a, b lsproto.InlayHint) int {
+		return cmp.Or(cmp.Compare(a.Position.Line, b.Position.Line), cmp.Compare(a.Position.Character, b.Position.Character))
+	})
+	return hints, nil
+}
+
+// hintLabel is the label of a statement's hint.
+func hintLabel(u protocol.ExpressionUpdate) string {
+	switch u.Payload.Type {
+	case protocol.PayloadPending:
+		if u.Payload.Message != "" {
+			return markSkipped + " " + u.Payload.Message
+		}
+		return markPending
+	case protocol.PayloadPanic, protocol.PayloadDataflowError:
+		return markPanic + " " + cut(u.Payload.Message, hintMax)
+	}
+	mark := markComputed
+	if u.FromCache {
+		mark = markCached
+	}
+	return mark + " " + cut(u.Payload.Preview, hintMax)
+}
+
+// details is the markdown of a statement's tooltip and hover: type, time,
+// whether it ran, and (for hover) its preview and output.
+func details(u protocol.ExpressionUpdate, output string) string {
+	var b strings.Builder
+	if u.Type != "" {
+		fmt.Fprintf(&b, "`%s`", u.Type)
+	}
+	for _, pi := range u.ProfilingInfo {
+		if pi.Type == "ExecutionTime" {
+			if b.Len() > 0 {
+				b.WriteString(" · ")
+			}
+			b.WriteString(time.Duration(pi.NanoTime).Round(time.Microsecond).String())
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString(" · ")
+	}
+	switch {
+	case u.Payload.Type == protocol.PayloadPending:
+		b.WriteString("pending")
+		if u.Payload.Message != "" {
+			b.WriteString(": " + u.Payload.Message)
+		}
+	case u.FromCache:
+		b.WriteString("from the cache")
+	default:
+		b.WriteString("computed")
+	}
+	if u.MethodCall != nil {
+		fmt.Fprintf(&b, " · calls `%s`", u.MethodCall.MethodPointer)
+	}
+	return b.String()
+}
+
+// cut shortens s to n code points, ending it with "…" when cut, and keeps
+// it on one line.
+func cut(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n-1 {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// Hover answers textDocument/hover on a statement of a frame shown: its
+// whole preview (or exception), type, time and the output it printed.
+func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.Hover, error) {
+	if err := s.checkInitialized(); err != nil {
+		return nil, err
+	}
+	rel, err := s.relPath(p.TextDocument.URI)
+	if err != nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	text, ok := s.textOf(rel)
+	if !ok {
+		return nil, nil
+	}
+	line := int(p.Position.Line)
+	var best *shown
+	for _, sh := range s.shownIn(rel) {
+		r := sh.u.Range
+		if line < r.Start.Line || line > r.End.Line {
+			continue
+		}
+		// Nested statements (a for's body is not a statement of the
+		// frame, but two frames can overlap): the innermost wins.
+		if best == nil || best.u.Range.Start.Before(r.Start) {
+			sh := sh
+			best = &sh
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	u := best.u
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** ", u.ExpressionID)
+	switch u.Payload.Type {
+	case protocol.PayloadValue:
+		fmt.Fprintf(&b, "\n```python\n%s\n```\n", u.Payload.Preview)
+	case protocol.PayloadPanic, protocol.PayloadDataflowError:
+		fmt.Fprintf(&b, "\n```\n%s\n```\n", u.Payload.Message)
+	}
+	b.WriteString(details(u, ""))
+	if out := best.e.output[u.ExpressionID]; out != "" {
+		fmt.Fprintf(&b, "\n\noutput:\n```\n%s\n```", strings.TrimSuffix(out, "\n"))
+	}
+	r := s.enc.toLSPRange(text, *u.Range)
+	return &lsproto.Hover{Contents: &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: b.String()}, Range: &r}, nil
+}

@@ -1,0 +1,9 @@
+package lsp
+
+import (
+	"testing"
+
+	"github.com/ripple-run/ripple/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }

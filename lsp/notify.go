@@ -1,0 +1,432 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	lsproto "go.lsp.dev/protocol"
+
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// maxQueuedOutput bounds the run output waiting in the inbox: past it,
+// output is dropped (and counted) until the loop catches up, so a run that
+// prints without end cannot grow the server's memory while the editor reads
+// slowly.
+const maxQueuedOutput = 4 << 20
+
+// progressAfter is how long a run goes before the editor shows progress.
+const progressAfter = 500 * time.Millisecond
+
+// maxOutputPerStatement bounds the output kept per statement for hover.
+const maxOutputPerStatement = 4 << 10
+
+// note is one engine notification.
+type note struct {
+	method string
+	params any
+}
+
+// inbox holds the engine's notifications until the loop takes them:
+// Notify must not block (engine.Client), the client may be slow.
+type inbox struct {
+	mu      sync.Mutex
+	notes   []note // guarded by mu
+	output  int    // guarded by mu: bytes of output in notes
+	dropped int    // guarded by mu: output bytes dropped since the last take
+	wake    chan struct{}
+}
+
+// Notify implements engine.Client: it queues the notification for the loop.
+func (s *session) Notify(method string, params any) {
+	in := &s.inbox
+	in.mu.Lock()
+	if o, ok := params.(protocol.OutputParams); ok && method == protocol.NotifyOutput {
+		if in.output+len(o.Text) > maxQueuedOutput {
+			in.dropped += len(o.Text)
+			in.mu.Unlock()
+			return
+		}
+		in.output += len(o.Text)
+	}
+	in.notes = append(in.notes, note{method, params})
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (in *inbox) take() ([]note, int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	notes, dropped := in.notes, in.dropped
+	in.notes, in.output, in.dropped = nil, 0, 0
+	return notes, dropped
+}
+
+// entry is one execution context the editor shows: a function the user
+// ran, and the frames entered from it.
+type entry struct {
+	pointer protocol.MethodPointer // the bottom frame (what ripple.run named)
+	id      protocol.ContextID
+	// frames are the functions of the stack, bottom first; the top one's
+	// statements carry the hints.
+	frames  []protocol.MethodPointer
+	updates map[protocol.ExpressionID]protocol.ExpressionUpdate // the top frame's latest
+	output  map[protocol.ExpressionID]string                    // per statement of the top frame, bounded
+	running bool
+	gen     int // runs started
+	begun   time.Time
+	// Diagnostics: stale are the last finished run's, fresh this run's so
+	// far; a run's end replaces stale by fresh (so a fixed Panic clears
+	// then, and one that persists does not flicker while the run goes).
+	stale, fresh []protocol.Diagnostic
+	progress     string // the work-done token of this run ("" = none)
+}
+
+// top returns the function of the top frame.
+func (e *entry) top() protocol.MethodPointer { return e.frames[len(e.frames)-1] }
+
+// inTop reports whether an expression belongs to the top frame's function.
+func (e *entry) inTop(id protocol.ExpressionID) bool {
+	fn, _, err := id.Split()
+	return err == nil && fn.String() == e.top().String()
+}
+
+// setFrames replaces the stack and forgets the old top frame's values.
+func (e *entry) setFrames(frames []protocol.MethodPointer) {
+	e.frames = frames
+	e.updates = make(map[protocol.ExpressionID]protocol.ExpressionUpdate)
+	e.output = make(map[protocol.ExpressionID]string)
+}
+
+// outgoing is what the loop sends after applying a batch.
+type outgoing struct {
+	logs     []lsproto.LogMessageParams
+	shows    []lsproto.ShowMessageParams
+	progress []lsproto.ProgressParams
+	creates  []progressStart
+	hints    bool
+	lenses   bool
+	diags    bool
+}
+
+type progressStart struct {
+	token string
+	title string
+	gen   int
+	ctx   protocol.ContextID
+}
+
+// loop applies the engine's notifications to the session's state in
+// arrival order, then sends what they produce.
+func (s *session) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.inbox.wake:
+		}
+		notes, dropped := s.inbox.take()
+		var out outgoing
+		s.mu.Lock()
+		for _, n := range notes {
+			s.apply(n, &out)
+		}
+		var diags []lsproto.PublishDiagnosticsParams
+		if out.diags {
+			diags = s.diagnosticsLocked()
+		}
+		if out.lenses {
+			s.pendingLens = true
+		}
+		s.mu.Unlock()
+		if dropped > 0 {
+			out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeWarning,
+				Message: fmt.Sprintf("[ripple: %d bytes of output dropped]", dropped)})
+		}
+		for i := range out.logs {
+			_ = s.client.LogMessage(ctx, &out.logs[i])
+		}
+		for i := range out.shows {
+			_ = s.client.ShowMessage(ctx, &out.shows[i])
+		}
+		for i := range diags {
+			_ = s.client.PublishDiagnostics(ctx, &diags[i])
+		}
+		for i := range out.progress {
+			_ = s.client.Progress(ctx, &out.progress[i])
+		}
+		for _, ps := range out.creates {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.reportProgress(ctx, ps) }()
+		}
+		if out.hints || out.lenses {
+			s.wantRefresh(out.lenses)
+		}
+	}
+}
+
+// apply applies one notification. The caller holds mu.
+func (s *session) apply(n note, out *outgoing) {
+	switch p := n.params.(type) {
+	case protocol.ExpressionUpdatesParams:
+		e := s.byID[p.ContextID]
+		if e == nil {
+			return
+		}
+		lensBefore := e.lensKey()
+		for _, u := range p.Updates {
+			if !e.inTop(u.ExpressionID) {
+				continue // a frame left by push or pop
+			}
+			if u.Payload.Type == protocol.PayloadPending && u.Payload.Message == "" {
+				s.runStarted(e, out)
+				delete(e.output, u.ExpressionID) // it runs again: its output is new
+			}
+			e.updates[u.ExpressionID] = u
+		}
+		out.hints = true
+		out.lenses = out.lenses || e.lensKey() != lensBefore
+	case protocol.OutputParams:
+		e := s.byID[p.ContextID]
+		if e == nil {
+			return
+		}
+		s.runStarted(e, out)
+		if id := e.runningStatement(); id != "" && len(e.output[id]) < maxOutputPerStatement {
+			e.output[id] += p.Text
+		}
+		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeLog,
+			Message: strings.TrimSuffix(p.Text, "\n")})
+	case protocol.ExecutionStatusParams:
+		e := s.byID[p.ContextID]
+		if e == nil {
+			return
+		}
+		s.runStarted(e, out)
+		e.fresh = append(e.fresh, p.Diagnostics...)
+		if len(p.Diagnostics) == 0 { // PROTOCOL.md 7.6: the run has none
+			e.fresh, e.stale = nil, nil
+		}
+		out.diags = true
+	case protocol.ExecutionCompleteParams:
+		if e := s.byID[p.ContextID]; e != nil {
+			s.runEnded(e, out, fmt.Sprintf("ripple: %s: done in %s", e.top(), time.Since(e.begun).Round(time.Millisecond)))
+		}
+	case protocol.ExecutionFailedParams:
+		e := s.byID[p.ContextID]
+		if e == nil {
+			return
+		}
+		if d := p.Result.Diagnostic; d != nil && p.Result.Kind == protocol.ResultCompileError {
+			s.runStarted(e, out)
+			if !slices.ContainsFunc(e.fresh, func(x protocol.Diagnostic) bool { return x.Message == d.Message && x.Path == d.Path }) {
+				e.fresh = append(e.fresh, *d)
+			}
+		}
+		msg := fmt.Sprintf("ripple: %s: %s: %s", e.top(), p.Result.Kind, p.Result.Message)
+		s.runEnded(e, out, msg)
+		switch p.Result.Kind {
+		case protocol.ResultKernelDied, protocol.ResultFailure, protocol.ResultTimeout:
+			out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeError, Message: msg})
+		}
+	case protocol.KernelRestartedParams:
+		state := "its state was lost"
+		if p.StatePreserved {
+			state = "its state was kept"
+		}
+		out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeWarning,
+			Message: fmt.Sprintf("ripple: kernel %d restarted (%s); %s", p.KernelID, p.Reason, state)})
+	case lsproto.ShowMessageParams:
+		out.shows = append(out.shows, p)
+	case protocol.FileEventParams, protocol.DidChangeParams, protocol.FileModifiedOnDiskParams:
+		// Files and buffers: the editor has its own view of them (a
+		// buffer edited by another client is made the editor's text
+		// again at the next change, documents.go).
+	}
+}
+
+// runStarted marks the start of a run, unless one is going. The caller
+// holds mu.
+func (s *session) runStarted(e *entry, out *outgoing) {
+	if e.running {
+		return
+	}
+	e.running = true
+	e.gen++
+	e.begun = time.Now()
+	// A run cancelled by an edit ends without a notification: what it had
+	// found still counts until this run ends.
+	e.stale = append(e.stale, e.fresh...)
+	e.fresh = nil
+	// A value this run does not compute again is the cache's: the marks
+	// say what the latest run did (the engine sends updates only for the
+	// statements a run touches).
+	for id, u := range e.updates {
+		if u.Payload.Type == protocol.PayloadValue && !u.FromCache {
+			u.FromCache = true
+			e.updates[id] = u
+		}
+	}
+	out.lenses = true // ■ Interrupt
+	if s.caps.progress {
+		out.creates = append(out.creates, progressStart{
+			token: fmt.Sprintf("ripple/%s/%d", e.id, e.gen), title: "ripple: running " + e.top().String(), gen: e.gen, ctx: e.id})
+	}
+}
+
+// runEnded marks the end of a run. The caller holds mu.
+func (s *session) runEnded(e *entry, out *outgoing, message string) {
+	if !e.running {
+		e.begun = time.Now()
+	}
+	e.running = false
+	e.stale, e.fresh = e.fresh, nil
+	out.diags, out.lenses, out.hints = true, true, true
+	out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeInfo, Message: message})
+	if e.progress != "" {
+		out.progress = append(out.progress, lsproto.ProgressParams{Token: lsproto.String(e.progress),
+			Value: mustJSON(lsproto.WorkDoneProgressEnd{Kind: "end", Message: &message})})
+		e.progress = ""
+	}
+}
+
+// runningStatement is the statement whose output arrives now: the first
+// of the top frame, in source order, still pending (the engine flushes
+// the updates of finished statements before output). The caller holds mu.
+func (e *entry) runningStatement() protocol.ExpressionID {
+	var best protocol.ExpressionUpdate
+	found := false
+	for _, u := range e.updates {
+		if u.Payload.Type != protocol.PayloadPending || u.Payload.Message != "" || u.Range == nil {
+			continue
+		}
+		if !found || u.Range.Start.Before(best.Range.Start) {
+			best, found = u, true
+		}
+	}
+	if !found {
+		return ""
+	}
+	return best.ExpressionID
+}
+
+// lensKey summarizes what the entry's code lenses depend on.
+func (e *entry) lensKey() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%v", len(e.frames), e.running)
+	ids := make([]string, 0)
+	for id, u := range e.updates {
+		if u.MethodCall != nil {
+			ids = append(ids, string(id))
+		}
+	}
+	slices.Sort(ids)
+	b.WriteString(strings.Join(ids, ","))
+	return b.String()
+}
+
+// reportProgress creates a work-done progress for a run still going after
+// progressAfter, and begins it; runEnded ends it.
+func (s *session) reportProgress(ctx context.Context, ps progressStart) {
+	t := time.NewTimer(progressAfter)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	if !s.stillRunning(ps) {
+		return
+	}
+	if err := s.client.WorkDoneProgressCreate(ctx, &lsproto.WorkDoneProgressCreateParams{Token: lsproto.String(ps.token)}); err != nil {
+		s.log.Debug("workDoneProgress/create", "err", err)
+		return
+	}
+	s.mu.Lock()
+	e := s.byID[ps.ctx]
+	ok := e != nil && e.running && e.gen == ps.gen
+	if ok {
+		e.progress = ps.token
+	}
+	// Sent with mu held so that runEnded's "end" cannot overtake the
+	// "begin" (Notify only writes to the stream).
+	if ok {
+		_ = s.client.Progress(ctx, &lsproto.ProgressParams{Token: lsproto.String(ps.token),
+			Value: mustJSON(lsproto.WorkDoneProgressBegin{Kind: "begin", Title: ps.title})})
+	}
+	s.mu.Unlock()
+}
+
+func (s *session) stillRunning(ps progressStart) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byID[ps.ctx]
+	return e != nil && e.running && e.gen == ps.gen
+}
+
+// wantRefresh asks the refresher for an inlayHint refresh (and a codeLens
+// one when lenses is true).
+func (s *session) wantRefresh(lenses bool) {
+	if lenses {
+		s.mu.Lock()
+		s.pendingLens = true
+		s.mu.Unlock()
+	}
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// refresher sends workspace/inlayHint/refresh (and codeLens/refresh) when
+// asked, one at a time: requests that arrive while one is out collapse into
+// the next, so a burst of flushes costs one refresh round-trip at a time.
+func (s *session) refresher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.refresh:
+		}
+		s.mu.Lock()
+		caps, lenses := s.caps, s.pendingLens
+		s.pendingLens = false
+		s.mu.Unlock()
+		if caps.inlayRefresh {
+			if err := s.client.InlayHintRefresh(ctx); err != nil && ctx.Err() == nil {
+				s.log.Debug("inlayHint/refresh", "err", err)
+			}
+		}
+		if lenses && caps.lensRefresh {
+			if err := s.client.CodeLensRefresh(ctx); err != nil && ctx.Err() == nil {
+				s.log.Debug("codeLens/refresh", "err", err)
+			}
+		}
+	}
+}
+
+// mustJSON encodes a value the LSP types define (it cannot fail).
+func mustJSON(v any) lsproto.LSPAny {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return lsproto.LSPAny(b)
+}
+
+// enqueueMessage shows a message from a handler (handlers do not send: the
+// loop does, in order with everything else).
+func (s *session) enqueueMessage(t lsproto.MessageType, msg string) {
+	s.Notify(notifyShow, lsproto.ShowMessageParams{Type: t, Message: msg})
+}
+
+// notifyShow is the session's own note: a message to show.
+const notifyShow = "ripple-lsp/show"

@@ -1,0 +1,384 @@
+package lsp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"go.lsp.dev/jsonrpc2"
+	lsproto "go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
+
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// Sentinel errors. Replies carry them as JSON-RPC errors whose message
+// names the thing at fault.
+var (
+	// ErrNotInitialized: a request before initialize.
+	ErrNotInitialized = errors.New("server not initialized")
+	// ErrOutsideRoot: a document that is not a file below the project root.
+	ErrOutsideRoot = errors.New("document outside the project root")
+	// ErrNotOpen: a change, save or close of a document that is not open.
+	ErrNotOpen = errors.New("document not open")
+	// ErrUnknownCommand: workspace/executeCommand with a command ripple
+	// does not offer.
+	ErrUnknownCommand = errors.New("unknown command")
+	// ErrCommandArguments: a command's arguments are missing or malformed.
+	ErrCommandArguments = errors.New("bad command arguments")
+	// ErrUnknownContext: a command names a context this session does not
+	// show.
+	ErrUnknownContext = errors.New("unknown execution context")
+	// ErrExitWithoutShutdown: the client sent exit before shutdown (LSP:
+	// the server exits with status 1).
+	ErrExitWithoutShutdown = errors.New("exit without shutdown")
+
+	errPosition = errors.New("invalid position")
+)
+
+// DefaultClientID is the engine client id of an LSP session.
+const DefaultClientID = "ripple-lsp"
+
+// Config configures Serve.
+type Config struct {
+	// Logger receives the server's own logs (nil = discard). Never stdout:
+	// that is the protocol.
+	Logger *slog.Logger
+	// ClientID is the session's engine client id ("" = DefaultClientID).
+	ClientID string
+	// Entries are the functions run when the project opens, as
+	// module:qualname (nil = main:main when main.py defines main, else
+	// main:__main__ when main.py exists).
+	Entries []string
+	// Version is reported as the server's version at initialize.
+	Version string
+}
+
+// Serve speaks LSP on rwc (Content-Length framing) with eng as the engine
+// until the client sends exit, rwc ends, or ctx is cancelled. It returns
+// nil after shutdown+exit or the end of input, ErrExitWithoutShutdown when
+// exit came first. The contexts it created are destroyed and its buffers
+// closed before it returns; eng keeps running (its owner stops it).
+func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = DefaultClientID
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newSession(eng, cfg)
+	_, conn, client := lsproto.NewServer(ctx, s, jsonrpc2.NewHeaderStream(rwc))
+	s.client = client
+	s.start(ctx)
+
+	var err error
+	select {
+	case <-conn.Done():
+		err = conn.Err()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) {
+			err = nil
+		}
+	case <-s.exited:
+		s.mu.Lock()
+		if !s.shutdown {
+			err = ErrExitWithoutShutdown
+		}
+		s.mu.Unlock()
+	case <-ctx.Done():
+	}
+	// Our goroutines first (a refresh waiting for the client's answer is
+	// cancelled), then the connection, then the engine state.
+	cancel()
+	s.wg.Wait()
+	_ = conn.Close()
+	s.detach()
+	return err
+}
+
+// session is one LSP connection: the editor's documents, the execution
+// contexts it shows (one per entry), and what was last reported for each.
+//
+// Goroutines: the connection's read goroutine runs the handlers (one at a
+// time, in wire order); the loop goroutine (notify.go) applies the engine's
+// notifications; the refresher sends inlayHint/codeLens refresh requests;
+// short-lived progress goroutines report long runs. mu guards every field
+// below it; nothing sends to the client with mu held (a slow client must
+// not stall the handlers or the engine's notifications).
+type session struct {
+	lsproto.UnimplementedServer
+
+	eng      *engine.Engine
+	log      *slog.Logger
+	cfg      Config
+	root     string
+	clientID string
+	client   lsproto.Client // set before any goroutine that uses it starts
+
+	inbox   inbox         // engine notifications, drained by the loop
+	refresh chan struct{} // capacity 1: a refresh is wanted
+	exited  chan struct{} // closed by the exit notification
+	exitOne sync.Once
+	wg      sync.WaitGroup // the loop, the refresher, progress goroutines
+	ctx     context.Context
+
+	mu          sync.Mutex
+	initialized bool                          // guarded by mu: initialize answered
+	connected   bool                          // guarded by mu: engine.Connect succeeded
+	shutdown    bool                          // guarded by mu
+	enc         encoding                      // guarded by mu (set once, at initialize)
+	caps        clientCaps                    // guarded by mu (set once, at initialize)
+	docs        map[string]*document          // guarded by mu: by path relative to root
+	entries     []*entry                      // guarded by mu: in the order they started
+	byID        map[protocol.ContextID]*entry // guarded by mu
+	published   map[string]bool               // guarded by mu: paths with diagnostics shown
+	pendingLens bool                          // guarded by mu: a codeLens refresh is wanted
+}
+
+// clientCaps is what the client said it supports.
+type clientCaps struct {
+	inlayRefresh bool
+	lensRefresh  bool
+	progress     bool
+}
+
+// document is an open text document.
+type document struct {
+	uri     uri.URI
+	path    string // relative to root, slash-separated
+	text    string // the editor's text
+	version string // the ripple buffer's version, which holds text
+}
+
+func newSession(eng *engine.Engine, cfg Config) *session {
+	return &session{
+		eng:       eng,
+		log:       cfg.Logger,
+		cfg:       cfg,
+		root:      eng.Root(),
+		clientID:  cfg.ClientID,
+		inbox:     inbox{wake: make(chan struct{}, 1)},
+		refresh:   make(chan struct{}, 1),
+		exited:    make(chan struct{}),
+		docs:      make(map[string]*document),
+		byID:      make(map[protocol.ContextID]*entry),
+		published: make(map[string]bool),
+	}
+}
+
+// start starts the loop and the refresher; they end when ctx does.
+func (s *session) start(ctx context.Context) {
+	s.ctx = ctx
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	go func() { defer s.wg.Done(); s.refresher(ctx) }()
+}
+
+// detach ends the session's use of the engine: its contexts are destroyed,
+// its buffers closed and the client disconnected.
+func (s *session) detach() {
+	s.mu.Lock()
+	connected := s.connected
+	s.connected = false
+	ids := make([]protocol.ContextID, 0, len(s.entries))
+	for _, e := range s.entries {
+		ids = append(ids, e.id)
+	}
+	paths := make([]string, 0, len(s.docs))
+	for p := range s.docs {
+		paths = append(paths, p)
+	}
+	s.mu.Unlock()
+	if !connected {
+		return
+	}
+	ctx := context.Background()
+	for _, id := range ids {
+		if err := s.eng.DestroyContext(ctx, s.clientID, id); err != nil {
+			s.log.Debug("destroy context", "context", id, "err", err)
+		}
+	}
+	for _, p := range paths {
+		if err := s.eng.CloseFile(ctx, s.clientID, p); err != nil {
+			s.log.Debug("close buffer", "path", p, "err", err)
+		}
+	}
+	s.eng.Disconnect(s.clientID, s)
+}
+
+// commands are the workspace/executeCommand commands (lenses.go).
+var commands = []string{cmdRun, cmdEnter, cmdBack, cmdInterrupt, cmdRecompute, cmdRestartKernel}
+
+// Initialize negotiates the position encoding and registers the session
+// with the engine.
+func (s *session) Initialize(ctx context.Context, p *lsproto.InitializeParams) (*lsproto.InitializeResult, error) {
+	var offered []lsproto.PositionEncodingKind
+	caps := clientCaps{}
+	if g := p.Capabilities.General; g != nil {
+		offered = g.PositionEncodings
+	}
+	if w := p.Capabilities.Workspace; w != nil {
+		caps.inlayRefresh = w.InlayHint != nil && w.InlayHint.RefreshSupport != nil && *w.InlayHint.RefreshSupport
+		caps.lensRefresh = w.CodeLens != nil && w.CodeLens.RefreshSupport != nil && *w.CodeLens.RefreshSupport
+	}
+	if w := p.Capabilities.Window; w != nil {
+		caps.progress = w.WorkDoneProgress != nil && *w.WorkDoneProgress
+	}
+	enc := negotiate(offered)
+	if _, err := s.eng.Connect(ctx, s.clientID, s); err != nil {
+		return nil, rpcError(err)
+	}
+	s.mu.Lock()
+	s.enc, s.caps, s.initialized, s.connected = enc, caps, true, true
+	s.mu.Unlock()
+
+	t := true
+	incremental := lsproto.TextDocumentSyncKindIncremental
+	return &lsproto.InitializeResult{
+		Capabilities: lsproto.ServerCapabilities{
+			PositionEncoding: lsproto.PositionEncodingKind(enc),
+			TextDocumentSync: &lsproto.TextDocumentSyncOptions{
+				OpenClose: &t,
+				Change:    &incremental,
+				Save:      lsproto.Boolean(true),
+			},
+			HoverProvider:          lsproto.Boolean(true),
+			CodeLensProvider:       &lsproto.CodeLensOptions{},
+			InlayHintProvider:      lsproto.Boolean(true),
+			ExecuteCommandProvider: lsproto.ExecuteCommandOptions{Commands: commands},
+		},
+		ServerInfo: lsproto.ServerInfo{Name: "ripple", Version: lsproto.NewOptional(s.cfg.Version)},
+	}, nil
+}
+
+// Initialized starts the entries: the configured ones, else the default.
+func (s *session) Initialized(ctx context.Context, _ *lsproto.InitializedParams) error {
+	entries := s.cfg.Entries
+	if entries == nil {
+		if e := defaultEntry(s.root); e != "" {
+			entries = []string{e}
+		}
+	}
+	for _, e := range entries {
+		if err := s.run(ctx, e); err != nil {
+			s.log.Warn("start entry", "entry", e, "err", err)
+			s.enqueueMessage(lsproto.MessageTypeError, fmt.Sprintf("ripple: %s: %v", e, err))
+		}
+	}
+	return nil
+}
+
+// defaultEntry is main:main when root/main.py defines a main() without
+// arguments, else main:__main__ (the module as a script) when main.py
+// exists, else "".
+func defaultEntry(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "main.py"))
+	if err != nil {
+		return ""
+	}
+	for _, r := range runnables(string(b)) {
+		if r.name == "main" {
+			return "main:main"
+		}
+	}
+	return "main:__main__"
+}
+
+// Shutdown answers shutdown; exit follows.
+func (s *session) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Exit ends Serve.
+func (s *session) Exit(ctx context.Context) error {
+	s.exitOne.Do(func() { close(s.exited) })
+	return nil
+}
+
+// checkInitialized refuses requests before initialize.
+func (s *session) checkInitialized() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.initialized {
+		return jsonrpc2.NewError(jsonrpc2.ServerNotInitialized, ErrNotInitialized.Error())
+	}
+	return nil
+}
+
+// relPath returns the slash-separated path of a file URI relative to the
+// project root, or ErrOutsideRoot.
+func (s *session) relPath(u uri.URI) (string, error) {
+	if !u.IsFile() {
+		return "", fmt.Errorf("%w: %s is not a file URI", ErrOutsideRoot, u)
+	}
+	abs := filepath.Clean(u.FsPath())
+	rel, err := filepath.Rel(s.root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%w: %s is not below %s", ErrOutsideRoot, abs, s.root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// fileURI returns the URI of a path relative to the root.
+func (s *session) fileURI(rel string) uri.URI {
+	return uri.File(filepath.Join(s.root, filepath.FromSlash(rel)))
+}
+
+// textOf returns the text of a project file: the editor's when it is open,
+// else the disk's. The caller holds mu.
+func (s *session) textOf(rel string) (string, bool) {
+	if d, ok := s.docs[rel]; ok {
+		return d.text, true
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// modulePath returns the file of a dotted module name relative to the root
+// (pkg.mod -> pkg/mod.py or pkg/mod/__init__.py), "" when neither exists.
+// The caller holds mu.
+func (s *session) modulePath(module string) string {
+	base := strings.ReplaceAll(module, ".", "/")
+	for _, p := range []string{base + ".py", base + "/__init__.py"} {
+		if _, ok := s.docs[p]; ok {
+			return p
+		}
+		if st, err := os.Stat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	return ""
+}
+
+// rpcError turns an engine error into a JSON-RPC error with ripple's code
+// (PROTOCOL.md 6) and a message naming the thing at fault.
+func rpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var je *jsonrpc2.Error
+	if errors.As(err, &je) {
+		return err
+	}
+	switch {
+	case errors.Is(err, ErrUnknownCommand), errors.Is(err, ErrCommandArguments), errors.Is(err, ErrOutsideRoot),
+		errors.Is(err, ErrNotOpen), errors.Is(err, errPosition), errors.Is(err, ErrUnknownContext):
+		return jsonrpc2.NewError(jsonrpc2.InvalidParams, err.Error())
+	}
+	pe := engine.ProtocolError(err)
+	return jsonrpc2.NewError(jsonrpc2.Code(pe.Code), pe.Message)
+}

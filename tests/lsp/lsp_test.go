@@ -1,0 +1,119 @@
+// Package lsp holds the end-to-end tests of `ripple lsp` against real LSP
+// clients: headless Neovim (Debian's neovim, nvim_test.lua) and the
+// vscode-languageserver-protocol client VS Code's own LSP client is built
+// on (client.mjs, run by node). Both drive the real binary over stdio on a
+// copy of testdata/live with real python3 kernels. Neovim, node and the npm
+// packages are installed by .ci/run; without them the tests skip locally
+// and fail when CI=true.
+package lsp
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// need returns the path of tool, or skips the test (fails it under CI=true,
+// where .ci/run has installed it).
+func need(t *testing.T, tool, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		missing(t, "%s needs %s on PATH (%s): %v", t.Name(), tool, install, err)
+	}
+	return p
+}
+
+func missing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but: "+format, args...)
+	}
+	t.Skipf("SKIPPED, NOT RUN: "+format, args...)
+}
+
+// ripple builds the binary (with -race when the tests run under it).
+func ripple(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ripple")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// project copies testdata/live to a fresh directory and returns it.
+func project(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "live")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "live"))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runClient runs a client process (its children in its process group,
+// killed together at the deadline) and fails the test unless it exits 0.
+// Its output is logged either way.
+func runClient(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("%s:\n%s", strings.Join(cmd.Args, " "), out.String())
+	if err != nil {
+		t.Fatalf("%s: %v", cmd.Args[0], err)
+	}
+	return out.String()
+}
+
+// TestVSCodeClient runs the scenario with vscode-languageserver-protocol,
+// once per position encoding.
+func TestVSCodeClient(t *testing.T) {
+	node := need(t, "node", "apt-get install nodejs; bash .ci/run does it")
+	if _, err := os.Stat(filepath.Join("node_modules", "vscode-languageserver-protocol", "package.json")); err != nil {
+		missing(t, "%s needs vscode-languageserver-protocol (npm ci in tests/lsp; bash .ci/run does it): %v", t.Name(), err)
+	}
+	bin := ripple(t)
+	for _, enc := range []string{"utf-32", "utf-16"} {
+		t.Run(enc, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			out := runClient(t, exec.CommandContext(ctx, node, "client.mjs", bin, project(t), enc))
+			if !strings.Contains(out, "PASS "+enc) {
+				t.Fatalf("the client did not finish its scenario")
+			}
+		})
+	}
+}
+
+// TestNeovim runs the scenario in headless Neovim.
+func TestNeovim(t *testing.T) {
+	nvim := need(t, "nvim", "apt-get install neovim; bash .ci/run does it")
+	bin := ripple(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", "luafile nvim_test.lua")
+	cmd.Env = append(os.Environ(), "RIPPLE_BIN="+bin, "PROJECT="+project(t))
+	out := runClient(t, cmd)
+	if !strings.Contains(out, "PASS nvim") {
+		t.Fatalf("Neovim did not finish its scenario")
+	}
+}

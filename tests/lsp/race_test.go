@@ -1,0 +1,5 @@
+//go:build race
+
+package lsp
+
+const raceEnabled = true

@@ -1,0 +1,15 @@
+from helpers import double, slow_sum
+
+
+def main():
+    a = 6
+    b = double(a)
+    s = "🎉"; c = a + 1
+    d = b * 2
+    return d
+
+
+def slow():
+    x = 1
+    y = slow_sum(x)
+    return y
