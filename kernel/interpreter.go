@@ -34,7 +34,8 @@ const probeScript = "import sys; v = sys.version_info; print(sys.executable); pr
 // FindPython chooses the interpreter for a project, in this order:
 //  1. flag (the --python option), if not empty;
 //  2. the RIPPLE_PYTHON environment variable, if set;
-//  3. projectRoot/.venv/bin/python, if it exists;
+//  3. projectRoot/.venv/bin/python, else projectRoot/venv/bin/python, if
+//     it exists (the two names `python -m venv` is usually given);
 //  4. python3 on PATH.
 //
 // The first candidate that is given or exists is the choice: if it does
@@ -52,8 +53,16 @@ func FindPython(ctx context.Context, flag, projectRoot string) (Interpreter, err
 		origin = "RIPPLE_PYTHON=" + path
 	default:
 		venv := filepath.Join(projectRoot, ".venv", "bin", "python")
-		if _, err := os.Stat(venv); err == nil {
-			path, origin = venv, "the project's virtual environment "+venv
+		found := ""
+		for _, dir := range []string{".venv", "venv"} {
+			p := filepath.Join(projectRoot, dir, "bin", "python")
+			if _, err := os.Stat(p); err == nil {
+				found = p
+				break
+			}
+		}
+		if found != "" {
+			path, origin = found, "the project's virtual environment "+found
 			break
 		}
 		found, err := exec.LookPath("python3")

@@ -60,6 +60,19 @@ func TestFindPythonOrder(t *testing.T) {
 	if err != nil || got.Path != venv {
 		t.Errorf("with a .venv: %+v, %v; want %s", got, err, venv)
 	}
+	// 3. venv/ is found like .venv/ (and .venv/ first when both exist).
+	root2 := t.TempDir()
+	plain := filepath.Join(root2, "venv", "bin", "python")
+	if err := os.MkdirAll(filepath.Dir(plain), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real.Path, plain); err != nil {
+		t.Fatal(err)
+	}
+	got, err = FindPython(ctx, "", root2)
+	if err != nil || got.Path != plain {
+		t.Errorf("with a venv/: %+v, %v; want %s", got, err, plain)
+	}
 	// 4. python3 on PATH without a .venv.
 	got, err = FindPython(ctx, "", t.TempDir())
 	if err != nil || got.Path != real.Path {

@@ -87,7 +87,11 @@ func normalizeOrigin(origin string) (string, bool) {
 
 // allows reports whether a request's Origin header is acceptable. Requests
 // without one do not come from a browser page and are let through (the
-// token still applies); with one, the origin must be listed.
+// token still applies); with one, the origin must be listed, or be the
+// request's own host when that host is localhost or an IP address of this
+// machine (Jupyter's same-origin rule: a server bound to 0.0.0.0 serves
+// its page at http://192.168.1.5:PORT, and that page must be able to
+// connect; a host name is not trusted, against DNS rebinding).
 func (s originSet) allows(r *http.Request) bool {
 	values := r.Header.Values("Origin")
 	if len(values) == 0 {
@@ -97,5 +101,49 @@ func (s originSet) allows(r *http.Request) bool {
 		return false
 	}
 	o, ok := normalizeOrigin(values[0])
-	return ok && s[o]
+	return ok && (s[o] || sameLocalOrigin(o, r.Host))
 }
+
+// sameLocalOrigin reports whether the normalised origin o is http://host
+// of the request's Host header and that host is localhost or one of this
+// machine's IP addresses.
+func sameLocalOrigin(o, host string) bool {
+	own, ok := normalizeOrigin("http://" + host)
+	if !ok || own != o {
+		return false
+	}
+	u, err := url.Parse(own)
+	if err != nil {
+		return false
+	}
+	name := u.Hostname()
+	if name == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && isLocalIP(ip)
+}
+
+// isLocalIP reports whether ip is a loopback address or an address of one
+// of this machine's interfaces.
+func isLocalIP(ip net.IP) bool {
+	if ip.IsLoopback() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// OriginCheckPath answers a POST from the web page whose WebSocket was
+// refused: {allowed, origin, message}. A browser does not show a page why
+// its WebSocket handshake failed; a POST carries the page's Origin like
+// the handshake did, so the page can say why and what to do.
+const OriginCheckPath = "/origin-check"

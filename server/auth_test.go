@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ripple-run/ripple/protocol"
@@ -167,5 +168,80 @@ func TestDefaultBindIsLoopback(t *testing.T) {
 	}
 	if want := "ws://" + addr.String() + "/ws?token=" + testToken; b.url != want {
 		t.Fatalf("URL %q, want %q", b.url, want)
+	}
+}
+
+// A server bound to every interface serves its page at one of the
+// machine's addresses; that page (Origin equal to the Host it loaded from)
+// may connect. Another host name, or a Host that is not this machine,
+// stays refused; the origin check endpoint says which and why.
+func TestSameOriginOnAnAddressOfThisMachine(t *testing.T) {
+	t.Parallel()
+	var local net.IP
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			local = n.IP
+			break
+		}
+	}
+	if local == nil {
+		t.Skip("this machine has no non-loopback IPv4 address")
+	}
+	b := setup(t, Config{Addr: "0.0.0.0:0"}, nil)
+	port := strconv.Itoa(b.srv.Addr().(*net.TCPAddr).Port)
+	url := "ws://127.0.0.1:" + port + "/ws?token=" + testToken
+	hostPort := net.JoinHostPort(local.String(), port)
+	tests := []struct {
+		name, host, origin string
+		status             int // 0: the upgrade succeeds
+	}{
+		{"page at a local address", hostPort, "http://" + hostPort, 0},
+		{"page at localhost", "localhost:" + port, "http://localhost:" + port, 0},
+		{"a host name", "ripple.example:" + port, "http://ripple.example:" + port, http.StatusForbidden},
+		{"an address not of this machine", "203.0.113.7:" + port, "http://203.0.113.7:" + port, http.StatusForbidden},
+		{"origin of another host", hostPort, "http://203.0.113.7:" + port, http.StatusForbidden},
+		{"another port", hostPort, "http://" + net.JoinHostPort(local.String(), "1"), http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		c, resp, err := servertest.Dial(testCtx(t), url, http.Header{"Host": {tt.host}, "Origin": {tt.origin}})
+		if tt.status == 0 {
+			if err != nil {
+				t.Errorf("%s: dial: %v", tt.name, err)
+				continue
+			}
+			c.Close()
+			continue
+		}
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: dial succeeded, want HTTP %d", tt.name, tt.status)
+			continue
+		}
+		if resp == nil || resp.StatusCode != tt.status {
+			t.Errorf("%s: %v %v, want HTTP %d", tt.name, resp, err, tt.status)
+		}
+	}
+
+	check := func(host, origin string) string {
+		req, _ := http.NewRequestWithContext(testCtx(t), "POST", "http://127.0.0.1:"+port+OriginCheckPath, nil)
+		req.Host = host
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if got := check(hostPort, "http://"+hostPort); !strings.Contains(got, `"allowed":true`) {
+		t.Errorf("origin check of the page's own origin: %s", got)
+	}
+	if got := check(hostPort, "http://evil.example"); !strings.Contains(got, `"allowed":false`) || !strings.Contains(got, "--allow-origin http://evil.example") {
+		t.Errorf("origin check of a foreign origin: %s, want refused with the flag that allows it", got)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -265,6 +266,10 @@ func (s *Server) Stop(ctx context.Context) error {
 // ServeHTTP serves /ws (the client protocol) and hands every other path to
 // Config.Web.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == OriginCheckPath && r.Method == http.MethodPost {
+		s.serveOriginCheck(w, r)
+		return
+	}
 	if r.URL.Path != "/ws" {
 		if s.cfg.Web != nil {
 			s.cfg.Web.ServeHTTP(w, r)
@@ -274,6 +279,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveWebSocket(w, r)
+}
+
+// serveOriginCheck answers OriginCheckPath (no token needed: it only says
+// whether the request's own origin would be let in).
+func (s *Server) serveOriginCheck(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	origins := s.origins
+	s.mu.Unlock()
+	origin := r.Header.Get("Origin")
+	res := struct {
+		Allowed bool   `json:"allowed"`
+		Origin  string `json:"origin"`
+		Message string `json:"message,omitempty"`
+	}{Allowed: origins.allows(r), Origin: origin}
+	if !res.Allowed {
+		res.Message = fmt.Sprintf("ripple refuses WebSocket connections from pages at %s: open the page at the address ripple printed, "+
+			"or start ripple serve with --allow-origin %s", origin, origin)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {

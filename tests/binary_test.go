@@ -298,10 +298,11 @@ func TestServeBinaryLifecycle(t *testing.T) {
 		t.Fatalf("exit code %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.String())
 	}
 	waitGone(t, kernels)
-	if lines := strings.Count(p.stdout.String(), "\n"); lines != 1 {
-		t.Errorf("stdout has %d lines, want exactly the URL line: %q", lines, p.stdout.String())
+	// The URL line, then the page's URL alone (issue 14).
+	if lines := strings.Split(p.stdout.String(), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], " "+lines[1]) || lines[2] != "" {
+		t.Errorf("stdout %q, want exactly the URL line and the page's URL", p.stdout.String())
 	}
-	for _, want := range []string{"level=INFO", "shutting down", "stopped"} {
+	for _, want := range []string{"level=INFO", "shutting down", "stopped", "ripple: python "} {
 		if !strings.Contains(p.stderr.String(), want) {
 			t.Errorf("stderr lacks %q", want)
 		}
@@ -364,8 +365,8 @@ func TestServeBinaryBadArguments(t *testing.T) {
 		{[]string{"serve", "--grace", "0s", dir}, 2, "--grace 0s"},
 		{[]string{"serve", "--no-such-flag", dir}, 2, "no-such-flag"},
 		{[]string{"serve", dir, dir}, 2, "at most one project directory"},
-		{[]string{"serve", filepath.Join(dir, "missing")}, 1, "missing"},
-		{[]string{"serve", file}, 1, "not a directory"},
+		{[]string{"serve", filepath.Join(dir, "missing")}, 2, "missing"},
+		{[]string{"serve", file}, 2, "not a directory"},
 		{[]string{"serve", "--python", "/nonexistent/python3", dir}, 1, "/nonexistent/python3"},
 		{[]string{"serve", "--addr", "256.0.0.1:1", dir}, 1, "256.0.0.1:1"},
 		{[]string{"serve", "--allow-origin", "evil.example", dir}, 1, "evil.example"},
@@ -382,5 +383,49 @@ func TestServeBinaryBadArguments(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d mentioning %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// serve prints the page's URL again on a line of its own and, with
+// --open, hands it to $BROWSER.
+func TestServeBinaryOpensThePage(t *testing.T) {
+	t.Parallel()
+	dir := scenarioDir(t)
+	got := filepath.Join(t.TempDir(), "opened")
+	browser := filepath.Join(t.TempDir(), "browser")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+got+".tmp && mv "+got+".tmp "+got+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, []string{"BROWSER=" + browser}, "--kernels", "1", "--open", dir)
+	page := regexp.MustCompile(`and the web page at (\S+)\n(\S+)\n`)
+	ctx := stepCtx(t)
+	var m []string
+	for m == nil {
+		m = page.FindStringSubmatch(p.stdout.String())
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no page URL line; stdout %q", p.stdout.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if m[1] != m[2] {
+		t.Errorf("second line %q, want the page URL %q alone", m[2], m[1])
+	}
+	for {
+		if b, err := os.ReadFile(got); err == nil {
+			if string(b) != m[1] {
+				t.Errorf("the browser was given %q, want %q", b, m[1])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("--open did not run $BROWSER")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code %d after SIGINT", code)
 	}
 }

@@ -3,6 +3,8 @@ package watchview
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -47,6 +49,12 @@ type textPrinter struct {
 	// midLine is true when the last text written to out did not end with
 	// a newline.
 	midLine bool
+	// root is the project directory (from WatchInfo): a "#k" row shows its
+	// statement's first line, read from the file that ran.
+	root string
+	// panics are the diagnostics of statements that raised, by expression
+	// id: a Panic row shows its traceback under it.
+	panics map[protocol.ExpressionID]*protocol.Diagnostic
 }
 
 func (p *textPrinter) paint(sgr, s string) string {
@@ -134,7 +142,11 @@ func (p *textPrinter) rows(rows []Row) {
 	}
 	lw, tw := 0, 0
 	for i := range rows {
-		lw = max(lw, min(maxLabelWidth, utf8.RuneCountInString(rows[i].Label)))
+		label := rows[i].Label
+		if src := p.source(&rows[i]); src != "" {
+			label += " " + src
+		}
+		lw = max(lw, min(maxLabelWidth, utf8.RuneCountInString(label)))
 		tw = max(tw, min(maxTypeWidth, utf8.RuneCountInString(shortType(rows[i].Type))))
 	}
 	width := p.width
@@ -144,6 +156,10 @@ func (p *textPrinter) rows(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
 		label := pad(cut(r.Label, lw), lw)
+		if src := p.source(r); src != "" {
+			// A "#k" row says which statement it is.
+			label = pad(cut(r.Label+" "+src, lw), lw)
+		}
 		switch {
 		case r.Payload.Type == protocol.PayloadPanic || r.Payload.Type == protocol.PayloadDataflowError:
 			msg := r.Payload.Message
@@ -160,6 +176,9 @@ func (p *textPrinter) rows(rows []Row) {
 			}
 			room := max(minPreview, width-4-lw-utf8.RuneCountInString(where))
 			p.line(p.paint(sgrRed, "  "+markPanic+" "+label+"  "+cut(oneLine(msg), room)+where))
+			if d := p.panics[r.ID]; d != nil && (len(r.Payload.Trace) == 0 || r.Payload.Trace[0] == r.ID) {
+				p.traceback(d, lw, width)
+			}
 		case r.NotReached():
 			what := r.Payload.Message
 			if what == "" {
@@ -178,6 +197,46 @@ func (p *textPrinter) rows(rows []Row) {
 			p.line("  " + mark + " " + label + "  " + p.paint(sgrDim, typ) + "  " + preview + "  " + p.paint(sgrDim, when))
 		}
 	}
+}
+
+// traceback writes a Panic's stack under its row, innermost call last,
+// as Python prints it.
+func (p *textPrinter) traceback(d *protocol.Diagnostic, lw, width int) {
+	indent := strings.Repeat(" ", 4+lw+2)
+	for _, f := range d.Stack {
+		where := f.Path
+		if f.Location != nil {
+			where = fmt.Sprintf("%s:%d", f.Path, f.Location.Start.Line+1)
+		}
+		if f.FunctionName != "" {
+			where += " in " + f.FunctionName
+		}
+		p.line(p.paint(sgrRed, indent+cut(where, max(minPreview, width-len(indent)))))
+	}
+}
+
+// source is the first line of a "#k" row's statement, read from its file
+// under the root ("" for other rows, or when the file cannot be read).
+func (p *textPrinter) source(r *Row) string {
+	if p.root == "" || !strings.HasPrefix(r.Label, "#") || !r.HasStart {
+		return ""
+	}
+	module, _, ok := strings.Cut(string(r.ID), ":")
+	if !ok {
+		return ""
+	}
+	base := filepath.Join(p.root, filepath.FromSlash(strings.ReplaceAll(module, ".", "/")))
+	text, err := os.ReadFile(base + ".py")
+	if err != nil {
+		if text, err = os.ReadFile(filepath.Join(base, "__init__.py")); err != nil {
+			return ""
+		}
+	}
+	lines := strings.Split(string(text), "\n")
+	if r.Start.Line >= len(lines) {
+		return ""
+	}
+	return strings.TrimSpace(lines[r.Start.Line])
 }
 
 // diagnosticPlace is "path:line" of a diagnostic, or "".

@@ -303,7 +303,12 @@ func (v *View) writeText(it item) {
 		for i := range x.Diagnostics {
 			d := &x.Diagnostics[i]
 			if d.ExpressionID != "" {
-				continue // its row shows it
+				// Its row shows it, with this traceback.
+				if p.panics == nil {
+					p.panics = make(map[protocol.ExpressionID]*protocol.Diagnostic)
+				}
+				p.panics[d.ExpressionID] = d
+				continue
 			}
 			sgr, kind := sgrRed, "error"
 			if d.Kind == protocol.DiagnosticWarning {
@@ -320,6 +325,7 @@ func (v *View) writeText(it item) {
 	case protocol.KernelRestartedParams:
 		p.note(sgrYellow, "· kernel restarted, values are computed again: "+oneLine(x.Reason))
 	case WatchInfo:
+		p.root = x.Root
 		p.note(sgrBold, fmt.Sprintf("ripple watch · %s · %s · python %s", x.Root, x.Entry, x.PythonVersion))
 		p.note(sgrDim, "  * computed  = cached  ! error  · Ctrl-C interrupts, twice exits")
 	default:

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -382,5 +384,33 @@ func TestConcurrentNotify(t *testing.T) {
 	must(t, v.Stop(context.Background()))
 	if n := len(decodeLines(t, out.String())); n != 1600 {
 		t.Errorf("%d lines, want 1600", n)
+	}
+}
+
+// A "#k" row names its statement (its first line, from the file under the
+// root) and a Panic row shows its traceback.
+func TestTextSourceOfHashRowsAndTracebacks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	lines := []string{"def main():", "    x = 1", "    for i in range(3):", "        pass", "    w = 1 / 0"}
+	if err := os.WriteFile(filepath.Join(root, "main.py"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	diag := &protocol.Diagnostic{Kind: protocol.DiagnosticError, Message: "ZeroDivisionError: division by zero", Path: "main.py",
+		ExpressionID: "main:main/w", Stack: []protocol.StackTraceElement{
+			{FunctionName: "main", Path: "main.py", Location: &protocol.Range{Start: protocol.Position{Line: 4}}},
+			{FunctionName: "helper", Path: "util.py", Location: &protocol.Range{Start: protocol.Position{Line: 9}}},
+		}}
+	got := show(t, Options{Entry: "main:main", Width: 80},
+		item{methodWatching, WatchInfo{Root: root, Entry: "main:main", PythonVersion: "3.11.7"}},
+		updates(value("x", 1, "1", 1000), upd("#1", 2, "builtins.NoneType", protocol.ValuePayload("None"), false, 1000)),
+		item{protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: ctxID, Diagnostics: []protocol.Diagnostic{*diag}}},
+		updates(upd("w", 4, "", protocol.PanicPayload("ZeroDivisionError: division by zero", "main:main/w"), false, 0)),
+		complete(),
+	)
+	for _, want := range []string{"#1 for i in range(3):", "main.py:5 in main", "util.py:10 in helper"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
 	}
 }

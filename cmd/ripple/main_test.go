@@ -73,8 +73,8 @@ func TestKernelCheckFailures(t *testing.T) {
 		want string
 	}{
 		{[]string{"kernel-check", "--python", "/nonexistent/python3", t.TempDir()}, 1, "--python /nonexistent/python3: no such file or directory"},
-		{[]string{"kernel-check", "/nonexistent-dir"}, 1, "/nonexistent-dir"},
-		{[]string{"kernel-check", file}, 1, "not a directory"},
+		{[]string{"kernel-check", "/nonexistent-dir"}, 2, "/nonexistent-dir"},
+		{[]string{"kernel-check", file}, 2, "not a directory"},
 		{[]string{"kernel-check", "a", "b"}, 2, "at most one directory"},
 		{[]string{"kernel-check", "--bogus"}, 2, "bogus"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
@@ -90,7 +90,26 @@ func TestKernelCheckFailures(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	if code, out, _ := runCmd(t, "version"); code != 0 || out != "ripple "+version+"\n" {
-		t.Errorf("exit %d, stdout %q", code, out)
+	for _, arg := range []string{"version", "--version"} {
+		if code, out, _ := runCmd(t, arg); code != 0 || out != "ripple "+version+"\n" {
+			t.Errorf("ripple %s: exit %d, stdout %q", arg, code, out)
+		}
+	}
+}
+
+// Every command's -h and --help print its help on stdout and exit 0.
+func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range commands {
+		for _, flag := range []string{"-h", "--help"} {
+			code, out, errOut := runCmd(t, cmd, flag)
+			if code != 0 || errOut != "" || !strings.Contains(out, cmd) {
+				t.Errorf("ripple %s %s: exit %d, stdout %q, stderr %q; want its help on stdout and exit 0", cmd, flag, code, out, errOut)
+			}
+		}
+	}
+	// Help after other arguments too, and not after "--".
+	if code, out, _ := runCmd(t, "watch", t.TempDir(), "--help"); code != 0 || !strings.Contains(out, "-entry") {
+		t.Errorf("ripple watch DIR --help: exit %d, stdout %q", code, out)
 	}
 }

@@ -38,8 +38,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	if isCommand(args[0]) && helpRequested(args[1:]) {
+		return commandHelp(ctx, args[0], stdout)
+	}
+	return dispatch(ctx, args, stdout, stderr)
+}
+
+// dispatch runs the command args[0].
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
-	case "version":
+	case "version", "--version":
 		fmt.Fprintln(stdout, "ripple", version)
 		return 0
 	case "kernel-check":
@@ -89,7 +97,7 @@ func kernelCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple kernel-check: project directory %s: %v\n", dir, err)
-		return 1
+		return exitUsage
 	}
 
 	py, err := kernel.FindPython(ctx, *pythonFlag, root)

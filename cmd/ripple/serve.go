@@ -43,6 +43,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
+	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
 
 	dir, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
@@ -66,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root, err := projectDir(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple serve: project directory %s: %v\n", dir, err)
-		return 1
+		return exitUsage
 	}
 	if *token == "" {
 		*token = os.Getenv("RIPPLE_TOKEN")
@@ -100,6 +101,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		shutdown()
 		return 1
 	}
+	// Which Python runs the project: on stderr, stdout's first line is
+	// the URL line IDEs read.
+	py := eng.Python()
+	fmt.Fprintf(stderr, "ripple: python %s at %s\n", py.Version, py.Path)
 	srv, err := server.New(eng, server.Config{
 		Addr:         *addr,
 		Token:        *token,
@@ -127,6 +132,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// One line (PROTOCOL.md 1): the WebSocket URL for IDEs, then the page
 	// for a browser; both end at a space or the line's end.
 	fmt.Fprintf(stdout, "ripple: serving %s at %s and the web page at %s\n", root, srv.URL(), page)
+	// The page's URL again on a line of its own, for terminals that make
+	// a URL clickable only when nothing is glued to it.
+	fmt.Fprintln(stdout, page)
+	if *openPage {
+		if err := openBrowser(ctx, page); err != nil {
+			log.Warn("could not open the web page", "url", page, "err", err)
+		}
+	}
 
 	<-ctx.Done()
 	log.Info("shutting down", "cause", context.Cause(ctx))

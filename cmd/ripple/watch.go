@@ -109,7 +109,7 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple watch: project directory %s: %v\n", f.dir, err)
-		return 1
+		return exitUsage
 	}
 
 	sigint := make(chan os.Signal, 2)
