@@ -179,10 +179,11 @@ func TestWatchTerminal(t *testing.T) {
 	w.waitFor(at, " return ") // the last row
 	first := section(w.output(), at)
 	for _, row := range []string{
-		sgr("32") + "*" + sgr0 + " x       " + sgr("2") + "int     " + sgr0 + "  6 ",
-		sgr("32") + "*" + sgr0 + " y       " + sgr("2") + "int     " + sgr0 + "  30 ",
-		sgr("32") + "*" + sgr0 + " #1      " + sgr("2") + "NoneType" + sgr0 + "  None ",
-		sgr("32") + "*" + sgr0 + " return  " + sgr("2") + "int     " + sgr0 + "  35 ",
+		// A "#k" row names its statement; the label column fits it.
+		sgr("32") + "*" + sgr0 + " x                    " + sgr("2") + "int     " + sgr0 + "  6 ",
+		sgr("32") + "*" + sgr0 + " y                    " + sgr("2") + "int     " + sgr0 + "  30 ",
+		sgr("32") + "*" + sgr0 + ` #1 print("y is", y)  ` + sgr("2") + "NoneType" + sgr0 + "  None ",
+		sgr("32") + "*" + sgr0 + " return               " + sgr("2") + "int     " + sgr0 + "  35 ",
 	} {
 		if !strings.Contains(first, row) {
 			t.Errorf("first table lacks the row %q:\n%q", row, first)
