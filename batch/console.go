@@ -72,43 +72,6 @@ func (c *Console) Started(entries []Entry, kernels int) {
 		what = plural(len(entries), "test", "tests")
 	}
 	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), what, kernels, plural(kernels, "kernel", "kernels"))
-	// One line per module and condition, however many tests carry it.
-	for _, n := range perModule(entries, func(e *Entry) []string { return e.UnresolvedMarks }) {
-		fmt.Fprintf(c.w, "ripple run: %s: a skipif/xfail condition needs the module's names (%s): ignored, %d %s as if unmarked\n",
-			n.path, n.what, n.tests, plural(n.tests, "test runs", "tests run"))
-	}
-	// Likewise for the fixtures pytest would run around tests and ripple
-	// run does not.
-	for _, n := range perModule(entries, func(e *Entry) []string { return e.NotRun }) {
-		fmt.Fprintf(c.w, "ripple run: %s: %s is not run by ripple run: %d %s without it\n",
-			n.path, n.what, n.tests, plural(n.tests, "test runs", "tests run"))
-	}
-}
-
-// moduleNote is one thing said of some tests of a module, and how many.
-type moduleNote struct {
-	path, what string
-	tests      int
-}
-
-// perModule gathers what notes() says of each entry by module, in the
-// order first seen, counting the tests of each.
-func perModule(entries []Entry, notes func(*Entry) []string) []moduleNote {
-	var out []moduleNote
-	index := make(map[[2]string]int)
-	for i := range entries {
-		for _, what := range notes(&entries[i]) {
-			key := [2]string{entries[i].Path, what}
-			j, ok := index[key]
-			if !ok {
-				j = len(out)
-				index[key] = j
-				out = append(out, moduleNote{path: entries[i].Path, what: what})
-			}
-			out[j].tests++
-		}
-	}
-	return out
 }
 
 // Result implements Observer.
@@ -126,7 +89,7 @@ func (c *Console) Result(r *Result) {
 	} else {
 		fmt.Fprintf(c.w, "[%*d/%d] %s %s  %s", width, c.printed, c.total, word, r.Entry.Location(), r.Entry.ID())
 	}
-	if r.Status != StatusSkipped && r.Entry.CollectError == nil {
+	if r.Status != StatusSkipped && !(r.Entry.NodeID != "" && r.Entry.Scope == "") {
 		fmt.Fprintf(c.w, " (%s)", seconds(r.Duration))
 	}
 	if r.Message != "" {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/batch"
-	"github.com/ripple-run/ripple/protocol"
 )
 
 // feed plays a report through a console as Run would.
@@ -40,7 +39,7 @@ func TestConsolePlain(t *testing.T) {
 		"[2/7] FAILED   test_a.py:10  test_a:TestX.test_fail (0.003s): AssertionError: total is wrong",
 		"[3/7] CRASHED  test_a.py:20  test_a:test_crash (0.001s): the kernel died (signal SIGSEGV) while running this context",
 		"[4/7] SKIPPED  test_a.py:30  test_a:test_skip: marked skip",
-		"[5/7] ERROR    test_b.py:3  test_b: SyntaxError: invalid syntax",
+		"[5/7] ERROR    test_b.py:3  test_b:main (0.000s): SyntaxError: invalid syntax",
 		"[6/7] TIMEOUT  test_b.py:8  test_b:test_slow (30.000s): timed out after 30s",
 		"[7/7] STOPPED  test_b.py:12  test_b:test_stopped (0.000s): interrupted (Ctrl-C)",
 	}
@@ -51,7 +50,7 @@ func TestConsolePlain(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--- FAILED test_a:TestX.test_fail (test_a.py:10)\n    test_a.py:12  assert total == 5  (test_a:TestX.test_fail/#1)\n    AssertionError: total is wrong\n    traceback (most recent call last):\n      test_a.py:12 in TestX.test_fail\n",
-		"--- ERROR test_b (test_b.py:3)\n    SyntaxError: invalid syntax\n    at test_b.py:3:5: SyntaxError: invalid syntax\n",
+		"--- ERROR test_b:main (test_b.py:3)\n    SyntaxError: invalid syntax\n    at test_b.py:3:5: SyntaxError: invalid syntax\n",
 		"ripple run: 7 entries in 1.5s on 2 kernels: 1 passed, 1 failed, 1 error, 1 crashed, 1 timed out, 1 skipped, 1 interrupted\n",
 	} {
 		if !strings.Contains(text, want) {
@@ -118,34 +117,46 @@ func TestSummaryLine(t *testing.T) {
 	}
 }
 
-// Marks whose conditions discovery could not decide are named once per
-// module and condition, with how many tests run as if unmarked; xfailed
-// and xpassed results have their words.
-func TestConsoleUnresolvedMarksAndXFail(t *testing.T) {
+// Tests run by pytest: one line per test by node id in pytest's words
+// (colour only when asked), pytest's report of a failure, xfailed and
+// xpassed not failing the run.
+func TestConsolePytestWords(t *testing.T) {
 	t.Parallel()
-	entry := func(name string, unresolved ...string) batch.Entry {
-		return batch.Entry{Pointer: protocol.MethodPointer{Module: "test_np", Name: name}, Path: "test_np.py", Line: 3, UnresolvedMarks: unresolved}
+	entry := func(name string) batch.Entry {
+		return batch.Entry{NodeID: "test_np.py::" + name, Path: "test_np.py", Line: 3, JUnitClass: "test_np", JUnitName: name, Scope: "test_np.py"}
 	}
 	rep := &batch.Report{Kernels: 1, Duration: time.Second, Results: []*batch.Result{
-		{Entry: entry("test_a", "np is None"), Status: batch.StatusXFailed, Message: "bug (AssertionError)"},
-		{Entry: entry("test_b", "np is None"), Status: batch.StatusXPassed},
-		{Entry: entry("test_c", "HAS_GPU"), Status: batch.StatusPassed},
+		{Entry: entry("test_a"), Status: batch.StatusXFailed, Message: "bug"},
+		{Entry: entry("test_b"), Status: batch.StatusXPassed},
+		{Entry: entry("test_c"), Status: batch.StatusPassed},
+		{Entry: entry("test_d"), Status: batch.StatusFailed, Message: "assert 2 == 3",
+			Longrepr: "def test_d():\n>       assert 2 == 3\nE       assert 2 == 3\n\ntest_np.py:4: AssertionError"},
 	}}
 	var out bytes.Buffer
 	feed(batch.NewConsole(&out, batch.ConsoleOptions{}), rep)
 	for _, want := range []string{
-		"ripple run: test_np.py: a skipif/xfail condition needs the module's names (np is None): ignored, 2 tests run as if unmarked\n",
-		"ripple run: test_np.py: a skipif/xfail condition needs the module's names (HAS_GPU): ignored, 1 test runs as if unmarked\n",
-		"XFAIL    test_np.py:3  test_np:test_a (0.000s): bug (AssertionError)\n",
-		"XPASS    test_np.py:3  test_np:test_b (0.000s)\n",
-		"ripple run: 3 entries in 1s on 1 kernel: 1 passed, 1 xfailed, 1 xpassed\n",
+		"ripple run: 4 tests on 1 kernel\n",
+		"[1/4] XFAIL    test_np.py::test_a (0.000s): bug\n",
+		"[2/4] XPASS    test_np.py::test_b (0.000s)\n",
+		"[3/4] PASSED   test_np.py::test_c (0.000s)\n",
+		"[4/4] FAILED   test_np.py::test_d (0.000s): assert 2 == 3\n",
+		"___ FAILED test_np.py::test_d ___\ndef test_d():\n>       assert 2 == 3\nE       assert 2 == 3\n\ntest_np.py:4: AssertionError\n",
+		"ripple run: 4 tests in 1s on 1 kernel: 1 passed, 1 failed, 1 xfailed, 1 xpassed\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if s := rep.Summary(); s.Failing() != 0 {
-		t.Errorf("xfailed and xpassed fail the run: %+v", s)
+	if s := rep.Summary(); s.Failing() != 1 {
+		t.Errorf("xfailed or xpassed fail the run: %+v", s)
+	}
+	if strings.Contains(out.String(), "\x1b[") {
+		t.Errorf("colour without Color:\n%s", out.String())
+	}
+	out.Reset()
+	feed(batch.NewConsole(&out, batch.ConsoleOptions{Color: true}), rep)
+	if !strings.Contains(out.String(), "\x1b[32mPASSED  \x1b[0m test_np.py::test_c") || !strings.Contains(out.String(), "\x1b[31mFAILED  \x1b[0m test_np.py::test_d") {
+		t.Errorf("colour:\n%q", out.String())
 	}
 }
 

@@ -15,12 +15,6 @@ func entryLines(es []batch.Entry) string {
 	var b strings.Builder
 	for _, e := range es {
 		b.WriteString(e.ID() + " " + e.Location())
-		if e.Skip != "" {
-			b.WriteString(" skip")
-		}
-		if e.CollectError != nil {
-			b.WriteString(" collect-error")
-		}
 		b.WriteString("\n")
 	}
 	return b.String()

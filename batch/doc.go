@@ -130,16 +130,15 @@
 //	              "crashed": 0, "timeout": 0, "skipped": 0, "interrupted": 0,
 //	              "xfailed": 0, "xpassed": 0},
 //	  "entries": [{
-//	    "id": "test_math:TestCalc.test_method",
-//	    "module": "test_math", "class": "TestCalc", "function": "test_method",
-//	    "case": "1-2",                        // only for a parametrized test: pytest's id
-//	    "arguments": ["(1)", "(2)"],          // of the case (in the id: ...test_method[1-2])
-//	                                          // and the source of its arguments
+//	    "id": "test_math.py::TestCalc::test_method[1-2]", // pytest's node id; for an
+//	                                          // --entry its pointer, "main:Shop.total"
+//	    "module": "", "class": "", "function": "", // an --entry's pointer; "" for a test
 //	    "path": "test_math.py", "line": 36,   // the def; 0 when unknown
 //	    "status": "failed",     // passed failed error crashed timeout skipped interrupted
 //	                            // xfailed xpassed
 //	    "duration": 0.002,
-//	    "message": "AssertionError",          // why it did not pass; "" if it did
+//	    "message": "assert 2 == 3",           // why it did not pass; "" if it did
+//	    "longrepr": "...",                    // a test's failure as pytest reports it
 //	    "kind": "compileError",               // only when the run failed as a whole:
 //	                                          // compileError failure kernelDied timeout interrupted
 //	    "failures": [{                        // statements that raised, in source order

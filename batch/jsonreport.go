@@ -43,13 +43,12 @@ type jsonEntry struct {
 	Module     string               `json:"module"`
 	Class      string               `json:"class"`
 	Function   string               `json:"function"`
-	Case       string               `json:"case,omitempty"`
-	Arguments  []string             `json:"arguments,omitempty"`
 	Path       string               `json:"path"`
 	Line       int                  `json:"line"`
 	Status     Status               `json:"status"`
 	Duration   float64              `json:"duration"`
 	Message    string               `json:"message"`
+	Longrepr   string               `json:"longrepr,omitempty"`
 	Kind       protocol.ResultKind  `json:"kind,omitempty"`
 	Failures   []jsonFailure        `json:"failures"`
 	Diagnostic *protocol.Diagnostic `json:"diagnostic,omitempty"`
@@ -97,10 +96,7 @@ func toJSON(rep *Report) *jsonReport {
 		e := &jsonEntry{ID: r.Entry.ID(), Module: r.Entry.Pointer.Module, Class: r.Entry.Pointer.DefinedOnType,
 			Function: r.Entry.Pointer.Name, Path: r.Entry.Path, Line: r.Entry.Line, Status: r.Status,
 			Duration: r.Duration.Seconds(), Message: r.Message, Kind: r.Kind, Failures: []jsonFailure{}, Diagnostic: r.Diagnostic,
-			Stdout: r.Stdout, Stderr: r.Stderr}
-		if c := r.Entry.Case; c != nil {
-			e.Case, e.Arguments = c.ID, c.Args
-		}
+			Stdout: r.Stdout, Stderr: r.Stderr, Longrepr: r.Longrepr}
 		for _, f := range r.Failures {
 			jf := jsonFailure{ExpressionID: string(f.ExpressionID), Path: f.Path, Line: f.Line, Source: f.Source,
 				Message: f.Message, Traceback: []jsonFrame{}}

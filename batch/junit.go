@@ -90,9 +90,6 @@ func WriteJUnit(path string, rep *Report) error {
 // junitCaseOf is one entry's testcase.
 func junitCaseOf(r *Result) junitCase {
 	name := r.Entry.Name()
-	if r.Entry.CollectError != nil {
-		name = r.Entry.Path
-	}
 	c := junitCase{Name: name, Classname: r.Entry.Pointer.Module, Time: seconds3(r.Duration.Seconds()),
 		File: r.Entry.Path, Line: r.Entry.Line, SystemOut: r.Stdout, SystemErr: r.Stderr}
 	if r.Entry.NodeID != "" {

@@ -105,29 +105,7 @@ func (d *dispatcher) result(rec *runRecord) *Result {
 	default:
 		r.Status = StatusPassed
 	}
-	if x := en.XFail; x != nil {
-		// As pytest: a statement that raised is the expected failure; a
-		// run that could not run at all (its module does not load) or
-		// crashed is not.
-		switch {
-		case r.Status == StatusFailed:
-			r.Status, r.Message = StatusXFailed, xfailMessage(x, r.Message)
-		case r.Status == StatusPassed && x.Strict:
-			r.Status, r.Message = StatusFailed, "[XPASS(strict)] "+x.Reason
-		case r.Status == StatusPassed:
-			r.Status, r.Message = StatusXPassed, x.Reason
-		}
-	}
 	return r
-}
-
-// xfailMessage says why an xfail entry failed: the mark's reason, then
-// what raised.
-func xfailMessage(x *XFailMark, raised string) string {
-	if x.Reason == "" {
-		return raised
-	}
-	return x.Reason + " (" + raised + ")"
 }
 
 // duration is the entry's run time: from the first sign of its run (its

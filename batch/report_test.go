@@ -38,7 +38,7 @@ func sampleReport() *batch.Report {
 			{Entry: entry("test_a", "", "test_crash", 20), Status: batch.StatusCrashed, Kind: protocol.ResultKernelDied,
 				Duration: time.Millisecond, Message: "the kernel died (signal SIGSEGV) while running this context"},
 			{Entry: entry("test_a", "", "test_skip", 30), Status: batch.StatusSkipped, Message: "marked skip"},
-			{Entry: batch.Entry{Pointer: protocol.MethodPointer{Module: "test_b"}, Path: "test_b.py", Line: 3, CollectError: diag},
+			{Entry: entry("test_b", "", "main", 3),
 				Status: batch.StatusError, Kind: protocol.ResultCompileError, Message: diag.Message, Diagnostic: diag},
 			{Entry: entry("test_b", "", "test_slow", 8), Status: batch.StatusTimeout, Kind: protocol.ResultTimeout,
 				Duration: 30 * time.Second, Message: "timed out after 30s"},
@@ -166,7 +166,7 @@ func TestWriteJUnit(t *testing.T) {
 test_a TestX.test_fail failure
 test_a test_crash error
 test_a test_skip skipped
-test_b test_b.py error
+test_b main error
 test_b test_slow error
 test_b test_stopped skipped` {
 		t.Errorf("testcases:\n%s", got)

@@ -252,9 +252,7 @@ type dispatcher struct {
 func (d *dispatcher) modules() []string {
 	var mods []string
 	for i := range d.entries {
-		if en := &d.entries[i]; en.Skip == "" && en.CollectError == nil {
-			mods = append(mods, en.Pointer.Module)
-		}
+		mods = append(mods, d.entries[i].Pointer.Module)
 	}
 	slices.Sort(mods)
 	return slices.Compact(mods)
@@ -307,18 +305,6 @@ func (d *dispatcher) nextPlace() string {
 // it reports whether the entry was pushed (holds a place on a kernel).
 func (d *dispatcher) start(ctx context.Context, i int) bool {
 	en := &d.entries[i]
-	switch {
-	case en.Skip != "":
-		d.complete(i, &Result{Entry: *en, Status: StatusSkipped, Message: en.Skip})
-		return false
-	case en.XFail != nil && !en.XFail.Run:
-		d.complete(i, &Result{Entry: *en, Status: StatusXFailed, Message: "[NOTRUN] " + en.XFail.Reason})
-		return false
-	case en.CollectError != nil:
-		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultCompileError,
-			Message: en.CollectError.Message, Diagnostic: en.CollectError})
-		return false
-	}
 	res, err := d.e.CreateContext(ctx, clientID, protocol.CreateContextParams{})
 	if err != nil {
 		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultFailure,
