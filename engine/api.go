@@ -230,7 +230,15 @@ func (e *Engine) OpenFile(ctx context.Context, clientID, path string) (protocol.
 	if err != nil {
 		return protocol.OpenFileResult{}, err
 	}
-	return protocol.OpenFileResult{Content: content, CurrentVersion: string(version)}, nil
+	res := protocol.OpenFileResult{Content: content, CurrentVersion: string(version)}
+	// Unsaved work a stopped server kept (7.4): offered back, never applied.
+	if r, err := e.ws.Recovery(path); err != nil {
+		e.log.Warn("unreadable recovery file", "path", path, "err", err)
+	} else if r != nil {
+		res.Recovered = &protocol.RecoveredBuffer{Content: r.Content, Version: string(r.Version),
+			SavedAt: r.SavedAt.UTC().Format(time.RFC3339), Path: r.Path}
+	}
+	return res, nil
 }
 
 // ApplyEdit answers text/applyEdit; other clients with the file open get

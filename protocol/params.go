@@ -173,6 +173,21 @@ type FileListResult struct {
 type OpenFileResult struct {
 	Content        string `json:"content"`
 	CurrentVersion string `json:"currentVersion"`
+	// Recovered is unsaved content of the file a server kept when it last
+	// stopped (PROTOCOL.md 7.4), when it differs from the disk's; the
+	// buffer itself opens with the disk's content.
+	Recovered *RecoveredBuffer `json:"recovered,omitempty"`
+}
+
+// RecoveredBuffer is OpenFileResult.Recovered.
+type RecoveredBuffer struct {
+	Content string `json:"content"`
+	Version string `json:"version"`
+	// SavedAt is when the server kept it (RFC 3339).
+	SavedAt string `json:"savedAt"`
+	// Path is the recovery file (under .ripple/recovery); file/delete of
+	// it discards the recovered content.
+	Path string `json:"path"`
 }
 
 // TextEdit replaces Range with Text.

@@ -429,3 +429,54 @@ func TestServeBinaryOpensThePage(t *testing.T) {
 		t.Errorf("exit code %d after SIGINT", code)
 	}
 }
+
+// Stopping the server with an unsaved buffer keeps it under
+// .ripple/recovery (one warning line), leaves the user's file alone, and
+// the next server offers it back in text/openFile (PROTOCOL.md 7.4).
+func TestServeBinaryKeepsUnsavedBuffers(t *testing.T) {
+	t.Parallel()
+	dir := scenarioDir(t)
+	disk, err := os.ReadFile(filepath.Join(dir, "helper.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, nil, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "editor")
+	unsaved := "def foo(a, b):\n    return a - b  # not saved\n"
+	c.setText("helper.py", unsaved)
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "helper.py")); string(got) != string(disk) {
+		t.Errorf("helper.py changed on disk: %q", got)
+	}
+	if n := strings.Count(p.stderr.String(), "unsaved changes kept for recovery"); n != 1 || !strings.Contains(p.stderr.String(), "path=helper.py") {
+		t.Errorf("stderr has %d recovery warnings, want one naming helper.py:\n%s", n, p.stderr.String())
+	}
+
+	p2 := startServe(t, nil, "--kernels", "1", dir)
+	c2, _ := connect(t, p2.url, "editor")
+	var open protocol.OpenFileResult
+	c2.call(protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: "helper.py"}, &open)
+	if open.Content != string(disk) {
+		t.Errorf("the buffer opened with %q, want the disk's content", open.Content)
+	}
+	if open.Recovered == nil || open.Recovered.Content != unsaved || open.Recovered.Version != version(unsaved) || open.Recovered.SavedAt == "" {
+		t.Fatalf("recovered = %+v, want the unsaved text", open.Recovered)
+	}
+	// Discarding it: file/delete of the recovery file.
+	c2.call(protocol.MethodFileDelete, protocol.FileDeleteParams{Path: protocol.Path(open.Recovered.Path)}, nil)
+	var other protocol.OpenFileResult
+	c2.call(protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: "main.py"}, &other)
+	if other.Recovered != nil {
+		t.Errorf("main.py had no unsaved edits, got recovered %+v", other.Recovered)
+	}
+	var again protocol.OpenFileResult
+	c2.call(protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: "helper.py"}, &again)
+	if again.Recovered != nil {
+		t.Errorf("discarded recovery still offered: %+v", again.Recovered)
+	}
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	p2.wait(t)
+}

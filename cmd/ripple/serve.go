@@ -16,6 +16,7 @@ import (
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/server"
 	"github.com/ripple-run/ripple/web"
+	"github.com/ripple-run/ripple/workspace"
 )
 
 // shutdownTimeout bounds a graceful shutdown: connections closed, running
@@ -149,6 +150,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// engine (running jobs cancelled, kernels stopped).
 	if err := srv.Stop(sctx); err != nil {
 		log.Error("server stop", "err", err)
+	}
+	// Unsaved buffers are kept, not dropped (PROTOCOL.md 7.4): one warning
+	// line per file, and text/openFile offers them back next time.
+	kept, err := eng.KeepUnsaved()
+	for _, p := range kept {
+		log.Warn("unsaved changes kept for recovery", "path", p, "in", filepath.Join(workspace.RecoveryDir, p+".json"))
+	}
+	if err != nil {
+		log.Error("keeping unsaved changes", "err", err)
 	}
 	shutdown()
 	log.Info("stopped")
