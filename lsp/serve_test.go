@@ -59,7 +59,9 @@ func setup(t *testing.T) *bundle {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	b.toSrv = cw
-	go func() { b.served <- lsp.Serve(context.WithoutCancel(ctx), eng, rwc{sr, sw}, lsp.Config{ClientID: t.Name()}) }()
+	go func() {
+		b.served <- lsp.Serve(context.WithoutCancel(ctx), eng, rwc{sr, sw}, lsp.Config{ClientID: t.Name()})
+	}()
 	_, b.conn, b.server = lsproto.NewClient(ctx, b.ed, jsonrpc2.NewHeaderStream(rwc{cr, cw}))
 	t.Cleanup(func() {
 		_ = cw.Close()
@@ -177,8 +179,11 @@ func (r *recorder) PublishDiagnostics(_ context.Context, p *lsproto.PublishDiagn
 	return nil
 }
 
-func (r *recorder) ShowMessage(context.Context, *lsproto.ShowMessageParams) error { r.poke(); return nil }
-func (r *recorder) CodeLensRefresh(context.Context) error                        { return nil }
+func (r *recorder) ShowMessage(context.Context, *lsproto.ShowMessageParams) error {
+	r.poke()
+	return nil
+}
+func (r *recorder) CodeLensRefresh(context.Context) error { return nil }
 
 func (r *recorder) diagnostics(u uri.URI) ([]lsproto.Diagnostic, bool) {
 	r.mu.Lock()
@@ -263,7 +268,7 @@ func TestPanicDiagnosticClears(t *testing.T) {
 		})
 	})
 	if err := b.server.DidChange(t.Context(), &lsproto.DidChangeTextDocumentParams{
-		TextDocument: lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: doc}, Version: 2},
+		TextDocument:   lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: doc}, Version: 2},
 		ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangeWholeDocument{Text: mainPy}},
 	}); err != nil {
 		t.Fatal(err)
