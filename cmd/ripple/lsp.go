@@ -36,7 +36,10 @@ func (s stdio) Close() error {
 // the WebSocket protocol and the web page too, on that engine (URL on
 // stderr). It returns when the editor exits (0; 1 when it sent exit
 // without shutdown) or ctx ends.
-func lspCmd(ctx context.Context, args []string, stdin io.ReadCloser, stdout, stderr io.Writer) int {
+//
+// stdin is called once the flags are parsed and the engine is up (it may
+// change stdin's mode; see closableStdin).
+func lspCmd(ctx context.Context, args []string, stdin func() io.ReadCloser, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lsp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -71,7 +74,7 @@ func lspCmd(ctx context.Context, args []string, stdin io.ReadCloser, stdout, std
 	root, err := projectDir(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple lsp: project directory %s: %v\n", dir, err)
-		return 1
+		return exitUsage
 	}
 	eng, err := engine.New(ctx, engine.Config{Root: root, Python: *python, Kernels: *kernels,
 		Logger: log.With("component", "engine"), Watch: true})
@@ -120,7 +123,7 @@ func lspCmd(ctx context.Context, args []string, stdin io.ReadCloser, stdout, std
 		}
 		fmt.Fprintf(stderr, "ripple: serving %s at %s and the web page at %s\n", root, srv.URL(), page)
 	}
-	err = lsp.Serve(ctx, eng, stdio{stdin, stdout}, lsp.Config{Logger: log.With("component", "lsp"), Entries: entries, Version: version})
+	err = lsp.Serve(ctx, eng, stdio{stdin(), stdout}, lsp.Config{Logger: log.With("component", "lsp"), Entries: entries, Version: version})
 	if errors.Is(err, lsp.ErrExitWithoutShutdown) {
 		return 1
 	}

@@ -3,6 +3,7 @@
 //	ripple version
 //	ripple kernel-check [--python P] [DIR]
 //	ripple watch [DIR] [--entry module:function] [--json] [--python P]
+//	ripple lsp [flags] [DIR]
 package main
 
 import (
@@ -24,7 +25,7 @@ var version = "0.1.0-dev"
 const exitUsage = 2
 
 // commands are the subcommands; `ripple CMD -h` prints CMD's help.
-var commands = []string{"serve", "watch", "run", "report", "kernel-check", "version"}
+var commands = []string{"serve", "watch", "lsp", "run", "report", "kernel-check", "version"}
 
 func isCommand(name string) bool {
 	for _, c := range commands {

@@ -57,7 +57,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "watch":
 		return watchCmd(ctx, args[1:], stdout, stderr)
 	case "lsp":
-		return lspCmd(ctx, args[1:], closableStdin(), stdout, stderr)
+		return lspCmd(ctx, args[1:], closableStdin, stdout, stderr)
 	case "run", "report":
 		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
