@@ -22,6 +22,11 @@ type Visualization struct {
 	NeedsInitialData bool
 	// OneShot marks an executeExpression: detached after its first update.
 	OneShot bool
+	// Previous is the configuration a modify replaced, until the new one
+	// has been evaluated: if that evaluation fails, the previous one is
+	// put back in force (RevertVisualization); if it succeeds, Previous
+	// is dropped (ConfirmVisualization).
+	Previous *protocol.VisualizationConfiguration
 
 	CreateIndex uint64
 	ModifyIndex uint64
@@ -34,6 +39,10 @@ func (v *Visualization) Copy() *Visualization {
 	}
 	out := *v
 	out.Config = v.Config.Clone()
+	if v.Previous != nil {
+		prev := v.Previous.Clone()
+		out.Previous = &prev
+	}
 	return &out
 }
 
@@ -175,6 +184,12 @@ func (s *Store) ModifyVisualization(id protocol.VisualizationID, config protocol
 			return fmt.Errorf("%w: %s is not attached in context %s", ErrVisualizationNotFound, id, config.ExecutionContextID)
 		}
 		out = stored.Copy()
+		if out.Previous == nil {
+			// A modify of a modify that was never evaluated keeps the
+			// configuration before both as the fallback.
+			prev := stored.Config.Clone()
+			out.Previous = &prev
+		}
 		out.Config = config.Clone()
 		out.Config.ExecutionContextID = stored.ContextID
 		out.NeedsInitialData = true
@@ -203,6 +218,54 @@ func (s *Store) DetachVisualization(ctx protocol.ContextID, id protocol.Visualiz
 				ErrVisualizationNotFound, id, stored.ExpressionID, stored.ContextID, expr, ctx)
 		}
 		return txn.Delete(tableVisualizations, stored)
+	})
+}
+
+// RevertVisualization puts the configuration before a modify back in
+// force after the modified one failed to evaluate, unless the
+// visualization was modified again since the run that evaluated it
+// started (seen is its ModifyIndex then). It reports whether it reverted.
+func (s *Store) RevertVisualization(id protocol.VisualizationID, seen uint64) (bool, error) {
+	reverted := false
+	err := s.write(func(txn *writeTxn, index uint64) error {
+		stored, err := getVisualization(txn, nil, id)
+		if err != nil {
+			if errors.Is(err, ErrVisualizationNotFound) {
+				return nil
+			}
+			return err
+		}
+		if stored.Previous == nil || stored.ModifyIndex != seen {
+			return nil
+		}
+		v := stored.Copy()
+		v.Config, v.Previous = *v.Previous, nil
+		v.NeedsInitialData = false
+		v.ModifyIndex = index
+		reverted = true
+		return txn.Insert(tableVisualizations, v)
+	})
+	return reverted, err
+}
+
+// ConfirmVisualization drops the fallback of a modified visualization
+// whose new configuration evaluated, unless it was modified again since
+// (seen as in RevertVisualization).
+func (s *Store) ConfirmVisualization(id protocol.VisualizationID, seen uint64) error {
+	return s.write(func(txn *writeTxn, index uint64) error {
+		stored, err := getVisualization(txn, nil, id)
+		if err != nil {
+			if errors.Is(err, ErrVisualizationNotFound) {
+				return nil
+			}
+			return err
+		}
+		if stored.Previous == nil || stored.ModifyIndex != seen {
+			return nil
+		}
+		v := stored.Copy()
+		v.Previous = nil
+		return txn.Insert(tableVisualizations, v)
 	})
 }
 

@@ -147,6 +147,7 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, id)
 	c, err := e.store.Context(nil, id)
 	if err != nil {
 		return err
@@ -449,6 +450,7 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, p.ContextID)
 	item := p.StackItem
 	if item.Type == protocol.ExplicitCall && !e.snapshotted(item.MethodPointer.Module) {
 		if _, err := e.ws.ModulePath(item.MethodPointer.Module); err != nil {
@@ -487,6 +489,7 @@ func (e *Engine) Pop(ctx context.Context, clientID string, id protocol.ContextID
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, id)
 	if _, err := e.store.Pop(id); err != nil {
 		return err
 	}
@@ -515,8 +518,20 @@ func (e *Engine) Recompute(ctx context.Context, clientID string, p protocol.Reco
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, p.ContextID)
 	if _, err := e.store.Context(nil, p.ContextID); err != nil {
 		return err
+	}
+	if p.InvalidatedExpressions != nil && len(p.InvalidatedExpressions.IDs) > 0 {
+		stack, err := e.store.Stack(nil, p.ContextID)
+		if err != nil {
+			return err
+		}
+		for _, x := range p.InvalidatedExpressions.IDs {
+			if !e.expressionKnown(p.ContextID, stack, x) {
+				return fmt.Errorf("%w: %s is not a statement of any frame of context %s", ErrExpressionNotFound, x, p.ContextID)
+			}
+		}
 	}
 	if p.InvalidatedExpressions != nil && !p.InvalidatedExpressions.Empty() {
 		if err := e.store.Invalidate(p.ContextID, *p.InvalidatedExpressions); err != nil {
@@ -535,6 +550,7 @@ func (e *Engine) Interrupt(ctx context.Context, clientID string, id protocol.Con
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, id)
 	if _, err := e.store.Context(nil, id); err != nil {
 		return err
 	}
@@ -543,7 +559,7 @@ func (e *Engine) Interrupt(ctx context.Context, clientID string, id protocol.Con
 
 // AttachVisualization answers executionContext/attachVisualization.
 func (e *Engine) AttachVisualization(ctx context.Context, clientID string, p protocol.AttachVisualizationParams) error {
-	return e.visualize(p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
+	return e.visualize(clientID, p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
 		Context: jobs.ContextID(p.VisualizationConfig.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
 }
 
@@ -553,6 +569,7 @@ func (e *Engine) ModifyVisualization(ctx context.Context, clientID string, p pro
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, p.VisualizationConfig.ExecutionContextID)
 	v, err := e.store.Visualization(nil, p.VisualizationID)
 	if err != nil {
 		return err
@@ -576,6 +593,7 @@ func (e *Engine) DetachVisualization(ctx context.Context, clientID string, p pro
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, p.ExecutionContextID)
 	return e.store.DetachVisualization(p.ExecutionContextID, p.VisualizationID, p.ExpressionID)
 }
 
@@ -583,14 +601,15 @@ func (e *Engine) DetachVisualization(ctx context.Context, clientID string, p pro
 // visualization evaluated in the frame's scope right after the expression.
 func (e *Engine) ExecuteExpression(ctx context.Context, clientID string, p protocol.ExecuteExpressionParams) error {
 	cfg := protocol.VisualizationConfiguration{ExecutionContextID: p.ExecutionContextID, Expression: p.Expression}
-	return e.visualize(p.VisualizationID, p.ExpressionID, cfg, true, jobs.ExecuteExpression{
+	return e.visualize(clientID, p.VisualizationID, p.ExpressionID, cfg, true, jobs.ExecuteExpression{
 		Context: jobs.ContextID(p.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
 }
 
-func (e *Engine) visualize(id protocol.VisualizationID, expr protocol.ExpressionID, cfg protocol.VisualizationConfiguration, oneShot bool, call jobs.Call) error {
+func (e *Engine) visualize(clientID string, id protocol.VisualizationID, expr protocol.ExpressionID, cfg protocol.VisualizationConfiguration, oneShot bool, call jobs.Call) error {
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	e.subscribe(clientID, cfg.ExecutionContextID)
 	ctxID := cfg.ExecutionContextID
 	top, err := e.store.TopFrame(nil, ctxID)
 	if err != nil {
@@ -635,7 +654,42 @@ func (e *Engine) checkExpression(ctxID protocol.ContextID, top *contexts.Frame, 
 	if want != "" && fn.String() != want {
 		return fmt.Errorf("%w: %s is not in %s, the top frame of context %s", ErrExpressionNotFound, expr, want, ctxID)
 	}
+	if !e.expressionKnown(ctxID, []*contexts.Frame{top}, expr) {
+		return fmt.Errorf("%w: %s is not a statement of the top frame of context %s", ErrExpressionNotFound, expr, ctxID)
+	}
 	return nil
+}
+
+// expressionKnown reports whether expr may be an expression of one of
+// frames (PROTOCOL.md 7.6: unknown ids get 2008). The store knows a
+// frame's expressions once a run has reported them (every run starts by
+// reporting all of them Pending); while the context has a run queued or
+// running, or a frame has not run yet, an id the store lacks may be a
+// statement an edit just added, so it is accepted (a false 2008 would
+// refuse a valid call; the run ignores an id that does not exist).
+func (e *Engine) expressionKnown(ctxID protocol.ContextID, frames []*contexts.Frame, expr protocol.ExpressionID) bool {
+	for _, f := range frames {
+		if _, err := e.store.ExpressionUpdate(nil, ctxID, f.Depth, expr); err == nil {
+			return true
+		}
+	}
+	// A queued run, or a running one that has not finished (its job may
+	// outlive its executionComplete by a moment), may report new ids.
+	queued, running := e.queue.Work(jobs.ContextID(ctxID))
+	if queued {
+		return true
+	}
+	if running {
+		if c, err := e.store.Context(nil, ctxID); err != nil || c.Status == contexts.StatusRunning {
+			return true
+		}
+	}
+	for _, f := range frames {
+		if us, err := e.store.FrameUpdates(nil, ctxID, f.Depth, 0); err != nil || len(us) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkVisualizationExpression refuses a `module:qualname` pointer to a
@@ -654,4 +708,25 @@ func (e *Engine) checkVisualizationExpression(expr string) error {
 		}
 	}
 	return nil
+}
+
+// subscribe makes a connected client that calls a method on a context it
+// did not create one of the context's owners, so it receives the
+// context's notifications from then on (PROTOCOL.md 7.6: how an editor and
+// the web page share a context). Unknown contexts are left to the method's
+// own error.
+func (e *Engine) subscribe(clientID string, id protocol.ContextID) {
+	if clientID == "" || id == "" {
+		return
+	}
+	c, err := e.store.Context(nil, id)
+	if err != nil || c.HasOwner(clientID) {
+		return
+	}
+	e.clientsMu.Lock()
+	_, connected := e.clients[clientID]
+	e.clientsMu.Unlock()
+	if connected {
+		_ = e.store.AddOwner(id, clientID)
+	}
 }

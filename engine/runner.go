@@ -281,6 +281,7 @@ func (e *Engine) finish(id protocol.ContextID, st *stream, result *protocol.Exec
 		st.flush()
 		return // destroyed meanwhile
 	}
+	st.endRun()
 	if result == nil {
 		st.send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: id})
 		return
@@ -451,20 +452,20 @@ func (s *runSink) Progress(raw json.RawMessage) {
 			VisualizationContext: protocol.VisualizationContext{VisualizationID: ev.VisualizationID, ContextID: s.id, ExpressionID: ev.ExpressionID},
 			Data:                 slices.Clone(ev.Data),
 		})
-		s.visualized(ev.VisualizationID, ev.ExpressionID)
+		s.visualized(ev.VisualizationID, ev.ExpressionID, true)
 	case "visualizationFailed":
 		s.stream.send(protocol.NotifyVisualizationEvaluationFailed, protocol.VisualizationEvaluationFailedParams{
 			ContextID: s.id, VisualizationID: ev.VisualizationID, ExpressionID: ev.ExpressionID,
 			Message: ev.Message, Diagnostic: ev.Diagnostic,
 		})
-		s.visualized(ev.VisualizationID, ev.ExpressionID)
+		s.visualized(ev.VisualizationID, ev.ExpressionID, false)
 	}
 }
 
 // visualized records that a visualization got its data: the initial-data
 // flag is cleared (unless it was modified since the run started) and a
 // one-shot (executeExpression) detaches itself.
-func (s *runSink) visualized(id protocol.VisualizationID, expr protocol.ExpressionID) {
+func (s *runSink) visualized(id protocol.VisualizationID, expr protocol.ExpressionID, ok bool) {
 	v, err := s.e.store.Visualization(nil, id)
 	if err != nil {
 		return
@@ -473,9 +474,20 @@ func (s *runSink) visualized(id protocol.VisualizationID, expr protocol.Expressi
 		_ = s.e.store.DetachVisualization(s.id, id, expr)
 		return
 	}
-	if seen, ok := s.seen[id]; ok {
-		_ = s.e.store.InitialDataSent(id, seen)
+	seen, known := s.seen[id]
+	if !known {
+		return
 	}
+	// A modify whose new expression fails leaves the old one in force;
+	// one that works drops the fallback.
+	if !ok {
+		if reverted, _ := s.e.store.RevertVisualization(id, seen); reverted {
+			return
+		}
+	} else {
+		_ = s.e.store.ConfirmVisualization(id, seen)
+	}
+	_ = s.e.store.InitialDataSent(id, seen)
 }
 
 func toKernelFrame(item protocol.StackItem) kernelFrame {

@@ -426,19 +426,16 @@ func TestDeferredEditRunsOnRecompute(t *testing.T) {
 	expect(t, "y", run.updates.Values()["main:main/y"], "300")
 }
 
-// A visualization of a label the function does not have is answered with
-// visualizationEvaluationFailed naming it.
+// A visualization of a label the function does not have is refused with
+// 2008 naming it (PROTOCOL.md 7.6) once the frame's expressions are known.
 func TestVisualizationOfUnknownExpression(t *testing.T) {
 	t.Parallel()
 	h, id, _ := scenario(t)
-	m := h.client.mark()
-	must(t, h.e.AttachVisualization(h.ctx, clientID, protocol.AttachVisualizationParams{
+	err := h.e.AttachVisualization(h.ctx, clientID, protocol.AttachVisualizationParams{
 		VisualizationID: protocol.VisualizationID(protocol.NewContextID()), ExpressionID: "main:main/nope",
-		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v"}}))
-	run := h.client.waitRun(t, m, id)
-	_, failed := visualizations(run.notes)
-	if len(failed) != 1 || !strings.Contains(failed[0], "main:main/nope") {
-		t.Errorf("visualizationEvaluationFailed = %v, want one naming main:main/nope", failed)
+		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v"}})
+	if pe := engine.ProtocolError(err); pe == nil || pe.Code != protocol.CodeExpressionNotFound || !strings.Contains(pe.Message, "main:main/nope") {
+		t.Errorf("attach of main:main/nope: %v, want 2008 naming it", err)
 	}
 }
 

@@ -27,6 +27,10 @@ type stream struct {
 	timer   *time.Timer                   // guarded by mu: the scheduled flush, nil when none
 	carry   [3][]byte                     // guarded by mu: incomplete UTF-8 tail per output stream
 	closed  bool                          // guarded by mu
+	// diagnosed: the run in progress sent diagnostics; diagnosedLast: the
+	// last run that ended did (guarded by mu). A run that ends clean after
+	// one that did not clears the client's problems (PROTOCOL.md 7.6).
+	diagnosed, diagnosedLast bool
 }
 
 // stream returns the context's stream, creating it on first use.
@@ -98,9 +102,25 @@ func (s *stream) send(method string, params any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushLocked()
+	if p, ok := params.(protocol.ExecutionStatusParams); ok && len(p.Diagnostics) > 0 {
+		s.diagnosed = true
+	}
 	if !s.closed {
 		s.e.notifyContext(s.id, method, params)
 	}
+}
+
+// endRun sends, before the end of a run, the empty executionStatus that
+// clears the previous run's diagnostics when this run had none
+// (PROTOCOL.md 7.6), then notes what this run had.
+func (s *stream) endRun() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.diagnosed && s.diagnosedLast && !s.closed {
+		s.flushLocked()
+		s.e.notifyContext(s.id, protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: s.id, Diagnostics: []protocol.Diagnostic{}})
+	}
+	s.diagnosedLast, s.diagnosed = s.diagnosed, false
 }
 
 // output sends bytes a run wrote to stdout or stderr as text. A UTF-8

@@ -74,6 +74,13 @@ func (q *Queue) Status() Status {
 	return st
 }
 
+// Work reports whether context id has an Execute queued, and one running.
+func (q *Queue) Work(id jobs.ContextID) (queued, running bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.queuedByCtx[id] != nil, q.runningByCtx[id] != nil
+}
+
 // Jobs returns the records of the live jobs: the running ones first (the
 // EnsureCompiled, then Executes by id), then the queued ones in the order
 // the scheduler prefers them (the EnsureCompiled, then Executes by priority
