@@ -170,8 +170,8 @@ func TestCLIUsageErrors(t *testing.T) {
 			t.Errorf("ripple %q: exit %d, stderr %q; want exit 2 naming %q (stdout %q)", c.args, code, errOut, c.want, out)
 		}
 	}
-	if code, _, errOut := ripple(t, "run", "-h"); code != 0 || !strings.Contains(errOut, "-fail-fast") {
-		t.Errorf("run -h: exit %d, %q", code, errOut)
+	if code, out, _ := ripple(t, "run", "-h"); code != 0 || !strings.Contains(out, "-fail-fast") || !strings.Contains(out, "-- PYTEST_ARGS") {
+		t.Errorf("run -h: exit %d, %q", code, out)
 	}
 }
 
