@@ -315,8 +315,52 @@ func (c *conn) isClosing() bool {
 	}
 }
 
+// closeReserve is the room kept free in the socket's send queue for the
+// close frame (at most 2 + 4 + 125 bytes; the rest is slack for Linux's
+// accounting), so a client that stops reading still gets its close code
+// when it reads again (1013 for a slow client).
+const closeReserve = 16 << 10
+
+// roomPoll is how often a writer held back by a full send queue looks
+// again.
+const roomPoll = 5 * time.Millisecond
+
+// waitRoom holds a write of n bytes back while the socket's send queue
+// cannot take it and still keep closeReserve free: a writer blocked in a
+// write could not send the close frame when the connection is cut. A
+// message larger than the queue goes out once the queue is empty (the
+// client is reading then). It returns false when the connection closes
+// meanwhile. Where the queue cannot be read (not Linux), it does not wait.
+func (c *conn) waitRoom(n int) bool {
+	nc := c.ws.UnderlyingConn()
+	var t *time.Timer
+	for {
+		queued, room, ok := sendQueue(nc)
+		if !ok || queued == 0 || queued+n+closeReserve <= room {
+			return true
+		}
+		if t == nil {
+			t = time.NewTimer(roomPoll)
+			defer t.Stop()
+		} else {
+			t.Reset(roomPoll)
+		}
+		select {
+		case <-c.closing:
+			return false
+		case <-t.C:
+		}
+	}
+}
+
 // write sends one message; false when the connection failed.
 func (c *conn) write(m outMessage) bool {
+	if !c.waitRoom(len(m.data)) && !c.closeFlush {
+		// Cut while held back; a shutdown (closeFlush) still sends it.
+		c.out.sent(m)
+		m.release()
+		return false
+	}
 	_ = c.ws.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	err := c.ws.WriteMessage(websocket.TextMessage, m.data)
 	c.out.sent(m)
@@ -338,15 +382,28 @@ func (c *conn) write(m outMessage) bool {
 // blocked in a write to a client that reads nothing checks nothing, and a
 // client that starts reading again after the timeout must still be closed
 // rather than slip back under the bound.
+//
+// It wakes at the exact moment a client over the bound runs out of time
+// (the issue was a cut up to a quarter of the timeout late): while the
+// client is not over, it looks every quarter of the timeout, and an over
+// state that began since is then still under the timeout.
 func (c *conn) slowWatch() {
-	t := time.NewTicker(max(c.srv.cfg.SlowClientTimeout/4, 10*time.Millisecond))
+	timeout := c.srv.cfg.SlowClientTimeout
+	t := time.NewTimer(max(timeout/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-c.closing:
 			return
 		case <-t.C:
-			c.tooSlow()
+			if c.tooSlow() {
+				return
+			}
+			next := max(timeout/4, 10*time.Millisecond)
+			if over := c.out.overFor(time.Now()); over > 0 {
+				next = max(timeout-over, time.Millisecond)
+			}
+			t.Reset(next)
 		}
 	}
 }

@@ -305,3 +305,51 @@ func TestUnreadRepliesPushBack(t *testing.T) {
 		}
 	}
 }
+
+// A client that reads nothing at all, for longer than the write timeout,
+// still finds the 1013 close after what was sent when it reads again: the
+// server keeps room for the close frame in the socket's send queue instead
+// of blocking in a write it would have to abandon (issue 13).
+func TestClientThatNeverReadsSees1013(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 10
+	timeout := 300 * time.Millisecond
+	// The default write timeout (twice the slow-client timeout): a writer
+	// blocked in a write would give up before the client reads.
+	b := setup(t, Config{OutboundLimit: limit, SlowClientTimeout: timeout}, nil)
+	ws := b.dialStalled(t, "slow")
+	slow := b.eng.Client("slow")
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		chunk := strings.Repeat("o", 8<<10)
+		ctxID := protocol.NewContextID()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				slow.Notify(protocol.NotifyOutput, protocol.OutputParams{ContextID: ctxID, Stream: protocol.Stderr, Text: chunk})
+			}
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
+	// The server is done with the connection (the engine saw the client
+	// go) before the client reads a byte.
+	if ev := nextEvent(t, b.eng); !ev.Connected || ev.ClientID != "slow" {
+		t.Fatalf("event %+v", ev)
+	}
+	if ev := nextEvent(t, b.eng); ev.Connected || ev.ClientID != "slow" {
+		t.Fatalf("event %+v, want the slow client's disconnect", ev)
+	}
+	for {
+		_ = ws.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, _, err := ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater {
+				t.Fatalf("connection ended with %v, want close 1013", err)
+			}
+			break
+		}
+	}
+}
