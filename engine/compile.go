@@ -21,11 +21,12 @@ import (
 // so that an EnsureCompiled sends only what changed and a kernel that
 // replaces a dead one gets everything it needs.
 //
-// Writers: the EnsureCompiled runner (never concurrent with itself, the
-// queue's rule 1), onKernelReady (a slot's owner goroutine, before the
-// kernel serves requests) and, in batch mode, each slot's Execute runner
-// for its own slot (loadEntryModule: never beside an EnsureCompiled, rule
-// 1). mu guards every field.
+// Writers: the EnsureCompiled runners (one per slot at a time, the
+// queue's rule 1 per kernel; runners of different slots at once),
+// onKernelReady (a slot's owner goroutine, before the kernel serves
+// requests) and, in batch mode, each slot's Execute runner for its own
+// slot (loadEntryModule: never beside an EnsureCompiled of its slot). mu
+// guards every field; the per-slot maps are written for their own slot.
 type sourceTable struct {
 	mu sync.Mutex
 	// kernelID[slot] is the kernel the slot's map describes; a map of
@@ -655,10 +656,11 @@ func (e *Engine) loadEntryModule(ctx context.Context, slot int, stack []*context
 	}
 }
 
-// ensureCompiled is the EnsureCompiled job: bring every kernel up to date
-// with mods (plus deferred edits), all kernels in parallel. A kernel that
-// dies meanwhile is not an error here: its replacement gets every known
-// module in onKernelReady.
+// ensureCompiled is the EnsureCompiled job: bring the kernels of its slots
+// (every kernel when it names none) up to date with its modules plus each
+// slot's dirty ones, importing what the slot's contexts run, slots in
+// parallel. A kernel that dies meanwhile is not an error here: its
+// replacement gets every known module in onKernelReady.
 //
 // Modules whose last compile failed are tried again with every
 // EnsureCompiled that has work: what broke them may be what changed. The

@@ -30,12 +30,35 @@
 //   - The contexts.Store owns context state (stacks, visualizations, latest
 //     updates, owners); it is safe for concurrent use and is the only copy.
 //   - The workspace owns files and buffers.
-//   - The queue owns jobs; the runner (runner.go) is called by it, never
-//     concurrently for an EnsureCompiled and anything else, and for at most
-//     one Execute per kernel slot.
-//   - sourceTable (compile.go) owns what each kernel was given; its mutex
-//     guards it. OnReady (a slot owner goroutine of the pool) and the
-//     EnsureCompiled runner are its writers.
+//   - The queue owns jobs; the runner (runner.go) is called by it, on each
+//     kernel slot for one job at a time: an EnsureCompiled of the slot or
+//     one Execute (an EnsureCompiled of every kernel, Compile's, runs
+//     alone).
+//   - sourceTable (compile.go) owns what each kernel was given, which
+//     modules are out of service (faulty) and the import graph the
+//     kernels reported; its mutex guards it. OnReady (a slot owner
+//     goroutine of the pool) and the EnsureCompiled runners (one per slot
+//     at a time, possibly several slots at once) are its writers, each for
+//     its own slot's maps.
+//
+// # Compiles (PROTOCOL.md 5.1)
+//
+// A compile imports only what a context on the kernel runs (its bottom
+// module, and what that imports): other modules are sent as text and
+// imported when first needed. Each module's top level is bounded by
+// Config.CompileTimeout: the kernel's own SIGALRM timer cuts it (the
+// module is then broken with a message saying so); if the kernel sends
+// nothing for a second longer, the compile is interrupted and the kernel
+// restarted if that does not take. A module whose load hung that way or
+// killed the kernel is out of service (sourceTable.faulty) until its text
+// changes: no kernel imports it, its importers fail with its diagnostic,
+// so a replacement kernel does not die the same way (no restart loop).
+//
+// An edit reaches only the contexts whose bottom module imports a changed
+// module, directly or transitively, by the static import graph the
+// kernels report with every compile (a context whose graph is unknown or
+// passes through a broken module counts as reached): those are aborted,
+// compiled on their kernels and run again; the others keep running.
 //   - clientsMu guards the connected clients and their grace timers.
 //   - runsMu guards which context's Execute is in flight on each slot.
 //   - dropQueue (drops.go) owns the destroyed contexts each kernel has not

@@ -2,8 +2,9 @@
 // into jobs (../shared/DESIGN.md, "Jobs and scheduling").
 //
 // There are two kinds of job. EnsureCompiled brings modules up to date in
-// every kernel and runs alone; Execute runs one execution context's stack
-// and runs in parallel with other Executes, one per kernel slot. Package
+// the kernels of its slots and runs exclusively on each (one of every
+// kernel runs alone); Execute runs one execution context's stack and runs
+// in parallel with other Executes, one per kernel slot. Package
 // queue schedules them; this package holds what they are: the requests
 // (EnsureCompiled, Execute) and how queued ones collapse, the job states and
 // how a job's final state follows from its runner's result and its

@@ -543,3 +543,38 @@ func TestPoolSlotGivesUpAfterMaxStartFailures(t *testing.T) {
 		t.Errorf("slot 0: %v", err)
 	}
 }
+
+// A Restart whose new kernel fails to start is answered with that failure
+// (the caller turns it into 5001) instead of waiting through the backoffs;
+// the slot goes on trying and comes back.
+func TestPoolRestartAnsweredWhenTheStartFails(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	failing := false
+	f := startPool(t, func(c *PoolConfig) {
+		c.Size = 1
+		c.NoSpare = true
+		c.BackoffMin = 10 * time.Millisecond
+		ready := c.OnReady
+		c.OnReady = func(ctx context.Context, slot int, k *Kernel) error {
+			mu.Lock()
+			fail := failing
+			failing = false // the next start works
+			mu.Unlock()
+			if fail {
+				return errors.New("install failed")
+			}
+			return ready(ctx, slot, k)
+		}
+	})
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	err := f.p.Restart(testCtx(t), 0, "test")
+	if err == nil || !strings.Contains(err.Error(), "install failed") {
+		t.Fatalf("Restart = %v, want the failed start's error", err)
+	}
+	if err := f.p.Eval(testCtx(t), 0, "x = 1", nil); err != nil {
+		t.Fatalf("the slot did not come back: %v", err)
+	}
+}

@@ -1,7 +1,10 @@
 // Package queue is ripple's job scheduler: the prioritised, collapsing queue
 // that runs EnsureCompiled and Execute jobs (package jobs) under the
 // scheduling rules of ../shared/DESIGN.md ("Jobs and scheduling"), written
-// down next to their implementation in schedule.go.
+// down next to their implementation in schedule.go. EnsureCompiled is
+// exclusive per kernel slot: a request naming slots becomes one job per
+// slot, which holds back only that slot's Executes; one naming no slot is
+// a barrier over every kernel.
 //
 // The engine implements Runner on its kernel pool and starts a queue:
 //
