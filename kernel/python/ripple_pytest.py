@@ -313,7 +313,7 @@ def _outcome(i, reports):
             if rep.when != "teardown" and status != "error":
                 status = "xfailed" if xfail else "skipped"
                 message = rep.wasxfail if xfail else _skip_reason(rep)
-        elif rep.when == "call" and status == "":
+        elif rep.when == "call" and status in ("", "passed"):
             status = "xpassed" if xfail else "passed"
             if xfail:
                 message = rep.wasxfail

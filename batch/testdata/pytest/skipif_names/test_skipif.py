@@ -24,3 +24,13 @@ def test_known_bug():
 @pytest.mark.skipif(sys.version_info < (3, 0), reason="py2")
 def test_py3():
     pass
+
+
+@pytest.mark.xfail(reason="was flaky")
+def test_xpass():
+    assert VERSION
+
+
+@pytest.mark.xfail(VERSION > (1, 0), reason="strict and passes", strict=True)
+def test_xpass_strict():
+    pass
