@@ -16,7 +16,7 @@ PY=${PYTHON:-/usr/bin/python3}
 RUNS=${RUNS:-1}
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' 2>/dev/null || true)
 [ -d /usr/lib/python3/dist-packages ] && SITE=/usr/lib/python3/dist-packages
-DEFAULT_SUITES="numpy/lib/tests/test_function_base.py,numpy/lib/tests/test_arraypad.py scipy/special/tests/test_basic.py,scipy/special/tests/test_data.py pandas/tests/series/methods sympy/core/tests/test_basic.py,sympy/core/tests/test_arit.py,sympy/core/tests/test_numbers.py,sympy/core/tests/test_relational.py"
+DEFAULT_SUITES="numpy/lib/tests/test_function_base.py,numpy/lib/tests/test_arraypad.py scipy/special/tests/test_basic.py,scipy/special/tests/test_data.py pandas/tests/series/methods sympy/sets/tests,sympy/logic/tests,sympy/core/tests/test_subs.py,sympy/core/tests/test_relational.py,sympy/core/tests/test_assumptions.py"
 SUITES=${*:-$DEFAULT_SUITES}
 
 # What the suites need, from apt, when missing.
