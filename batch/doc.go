@@ -51,6 +51,14 @@
 // (config.workerinput, PYTEST_XDIST_WORKER): junitxml and the last-failed
 // cache leave the reports to ripple.
 //
+// Watch (ripple run --tests --watch) keeps the kernels between runs: after
+// the first, each burst of saved changes re-runs the test modules that
+// import a changed file, directly or through other project modules (the
+// first kernel reports each test module's project imports, read with ast,
+// conftest.py files of its directories included), or every test when a
+// configuration file changed; each run is a new pytest session, after the
+// kernels forgot the project's modules (installed packages stay imported).
+//
 // Without pytest in the interpreter, the same kernels run unittest's own
 // loader (discover from the project root, pattern test*.py) and a class's
 // tests as one unittest suite; a project whose test files are written

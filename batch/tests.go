@@ -51,8 +51,9 @@ type collectAnswer struct {
 	Count       int         `json:"count"`
 	// Items and CollectReports come as progress frames (a result is
 	// capped at 64 KiB).
-	Items          []testItem `json:"-"`
-	CollectReports []testItem `json:"-"`
+	Items          []testItem          `json:"-"`
+	CollectReports []testItem          `json:"-"`
+	Deps           map[string][]string `json:"-"` // test module -> the project files it imports
 	Continue       bool       `json:"continueOnCollectionErrors"`
 	CollectOnly    bool       `json:"collectOnly"`
 	Stopped        string     `json:"stopped"`
@@ -101,6 +102,7 @@ type testRun struct {
 	queue   [][]int // groups not started, in collection order
 	stopped bool
 	cancel  context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
+	flags   runFlags
 }
 
 type indexedResult struct {
@@ -148,7 +150,25 @@ func (t *testRun) isStopped() bool {
 // collections must agree (as pytest-xdist's workers' must), then the
 // scope groups go to the kernels as they free up.
 func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
-	started := time.Now()
+	p, err := newTestPool(ctx, opts, workers)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop(ctx)
+	rep, _, err := p.run(ctx, opts, opts.PytestArgs, runFlags{})
+	return rep, err
+}
+
+// testPool is the kernels of test runs: one run (runTests), or every run
+// of a watch (Watch), which keeps them warm in between. Run's goroutine
+// (or Watch's) owns it.
+type testPool struct {
+	python  kernel.Interpreter
+	root    string
+	workers []*testWorker
+}
+
+func newTestPool(ctx context.Context, opts Options, workers int) (*testPool, error) {
 	root, err := filepath.Abs(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
@@ -157,48 +177,73 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
+	p := &testPool{python: py, root: root, workers: make([]*testWorker, workers)}
+	for i := range p.workers {
+		p.workers[i] = &testWorker{id: i}
+	}
+	return p, nil
+}
+
+// stop stops every kernel.
+func (p *testPool) stop(ctx context.Context) {
+	for _, w := range p.workers {
+		w.stopKernel(ctx)
+	}
+}
+
+// runFlags say what a run of a pool does beyond running the tests.
+type runFlags struct {
+	// purge: the kernels forget the project's modules first (a watch's
+	// later runs: the code changed).
+	purge bool
+	// deps: the first kernel reports each test module's project imports.
+	deps bool
+	// keep: the kernels stay up after the run.
+	keep bool
+}
+
+// run collects with args in every kernel (starting those that are not
+// up), then runs the tests; see runTests.
+func (p *testPool) run(ctx context.Context, opts Options, args []string, flags runFlags) (*Report, map[string][]string, error) {
+	started := time.Now()
+	py, root, workers := p.python, p.root, len(p.workers)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	args := opts.PytestArgs
 	if opts.FailFast {
 		// Each kernel's pytest stops at its first failure, as -x does;
 		// the run stops the other kernels.
 		args = append(slices.Clone(args), "--maxfail=1")
 	}
-	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel}
+	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel, flags: flags}
 
-	ws := make([]*testWorker, workers)
+	ws := p.workers
 	answers := make([]*collectAnswer, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
-	for i := range ws {
-		ws[i] = &testWorker{t: t, id: i}
+	for i, w := range ws {
+		w.t = t
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i], errs[i] = ws[i].start(runCtx)
+			answers[i], errs[i] = w.begin(runCtx)
 		}()
 	}
 	wg.Wait()
-	stopAll := func() {
-		for _, w := range ws {
-			w.stopKernel(ctx)
-		}
-	}
+	stopAll := func() { p.stop(ctx) }
 	opts.Logger.Debug("kernels collected", "after", time.Since(started))
 	if err := errors.Join(errs...); err != nil {
 		stopAll()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+			return nil, nil, fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	first := answers[0]
 	if first.NoPytest != "" {
 		if len(first.NeedsPytest) > 0 {
 			stopAll()
 			f := first.NeedsPytest[0]
-			return nil, fmt.Errorf("%w: %s (%s) cannot import pytest, and %s is written for pytest (%s; %d such %s): install pytest into that interpreter (%s -m pip install pytest, or on Debian apt install python3-pytest)",
+			return nil, nil, fmt.Errorf("%w: %s (%s) cannot import pytest, and %s is written for pytest (%s; %d such %s): install pytest into that interpreter (%s -m pip install pytest, or on Debian apt install python3-pytest)",
 				ErrNoPytest, first.Python, py.Version, f[0], f[1], len(first.NeedsPytest), plural(len(first.NeedsPytest), "file", "files"), py.Path)
 		}
 		// unittest's own loader, on the same kernels.
@@ -208,22 +253,22 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 		}
 		if err := errors.Join(errs...); err != nil {
 			stopAll()
-			return nil, err
+			return nil, nil, err
 		}
 		first = answers[0]
 	}
 	if first.Usage != "" {
 		stopAll()
-		return nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
+		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
 	}
 	if first.Interrupted != "" {
 		stopAll()
-		return nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
+		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
 	}
 	for i, a := range answers[1:] {
 		if d := differ(first.Items, a.Items); d != "" {
 			stopAll()
-			return nil, fmt.Errorf("%w: kernels gw0 and gw%d collected different tests (%d and %d): %s", ErrProject, i+1, len(first.Items), len(a.Items), d)
+			return nil, nil, fmt.Errorf("%w: kernels gw0 and gw%d collected different tests (%d and %d): %s", ErrProject, i+1, len(first.Items), len(a.Items), d)
 		}
 	}
 
@@ -304,7 +349,7 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 	if !runItems {
 		stopAll()
 		report.Duration = time.Since(started)
-		return report, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
+		return report, first.Deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
@@ -313,7 +358,9 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 		go func() {
 			defer wwg.Done()
 			w.loop(runCtx)
-			w.stopKernel(ctx)
+			if !flags.keep {
+				w.stopKernel(ctx)
+			}
 		}()
 	}
 	go func() {
@@ -383,7 +430,7 @@ loop:
 	if runErr == nil && len(first.Items) == 0 && len(pre) == 0 {
 		runErr = ErrNoTests
 	}
-	return report, runErr
+	return report, first.Deps, runErr
 }
 
 var errFailFast = errors.New("--fail-fast")
@@ -457,6 +504,14 @@ type testWorker struct {
 	cancel   context.CancelCauseFunc
 }
 
+// begin collects, starting the kernel if it is not up.
+func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
+	if w.k != nil {
+		return w.collect(ctx)
+	}
+	return w.start(ctx)
+}
+
 // start starts the kernel and collects.
 func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
@@ -470,17 +525,21 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 }
 
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
-	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers}
+	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
+		"purge": w.t.flags.purge, "deps": w.t.flags.deps && w.id == 0}
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "collect"}
 	}
 	var items, reports []testItem
+	deps := map[string][]string{}
 	var bad error
 	sink := kernel.SinkFuncs{ProgressFunc: func(raw json.RawMessage) {
 		var ev struct {
 			Event  string     `json:"event"`
 			Items  []testItem `json:"items"`
 			Report testItem   `json:"report"`
+			Path   string     `json:"path"`
+			Deps   []string   `json:"deps"`
 		}
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			bad = err
@@ -490,6 +549,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			items = append(items, ev.Items...)
 		case "collectReport":
 			reports = append(reports, ev.Report)
+		case "deps":
+			deps[ev.Path] = ev.Deps
 		}
 	}}
 	raw, err := w.k.Call(ctx, "pytest", params, sink)
@@ -500,7 +561,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	if err := cmp.Or(json.Unmarshal(raw, &a), bad); err != nil {
 		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
 	}
-	a.Items, a.CollectReports = items, reports
+	a.Items, a.CollectReports, a.Deps = items, reports, deps
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel gw%d: collect: %d items announced, %d received", ErrProject, w.id, a.Count, len(a.Items))
 	}

@@ -87,6 +87,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	)
 	fs.Var(&entries, "entry", "an entry to run, module:function or module:Class.method (repeatable)")
 	tests := fs.Bool("tests", false, "run the project's tests with pytest in the kernels")
+	watch := fs.Bool("watch", false, "with --tests: keep the kernels warm and, on each save, re-run the tests of the modules that import what changed")
 	keyword := fs.String("k", "", "with --tests: pytest's -k `EXPR` (select tests by name)")
 	markExpr := fs.String("m", "", "with --tests: pytest's -m `MARKEXPR` (select tests by mark)")
 	kernels := fs.Int("kernels", 0, "number of kernels, entries running at once (default: the number of CPUs)")
@@ -135,6 +136,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !*tests && len(positional) > 0 {
 		return fail(fmt.Errorf("want at most one project directory, got %q (test selection needs --tests)", append([]string{dir}, positional...)))
 	}
+	if *watch && !*tests {
+		return fail(fmt.Errorf("--watch re-runs tests: it needs --tests"))
+	}
 	if !*tests && (*keyword != "" || *markExpr != "" || len(passThrough) > 0) {
 		return fail(fmt.Errorf("-k, -m and -- PYTEST_ARGS select tests: they need --tests"))
 	}
@@ -181,6 +185,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		bar = batch.Interactive(f)
 	}
 	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: *showValues})
+	if *watch {
+		return watchTests(ctx, opts, stdout, stderr, bar, *showValues)
+	}
 	opts.Observer = console
 	rep, err := batch.Run(ctx, opts)
 	interrupted := 130 // Ctrl-C; pytest's status for it with --tests
@@ -223,6 +230,40 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 	return code
+}
+
+// watchTests is ripple run --tests --watch: a console per run, until
+// Ctrl-C.
+func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Writer, bar, showValues bool) int {
+	var console *batch.Console
+	var started time.Time
+	hooks := batch.WatchHooks{
+		Observer: func() batch.Observer {
+			console = batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: showValues})
+			started = time.Now()
+			return console
+		},
+		Ran: func(rep *batch.Report, err error, changed []string) {
+			if len(changed) > 0 {
+				fmt.Fprintf(stdout, "ripple run: %s changed: re-ran in %s\n", strings.Join(changed, ", "), time.Since(started).Round(time.Millisecond))
+			}
+			if rep != nil {
+				console.Finish(rep)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "ripple run: %v\n", err)
+			}
+			fmt.Fprintln(stdout, "ripple run: watching for changes (Ctrl-C to stop)")
+		},
+		Skipped: func(changed []string) {
+			fmt.Fprintf(stdout, "ripple run: %s changed: no test imports it\n", strings.Join(changed, ", "))
+		},
+	}
+	if err := batch.Watch(ctx, opts, hooks); err != nil {
+		fmt.Fprintf(stderr, "ripple run: %v\n", err)
+		return 2
+	}
+	return 0
 }
 
 func reportCommand(args []string, stdout, stderr io.Writer) int {

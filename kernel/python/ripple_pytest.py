@@ -71,7 +71,10 @@ class _Discard(io.TextIOBase):
 def _collect(api, params):
     global _SESSION
     if _SESSION is not None:
-        _SESSION.finish(api)
+        # A session left open (its run was stopped): tear it down without
+        # running its held-back test.
+        _SESSION.pending = None
+        _SESSION.close()
         _SESSION = None
     try:
         import pytest  # noqa: F401
@@ -81,6 +84,8 @@ def _collect(api, params):
         return {"noPytest": "%s: %s" % (type(e).__name__, e), "python": sys.executable,
                 "needsPytest": _pytest_style_files(os.getcwd())}
     args = [str(a) for a in params.get("args") or []]
+    if params.get("purge"):
+        _purge_project_modules(os.getcwd())
     with api.user_code():
         try:
             config = _prepareconfig(args, plugins=None)
@@ -146,6 +151,9 @@ def _collect(api, params):
         api.emit_progress({"event": "items", "items": chunk})
     for rep in state.collect_reports:
         api.emit_progress({"event": "collectReport", "report": rep})
+    if params.get("deps"):
+        for path, deps in _dependencies(state.session.items, str(config.rootpath)).items():
+            api.emit_progress({"event": "deps", "path": path, "deps": deps})
     return {
         "count": len(state.session.items),
         "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
@@ -154,6 +162,102 @@ def _collect(api, params):
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
     }
+
+
+def _project_file(mod, root):
+    """The project file of a module: under root and not in an installed
+    location (a virtualenv inside the project), else None."""
+    f = getattr(mod, "__file__", None)
+    if not f:
+        return None
+    f = os.path.abspath(f)
+    if not f.startswith(root + os.sep) or "site-packages" in f or "dist-packages" in f:
+        return None
+    return f
+
+
+def _purge_project_modules(root):
+    """ripple run --tests --watch: forget the project's modules (test
+    modules, conftest.py, the code under test) so that the next session
+    imports what is on disk now, with pytest's assertion rewriting; the
+    installed packages stay imported (the kernel stays warm)."""
+    root = os.path.abspath(root)
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("_ripple") or name == "__main__":
+            continue
+        if _project_file(mod, root) is not None:
+            del sys.modules[name]
+    import importlib
+
+    importlib.invalidate_caches()
+
+
+def _dependencies(items, rootdir):
+    """For each test module of the session (by path relative to the
+    project root), the project files it imports, directly or through other
+    project modules (import statements read with ast), conftest.py files
+    included: what --watch re-runs the module's tests for."""
+    import ast
+
+    root = os.getcwd()
+    files = {}  # module name -> project file
+    for name, mod in list(sys.modules.items()):
+        f = _project_file(mod, root)
+        if f is not None:
+            files[name] = f
+    edges = {}
+
+    def imports_of(name, path):
+        if path in edges:
+            return edges[path]
+        out = set()
+        edges[path] = out
+        try:
+            with open(path, "rb") as fh:
+                tree = ast.parse(fh.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            return out
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".") if package else []
+                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                    base = ".".join(p for p in parts + ([base] if base else []) if p)
+                targets = [base] + ["%s.%s" % (base, a.name) if base else a.name for a in node.names]
+            for t in targets:
+                while t:
+                    if t in files:
+                        out.add(files[t])
+                    t = t.rpartition(".")[0]
+        return out
+
+    names = {f: n for n, f in files.items()}
+    conftests = sorted(f for f in files.values() if os.path.basename(f) == "conftest.py")
+    result = {}
+    seen_modules = set()
+    for item in items:
+        mod = getattr(item, "module", None)
+        path = _project_file(mod, root) if mod is not None else None
+        if path is None or path in seen_modules:
+            continue
+        seen_modules.add(path)
+        todo, closure = [path], {path}
+        while todo:
+            p = todo.pop()
+            for d in imports_of(names.get(p, ""), p):
+                if d not in closure:
+                    closure.add(d)
+                    todo.append(d)
+        here = os.path.dirname(path)
+        closure.update(c for c in conftests if here == os.path.dirname(c) or here.startswith(os.path.dirname(c) + os.sep))
+        result[os.path.relpath(path, root).replace(os.sep, "/")] = sorted(
+            os.path.relpath(p, root).replace(os.sep, "/") for p in closure)
+    return result
 
 
 def _scope(nodeid):
