@@ -54,9 +54,9 @@ type collectAnswer struct {
 	Items          []testItem          `json:"-"`
 	CollectReports []testItem          `json:"-"`
 	Deps           map[string][]string `json:"-"` // test module -> the project files it imports
-	Continue       bool       `json:"continueOnCollectionErrors"`
-	CollectOnly    bool       `json:"collectOnly"`
-	Stopped        string     `json:"stopped"`
+	Continue       bool                `json:"continueOnCollectionErrors"`
+	CollectOnly    bool                `json:"collectOnly"`
+	Stopped        string              `json:"stopped"`
 }
 
 // testEvent is a progress frame of the kernel method "pytest".

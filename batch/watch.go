@@ -181,4 +181,3 @@ func optionArgs(args []string) []string {
 	}
 	return out
 }
-
