@@ -82,6 +82,9 @@ type Engine struct {
 
 	runsMu  sync.Mutex
 	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
+	// softStops are the runs an edit asked to stop at their next statement
+	// boundary (softstop.go), by context; guarded by runsMu.
+	softStops map[protocol.ContextID]*softStop
 
 	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
 
@@ -138,18 +141,19 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		ws:      ws,
-		store:   store,
-		python:  py,
-		sources: newSourceTable(cfg.Kernels),
-		clients: make(map[string]Client),
-		grace:   make(map[string]*time.Timer),
-		streams: make(map[protocol.ContextID]*stream),
-		running: make(map[int]protocol.ContextID),
-		drops:   newDropQueue(),
-		retired: make(map[int]bool),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		ws:        ws,
+		store:     store,
+		python:    py,
+		sources:   newSourceTable(cfg.Kernels),
+		clients:   make(map[string]Client),
+		grace:     make(map[string]*time.Timer),
+		streams:   make(map[protocol.ContextID]*stream),
+		running:   make(map[int]protocol.ContextID),
+		softStops: make(map[protocol.ContextID]*softStop),
+		drops:     newDropQueue(),
+		retired:   make(map[int]bool),
 	}
 	maxStartFailures := 0 // a server keeps trying
 	if cfg.Batch {
@@ -295,6 +299,12 @@ func (e *Engine) apply(call jobs.Call) error {
 	plan, err := call.Plan(cs)
 	if err != nil {
 		return err
+	}
+	if edit, ok := call.(jobs.Edit); ok {
+		// Runs the edit affects whose running statement it leaves alone
+		// stop at their next statement boundary instead of being
+		// interrupted (DESIGN.md "Edit a file").
+		plan.Aborts = e.softStopRuns(edit.Modules, plan.Aborts)
 	}
 	if edit, ok := call.(jobs.Edit); ok && !edit.Modules.IsEmpty() {
 		// Every kernel gets the changed modules with its next compile,

@@ -11,6 +11,7 @@ import (
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/queue"
 )
 
 // runner is the engine as the queue sees it (queue.Runner).
@@ -142,7 +143,9 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	e.running[slot] = id
 	e.runsMu.Unlock()
 	params.Drop = e.takeDrops(slot)
+	jobID, _ := queue.JobID(ctx)
 	defer func() {
+		e.endSoftStop(id, jobID)
 		e.runsMu.Lock()
 		if e.running[slot] == id {
 			delete(e.running, slot)
@@ -187,6 +190,22 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			e.crashes.Observe(string(id), nil)
 			if res.Status == "complete" {
 				e.finish(id, st, nil)
+				return nil
+			}
+			if res.Result != nil && res.Result.Kind == stoppedKind {
+				// Stopped at a statement boundary (softstop.go): the run
+				// the edit queued goes on from here; what this one was
+				// handed to recompute and did not reach is still to do.
+				st.flush()
+				if !invalidate.Empty() {
+					_ = e.store.Invalidate(id, invalidate)
+				}
+				_ = e.store.SetStatus(id, contexts.StatusQueued)
+				if !e.endSoftStop(id, jobID) {
+					// Not asked of this run (a stop meant for a run that
+					// had just ended on this kernel): run again.
+					e.rerun(id, jobs.ReasonEdit)
+				}
 				return nil
 			}
 			if res.Result == nil {

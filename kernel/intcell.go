@@ -8,9 +8,10 @@ import (
 	"unsafe"
 )
 
-// interruptCellSize is the size of the interrupt cell: one native-endian
-// unsigned 64-bit request id.
-const interruptCellSize = 8
+// interruptCellSize is the size of the interrupt cell: two native-endian
+// unsigned 64-bit request ids, the request the next SIGINT is for and the
+// request asked to stop at its next statement boundary.
+const interruptCellSize = 16
 
 // interruptCell is memory shared with one kernel process that names the
 // request an interrupt is for (kernel/PROTOCOL.md, "Interrupts"). The Go
@@ -52,6 +53,13 @@ func newInterruptCell() (*interruptCell, *os.File, error) {
 // visible to the kernel before the kill system call that follows it.
 func (c *interruptCell) announce(id uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&c.mem[0])), id)
+}
+
+// stopAt names id as the request that should stop at its next statement
+// boundary (kernel/PROTOCOL.md, "Stops at a statement boundary"); no
+// signal follows, the kernel looks at the cell between statements.
+func (c *interruptCell) stopAt(id uint64) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&c.mem[8])), id)
 }
 
 // unlinkedTempFile creates a temporary file and removes its name, so it

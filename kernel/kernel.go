@@ -714,6 +714,21 @@ func (k *Kernel) interrupt(id uint64) {
 	}
 }
 
+// StopAtBoundary asks the request in flight, if any, to end at its next
+// statement boundary: an engine execute then returns its "stopped" result
+// once the statement running now has finished and been cached
+// (kernel/PROTOCOL.md, "Stops at a statement boundary"). Other requests
+// ignore it. A request that has already ended is not affected (ids only
+// grow); one that started since is, so a caller must accept a "stopped"
+// result it did not ask for.
+func (k *Kernel) StopAtBoundary() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.exited && k.curID != 0 {
+		k.cell.stopAt(k.curID)
+	}
+}
+
 // dumpStacks asks the kernel (not its group) to write the stacks of its
 // threads to the startup log (faulthandler on SIGUSR1), so that the error
 // of a kernel about to be killed shows where it was stuck. It waits for

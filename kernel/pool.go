@@ -385,6 +385,22 @@ func (p *Pool) Restart(ctx context.Context, i int, reason string) error {
 	}
 }
 
+// StopAtBoundary asks the request in flight on slot i's kernel to end at
+// its next statement boundary (Kernel.StopAtBoundary); nothing happens if
+// the slot has no kernel right now.
+func (p *Pool) StopAtBoundary(i int) {
+	s, err := p.slot(i)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	k := s.cur
+	s.mu.Unlock()
+	if k != nil {
+		k.StopAtBoundary()
+	}
+}
+
 // Status reports every slot's kernel, then the spare (slot -1) if any.
 func (p *Pool) Status() []KernelStatus {
 	out := make([]KernelStatus, 0, len(p.slots)+1)

@@ -81,6 +81,30 @@ func (q *Queue) Work(id jobs.ContextID) (queued, running bool) {
 	return q.queuedByCtx[id] != nil, q.runningByCtx[id] != nil
 }
 
+// RunningJob returns the id of context id's running Execute, if any.
+func (q *Queue) RunningJob(id jobs.ContextID) (jobs.ID, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if j := q.runningByCtx[id]; j != nil {
+		return j.id, true
+	}
+	return 0, false
+}
+
+// CancelRunning cancels context id's running Execute with cause if it is
+// still job, leaving its queued Execute alone (unlike an abort). It
+// reports whether it did.
+func (q *Queue) CancelRunning(id jobs.ContextID, job jobs.ID, cause error) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	j := q.runningByCtx[id]
+	if j == nil || j.id != job {
+		return false
+	}
+	cancelLocked(j, cause)
+	return true
+}
+
 // Jobs returns the records of the live jobs: the running ones first (the
 // EnsureCompiled, then Executes by id), then the queued ones in the order
 // the scheduler prefers them (the EnsureCompiled, then Executes by priority

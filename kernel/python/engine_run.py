@@ -1302,6 +1302,11 @@ class Runner:
             returned = self._run_statement(frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict)
             if ps.index not in panics:
                 reached.add(ps.id)
+            if self.kernel.stop_requested():
+                # An edit asked the run to end at a statement boundary
+                # (kernel/PROTOCOL.md): this statement's value is cached;
+                # the run that follows the edit goes on from here.
+                raise Failure("stopped", "stopped at a statement boundary by an edit")
         for stale in [k for k in frame.cache if k not in plan.by_id]:
             del frame.cache[stale]
         for stale in [k for k in reported if k not in plan.by_id]:

@@ -111,7 +111,7 @@ _POLLRDHUP = 0  # poll flag for "peer closed", 0 where the OS has none
 # The interrupt cell (PROTOCOL.md "Interrupts"): memory shared with the Go
 # side, one native-endian uint64 naming the request the Go side last
 # interrupted. Read-only here; a zero cell until main() maps the real one.
-_CELL = memoryview(bytearray(8)).cast("Q")
+_CELL = memoryview(bytearray(16)).cast("Q")
 _WAKE_R = -1  # read end of the signal wakeup pipe (signal.set_wakeup_fd)
 _WAKE_W = -1  # its write end
 _SENTINEL = 0  # pid of the sentinel (_spawn_sentinel), 0 if none
@@ -898,6 +898,11 @@ class _KernelAPI:
         and another for a module the statement imports)."""
         return _NESTED if _S.in_user else _REGION
 
+    def stop_requested(self):
+        """Whether the Go side asked the running request to stop at its
+        next statement boundary (the cell's second word names it)."""
+        return _S.request != 0 and _CELL[1] == _S.request
+
     def emit_progress(self, obj):
         """Send a `prog` frame for the current request."""
         data = dumps(obj)
@@ -978,7 +983,7 @@ def _map_interrupt_cell(fd):
     import mmap
 
     try:
-        mapping = mmap.mmap(fd, 8, mmap.MAP_SHARED, mmap.PROT_READ)
+        mapping = mmap.mmap(fd, 16, mmap.MAP_SHARED, mmap.PROT_READ)
     except (OSError, ValueError) as e:
         raise RuntimeError("cannot map the interrupt cell (fd %d): %s" % (fd, e)) from None
     finally:

@@ -39,6 +39,14 @@ class StubKernel:
             raise KeyboardInterrupt
         self._sigint_pending = True
 
+    stop_after = None  # stop_requested() is true after this many more statements ran (tests)
+
+    def stop_requested(self):
+        if self.stop_after is None:
+            return False
+        self.stop_after -= 1
+        return self.stop_after < 0
+
     def emit_progress(self, obj):
         self.events.append(json.loads(json.dumps(obj, allow_nan=False)))
 

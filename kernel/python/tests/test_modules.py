@@ -138,6 +138,22 @@ class Modules(EngineTestCase):
         result = self.lazy_compile(s, {"bad": "V = 1\n"})
         self.assertEqual(sorted(ok_names(result)), ["app", "bad"])
 
+    def test_stop_at_a_statement_boundary(self):
+        s = self.session()
+        s.compile({"app": "def main():\n    a = 1\n    b = a + 1\n    c = b + 1\n"})
+        s.kernel.stop_after = 0  # stop after the first statement
+        run = s.run(main_stack("app"))
+        self.assertEqual(run.result["status"], "failed")
+        self.assertEqual(run.result["result"]["kind"], "stopped")
+        self.assertEqual(run.values().get("app:main/a"), "1")
+        self.assertNotIn("app:main/b", {k for k, v in run.values().items() if v == "2"})
+        # The next run goes on from there: a is served from the cache.
+        s.kernel.stop_after = None
+        run = s.run(main_stack("app"))
+        self.assertEqual(run.values().get("app:main/c"), "3")
+        self.assertEqual(run.values().get("app:main/b"), "2")
+        self.assertNotIn("app:main/a", run.computed())
+
     def test_load_time_exception(self):
         s = self.session()
         result = s.compile({"boom": "x = 1\ny = [][3]\n"})

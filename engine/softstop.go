@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// An edit that affects a running context (DESIGN.md "Edit a file")
+// interrupts the statement running now only when the change may
+// invalidate it; otherwise the run stops at its next statement boundary,
+// after that statement's value is cached, so an edit never repeats the
+// side effects of a statement it did not touch and a stream of edits does
+// not restart a long statement over and over. The run that follows the
+// edit (queued by the same plan, it waits for this one: one Execute per
+// context) goes on from there.
+//
+// Which statement runs, and what it calls, the Go side does not know, so
+// "may invalidate" is decided by modules: an edit of a module holding the
+// code of one of the context's frames (the running statement is in the
+// top frame, the frames below are suspended in a statement that called
+// it) interrupts as before; an edit of another module the context imports,
+// or the whole project, stops the run at its boundary. The running
+// statement may still call into the edited module, where the old code
+// goes on running; if it has not reached its boundary within
+// Config.CompileTimeout (a loop being fixed there, say), it is interrupted
+// after all.
+//
+// Locking: softStops is guarded by runsMu; the timer's function takes it.
+// The kernel side is kernel.Pool.StopAtBoundary.
+
+// softStop is one run asked to stop at its next statement boundary.
+type softStop struct {
+	job   jobs.ID     // the running Execute it is for
+	timer *time.Timer // escalates to an interrupt
+}
+
+// softStopRuns turns the aborts of running Executes that the edit of mods
+// leaves their running statement alone into stops at the next statement
+// boundary, and returns the aborts that remain.
+func (e *Engine) softStopRuns(mods jobs.ModuleSet, aborts []jobs.Abort) []jobs.Abort {
+	if e.cfg.Batch || mods.IsEmpty() || mods.IsAll() {
+		return aborts // a data file may be what the running statement reads
+	}
+	out := aborts[:0:0]
+	for _, a := range aborts {
+		if a.All || !errors.Is(a.Cause, jobs.ErrEdited) {
+			out = append(out, a)
+			continue
+		}
+		job, running := e.queue.RunningJob(a.Context)
+		if !running || e.editReachesFrames(protocol.ContextID(a.Context), mods) {
+			out = append(out, a)
+			continue
+		}
+		e.stopAtBoundary(protocol.ContextID(a.Context), job)
+	}
+	return out
+}
+
+// editReachesFrames reports whether mods hold the code of a frame of the
+// context (or a frame whose module is unknown).
+func (e *Engine) editReachesFrames(id protocol.ContextID, mods jobs.ModuleSet) bool {
+	stack, err := e.store.Stack(nil, id)
+	if err != nil {
+		return true
+	}
+	for _, f := range stack {
+		module := ""
+		switch f.Item.Type {
+		case protocol.ExplicitCall:
+			module = f.Item.MethodPointer.Module
+		case protocol.LocalCall:
+			if f.Depth > 0 {
+				if u, err := e.store.ExpressionUpdate(nil, id, f.Depth-1, f.Item.ExpressionID); err == nil && u.Update.MethodCall != nil {
+					module = u.Update.MethodCall.MethodPointer.Module
+				}
+			}
+		}
+		if module == "" || mods.Contains(jobs.Module(module)) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopAtBoundary asks context id's running Execute (job) to stop at its
+// next statement boundary, and arms the interrupt that follows if it does
+// not within CompileTimeout.
+func (e *Engine) stopAtBoundary(id protocol.ContextID, job jobs.ID) {
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return
+	}
+	e.runsMu.Lock()
+	if s := e.softStops[id]; s != nil && s.job == job {
+		e.runsMu.Unlock()
+		e.pool.StopAtBoundary(c.KernelSlot) // asked again; the clock runs on
+		return
+	}
+	s := &softStop{job: job}
+	s.timer = time.AfterFunc(e.cfg.CompileTimeout, func() {
+		if e.queue.CancelRunning(jobs.ContextID(id), job, jobs.ErrEdited) {
+			e.log.Info("interrupting a run that did not reach a statement boundary after an edit", "context", id, "after", e.cfg.CompileTimeout)
+		}
+	})
+	if old := e.softStops[id]; old != nil {
+		old.timer.Stop()
+	}
+	e.softStops[id] = s
+	e.runsMu.Unlock()
+	e.pool.StopAtBoundary(c.KernelSlot)
+}
+
+// endSoftStop forgets the stop of context id's run (it ended); it reports
+// whether the run had been asked to stop.
+func (e *Engine) endSoftStop(id protocol.ContextID, job jobs.ID) bool {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	s := e.softStops[id]
+	if s == nil || s.job != job {
+		return false
+	}
+	s.timer.Stop()
+	delete(e.softStops, id)
+	return true
+}
+
+// stoppedKind is the result kind of a run that stopped at a statement
+// boundary (kernel/PROTOCOL.md); it never reaches a client.
+const stoppedKind protocol.ResultKind = "stopped"
