@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripple-run/ripple/batch"
 )
@@ -66,4 +68,71 @@ func BenchmarkRunBigClass(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWatchEdit is ripple run --tests --watch after a one-line edit
+// of a library function: from the save to the affected tests' results
+// (the Ran hook), on 2 kernels, in a project of 40 test modules of 25
+// tests each of which 2 import the library. Reported: p50 and max of the
+// save-to-results time, and how many tests each re-run ran (must be 50:
+// the unaffected ones are not re-run).
+func BenchmarkWatchEdit(b *testing.B) {
+	py := pytestPython(b)
+	root := b.TempDir()
+	writeFile(b, root, "pkg/__init__.py", "")
+	writeFile(b, root, "pkg/lib.py", "def scale(x):\n    return x * 1\n")
+	for m := range 40 {
+		var src strings.Builder
+		if m < 2 {
+			src.WriteString("from pkg.lib import scale\n")
+		} else {
+			src.WriteString("def scale(x):\n    return x\n")
+		}
+		for i := range 25 {
+			fmt.Fprintf(&src, "\n\ndef test_%02d():\n    assert scale(%d) >= 0\n", i, i)
+		}
+		writeFile(b, root, fmt.Sprintf("test_m%02d.py", m), src.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	type ran struct {
+		n  int
+		at time.Time
+	}
+	runs := make(chan ran, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- batch.Watch(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: 2, PytestArgs: []string{"-p", "no:cacheprovider"}},
+			batch.WatchHooks{Ran: func(rep *batch.Report, err error, _ []string) {
+				if err != nil {
+					b.Error(err)
+				}
+				n := 0
+				if rep != nil {
+					n = len(rep.Results)
+				}
+				runs <- ran{n, time.Now()}
+			}})
+	}()
+	if r := <-runs; r.n != 1000 {
+		b.Fatalf("first run: %d tests", r.n)
+	}
+	var times []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		saved := time.Now()
+		writeFile(b, root, "pkg/lib.py", fmt.Sprintf("def scale(x):\n    return x * %d\n", i+2))
+		r := <-runs
+		if r.n != 50 {
+			b.Fatalf("re-run ran %d tests, want 50", r.n)
+		}
+		times = append(times, r.at.Sub(saved))
+	}
+	b.StopTimer()
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(times[len(times)-1].Milliseconds()), "max-ms")
 }

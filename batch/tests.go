@@ -200,13 +200,21 @@ type runFlags struct {
 	deps bool
 	// keep: the kernels stay up after the run.
 	keep bool
+	// kernels, when above 0, is how many of the pool's kernels the run
+	// uses (a watch's re-run of one module needs one: the others would
+	// only collect).
+	kernels int
 }
 
 // run collects with args in every kernel (starting those that are not
 // up), then runs the tests; see runTests.
 func (p *testPool) run(ctx context.Context, opts Options, args []string, flags runFlags) (*Report, map[string][]string, error) {
 	started := time.Now()
-	py, root, workers := p.python, p.root, len(p.workers)
+	ws := p.workers
+	if flags.kernels > 0 && flags.kernels < len(ws) {
+		ws = ws[:flags.kernels]
+	}
+	py, root, workers := p.python, p.root, len(ws)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if opts.FailFast {
@@ -216,7 +224,6 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel, flags: flags}
 
-	ws := p.workers
 	answers := make([]*collectAnswer, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup

@@ -71,12 +71,12 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 	// deps: test module -> the project files it imports (itself
 	// included), from the last run that collected it.
 	deps := map[string][]string{}
-	runOnce := func(args []string, purge bool, changed []string) {
+	runOnce := func(args []string, purge bool, changed []string, modules int) {
 		o := opts
 		if hooks.Observer != nil {
 			o.Observer = hooks.Observer()
 		}
-		rep, d, err := p.run(ctx, o, args, runFlags{purge: purge, deps: true, keep: true})
+		rep, d, err := p.run(ctx, o, args, runFlags{purge: purge, deps: true, keep: true, kernels: modules})
 		for k, v := range d {
 			deps[k] = v
 		}
@@ -84,7 +84,7 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 			hooks.Ran(rep, err, changed)
 		}
 	}
-	runOnce(opts.PytestArgs, false, nil)
+	runOnce(opts.PytestArgs, false, nil, 0)
 	for {
 		var b workspace.Batch
 		var ok bool
@@ -111,7 +111,7 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 			continue
 		}
 		if all {
-			runOnce(opts.PytestArgs, true, changed)
+			runOnce(opts.PytestArgs, true, changed, 0)
 			continue
 		}
 		affected := affectedTests(deps, b.Changes)
@@ -124,7 +124,7 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 		// The options of the first run (-k, -m, what followed --), the
 		// affected modules instead of its paths.
 		args := append(optionArgs(opts.PytestArgs), affected...)
-		runOnce(args, true, changed)
+		runOnce(args, true, changed, len(affected))
 	}
 }
 

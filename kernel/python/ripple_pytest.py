@@ -88,7 +88,8 @@ def _collect(api, params):
         _purge_project_modules(os.getcwd())
     with api.user_code():
         try:
-            config = _prepareconfig(args, plugins=None)
+            with _cached_distributions():
+                config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
         # The kernels are workers of one run, as xdist's are: plugins that
@@ -162,6 +163,35 @@ def _collect(api, params):
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
     }
+
+
+_DISTRIBUTIONS = []
+
+
+class _cached_distributions:
+    """While pytest builds a Config, importlib.metadata.distributions()
+    (pytest's search for plugins by entry point, and for their files to
+    rewrite) answers what it answered for this kernel's first session:
+    listing the installed packages is most of a warm kernel's start of a
+    session (--watch), and they do not change under a running kernel."""
+
+    def __enter__(self):
+        import importlib.metadata as md
+
+        self.md, self.orig = md, md.distributions
+        if not _DISTRIBUTIONS:
+            _DISTRIBUTIONS.append(list(self.orig()))
+        cached = _DISTRIBUTIONS[0]
+
+        def distributions(**kwargs):
+            if kwargs:
+                return self.orig(**kwargs)
+            return iter(cached)
+
+        md.distributions = distributions
+
+    def __exit__(self, *exc):
+        self.md.distributions = self.orig
 
 
 def _project_file(mod, root):
