@@ -77,12 +77,15 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 	hints := []lsproto.InlayHint{}
 	t := true
 	for _, sh := range s.shownIn(rel) {
-		r := *sh.u.Range
-		if r.End.Line < int(p.Range.Start.Line) || r.End.Line > int(p.Range.End.Line) {
+		if bindsOnly(text, sh.u) {
+			continue
+		}
+		at := hintPlace(text, *sh.u.Range)
+		if at.Line < int(p.Range.Start.Line) || at.Line > int(p.Range.End.Line) {
 			continue
 		}
 		hints = append(hints, lsproto.InlayHint{
-			Position:    s.enc.toLSP(text, r.End),
+			Position:    s.enc.toLSP(text, at),
 			Label:       lsproto.String(hintLabel(sh.u)),
 			PaddingLeft: &t,
 			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: details(sh.u, "")},
@@ -92,6 +95,36 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 		return cmp.Or(cmp.Compare(a.Position.Line, b.Position.Line), cmp.Compare(a.Position.Character, b.Position.Character))
 	})
 	return hints, nil
+}
+
+// hintPlace is where a statement's hint goes: after the statement, or,
+// for a compound statement (def, class, for, with, if: a header line
+// ending in ":"), after its header, so that a def's value sits on the def
+// line and not after the last line of its body.
+func hintPlace(text string, r protocol.Range) protocol.Position {
+	if r.End.Line > r.Start.Line {
+		if line, ok := lineText(text, r.Start.Line); ok && strings.HasSuffix(strings.TrimRight(line, " \t"), ":") {
+			return protocol.Position{Line: r.Start.Line, Character: utf8.RuneCountInString(line)}
+		}
+	}
+	return r.End
+}
+
+// bindsOnly reports a statement whose value says nothing: a def, class
+// or import of a script frame (PROTOCOL.md 7.1) evaluates to None; its
+// hint would be noise on every such line.
+func bindsOnly(text string, u protocol.ExpressionUpdate) bool {
+	if u.Payload.Type != protocol.PayloadValue || u.Type != "builtins.NoneType" {
+		return false
+	}
+	line, _ := lineText(text, u.Range.Start.Line)
+	line = strings.TrimLeft(line, " \t")
+	for _, kw := range []string{"def ", "async def ", "class ", "@", "import ", "from "} {
+		if strings.HasPrefix(line, kw) {
+			return true
+		}
+	}
+	return false
 }
 
 // hintLabel is the label of a statement's hint.

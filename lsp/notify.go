@@ -200,7 +200,9 @@ func (s *session) apply(n note, out *outgoing) {
 			return
 		}
 		s.runStarted(e, out)
-		if id := e.runningStatement(); id != "" && len(e.output[id]) < maxOutputPerStatement {
+		// PROTOCOL.md 7.3: the statement that wrote it ("" outside any:
+		// module load).
+		if id := p.ExpressionID; id != "" && len(e.output[id]) < maxOutputPerStatement {
 			e.output[id] += p.Text
 		}
 		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeLog,
@@ -296,26 +298,6 @@ func (s *session) runEnded(e *entry, out *outgoing, message string) {
 			Value: mustJSON(lsproto.WorkDoneProgressEnd{Kind: "end", Message: &message})})
 		e.progress = ""
 	}
-}
-
-// runningStatement is the statement whose output arrives now: the first
-// of the top frame, in source order, still pending (the engine flushes
-// the updates of finished statements before output). The caller holds mu.
-func (e *entry) runningStatement() protocol.ExpressionID {
-	var best protocol.ExpressionUpdate
-	found := false
-	for _, u := range e.updates {
-		if u.Payload.Type != protocol.PayloadPending || u.Payload.Message != "" || u.Range == nil {
-			continue
-		}
-		if !found || u.Range.Start.Before(best.Range.Start) {
-			best, found = u, true
-		}
-	}
-	if !found {
-		return ""
-	}
-	return best.ExpressionID
 }
 
 // lensKey summarizes what the entry's code lenses depend on.

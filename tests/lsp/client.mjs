@@ -168,6 +168,18 @@ lines = await until("d = 24 again", async () => {
 });
 check(true, "the diagnostic cleared and d = 24");
 
+// 4b. A compile error is a diagnostic at its line, cleared when fixed.
+await change(7, 4, 13, "d = b *");
+const syntax = await until("the SyntaxError diagnostic", async () => {
+  const ds = seen.diagnostics.get(mainURI) ?? [];
+  return ds.find((d) => d.range.start.line === 7);
+});
+check(syntax.severity === 1, "the compile error is an error at d's line", syntax);
+await change(7, 4, 11, "d = b * 2");
+await until("the compile error to clear", async () => (seen.diagnostics.get(mainURI) ?? [1]).length === 0);
+await until("d = 24 after the fix", async () => (await byLine(mainURI)).get(7)?.[0]?.label.endsWith(" 24"));
+check(true, "the compile error cleared");
+
 // 5. A code lens enters the call of double() and goes back.
 const enter = (await lenses(mainURI)).find((l) => l.command?.title.startsWith("enter ›") && l.range.start.line === 5);
 check(enter && enter.command.command === "ripple.enter", "enter › lens on b = double(a)", enter);
@@ -202,6 +214,18 @@ const slowHints = await byLine(mainURI);
 check(slowHints.get(12)?.[0]?.label === "= 1", "x = 1 computed before the interrupt", slowHints.get(12));
 check(!slowHints.get(13)?.[0]?.label.startsWith("="), "y has no value", slowHints.get(13));
 await until("■ Interrupt to go", async () => !(await lenses(mainURI)).some((l) => l.command?.title === "■ Interrupt"));
+
+// 6b. ▶ Run as script runs the module's top level (its defs and imports,
+// whose values are None, get no hint).
+const script = (await lenses(mainURI)).find((l) => l.command?.title === "▶ Run as script");
+check(script && script.range.start.line === 0 && script.command.arguments[0] === "main:__main__", "▶ Run as script lens on line 0", script);
+await command(script.command);
+const top = await until("the script's hints", async () => {
+  const m = await byLine(mainURI);
+  return m.get(17)?.[0]?.label === "= 42" ? m : null;
+});
+check(!top.get(0) && !top.get(3)?.some((h) => h.label === "= None"), "no hint on the import and def lines", [top.get(0), top.get(3)]);
+check(top.get(5)?.[0]?.label.endsWith("12"), "main's own hints are still shown", top.get(5));
 
 // 7. Restarting the kernels shows a message.
 await conn.sendRequest(rpc.ExecuteCommandRequest.type, { command: "ripple.restartKernel", arguments: [] });
