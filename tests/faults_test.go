@@ -256,13 +256,30 @@ func TestServeBinaryUnrelatedEditsDoNotRepeatAStatement(t *testing.T) {
 }
 
 // The starvation scenario: four contexts whose run takes 0.3 s all finish
-// while three other clients edit (modules those contexts do not import)
-// every 100 ms.
+// while three other clients edit every 100 ms, modules those contexts do
+// not import, and modules they do import (the runs then stop at statement
+// boundaries and go on, DESIGN.md "Edit a file").
 func TestServeBinaryContextsFinishUnderAStreamOfEdits(t *testing.T) {
 	t.Parallel()
+	t.Run("unrelated", func(t *testing.T) {
+		t.Parallel()
+		contextsFinishUnderEdits(t, "")
+	})
+	t.Run("imported", func(t *testing.T) {
+		t.Parallel()
+		contextsFinishUnderEdits(t, "import scratch0, scratch1, scratch2\n")
+	})
+}
+
+func contextsFinishUnderEdits(t *testing.T, imports string) {
 	dir := t.TempDir()
 	for i := range 4 {
-		writeFile(t, dir, fmt.Sprintf("job%d.py", i), "import time\n\ndef main():\n    time.sleep(0.3)\n    done = "+fmt.Sprint(i)+"\n")
+		// sleep, not time.sleep: a call on a module object counts as a
+		// possible mutation of the module, which chains the three
+		// statements (kernel/python/engine_run.py) so that a run stopped
+		// after one of them would run them all again.
+		writeFile(t, dir, fmt.Sprintf("job%d.py", i), "from time import sleep\n"+imports+"\ndef main():\n"+
+			"    a = sleep(0.1)\n    b = sleep(0.1)\n    c = sleep(0.1)\n    done = "+fmt.Sprint(i)+"\n")
 	}
 	for i := range 3 {
 		writeFile(t, dir, fmt.Sprintf("scratch%d.py", i), "S = 0\n")

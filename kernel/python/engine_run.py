@@ -1254,6 +1254,7 @@ class Runner:
         frame.panicked = panics = {}
         returned = False
         frame_names = {plan.filename: plan.qualname}
+        stopped = False
         for i in order:
             ps = stmts[i]
             if returned:
@@ -1305,8 +1306,11 @@ class Runner:
             if self.kernel.stop_requested():
                 # An edit asked the run to end at a statement boundary
                 # (kernel/PROTOCOL.md): this statement's value is cached;
-                # the run that follows the edit goes on from here.
-                raise Failure("stopped", "stopped at a statement boundary by an edit")
+                # the frame's bookkeeping below is done as after a whole
+                # run, then the run ends; the run that follows the edit
+                # goes on from here.
+                stopped = True
+                break
         for stale in [k for k in frame.cache if k not in plan.by_id]:
             del frame.cache[stale]
         for stale in [k for k in reported if k not in plan.by_id]:
@@ -1317,6 +1321,8 @@ class Runner:
                 for vis in items:
                     if vis.get("apply") or vis.get("oneshot"):
                         self._vis_failed(vis, "expression %s is not a statement of %s:%s" % (vis_id, plan.module, plan.qualname))
+        if stopped:
+            raise Failure("stopped", "stopped at a statement boundary by an edit")
 
     def _run_statement(self, frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict):
         """Run one statement of R; returns whether it returned from the frame."""
