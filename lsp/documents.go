@@ -92,6 +92,27 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 		}
 	}
 	newVersion := string(workspace.VersionOf(text))
+	// The hints follow the text at once: the ranges of the last run move
+	// with the lines, before the run of the new text (which the edit below
+	// starts) brings exact ones.
+	s.mu.Lock()
+	for _, e := range s.entries {
+		if s.modulePath(e.top().Module) != rel {
+			continue
+		}
+		for id, u := range e.updates {
+			if u.Range == nil {
+				continue
+			}
+			r := *u.Range
+			for _, ed := range edits {
+				r = protocol.Range{Start: shift(r.Start, ed), End: shift(r.End, ed)}
+			}
+			u.Range = &r
+			e.updates[id] = u
+		}
+	}
+	s.mu.Unlock()
 	err = s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
 		Path: protocol.Path(rel), Edits: edits, OldVersion: version, NewVersion: newVersion}})
 	if errors.Is(err, workspace.ErrInvalidVersion) {
@@ -175,6 +196,30 @@ func (s *session) DidClose(ctx context.Context, p *lsproto.DidCloseTextDocumentP
 		s.log.Warn("close buffer", "path", rel, "err", err)
 	}
 	return nil
+}
+
+// shift moves a position of the text before edit ed to where it is after
+// it: positions before the edit stay, those after move with it, those
+// inside go to its start.
+func shift(p protocol.Position, ed protocol.TextEdit) protocol.Position {
+	start, end := ed.Range.Start, ed.Range.End
+	if p.Before(start) {
+		return p
+	}
+	if p.Before(end) {
+		return start
+	}
+	lines := strings.Count(ed.Text, "\n")
+	last := utf8.RuneCountInString(ed.Text[strings.LastIndexByte(ed.Text, '\n')+1:])
+	if p.Line > end.Line {
+		return protocol.Position{Line: p.Line + lines - (end.Line - start.Line), Character: p.Character}
+	}
+	// On the edit's last line: the rest of the line follows the new text.
+	ch := last + p.Character - end.Character
+	if lines == 0 {
+		ch += start.Character
+	}
+	return protocol.Position{Line: start.Line + lines, Character: ch}
 }
 
 // applyEdit replaces r (code points; LSP clamping already applied) in text.

@@ -148,3 +148,28 @@ func TestHintPlace(t *testing.T) {
 		}
 	}
 }
+
+func TestShift(t *testing.T) {
+	t.Parallel()
+	pos := func(l, c int) protocol.Position { return protocol.Position{Line: l, Character: c} }
+	edit := func(l1, c1, l2, c2 int, text string) protocol.TextEdit {
+		return protocol.TextEdit{Range: protocol.Range{Start: pos(l1, c1), End: pos(l2, c2)}, Text: text}
+	}
+	for _, tc := range []struct {
+		p    protocol.Position
+		ed   protocol.TextEdit
+		want protocol.Position
+	}{
+		{pos(1, 4), edit(3, 0, 3, 0, "x\n"), pos(1, 4)},        // before the edit
+		{pos(3, 4), edit(3, 0, 3, 0, "new line\n"), pos(4, 4)}, // a line inserted above
+		{pos(5, 2), edit(1, 0, 3, 0, ""), pos(3, 2)},           // two lines deleted above
+		{pos(2, 9), edit(2, 4, 2, 5, "🎉🎉"), pos(2, 10)},        // same line, one code point became two
+		{pos(3, 5), edit(2, 4, 3, 1, "a\nbc"), pos(3, 6)},      // on the last line of an edit that spans lines
+		{pos(2, 6), edit(2, 4, 2, 8, "zz"), pos(2, 4)},         // inside: to the start
+		{pos(4, 0), edit(2, 4, 3, 0, ""), pos(3, 0)},           // a line end removed above
+	} {
+		if got := shift(tc.p, tc.ed); got != tc.want {
+			t.Errorf("shift(%v, %v %q) = %v, want %v", tc.p, tc.ed.Range, tc.ed.Text, got, tc.want)
+		}
+	}
+}

@@ -180,6 +180,28 @@ await until("the compile error to clear", async () => (seen.diagnostics.get(main
 await until("d = 24 after the fix", async () => (await byLine(mainURI)).get(7)?.[0]?.label.endsWith(" 24"));
 check(true, "the compile error cleared");
 
+// 4c. Hints move with the lines at once: a line inserted above (that does
+// not compile, so no run follows) pushes them down, removing it brings
+// them back.
+async function changeRange(l1, c1, l2, c2, newText) {
+  const offset = (l, c) => text.split("\n").slice(0, l).reduce((n, s) => n + s.length + 1, 0) + c;
+  text = text.slice(0, offset(l1, c1)) + newText + text.slice(offset(l2, c2));
+  version++;
+  await conn.sendNotification(rpc.DidChangeTextDocumentNotification.type, {
+    textDocument: { uri: mainURI, version },
+    contentChanges: [{ range: { start: { line: l1, character: c1 }, end: { line: l2, character: c2 } }, text: newText }],
+  });
+}
+await changeRange(4, 0, 4, 0, "    (\n");
+lines = await until("the hints one line down", async () => {
+  const m = await byLine(mainURI);
+  return m.get(5)?.[0]?.label.endsWith(" 6") && m.get(6)?.[0]?.label.endsWith(" 12") ? m : null;
+});
+check(lines.get(7)?.[1]?.character === 22 + wide, "the emoji line's second hint moved down with it", lines.get(7));
+await changeRange(4, 0, 5, 0, "");
+await until("the hints back in place", async () => (await byLine(mainURI)).get(4)?.[0]?.label.endsWith(" 6"));
+check(true, "hints back in place after the line is removed");
+
 // 5. A code lens enters the call of double() and goes back.
 const enter = (await lenses(mainURI)).find((l) => l.command?.title.startsWith("enter ›") && l.range.start.line === 5);
 check(enter && enter.command.command === "ripple.enter", "enter › lens on b = double(a)", enter);
