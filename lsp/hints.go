@@ -88,7 +88,7 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 			Position:    s.enc.toLSP(text, at),
 			Label:       lsproto.String(hintLabel(sh.u)),
 			PaddingLeft: &t,
-			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: details(sh.u, "")},
+			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: details(sh.u)},
 		})
 	}
 	slices.SortFunc(hints, func(a, b lsproto.InlayHint) int {
@@ -145,9 +145,9 @@ func hintLabel(u protocol.ExpressionUpdate) string {
 	return mark + " " + cut(u.Payload.Preview, hintMax)
 }
 
-// details is the markdown of a statement's tooltip and hover: type, time,
-// whether it ran, and (for hover) its preview and output.
-func details(u protocol.ExpressionUpdate, output string) string {
+// details is the markdown of a statement's tooltip (and of its hover,
+// under the preview): type, time, whether it ran, what it calls.
+func details(u protocol.ExpressionUpdate) string {
 	var b strings.Builder
 	if u.Type != "" {
 		fmt.Fprintf(&b, "`%s`", u.Type)
@@ -223,7 +223,6 @@ func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.H
 		// Nested statements (a for's body is not a statement of the
 		// frame, but two frames can overlap): the innermost wins.
 		if best == nil || best.u.Range.Start.Before(r.Start) {
-			sh := sh
 			best = &sh
 		}
 	}
@@ -239,7 +238,7 @@ func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.H
 	case protocol.PayloadPanic, protocol.PayloadDataflowError:
 		fmt.Fprintf(&b, "\n```\n%s\n```\n", u.Payload.Message)
 	}
-	b.WriteString(details(u, ""))
+	b.WriteString(details(u))
 	if out := best.e.output[u.ExpressionID]; out != "" {
 		fmt.Fprintf(&b, "\n\noutput:\n```\n%s\n```", strings.TrimSuffix(out, "\n"))
 	}

@@ -23,6 +23,10 @@ const maxQueuedOutput = 4 << 20
 // progressAfter is how long a run goes before the editor shows progress.
 const progressAfter = 500 * time.Millisecond
 
+// refreshTimeout bounds the wait for the client's answer to a refresh or
+// a workDoneProgress/create request.
+const refreshTimeout = 10 * time.Second
+
 // maxOutputPerStatement bounds the output kept per statement for hover.
 const maxOutputPerStatement = 4 << 10
 
@@ -160,8 +164,12 @@ func (s *session) loop(ctx context.Context) {
 		for i := range diags {
 			_ = s.client.PublishDiagnostics(ctx, &diags[i])
 		}
-		for i := range out.progress {
-			_ = s.client.Progress(ctx, &out.progress[i])
+		if len(out.progress) > 0 {
+			s.sendMu.Lock()
+			for i := range out.progress {
+				_ = s.client.Progress(ctx, &out.progress[i])
+			}
+			s.sendMu.Unlock()
 		}
 		for _, ps := range out.creates {
 			s.wg.Add(1)
@@ -328,23 +336,28 @@ func (s *session) reportProgress(ctx context.Context, ps progressStart) {
 	if !s.stillRunning(ps) {
 		return
 	}
-	if err := s.client.WorkDoneProgressCreate(ctx, &lsproto.WorkDoneProgressCreateParams{Token: lsproto.String(ps.token)}); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	err := s.client.WorkDoneProgressCreate(cctx, &lsproto.WorkDoneProgressCreateParams{Token: lsproto.String(ps.token)})
+	cancel()
+	if err != nil {
 		s.log.Debug("workDoneProgress/create", "err", err)
 		return
 	}
+	// sendMu from before the run is marked as reported until "begin" is
+	// out: the loop sends runEnded's "end" only after it.
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
 	s.mu.Lock()
 	e := s.byID[ps.ctx]
 	ok := e != nil && e.running && e.gen == ps.gen
 	if ok {
 		e.progress = ps.token
 	}
-	// Sent with mu held so that runEnded's "end" cannot overtake the
-	// "begin" (Notify only writes to the stream).
+	s.mu.Unlock()
 	if ok {
 		_ = s.client.Progress(ctx, &lsproto.ProgressParams{Token: lsproto.String(ps.token),
 			Value: mustJSON(lsproto.WorkDoneProgressBegin{Kind: "begin", Title: ps.title})})
 	}
-	s.mu.Unlock()
 }
 
 func (s *session) stillRunning(ps progressStart) bool {
@@ -382,15 +395,21 @@ func (s *session) refresher(ctx context.Context) {
 		caps, lenses := s.caps, s.pendingLens
 		s.pendingLens = false
 		s.mu.Unlock()
+		// A client that never answers must not stop the refreshes: each
+		// request has refreshTimeout.
 		if caps.inlayRefresh {
-			if err := s.client.InlayHintRefresh(ctx); err != nil && ctx.Err() == nil {
+			rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+			if err := s.client.InlayHintRefresh(rctx); err != nil && ctx.Err() == nil {
 				s.log.Debug("inlayHint/refresh", "err", err)
 			}
+			cancel()
 		}
 		if lenses && caps.lensRefresh {
-			if err := s.client.CodeLensRefresh(ctx); err != nil && ctx.Err() == nil {
+			rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+			if err := s.client.CodeLensRefresh(rctx); err != nil && ctx.Err() == nil {
 				s.log.Debug("codeLens/refresh", "err", err)
 			}
+			cancel()
 		}
 	}
 }

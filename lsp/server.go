@@ -128,7 +128,10 @@ type session struct {
 	exited  chan struct{} // closed by the exit notification
 	exitOne sync.Once
 	wg      sync.WaitGroup // the loop, the refresher, progress goroutines
-	ctx     context.Context
+	// sendMu orders a run's work-done progress "begin" (a progress
+	// goroutine) before its "end" (the loop): whoever sends a progress
+	// notification holds it. Never held with mu.
+	sendMu sync.Mutex
 
 	mu          sync.Mutex
 	initialized bool                          // guarded by mu: initialize answered
@@ -176,7 +179,6 @@ func newSession(eng *engine.Engine, cfg Config) *session {
 
 // start starts the loop and the refresher; they end when ctx does.
 func (s *session) start(ctx context.Context) {
-	s.ctx = ctx
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.loop(ctx) }()
 	go func() { defer s.wg.Done(); s.refresher(ctx) }()
