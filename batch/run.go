@@ -116,6 +116,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if len(opts.Entries) > 0 {
 			return nil, fmt.Errorf("%w: --tests and --entry: run the tests or the entries, not both", ErrUsage)
 		}
+		if opts.ShowValues {
+			// pytest runs the tests: no statement values are recorded
+			// (its report of a failure shows the assertion's values).
+			return nil, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
+		}
 		return runTests(ctx, opts, kernels)
 	}
 	started := time.Now()

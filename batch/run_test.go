@@ -328,6 +328,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{batch.Options{Root: fixture, Python: "/nonexistent/python3"}, batch.ErrProject, "/nonexistent/python3"},
 		{batch.Options{Root: fixture, Entries: []string{"nosuch:main"}}, batch.ErrUsage, "nosuch"},
 		{batch.Options{Root: fixture, Tests: true, Entries: []string{"main:main"}}, batch.ErrUsage, "--tests and --entry"},
+		{batch.Options{Root: fixture, Tests: true, ShowValues: true}, batch.ErrUsage, "--show-values"},
 	}
 	for _, c := range cases {
 		rep, err := batch.Run(context.Background(), c.opts)
