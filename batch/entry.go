@@ -53,11 +53,8 @@ func (e *Entry) Name() string {
 }
 
 // StackItem is the ExplicitCall that runs the entry. A method's self is a
-// new instance of its class, set up by the kernel's test fixtures
-// (kernel/python/engine_testing.py): for a unittest.TestCase built with
-// the method's name, after setUpModule/setUpClass, then setUp; for another
-// class built with no arguments, after setup_class, then setup_method.
-// Their tear-downs run after the run (the engine's batch mode).
+// new instance of its class built with no arguments (tests, with their
+// fixtures and set-ups, are pytest's: ripple run --tests).
 func (e *Entry) StackItem() protocol.StackItem {
 	item := protocol.NewExplicitCall(e.Pointer)
 	if e.Pointer.DefinedOnType != "" {
@@ -68,7 +65,7 @@ func (e *Entry) StackItem() protocol.StackItem {
 
 // setUpExpression builds a method entry's self (see StackItem).
 func (e *Entry) setUpExpression() string {
-	return "__import__('_ripple_testing').case(" + e.Pointer.DefinedOnType + ", '" + e.Pointer.Name + "')"
+	return e.Pointer.DefinedOnType + "()"
 }
 
 // Location is "path:line" (or the path alone when the line is unknown).

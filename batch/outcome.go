@@ -63,9 +63,8 @@ func (d *dispatcher) result(rec *runRecord) *Result {
 		said, reason = runtimeOutcome(r.Failures[0].Message)
 	}
 	if rec.failed != nil && en.Pointer.DefinedOnType != "" {
-		// The set-up of a method's self raised: unittest's SkipTest (from
-		// setUp, setUpClass, skipTest) skips it; anything else is an error
-		// at set-up, as pytest reports it.
+		// Building a method's self raised: unittest's SkipTest skips it;
+		// anything else is an error at set-up.
 		if raised, ok := setUpRaised(rec.failed.Message, en.setUpExpression()); ok {
 			if said, reason := runtimeOutcome(raised); said == outcomeSkip {
 				r.Status, r.Message = StatusSkipped, reason
