@@ -64,10 +64,14 @@
 //   - gopls's protocol package: internal to golang.org/x/tools, not
 //     importable.
 //
-// The library runs each handler on the connection's read goroutine, in
-// wire order, so a handler must not wait for the client: everything the
-// server sends on its own (diagnostics, messages, refresh requests,
-// progress) goes out from the session's goroutines instead.
+// Serve wires the connection itself rather than with lsproto.NewServer,
+// which releases every message to run concurrently (a didChange could
+// overtake the one before it, an inlayHint request the edit it follows):
+// here each message is handled on the read goroutine, in wire order, as
+// LSP requires for document synchronization. So a handler must not wait
+// for the client: everything the server sends on its own (diagnostics,
+// messages, refresh requests, progress) goes out from the session's
+// goroutines.
 //
 // # Concurrency
 //

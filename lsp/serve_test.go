@@ -352,3 +352,37 @@ func contexts(t *testing.T, eng *engine.Engine) int {
 	}
 	return n
 }
+
+// TestMessagesInWireOrder: a burst of didChange notifications followed by
+// a request is handled in order: when the request's answer arrives, the
+// buffer holds every change, each applied on the one before.
+func TestMessagesInWireOrder(t *testing.T) {
+	b := setup(t)
+	b.initialize(lsproto.PositionEncodingKindUTF32)
+	doc := b.uri("main.py")
+	text := mainPy + "# "
+	if err := b.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{URI: doc, Version: 1, Text: text}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		ch := string(rune('a' + i%26))
+		if err := b.server.DidChange(t.Context(), &lsproto.DidChangeTextDocumentParams{
+			TextDocument: lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: doc}, Version: int32(i + 2)},
+			ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangePartial{
+				Range: lsproto.Range{Start: lsproto.Position{Line: 4, Character: uint32(2 + i)}, End: lsproto.Position{Line: 4, Character: uint32(2 + i)}}, Text: ch}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		text += ch
+	}
+	if _, err := b.server.InlayHint(t.Context(), &lsproto.InlayHintParams{TextDocument: lsproto.TextDocumentIdentifier{URI: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.eng.OpenFile(t.Context(), t.Name(), "main.py") // the session's buffer (same client id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content != text {
+		t.Fatalf("buffer after 40 changes:\n%q\nwant:\n%q", res.Content, text)
+	}
+}

@@ -76,9 +76,27 @@ func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := newSession(eng, cfg)
-	_, conn, client := lsproto.NewServer(ctx, s, jsonrpc2.NewHeaderStream(rwc))
-	s.client = client
+	// Not lsproto.NewServer: it releases every message to run concurrently
+	// (jsonrpc2.AsyncHandler), so a didChange could overtake the one before
+	// it, or an inlayHint request the didChange it follows. LSP orders
+	// them; so does ripple: every message is handled on the read
+	// goroutine, in wire order (the handlers never wait for the client).
+	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(rwc), jsonrpc2.WithCodec(codec{}))
+	s.client = lsproto.ClientDispatcher(conn)
 	s.start(ctx)
+	hctx := lsproto.WithClient(ctx, s.client)
+	handle := lsproto.ServerHandler(s, jsonrpc2.MethodNotFoundHandler)
+	conn.Go(hctx, func(_ context.Context, req *jsonrpc2.Request) (any, error) {
+		// The handlers get the connection's context, not the request's:
+		// the library recycles a synchronous request (and its context)
+		// as soon as the handler returns, and a context derived from it
+		// would outlive it. A request ends when its handler does, so
+		// $/cancelRequest has nothing to cancel.
+		if req.Method() == lsproto.MethodCancelRequest {
+			return nil, nil
+		}
+		return handle(hctx, req)
+	})
 
 	var err error
 	select {
@@ -104,11 +122,40 @@ func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg 
 	return err
 }
 
+// codec marshals LSP payloads with the protocol package's union-aware
+// encoders (what lsproto.NewServer installs; its codec type is not
+// exported). Raw messages pass through as they are.
+type codec struct{}
+
+func (codec) Marshal(v any) ([]byte, error) {
+	switch m := v.(type) {
+	case jsonrpc2.RawMessage:
+		if m == nil {
+			return []byte("null"), nil
+		}
+		return m, nil
+	case *jsonrpc2.RawMessage:
+		if m == nil || *m == nil {
+			return []byte("null"), nil
+		}
+		return *m, nil
+	}
+	return lsproto.Marshal(v)
+}
+
+func (codec) Unmarshal(data []byte, v any) error {
+	if p, ok := v.(*jsonrpc2.RawMessage); ok {
+		*p = append(jsonrpc2.RawMessage(nil), data...)
+		return nil
+	}
+	return lsproto.Unmarshal(data, v)
+}
+
 // session is one LSP connection: the editor's documents, the execution
 // contexts it shows (one per entry), and what was last reported for each.
 //
 // Goroutines: the connection's read goroutine runs the handlers (one at a
-// time, in wire order); the loop goroutine (notify.go) applies the engine's
+// time, in wire order, see Serve); the loop goroutine (notify.go) applies the engine's
 // notifications; the refresher sends inlayHint/codeLens refresh requests;
 // short-lived progress goroutines report long runs. mu guards every field
 // below it; nothing sends to the client with mu held (a slow client must
