@@ -77,6 +77,9 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 	hints := []lsproto.InlayHint{}
 	t := true
 	for _, sh := range s.shownIn(rel) {
+		if r := sh.u.Range; r.End.Line < int(p.Range.Start.Line) || r.Start.Line > int(p.Range.End.Line) {
+			continue // outside the range asked for (before any per-line work)
+		}
 		if bindsOnly(text, sh.u) {
 			continue
 		}

@@ -249,6 +249,13 @@ const top = await until("the script's hints", async () => {
 check(!top.get(0) && !top.get(3)?.some((h) => h.label === "= None"), "no hint on the import and def lines", [top.get(0), top.get(3)]);
 check(top.get(5)?.[0]?.label.endsWith("12"), "main's own hints are still shown", top.get(5));
 
+// 6c. A run that kills its kernel is shown as an error message.
+const crash = (await lenses(mainURI)).find((l) => l.command?.title === "▶ Run" && l.command.arguments[0] === "main:crash");
+check(crash && crash.range.start.line === 20, "▶ Run lens on def crash()", crash);
+await command(crash.command);
+const died = await until("the kernel death message", async () => seen.shows.find((m) => m.includes("main:crash") && m.includes("kernelDied")));
+check(/exit|status|3/.test(died), "the message names how the kernel died", died);
+
 // 7. Restarting the kernels shows a message.
 await conn.sendRequest(rpc.ExecuteCommandRequest.type, { command: "ripple.restartKernel", arguments: [] });
 await until("the kernel restart message", async () => seen.shows.some((m) => m.includes("restarted")));

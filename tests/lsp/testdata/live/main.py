@@ -16,3 +16,8 @@ def slow():
 
 
 answer = 40 + 2
+
+
+def crash():
+    import os
+    os._exit(3)
