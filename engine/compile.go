@@ -191,6 +191,10 @@ type compileResult struct {
 		Path       string               `json:"path"`
 		OK         bool                 `json:"ok"`
 		Diagnostic *protocol.Diagnostic `json:"diagnostic"`
+		// TimedOut: the kernel's timer cut the module's top level; it is
+		// kept out of service until it changes, like one that hangs
+		// where the timer cannot reach it.
+		TimedOut bool `json:"timedOut"`
 	} `json:"modules"`
 	Reloaded []string `json:"reloaded"`
 	// Graph is the static project import graph of the modules the kernel
@@ -479,6 +483,14 @@ func (e *Engine) compileOnce(ctx context.Context, slot int, k *kernel.Kernel, mo
 			delete(e.sources.broken, m.Name)
 		} else if m.Diagnostic != nil {
 			e.sources.broken[m.Name] = m.Diagnostic
+		}
+		if m.TimedOut && m.Diagnostic != nil {
+			src, sent := after[m.Name]
+			if !sent {
+				_, src, _ = e.current(m.Name) // loaded from disk: the current text
+			}
+			e.sources.faulty[m.Name] = faultyModule{source: src, diag: m.Diagnostic}
+			e.log.Warn("module out of service", "module", m.Name, "reason", m.Diagnostic.Message)
 		}
 	}
 	for m, deps := range res.Graph {

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +128,31 @@ func (r *recorder) count(from int, method string) int {
 		}
 	}
 	return n
+}
+
+// A module cut at the compile timeout stays out of service until it
+// changes: an edit elsewhere that re-runs its importer does not run its
+// top level again (each start appends a line to a file).
+func TestTimedOutModuleIsNotImportedAgain(t *testing.T) {
+	t.Parallel()
+	starts := filepath.Join(t.TempDir(), "starts")
+	h := setup(t, map[string]string{
+		"main.py":   "import helper\n\ndef main():\n    v = helper.V\n",
+		"helper.py": "V = 1\n",
+	}, engine.Config{Kernels: 1, CompileTimeout: 500 * time.Millisecond})
+	id, run := h.newContext("main:main")
+	if run.failed != nil {
+		t.Fatalf("first run: %+v", run.failed)
+	}
+	m := h.client.mark()
+	h.setText("helper.py", "import time\nopen("+quote(starts)+", 'a').write('start\\n')\nwhile True:\n    time.sleep(0.05)\n")
+	compileErrorAt(t, h, m, id, "helper.py", "compile timeout")
+	m = h.client.mark()
+	h.setText("main.py", "import helper\n\ndef main():\n    v = helper.V\n    w = 2\n")
+	compileErrorAt(t, h, m, id, "helper.py", "compile timeout")
+	data, err := os.ReadFile(starts)
+	must(t, err)
+	if n := strings.Count(string(data), "start"); n != 1 {
+		t.Fatalf("the hanging top level started %d times, want 1", n)
+	}
 }

@@ -151,6 +151,7 @@ class _LoadTimer:
         self.seconds = 0
         self.depth = 0
         self.loading = []  # the modules being loaded, innermost last
+        self.timed_out = set()  # modules the timer cut during this compile
         self.installed = False
 
     def arm(self, seconds):
@@ -158,6 +159,7 @@ class _LoadTimer:
 
     def _fire(self, signum, frame):
         if self.depth > 0:
+            self.timed_out.add(self.loading[-1])
             raise CompileTimeout(
                 "the top level of %s did not return within the compile timeout (%gs); it was interrupted"
                 % (self.loading[-1], self.seconds)
@@ -394,6 +396,7 @@ class ModuleTable:
         self._versions = None
         results = []
         self._timer.arm(timeout)
+        self._timer.timed_out = set()
         try:
             for name in order:
                 rec = self.records.get(name)
@@ -414,6 +417,8 @@ class ModuleTable:
             if rec is None or rec.state == STALE:
                 continue  # not imported (an importer may have loaded it above)
             entry = {"name": name, "path": rec.path, "ok": rec.state in (OK, SOURCE)}
+            if name in self._timer.timed_out:
+                entry["timedOut"] = True  # the Go side keeps it out of service
             if rec.state == BROKEN:
                 entry["diagnostic"] = rec.diagnostic
             results.append(entry)

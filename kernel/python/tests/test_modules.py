@@ -112,6 +112,8 @@ class Modules(EngineTestCase):
         self.assertEqual(by_name["slow"]["diagnostic"]["path"], "slow.py")
         self.assertFalse(by_name["app"]["ok"])
         self.assertEqual(by_name["app"]["diagnostic"]["path"], "slow.py")
+        self.assertTrue(by_name["slow"].get("timedOut"))
+        self.assertFalse(by_name["app"].get("timedOut"))
         loads = [(e["module"], e["phase"]) for e in s.kernel.events if e.get("type") == "load"]
         self.assertEqual(loads, [("app", "start"), ("slow", "start"), ("slow", "end"), ("app", "end")])
         # Fixed, the module and its importer load again.
