@@ -150,6 +150,16 @@ check(lines.get(6)[0].label === "≡ '🎉'" && lines.get(6)[1].label === "≡ 7
 check(lines.get(6)[1].character === 22 + wide, "c's hint still right of the emoji", lines.get(6));
 check(seen.logs.filter((l) => l.includes("doubling 6")).length === 1, "double(a) did not run again (no second output)", seen.logs);
 
+// 3b. ripple.recompute runs everything again: double(a) prints again and
+// every value is computed, none cached.
+await conn.sendRequest(rpc.ExecuteCommandRequest.type, { command: "ripple.recompute", arguments: [] });
+await until("double(a) to run again", async () => seen.logs.filter((l) => l.includes("doubling 6")).length === 2);
+lines = await until("every value computed", async () => {
+  const m = await byLine(mainURI);
+  return m.get(4)?.[0]?.label === "= 6" && m.get(7)?.[0]?.label === "= 36" ? m : null;
+});
+check(true, "ripple.recompute ran every statement again");
+
 // 4. A Panic diagnostic appears, then clears when fixed.
 await change(7, 4, 13, "d = b // 0");
 const diag = await until("the ZeroDivisionError diagnostic", async () => {
