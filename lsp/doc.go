@@ -38,6 +38,8 @@
 //     cached, and what it printed.
 //   - Output as window/logMessage; window/workDoneProgress for runs longer
 //     than 500 ms; kernel restarts, deaths, failures as window/showMessage.
+//   - Edits another client (the page of `ripple lsp --serve`) makes to a
+//     buffer the editor has open reach it as workspace/applyEdit.
 //
 // Positions: ripple counts code points. The server takes utf-32 when the
 // client offers it (general.positionEncodings) and converts from and to

@@ -198,6 +198,34 @@ func (s *session) DidClose(ctx context.Context, p *lsproto.DidCloseTextDocumentP
 	return nil
 }
 
+// changedSpan returns the byte span [from, to) of old that differs from
+// new, and what new has there: the text between their common prefix and
+// suffix, cut at character boundaries.
+func changedSpan(old, new string) (from, to int, with string) {
+	n := min(len(old), len(new))
+	for from < n && old[from] == new[from] {
+		from++
+	}
+	for from > 0 && from < len(old) && !utf8.RuneStart(old[from]) {
+		from--
+	}
+	suffix := 0
+	for suffix < n-from && old[len(old)-1-suffix] == new[len(new)-1-suffix] {
+		suffix++
+	}
+	for suffix > 0 && !utf8.RuneStart(old[len(old)-suffix]) {
+		suffix--
+	}
+	return from, len(old) - suffix, new[from : len(new)-suffix]
+}
+
+// positionAt returns the position (code points) of byte offset off in text.
+func positionAt(text string, off int) protocol.Position {
+	before := text[:off]
+	line := strings.Count(before, "\n")
+	return protocol.Position{Line: line, Character: utf8.RuneCountInString(before[strings.LastIndexByte(before, '\n')+1:])}
+}
+
 // shift moves a position of the text before edit ed to where it is after
 // it: positions before the edit stay, those after move with it, those
 // inside go to its start.

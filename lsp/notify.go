@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lsproto "go.lsp.dev/protocol"
+	"go.lsp.dev/uri"
 
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -116,6 +117,7 @@ type outgoing struct {
 	shows    []lsproto.ShowMessageParams
 	progress []lsproto.ProgressParams
 	creates  []progressStart
+	applies  []lsproto.ApplyWorkspaceEditParams
 	hints    bool
 	lenses   bool
 	diags    bool
@@ -170,6 +172,10 @@ func (s *session) loop(ctx context.Context) {
 				_ = s.client.Progress(ctx, &out.progress[i])
 			}
 			s.sendMu.Unlock()
+		}
+		if len(out.applies) > 0 {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.applyInEditor(ctx, out.applies) }()
 		}
 		for _, ps := range out.creates {
 			s.wg.Add(1)
@@ -256,10 +262,21 @@ func (s *session) apply(n note, out *outgoing) {
 			Message: fmt.Sprintf("ripple: kernel %d restarted (%s); %s", p.KernelID, p.Reason, state)})
 	case lsproto.ShowMessageParams:
 		out.shows = append(out.shows, p)
-	case protocol.FileEventParams, protocol.DidChangeParams, protocol.FileModifiedOnDiskParams:
-		// Files and buffers: the editor has its own view of them (a
-		// buffer edited by another client is made the editor's text
-		// again at the next change, documents.go).
+	case protocol.DidChangeParams:
+		// Another client (the page of --serve) edited a buffer the editor
+		// has open: the editor gets the edit (workspace/applyEdit), so
+		// what it shows is what runs. Its didChange echo then finds the
+		// buffer moved and makes it the editor's text, the same.
+		if !s.caps.applyEdit {
+			return
+		}
+		for _, fe := range p.Edits {
+			if a, ok := s.forwardLocked(fe); ok {
+				out.applies = append(out.applies, a)
+			}
+		}
+	case protocol.FileEventParams, protocol.FileModifiedOnDiskParams:
+		// Files on disk: the editor watches its own.
 	}
 }
 
@@ -410,6 +427,47 @@ func (s *session) refresher(ctx context.Context) {
 				s.log.Debug("codeLens/refresh", "err", err)
 			}
 			cancel()
+		}
+	}
+}
+
+// forwardLocked turns another client's edit of a buffer the editor has
+// open into the one LSP text edit that takes the editor's text to the
+// result: the changed span between the common prefix and suffix (LSP
+// edits of one document are relative to the original text, ripple's
+// apply in sequence, so they are not passed through one by one). The
+// caller holds mu.
+func (s *session) forwardLocked(fe protocol.FileEdit) (lsproto.ApplyWorkspaceEditParams, bool) {
+	d, ok := s.docs[string(fe.Path)]
+	if !ok {
+		return lsproto.ApplyWorkspaceEditParams{}, false
+	}
+	after := d.text
+	for _, te := range fe.Edits {
+		var err error
+		if after, err = applyEdit(after, te.Range, te.Text); err != nil {
+			s.log.Debug("forward edit", "path", fe.Path, "err", err)
+			return lsproto.ApplyWorkspaceEditParams{}, false
+		}
+	}
+	if after == d.text {
+		return lsproto.ApplyWorkspaceEditParams{}, false
+	}
+	from, to, with := changedSpan(d.text, after)
+	r := protocol.Range{Start: positionAt(d.text, from), End: positionAt(d.text, to)}
+	label := "ripple: edit from another client"
+	return lsproto.ApplyWorkspaceEditParams{Label: &label, Edit: lsproto.WorkspaceEdit{Changes: map[uri.URI][]lsproto.TextEdit{
+		d.uri: {{Range: s.enc.toLSPRange(d.text, r), NewText: with}}}}}, true
+}
+
+// applyInEditor sends edits to the editor, one request at a time.
+func (s *session) applyInEditor(ctx context.Context, edits []lsproto.ApplyWorkspaceEditParams) {
+	for i := range edits {
+		actx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		res, err := s.client.ApplyEdit(actx, &edits[i])
+		cancel()
+		if err != nil || !res.Applied {
+			s.log.Debug("workspace/applyEdit", "err", err, "result", res)
 		}
 	}
 }

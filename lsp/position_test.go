@@ -173,3 +173,28 @@ func TestShift(t *testing.T) {
 		}
 	}
 }
+
+func TestChangedSpan(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		old, new string
+		from, to int
+		with     string
+	}{
+		{"d = b * 2\n", "d = b * 5\n", 8, 9, "5"},
+		{"x = 1\n", "x = 1\ny = 2\n", 6, 6, "y = 2\n"},
+		{"s = '🎉'\n", "s = '🎊'\n", 5, 9, "🎊"}, // the emojis share their first bytes: cut at the character
+		{"aaa", "aa", 2, 3, ""},
+	} {
+		from, to, with := changedSpan(tc.old, tc.new)
+		if from != tc.from || to != tc.to || with != tc.with {
+			t.Errorf("changedSpan(%q, %q) = %d, %d, %q; want %d, %d, %q", tc.old, tc.new, from, to, with, tc.from, tc.to, tc.with)
+		}
+		if got := tc.old[:from] + with + tc.old[to:]; got != tc.new {
+			t.Errorf("applying the span to %q gives %q, want %q", tc.old, got, tc.new)
+		}
+	}
+	if p := positionAt("ab\n🎉x", 7); p != (protocol.Position{Line: 1, Character: 1}) {
+		t.Errorf("positionAt = %v, want 1:1", p)
+	}
+}

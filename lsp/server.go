@@ -198,6 +198,7 @@ type clientCaps struct {
 	inlayRefresh bool
 	lensRefresh  bool
 	progress     bool
+	applyEdit    bool
 }
 
 // document is an open text document.
@@ -277,6 +278,9 @@ func (s *session) Initialize(ctx context.Context, p *lsproto.InitializeParams) (
 	if w := p.Capabilities.Workspace; w != nil {
 		caps.inlayRefresh = w.InlayHint != nil && w.InlayHint.RefreshSupport != nil && *w.InlayHint.RefreshSupport
 		caps.lensRefresh = w.CodeLens != nil && w.CodeLens.RefreshSupport != nil && *w.CodeLens.RefreshSupport
+	}
+	if w := p.Capabilities.Workspace; w != nil {
+		caps.applyEdit = w.ApplyEdit != nil && *w.ApplyEdit
 	}
 	if w := p.Capabilities.Window; w != nil {
 		caps.progress = w.WorkDoneProgress != nil && *w.WorkDoneProgress

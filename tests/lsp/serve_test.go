@@ -19,10 +19,23 @@ import (
 
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
+	"github.com/ripple-run/ripple/workspace"
 )
 
-// quietEditor answers the server's requests and ignores its notifications.
-type quietEditor struct{ lsproto.UnimplementedClient }
+// quietEditor answers the server's requests, hands on the edits it is
+// asked to apply and ignores the server's notifications.
+type quietEditor struct {
+	lsproto.UnimplementedClient
+	edits chan *lsproto.ApplyWorkspaceEditParams
+}
+
+func (e quietEditor) ApplyEdit(_ context.Context, p *lsproto.ApplyWorkspaceEditParams) (*lsproto.ApplyWorkspaceEditResult, error) {
+	select {
+	case e.edits <- p:
+	default:
+	}
+	return &lsproto.ApplyWorkspaceEditResult{Applied: true}, nil
+}
 
 func (quietEditor) InlayHintRefresh(context.Context) error                        { return nil }
 func (quietEditor) CodeLensRefresh(context.Context) error                         { return nil }
@@ -88,9 +101,12 @@ func TestServeSharesTheEngine(t *testing.T) {
 		t.Logf("ripple lsp stderr:\n%s", strings.Join(logged, "\n"))
 	}()
 
-	_, conn, server := lsproto.NewClient(ctx, quietEditor{}, jsonrpc2.NewHeaderStream(stdioPipe{stdout, stdin}))
+	ed := quietEditor{edits: make(chan *lsproto.ApplyWorkspaceEditParams, 4)}
+	_, conn, server := lsproto.NewClient(ctx, ed, jsonrpc2.NewHeaderStream(stdioPipe{stdout, stdin}))
 	defer conn.Close()
-	if _, err := server.Initialize(ctx, &lsproto.InitializeParams{}); err != nil {
+	yes := true
+	if _, err := server.Initialize(ctx, &lsproto.InitializeParams{Capabilities: lsproto.ClientCapabilities{
+		Workspace: &lsproto.WorkspaceClientCapabilities{ApplyEdit: &yes}}}); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
 	if err := server.Initialized(ctx, &lsproto.InitializedParams{}); err != nil {
@@ -185,6 +201,31 @@ func TestServeSharesTheEngine(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("the editor's hints lack d = 24: %+v", hs)
 		}
+	}
+
+	// An edit in the page (another client of the same buffer) reaches the
+	// editor as workspace/applyEdit: d = b * 2 -> d = b * 5.
+	var of protocol.OpenFileResult
+	if err := ws.Call(ctx, protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: "main.py"}, &of); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(of.Content, "\n")
+	lines[7] = strings.Replace(lines[7], "* 2", "* 5", 1)
+	newText := strings.Join(lines, "\n")
+	if err := ws.Call(ctx, protocol.MethodTextApplyEdit, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+		Path: "main.py", OldVersion: of.CurrentVersion, NewVersion: string(workspace.VersionOf(newText)),
+		Edits: []protocol.TextEdit{{Range: protocol.Range{Start: protocol.Position{Line: 7, Character: 12}, End: protocol.Position{Line: 7, Character: 13}}, Text: "5"}},
+	}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-ed.edits:
+		tes := p.Edit.Changes[doc]
+		if len(tes) != 1 || tes[0].NewText != "5" || tes[0].Range.Start != (lsproto.Position{Line: 7, Character: 12}) || tes[0].Range.End != (lsproto.Position{Line: 7, Character: 13}) {
+			t.Fatalf("workspace/applyEdit from the page's edit: %+v, want 7:12-7:13 -> \"5\"", p.Edit.Changes)
+		}
+	case <-ctx.Done():
+		t.Fatal("the page's edit did not reach the editor")
 	}
 
 	if err := server.Shutdown(ctx); err != nil {
