@@ -72,7 +72,7 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 	}
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotOpen, p.TextDocument.URI)
+		return s.refuseChange(fmt.Errorf("%w: %s", ErrNotOpen, p.TextDocument.URI))
 	}
 	edits := make([]protocol.TextEdit, 0, len(p.ContentChanges))
 	for i, ch := range p.ContentChanges {
@@ -80,10 +80,10 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 		case *lsproto.TextDocumentContentChangePartial:
 			r, err := enc.fromLSPRange(text, c.Range)
 			if err != nil {
-				return fmt.Errorf("%s: change %d: %w", rel, i, err)
+				return s.refuseChange(fmt.Errorf("%s: change %d: %w", rel, i, err))
 			}
 			if text, err = applyEdit(text, r, c.Text); err != nil {
-				return fmt.Errorf("%s: change %d: %w", rel, i, err)
+				return s.refuseChange(fmt.Errorf("%s: change %d: %w", rel, i, err))
 			}
 			edits = append(edits, protocol.TextEdit{Range: r, Text: c.Text})
 		case *lsproto.TextDocumentContentChangeWholeDocument:
@@ -133,6 +133,16 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 		}
 	}
 	s.mu.Unlock()
+	return nil
+}
+
+// refuseChange reports a didChange that cannot be applied. didChange is a
+// notification, so the error would go nowhere: the editor is told with
+// window/showMessage that the document is out of step (nothing was
+// applied; reopening it syncs it again) and the server goes on.
+func (s *session) refuseChange(err error) error {
+	s.log.Warn("didChange refused", "err", err)
+	s.enqueueMessage(lsproto.MessageTypeError, fmt.Sprintf("ripple: %v: the change was not applied; close and reopen the document to sync it", err))
 	return nil
 }
 

@@ -142,6 +142,7 @@ type recorder struct {
 	mu        sync.Mutex
 	diags     map[uri.URI][]lsproto.Diagnostic
 	logs      []string
+	shows     []string
 	refreshes int
 }
 
@@ -179,10 +180,20 @@ func (r *recorder) PublishDiagnostics(_ context.Context, p *lsproto.PublishDiagn
 	return nil
 }
 
-func (r *recorder) ShowMessage(context.Context, *lsproto.ShowMessageParams) error {
+func (r *recorder) ShowMessage(_ context.Context, p *lsproto.ShowMessageParams) error {
+	r.mu.Lock()
+	r.shows = append(r.shows, p.Message)
+	r.mu.Unlock()
 	r.poke()
 	return nil
 }
+
+func (r *recorder) shown(substr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.shows, func(m string) bool { return strings.Contains(m, substr) })
+}
+
 func (r *recorder) CodeLensRefresh(context.Context) error { return nil }
 
 func (r *recorder) diagnostics(u uri.URI) ([]lsproto.Diagnostic, bool) {
@@ -384,5 +395,41 @@ func TestMessagesInWireOrder(t *testing.T) {
 	}
 	if res.Content != text {
 		t.Fatalf("buffer after 40 changes:\n%q\nwant:\n%q", res.Content, text)
+	}
+}
+
+// TestBadChangeIsRefusedByName: a change the server cannot apply (a line
+// past the end, a document never opened) is reported to the editor naming
+// the file and the place; nothing is applied, the file on disk is
+// untouched and the server keeps serving.
+func TestBadChangeIsRefusedByName(t *testing.T) {
+	b := setup(t)
+	b.initialize(lsproto.PositionEncodingKindUTF32)
+	doc := b.uri("main.py")
+	if err := b.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{URI: doc, Version: 1, Text: mainPy}}); err != nil {
+		t.Fatal(err)
+	}
+	change := func(u uri.URI, line uint32) {
+		t.Helper()
+		if err := b.server.DidChange(t.Context(), &lsproto.DidChangeTextDocumentParams{
+			TextDocument: lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: u}, Version: 2},
+			ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangePartial{
+				Range: lsproto.Range{Start: lsproto.Position{Line: line}, End: lsproto.Position{Line: line}}, Text: "x"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change(doc, 99)
+	b.waitUntil("the refusal naming main.py and line 99", func() bool { return b.ed.shown("main.py: change 0") && b.ed.shown("line 99") })
+	other := b.uri("other.py")
+	change(other, 0)
+	b.waitUntil("the refusal naming other.py", func() bool { return b.ed.shown("document not open") && b.ed.shown("other.py") })
+	b.waitUntil("b = 42 still served", func() bool { return slices.Contains(b.labels("main.py")[2], "= 42") })
+	res, err := b.eng.OpenFile(t.Context(), t.Name(), "main.py")
+	if err != nil || res.Content != mainPy {
+		t.Fatalf("buffer after refused changes: %q, %v; want it unchanged", res.Content, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.dir, "main.py")); string(got) != mainPy {
+		t.Fatalf("main.py on disk changed: %q", got)
 	}
 }
