@@ -186,7 +186,15 @@ func TestNoPytest(t *testing.T) {
 	t.Parallel()
 	plain := python(t).Path
 	if exec.Command(plain, "-c", "import pytest").Run() == nil {
-		t.Skip(plain + " has pytest")
+		// This python3 has pytest: a virtual environment of it has not.
+		venv := filepath.Join(t.TempDir(), "venv")
+		if out, err := exec.Command(plain, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+			t.Fatalf("%s -m venv: %v: %s", plain, err, out)
+		}
+		plain = filepath.Join(venv, "bin", "python")
+		if exec.Command(plain, "-c", "import pytest").Run() == nil {
+			t.Fatalf("%s imports pytest", plain)
+		}
 	}
 	root := copyProject(t, filepath.Join("testdata", "pytest", "nopytest_unittest"))
 	dir := t.TempDir()
