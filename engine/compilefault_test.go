@@ -156,3 +156,37 @@ func TestTimedOutModuleIsNotImportedAgain(t *testing.T) {
 		t.Fatalf("the hanging top level started %d times, want 1", n)
 	}
 }
+
+// restartKernel is answered with 5001 when the kernel is not back within
+// RestartTimeout (here its new kernel is still importing a top level that
+// takes longer), and the slot still comes back afterwards.
+func TestRestartKernelAnswers5001WhenTheKernelDoesNotComeBack(t *testing.T) {
+	t.Parallel()
+	release := filepath.Join(t.TempDir(), "release")
+	h := setup(t, map[string]string{
+		"main.py": "import helper\n\ndef main():\n    v = helper.V\n",
+		"helper.py": "import os, time\nwhile os.path.exists(" + quote(release+".hold") + ") and not os.path.exists(" + quote(release) + "):\n" +
+			"    time.sleep(0.02)\nV = 1\n",
+	}, engine.Config{Kernels: 1, RestartTimeout: 300 * time.Millisecond})
+	id, run := h.newContext("main:main")
+	if run.failed != nil {
+		t.Fatalf("first run: %+v", run.failed)
+	}
+	write(t, filepath.Dir(release), filepath.Base(release)+".hold", "") // the next import of helper waits
+	err := h.e.RestartKernel(h.ctx, clientID, id)
+	pe := engine.ProtocolError(err)
+	if pe == nil || pe.Code != protocol.CodeKernelUnavailable {
+		t.Fatalf("restartKernel while the new kernel cannot get ready: %v, want 5001", err)
+	}
+	m := h.client.mark()
+	write(t, filepath.Dir(release), filepath.Base(release), "")
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
+	for {
+		run := h.client.waitRun(t, m, id)
+		if run.failed == nil {
+			break
+		}
+		m = h.client.mark()
+		must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
+	}
+}
