@@ -45,7 +45,11 @@
 // (children of user code) with it; on Linux it also gets SIGKILL when the
 // server dies (Pdeathsig; see procAttr for the caveats). When a kernel
 // dies, the Go side kills what is left of its process group before
-// reaping it.
+// reaping it. Processes that left the group (setsid) or were orphaned are
+// found by the random tag every process of a kernel's tree inherits in its
+// environment (RIPPLE_KERNEL_TAG): the supervisor kills them after reaping
+// the kernel, the kernel's own exit paths do, and so does its sentinel when
+// the server is killed (proctree.go).
 //
 // # Pool
 //

@@ -131,6 +131,7 @@ type Kernel struct {
 	cmd     *exec.Cmd
 	pid     int // also the process group id (Setpgid)
 	logPath string
+	tag     string // kernelTagEnv's value in its tree's environments (proctree.go)
 	info    ReadyInfo
 
 	death *os.File // write end of the death pipe; closed by the supervisor after reaping
@@ -226,9 +227,10 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 
 	cmd := exec.Command(cfg.Python.Path, "-u", filepath.Join(dir, "server.py"), strconv.Itoa(acc.port()))
 	cmd.Dir = root
+	tag := newKernelTag()
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
 		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
-		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4")
+		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
@@ -245,6 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 		cmd:     cmd,
 		pid:     cmd.Process.Pid,
 		logPath: log.Name(),
+		tag:     tag,
 		death:   deathW,
 		cell:    cell,
 		turn:    make(chan struct{}, 1),
@@ -785,6 +788,8 @@ func (k *Kernel) supervise() {
 		syscall.Kill(-k.pid, syscall.SIGKILL)
 	}
 	k.cmd.Wait()
+	// Then what left the group (setsid) or was orphaned: see proctree.go.
+	killTagged(k.tag)
 	k.mu.Lock()
 	k.exited = true
 	k.cell.close() // nobody announces to a process that exited

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -56,7 +57,20 @@ func runHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Printf("kernel %d child %s\n", k.PID(), child)
+	// Two that leave the kernel's process group: setsid(), and an orphan
+	// (its parent, a shell, has exited).
+	setsid, err := k.Repr(ctx, "__import__('subprocess').Popen(['sleep', '600'], start_new_session=True).pid", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	orphan, err := k.Repr(ctx, "__import__('subprocess').run(['sh', '-c', 'setsid sleep 600 >/dev/null 2>&1 & echo $!'], "+
+		"capture_output=True, text=True).stdout.strip()", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("kernel %d child %s setsid %s orphan %s\n", k.PID(), child, setsid, strings.Trim(orphan, "'"))
 	select {} // until SIGKILL
 }
 

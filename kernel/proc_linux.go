@@ -1,7 +1,9 @@
 package kernel
 
 import (
+	"bytes"
 	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -48,4 +50,68 @@ func sharedMemoryFile(name string) (*os.File, error) {
 		return unlinkedTempFile(name)
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// killTagged SIGKILLs every process but this one whose environment holds
+// tagEnv=tag: the processes of one kernel's tree (kernelTag), wherever they
+// are now. A child that called setsid() has left the kernel's process
+// group, and one whose parent exited has been adopted by init, so neither
+// the group nor the parent chain finds them; the environment they
+// inherited does. Passes repeat while they find any (one may have forked
+// meanwhile), at most maxTagPasses. Returns how many signals were sent.
+//
+// Reading another process's environment needs the same user, which every
+// process of a kernel's tree has unless it changed user; a process that
+// replaced its environment (execve with a fresh one) is not found: the
+// kernel's process group and its own clean-up remain the lines for those.
+func killTagged(tag string) int {
+	if tag == "" {
+		return 0
+	}
+	needle := []byte(kernelTagEnv + "=" + tag)
+	self := os.Getpid()
+	sent := 0
+	for pass := 0; pass < maxTagPasses; pass++ {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return sent
+		}
+		found := 0
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !hasEnvEntry(env, needle) {
+				continue
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				found++
+			}
+		}
+		sent += found
+		if found == 0 {
+			break
+		}
+	}
+	return sent
+}
+
+// hasEnvEntry reports whether the NUL-separated environment block env has
+// the entry needle exactly.
+func hasEnvEntry(env, needle []byte) bool {
+	for len(env) > 0 {
+		i := bytes.IndexByte(env, 0)
+		var entry []byte
+		if i < 0 {
+			entry, env = env, nil
+		} else {
+			entry, env = env[:i], env[i+1:]
+		}
+		if bytes.Equal(entry, needle) {
+			return true
+		}
+	}
+	return false
 }

@@ -115,6 +115,10 @@ _CELL = memoryview(bytearray(16)).cast("Q")
 _WAKE_R = -1  # read end of the signal wakeup pipe (signal.set_wakeup_fd)
 _WAKE_W = -1  # its write end
 _SENTINEL = 0  # pid of the sentinel (_spawn_sentinel), 0 if none
+# The kernel's tag (kernel/proctree.go): every process of its tree has it in
+# its environment, also after setsid() or when orphaned.
+_TAG_ENV = "RIPPLE_KERNEL_TAG"
+_TAG = os.environ.get(_TAG_ENV, "")
 _PUMP = None  # the pump thread
 _MAIN_THREAD = 0  # threading.get_ident() of the main thread
 
@@ -555,9 +559,11 @@ def _kill_group_members():
 
 
 def _kill_members(names, me):
-    """SIGKILL the processes of group me among /proc's names, but this one
+    """SIGKILL the processes of group me among /proc's names, and those
+    carrying the kernel's tag (setsid() children, orphans), but this one
     and the sentinel; returns whether there were any."""
     found = False
+    needle = ("%s=%s" % (_TAG_ENV, _TAG)).encode() if _TAG else None
     for name in names:
         if not name.isdigit():
             continue
@@ -572,8 +578,18 @@ def _kill_members(names, me):
             if int(fields[2]) == me:
                 found = True
                 os.kill(pid, signal.SIGKILL)
+                continue
         except (OSError, ValueError, IndexError):
             continue
+        if needle is not None:
+            try:
+                with open("/proc/%s/environ" % name, "rb") as f:
+                    tagged = needle in f.read().split(b"\0")
+                if tagged:
+                    found = True
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
     return found
 
 
@@ -1001,9 +1017,21 @@ def _spawn_sentinel(fd):
     kill its children, or when the kernel is stuck in C code holding the
     GIL. It ignores SIGINT: interrupts address the whole group."""
     global _SENTINEL
-    script = "trap '' INT; read _ <&%d; kill -9 0" % fd
+    script = "trap '' INT; read _ <&%d; " % fd
+    env = os.environ
+    if _TAG:
+        # First every process of the kernel's tree that left the group
+        # (setsid) or was orphaned: they carry the kernel's tag (kernel/
+        # proctree.go). The sentinel and its grep do not.
+        script += (
+            "for _ in 1 2 3 4 5 6 7 8; do set -- $(grep -lzx '%s=%s' /proc/[0-9]*/environ 2>/dev/null); "
+            "[ $# -eq 0 ] && break; for f; do p=${f#/proc/}; kill -9 ${p%%/environ} 2>/dev/null; done; done; "
+            % (_TAG_ENV, _TAG)
+        )
+        env = {k: v for k, v in os.environ.items() if k != _TAG_ENV}
+    script += "kill -9 0"
     try:
-        _SENTINEL = os.posix_spawn("/bin/sh", ["sh", "-c", script], os.environ)
+        _SENTINEL = os.posix_spawn("/bin/sh", ["sh", "-c", script], env)
     except OSError as e:
         _log("cannot start the sentinel: %s" % e)
     finally:
