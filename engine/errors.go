@@ -28,6 +28,7 @@ var codes = []struct {
 	{workspace.ErrTextEditValidation, protocol.CodeTextEditValidation},
 	{workspace.ErrInvalidVersion, protocol.CodeInvalidVersion},
 	{workspace.ErrWriteDenied, protocol.CodeWriteDenied},
+	{workspace.ErrInvalidPath, protocol.CodeInvalidParams},
 	{ErrModuleNotFound, protocol.CodeModuleNotFound},
 	{ErrInvalidStackItem, protocol.CodeInvalidStackItem},
 	{ErrExpressionNotFound, protocol.CodeExpressionNotFound},

@@ -64,7 +64,8 @@ func runHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	orphan, err := k.Repr(ctx, "__import__('subprocess').run(['sh', '-c', 'setsid sleep 600 >/dev/null 2>&1 & echo $!'], "+
+	orphan, err := k.Repr(ctx, "__import__('subprocess').run([__import__('sys').executable, '-c', "+
+		"'import os, subprocess; os.setsid(); print(subprocess.Popen([\"sleep\", \"600\"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)'], "+
 		"capture_output=True, text=True).stdout.strip()", nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

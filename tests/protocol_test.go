@@ -128,6 +128,19 @@ func TestWireFiles(t *testing.T) {
 		c.callErr(protocol.CodePathOutsideRoot, protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: p}, p)
 	}
 	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileDelete, protocol.FileDeleteParams{Path: "out/secret.txt"})
+	// A symlink leading outside is refused too, not deleted (issue 13).
+	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileDelete, protocol.FileDeleteParams{Path: "secret-link.txt"}, "secret-link.txt")
+	if _, err := os.Lstat(filepath.Join(s.dir, "secret-link.txt")); err != nil {
+		t.Fatalf("the refused delete removed the link: %v", err)
+	}
+	// Names no file system takes: specific errors naming the fault, not -32603.
+	long := strings.Repeat("n", 300) + ".py"
+	for _, bad := range []struct{ path, says string }{{long, "303 bytes long"}, {"a\x00b.py", "NUL byte"}} {
+		c.callErr(protocol.CodeInvalidParams, protocol.MethodFileRead, protocol.FileReadParams{Path: bad.path}, bad.says)
+		c.callErr(protocol.CodeInvalidParams, protocol.MethodFileWrite, protocol.FileWriteParams{Path: bad.path, Contents: "x"}, bad.says)
+		c.callErr(protocol.CodeInvalidParams, protocol.MethodFileDelete, protocol.FileDeleteParams{Path: bad.path}, bad.says)
+		c.callErr(protocol.CodeInvalidParams, protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: bad.path}, bad.says)
+	}
 	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileList, protocol.FileListParams{Path: "out"})
 	if got := readFile(t, outside, "secret.txt"); got != "secret\n" {
 		t.Fatalf("the file outside the root changed: %q", got)

@@ -146,6 +146,7 @@ func (ws *Workspace) createTemp(dir, base string, mode fs.FileMode) (*os.File, s
 			ws.root.Remove(tmp)
 			return nil, "", err
 		}
+		lockFile(f) // until the rename: a stale file is one nobody locks (stale.go)
 		return f, tmp, nil
 	}
 }

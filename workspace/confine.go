@@ -31,8 +31,8 @@ const maxSymlinks = 40
 // itself: if a symlink is swapped in between this check and the operation,
 // the operation fails instead of leaving the root.
 func (ws *Workspace) resolve(p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", newError(ErrFileNotFound, p, "path contains a NUL byte")
+	if err := checkPathText(p); err != nil {
+		return "", err
 	}
 	if path.IsAbs(p) {
 		return "", newError(ErrPathOutsideRoot, p, "absolute paths are not allowed; use a path relative to the project root")
@@ -140,6 +140,9 @@ func splitPath(p string) []string {
 // (Delete): the parent chain is resolved and confined, the final component is
 // kept as it is, so a symlink names the link, not its target.
 func (ws *Workspace) resolveParent(p string) (string, error) {
+	if err := checkPathText(p); err != nil {
+		return "", err
+	}
 	clean := path.Clean(p)
 	if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 		return ws.resolve(p)

@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 )
 
@@ -39,7 +41,29 @@ var (
 	// ErrWriteDenied: the write would clobber unsaved edits in an open text
 	// buffer, or targets something that must not be written (3004).
 	ErrWriteDenied = errors.New("write denied")
+	// ErrInvalidPath: the path is not one a file system can take: it holds
+	// a NUL byte, or a component longer than maxNameBytes (-32602
+	// InvalidParams: no file can have that name).
+	ErrInvalidPath = errors.New("invalid path")
 )
+
+// maxNameBytes is the longest file name Linux file systems take
+// (NAME_MAX).
+const maxNameBytes = 255
+
+// checkPathText refuses what no file system takes, before any file
+// operation (which would fail with EINVAL or ENAMETOOLONG).
+func checkPathText(p string) error {
+	if strings.IndexByte(p, 0) >= 0 {
+		return newError(ErrInvalidPath, strings.ReplaceAll(p, "\x00", `\x00`), "the path contains a NUL byte")
+	}
+	for _, c := range strings.Split(p, "/") {
+		if len(c) > maxNameBytes {
+			return newError(ErrInvalidPath, p, fmt.Sprintf("file name %.20q... is %d bytes long; file systems take at most %d", c, len(c), maxNameBytes))
+		}
+	}
+	return nil
+}
 
 // Error is the error type of this package: the sentinel, the project-relative
 // path at fault and a human-readable detail. Its message reads
@@ -95,6 +119,8 @@ func fsError(path string, err error) error {
 		kind = ErrNotFile
 	case isEscape(err):
 		kind = ErrPathOutsideRoot
+	case errors.As(err, &errno) && errno == syscall.ENAMETOOLONG:
+		kind = ErrInvalidPath
 	default:
 		return &wrapped{path: path, err: err}
 	}

@@ -208,6 +208,14 @@ func (ws *Workspace) Delete(p string) error {
 	if err != nil {
 		return fsError(p, err)
 	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// The link itself is deleted, but only a link that stays inside
+		// the root: one that leads outside is refused like every other
+		// outward path (resolve judges its target, dangling or not).
+		if _, err := ws.resolve(p); errors.Is(err, ErrPathOutsideRoot) {
+			return newError(ErrPathOutsideRoot, p, "is a symlink to a place outside the project root; it is not deleted")
+		}
+	}
 	var files []string
 	if fi.IsDir() {
 		if files, err = ws.filesUnder(rel); err != nil {

@@ -63,7 +63,8 @@ type Workspace struct {
 const absent Version = ""
 
 // Open opens the project tree rooted at root, which must be an existing
-// directory. Call Close when done.
+// directory. Call Close when done. It removes the hidden temp files that
+// saves interrupted by a crash left behind (stale.go).
 func Open(root string, opts Options) (*Workspace, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -88,7 +89,7 @@ func Open(root string, opts Options) (*Workspace, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Workspace{
+	ws := &Workspace{
 		absRoot:  abs,
 		realRoot: real,
 		root:     r,
@@ -97,7 +98,11 @@ func Open(root string, opts Options) (*Workspace, error) {
 		buffers:  make(map[string]*buffer),
 
 		bufferPaths: make(map[string]string),
-	}, nil
+	}
+	if removed := ws.removeStaleTemps(); len(removed) > 0 {
+		logger.Info("removed temp files of interrupted saves", "root", real, "files", removed)
+	}
+	return ws, nil
 }
 
 // Root returns the absolute path of the project root with symlinks resolved.

@@ -363,9 +363,20 @@ class Engine:
             except SyntaxError:
                 pass
         head = qualname.split(".")[0]
-        names.add(head)
+        signature = None
+        func = run.find_function(rec.source, qualname) if "." not in qualname and rec.source is not None else None
+        if func is None:
+            names.add(head)  # a method: its class (and the class cell super() needs) changes with it
+        else:
+            # A plain function: its arguments depend on its signature
+            # (defaults, decorators), not on its body, so an edit of the
+            # body keeps them and their stamp: a statement that reads a
+            # parameter does not run again for an edit of another (issue 13).
+            signature = analysis.node_key(func.args) + "".join(analysis.node_key(d) for d in func.decorator_list)
+            for expr in list(func.args.defaults) + [d for d in func.args.kw_defaults if d is not None] + list(func.decorator_list):
+                names |= analysis.analyze(analysis.ast.Expr(value=expr)).uses
         versions = tuple((n, self.modules.global_version(rec.name, n)) for n in sorted(names))
-        return (qualname, sources, this, versions)
+        return (qualname, sources, this, versions, signature)
 
     def refresh_arguments(self, frame, rec):
         """New argument objects for an ExplicitCall frame (a chain reached a parameter)."""

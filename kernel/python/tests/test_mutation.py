@@ -5,7 +5,7 @@ session, and after every step the view must equal a fresh session's."""
 import re
 import unittest
 
-from enginetest import EngineTestCase, Session
+from enginetest import EngineTestCase, Session, main_stack
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
@@ -149,6 +149,20 @@ class Mutation(EngineTestCase):
         run = s.run(invalidate=["main:main/m"])
         self.assertEqual(_clean(s.view()), fresh_view({"helpers": HELPERS, "main": main}))
         self.assertIn("main:main/m", run.computed())
+
+    def test_frame_parameters_edit_reruns_only_readers(self):
+        # Editing `s = 5` keeps the arguments (the signature did not change):
+        # `q = p * 2` does not run again; a changed default re-binds them.
+        src = "def make():\n    return [1]\n\n\ndef main(p, k=3):\n    q = p * 2\n    s = %d\n    r = k + s\n"
+        s = self.session({"main": src % 5})
+        stack = main_stack(args=["make()"])
+        self.assertEqual(s.run(stack).computed(), ["main:main/q", "main:main/s", "main:main/r"])
+        s.compile({"main": src % 7})
+        self.assertEqual(s.run(stack).computed(), ["main:main/s", "main:main/r"])
+        s.compile({"main": (src % 7).replace("k=3", "k=4")})
+        run = s.run(stack)
+        self.assertIn("main:main/r", run.computed())
+        self.assertEqual(s.view()["main:main/r"], "11")
 
     def test_module_state_from_helper(self):
         self.check(
