@@ -87,8 +87,10 @@ func TestKillTaggedSparesOthers(t *testing.T) {
 	setsidB, orphanB := spawnEscapees(t, b)
 	setsidA, orphanA := spawnEscapees(t, a)
 	// a's kernel process carries its tag too (its sentinel does not).
-	if n := killTagged(a.tag); n < 3 {
-		t.Errorf("killTagged(a) sent %d signals, want at least 3 (a's kernel and its two escapees)", n)
+	// (The count is not checked: a's supervisor, seeing its kernel die,
+	// sweeps the same tag at the same time.)
+	if n := killTagged(a.tag); n == 0 {
+		t.Errorf("killTagged(a) sent no signal")
 	}
 	<-a.done
 	waitGone(t, setsidA)

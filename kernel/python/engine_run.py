@@ -756,9 +756,25 @@ class Runner:
             e = cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
+        self._relied = {}
+        self._soft = set()  # members whose reason to run no signature records
         reaches_param = self._close(plan, frame, rerun, list(rerun), module_dict)
+        # An alias was ruled out from a statement's cached value (_shares);
+        # if that statement joined R since, its value may change: decide
+        # again for the statements that relied on it.
+        for _ in range(len(stmts)):
+            redo = [i for i, ds in self._relied.items() if ds & rerun and i in rerun]
+            if not redo:
+                break
+            for i in redo:
+                del self._relied[i]
+            before = len(rerun)
+            reaches_param = self._close(plan, frame, rerun, redo, module_dict) or reaches_param
+            if len(rerun) == before and not any(i in self._relied for i in redo):
+                break
         added = self._module_state(plan, frame, rerun, module_dict)
         if added:
+            self._soft.update(added)
             rerun |= added
             reaches_param = self._close(plan, frame, rerun, list(added), module_dict) or reaches_param
         return rerun, reaches_param
@@ -775,13 +791,15 @@ class Runner:
             added = list(rdeps[i])
             live = ()
             if len(rerun) < everything:
-                live = self._effects(plan, frame, i, module_dict)
+                live = self._effects(plan, frame, i, module_dict, rerun)
             if stmts[i].info.mutates or live:
                 members, hit_param = self._chain(plan, frame, i, live)
                 reaches_param = reaches_param or hit_param
                 added += members
             if live:
-                added += self._readers_after(plan, i, live)
+                readers = self._readers_after(plan, i, live)
+                self._soft.update(j for j in readers if j not in rerun)
+                added += readers
             creators, dirty_param = self._dirty_reads(plan, frame, i, rerun)
             reaches_param = reaches_param or dirty_param
             added += creators
@@ -915,6 +933,39 @@ class Runner:
     # effect), up to a statement that rebinds the name. A value the cache
     # does not know is taken as mutable: conservative first.
 
+    def _readonly_callee(self, func):
+        """Whether every parameter of project function func is only ever a
+        direct argument of a builtin that does not mutate it (list(p),
+        len(p), sorted(p), ...), never rebound, stored, iterated, called,
+        or reached by a nested function: then func cannot mutate what its
+        arguments hold at the top level. Static facts of its source, cached
+        per code object; False when unsure (not a project function, no
+        source, a name of those builtins rebound in its module)."""
+        code = func.__code__
+        cache = self.engine.__dict__.setdefault("_ripple_readonly", {})
+        got = cache.get(code)
+        if got is not None:
+            return got
+        result = False
+        try:
+            src = self.modules.source_for_filename(code.co_filename)
+            node = None
+            if src is not None:
+                for child in ast.walk(src.tree):
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name == code.co_name:
+                        first = child.decorator_list[0].lineno if child.decorator_list else child.lineno
+                        if first == code.co_firstlineno:
+                            node = child
+                            break
+            if node is not None:
+                result = _params_readonly(node, func.__globals__)
+        except Exception:
+            result = False
+        if len(cache) > 10000:
+            cache.clear()
+        cache[code] = result
+        return result
+
     def _definer(self, plan, name, at):
         """(kind, ref) of the statement defining name as statement `at` sees it."""
         stmts = plan.stmts
@@ -946,7 +997,7 @@ class Runner:
             value = getattr(builtins, name, DELETED)
         return value
 
-    def _effects(self, plan, frame, i, module_dict):
+    def _effects(self, plan, frame, i, module_dict, rerun=None):
         """The names whose objects statement i may mutate through code it
         calls and that can be mutated: a list of names (the aliases of the
         objects it mutates included)."""
@@ -965,7 +1016,7 @@ class Runner:
             if name in live:
                 continue
             v = value(name)
-            if v is DELETED or not _inert(reason, v, value):
+            if v is DELETED or not _inert(reason, v, value, self._readonly_callee):
                 live.add(name)
         # Code the statement may call (a nested def, a lambda) reads these
         # frame names when called; it may mutate their objects.
@@ -985,11 +1036,17 @@ class Runner:
         seen = set()
         # An object the statement binds and mutates itself (`for row in
         # grid: row.append(1)`) comes from what it reads.
+        relied = self._relied.setdefault(i, set()) if rerun is not None else set()
+        own = frame.cache.get(ps.id) if rerun is not None and i not in rerun else None
         for name in (live | info.mutates) & info.binds:
+            mine = _binding(own, name) if own is not None else DELETED
             for source in info.uses:
                 if source != name and source not in live:
                     v = value(source)
                     if v is DELETED or not _immutable(v):
+                        if mine is not DELETED and v is not DELETED and not _shares(mine, v):
+                            relied.add(i)
+                            continue
                         live.add(source)
                         todo.append((source, i))
         while todo:
@@ -1002,15 +1059,25 @@ class Runner:
             if d.info.imports or isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             e = frame.cache.get(d.id)
+            mine = DELETED
             if e is not None:
                 v = _binding(e, name)
                 if v is not DELETED and _immutable(v):
                     continue
+                if rerun is not None and ref not in rerun:
+                    mine = v  # what it bound last time, and will bind again
             for source in d.info.uses:
                 if source == name and name not in d.info.binds:
                     continue
                 v = self._value(plan, frame, source, ref, module_dict)
                 if v is DELETED or not _immutable(v):
+                    if mine is not DELETED and v is not DELETED and not _shares(mine, v):
+                        # A run-time fact: the object the name holds is
+                        # neither the source's nor inside it, nor does it
+                        # hold anything the source holds (a copy, a new
+                        # object computed from it): not an alias.
+                        relied.add(ref)
+                        continue
                     if source not in live:
                         live.add(source)
                     todo.append((source, ref))
@@ -1199,11 +1266,12 @@ class Runner:
         fresh, frame.args_fresh = frame.args_fresh, False
         if reaches_param and not fresh and frame.args_key is not None and self.engine.refresh_arguments(frame, rec):
             rerun, _ = self.rerun_set(plan, frame, module_dict)
-        # A statement to run loses its entry now: if the run ends before it
-        # (an interrupt, a partial run), the next run still runs it (the
-        # reason it is in R, a live effect of another statement, may be gone
-        # by then).
-        for i in rerun:
+        # A statement in R for a reason its signature does not record (a
+        # live effect of another statement, module state) loses its entry
+        # now: if the run ends before it (an interrupt, a partial run, a
+        # return), the next run still runs it. The others keep theirs: the
+        # reason they are in R is still there next run (module doc).
+        for i in self._soft & rerun:
             frame.cache.pop(stmts_id(plan, i), None)
         frame.last_rerun = rerun
         stmts = plan.stmts
@@ -1333,14 +1401,24 @@ class Runner:
         hooks.reset()
         returned = False
         mutated = [ns[n] for n in info.mutates if n in ns and not _immutable(ns[n])]
+        if info.mutates & info.binds and not self.run_once:
+            # It binds what it mutates (`for row in grid: row.append(1)`):
+            # the objects it mutates come from what it reads; log them all,
+            # and what they directly hold.
+            for source in info.uses - info.binds:
+                v = ns.get(source, DELETED)
+                if v is not DELETED and not _immutable(v):
+                    mutated.append(v)
+                    mutated.extend(_elements(v))
         if info.maybe:
             # Objects its calls may mutate, as the values at hand say
             # (Runner._effects): their mutation log names it too.
             def value_of(name):
-                return ns.get(name, DELETED)
+                v = ns.get(name, DELETED)
+                return getattr(builtins, name, DELETED) if v is DELETED else v
             for name, reason in info.maybe:
                 v = ns.get(name, DELETED)
-                if v is not DELETED and not _immutable(v) and not _inert(reason, v, value_of):
+                if v is not DELETED and not _immutable(v) and not _inert(reason, v, value_of, self._readonly_callee):
                     if not any(v is m for m in mutated):
                         mutated.append(v)
         # The statement reads module globals as they are now: a function it
@@ -1505,7 +1583,9 @@ class Runner:
 
     @staticmethod
     def _register_objects(frame, ns, info, expression_id):
-        """Note the statement as creator of the new mutable objects it bound."""
+        """Note the statement as creator of the new mutable objects it bound,
+        and of the mutable objects directly inside them (grid's rows: a
+        name bound to one later, row = grid[0], is not its creator)."""
         mutlog = frame.mutlog
         for name in info.defines:
             obj = ns.get(name, DELETED)
@@ -1514,6 +1594,10 @@ class Runner:
             log = mutlog.get(id(obj))
             if log is None or log[0] is not obj:
                 mutlog[id(obj)] = [obj, expression_id, []]
+                for inner in _elements(obj):
+                    log = mutlog.get(id(inner))
+                    if log is None or log[0] is not inner:
+                        mutlog[id(inner)] = [inner, expression_id, []]
 
     @staticmethod
     def _prune_mutlog(frame):
@@ -1586,6 +1670,59 @@ class Runner:
         self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
 
 
+def _shares(a, b, limit=1000):
+    """Whether object a is b, lives inside b, or holds a mutable object that
+    b holds (two levels deep into plain containers and instance
+    dictionaries); True when it cannot tell (another kind of object, a
+    container too large to look through): conservative."""
+    seen = {}
+
+    def children(x):
+        t = type(x)
+        if t in (list, tuple, set, frozenset):
+            return x if len(x) <= limit else None
+        if t is dict:
+            return list(x.values()) + list(x.keys()) if len(x) <= limit else None
+        if t in _PLAIN:
+            return ()
+        d = getattr(x, "__dict__", None)
+        if type(d) is dict and t.__module__ != "builtins" and not isinstance(x, type):
+            return list(d.values()) if len(d) <= limit else None
+        return None  # iterators, generators, arrays, frames...: cannot see inside
+
+    # The mutable objects b holds, two levels deep.
+    level = [b]
+    for depth in range(3):
+        nxt = []
+        for x in level:
+            if _immutable(x) and type(x) not in (tuple, frozenset):
+                continue
+            if id(x) in seen:
+                continue
+            seen[id(x)] = x
+            if depth < 2:
+                kids = children(x)
+                if kids is None:
+                    return True
+                nxt.extend(kids)
+        level = nxt
+    level = [a]
+    for depth in range(3):
+        nxt = []
+        for x in level:
+            if _immutable(x) and type(x) not in (tuple, frozenset):
+                continue
+            if id(x) in seen and seen[id(x)] is x and type(x) not in (tuple, frozenset):
+                return True
+            if depth < 2:
+                kids = children(x)
+                if kids is None:
+                    return True
+                nxt.extend(kids)
+        level = nxt
+    return False
+
+
 def _reads_state(plan, ps):
     """Whether the statement may read module state: it calls something or
     reads a module global (a name the body never binds, also when an
@@ -1631,9 +1768,70 @@ def _stateless_callable(v):
     return t is type
 
 
-def _inert(reason, v, value_of):
+_PURE_NAMES = frozenset(f.__name__ for f in _PURE_BUILTINS if hasattr(f, "__name__"))
+
+
+def _params_readonly(node, module_globals):
+    """See Runner._readonly_callee; node is the function's def."""
+    params = set(analysis.parameter_names(node.args))
+    if not params:
+        return True
+    local = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    parents = {}
+    for parent in ast.walk(node):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) and child is not node:
+            # A nested scope may keep a parameter (a closure): only when it
+            # never names one.
+            if any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(child)):
+                return False
+        if isinstance(child, (ast.Global, ast.Nonlocal)) and params & set(child.names):
+            return False
+        if not isinstance(child, ast.Name) or child.id not in params:
+            continue
+        if not isinstance(child.ctx, ast.Load):
+            return False  # rebound or deleted
+        call = parents.get(child)
+        if not (isinstance(call, ast.Call) and child in call.args and isinstance(call.func, ast.Name)):
+            return False
+        name = call.func.id
+        if name not in _PURE_NAMES or name in params or name in local:
+            return False
+        bound = module_globals.get(name, getattr(builtins, name, None))
+        if bound is not getattr(builtins, name, None):
+            return False  # the module rebinds the builtin's name
+    return True
+
+
+def _elements(v, limit=1000):
+    """The mutable objects directly inside a plain container (none for
+    anything else or a container larger than limit)."""
+    t = type(v)
+    if t in (list, tuple, set, frozenset) and len(v) <= limit:
+        return [x for x in v if not _immutable(x)]
+    if t is dict and len(v) <= limit:
+        return [x for x in v.values() if not _immutable(x)]
+    return []
+
+
+def _flat(v, limit=1000):
+    """A plain container of immutable values (a list of ints, a dict of
+    strings to numbers): nothing in it can be mutated but itself."""
+    t = type(v)
+    if t in (list, tuple, set, frozenset):
+        return len(v) <= limit and all(_immutable(x) for x in v)
+    if t is dict:
+        return len(v) <= limit and all(_immutable(k) and _immutable(x) for k, x in v.items())
+    return False
+
+
+def _inert(reason, v, value_of, readonly_callee=None):
     """Whether what a statement does to v for reason (StmtInfo.maybe)
-    cannot mutate it. value_of(name) gives another name's value."""
+    cannot mutate it. value_of(name) gives another name's value;
+    readonly_callee(f) whether project function f only reads its
+    parameters (Runner._readonly_callee)."""
     kind, detail = reason
     if kind == analysis.MAYBE_CALLEE:
         return _stateless_callable(v) or (_immutable(v) and type(v) not in (types.FunctionType, types.MethodType))
@@ -1652,6 +1850,11 @@ def _inert(reason, v, value_of):
                 return True
         except TypeError:  # an unhashable callee
             pass
+        # A project function that only hands its parameters to builtins
+        # that do not mutate them (h(xs): ys = list(xs)) cannot mutate a
+        # flat container: it can reach nothing else in it.
+        if readonly_callee is not None and type(callee) is types.FunctionType and _flat(v) and readonly_callee(callee):
+            return True
     if type(v) is types.FunctionType or type(v) is types.MethodType:
         return _stateless_callable(v) if type(v) is types.FunctionType else False
     return _immutable(v)

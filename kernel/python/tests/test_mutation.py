@@ -62,6 +62,21 @@ class Mutation(EngineTestCase):
             body("xs = []", "add_to(xs, 3)", "n = sum(xs)"),
         )
 
+    def test_copying_helper_reruns_nothing_more(self):
+        # A project function that only copies its argument (list(v)) cannot
+        # mutate a list of ints: editing its call re-runs it alone. One that
+        # mutates it (add_to) re-runs the list's chain and its readers.
+        helpers = HELPERS + "\n\ndef copy_of(v):\n    out = list(v)\n    out.append(len(out))\n    return out\n"
+        s = self.check(
+            body("xs = [1, 2]", "ys = copy_of(xs)", "n = sum(xs)"),
+            body("xs = [1, 2]", "ys = copy_of(xs) + [1]", "n = sum(xs)"),
+            helpers=helpers,
+        )
+        s.compile({"main": body("xs = [1, 2]", "ys = copy_of(xs) + [2]", "n = sum(xs)")})
+        self.assertEqual(s.run().computed(), ["main:main/ys"])
+        s.compile({"main": body("xs = [1, 2]", "ys = add_to(xs, 3)", "n = sum(xs)")})
+        self.assertEqual(s.run().computed(), ["main:main/xs", "main:main/ys", "main:main/n"])
+
     def test_function_mutates_argument_in_expression(self):
         self.check(
             body("xs = [1]", "k = add_to(xs) or 0", "n = sum(xs)"),
