@@ -491,6 +491,12 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
 def _immutable(value, depth=0):
     t = type(value)
     if t in _IMMUTABLE_TYPES:
+        # A closure holds state its calls may change (a counter), and a
+        # bound method can change its object: not immutable.
+        if t is types.FunctionType:
+            return not value.__closure__
+        if t is types.MethodType:
+            return depth < 3 and _immutable(value.__self__, depth + 1)
         return True
     if (t is tuple or t is frozenset) and depth < 3 and len(value) <= 64:
         return all(_immutable(v, depth + 1) for v in value)
@@ -757,6 +763,7 @@ class Runner:
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
         self._relied = {}
+        self._deferred = {}  # index -> names its effects reach, decided when it runs
         self._soft = set()  # members whose reason to run no signature records
         reaches_param = self._close(plan, frame, rerun, list(rerun), module_dict)
         # An alias was ruled out from a statement's cached value (_shares);
@@ -792,6 +799,13 @@ class Runner:
             live = ()
             if len(rerun) < everything:
                 live = self._effects(plan, frame, i, module_dict, rerun)
+            if live and self._never_ran(frame, stmts[i]):
+                # It did not run last time (a Panic of a statement it
+                # depends on): its effects were never applied, so no chain;
+                # the statements after it that must see them join only if it
+                # runs now (Runner._run_frame).
+                self._deferred[i] = live
+                live = ()
             if stmts[i].info.mutates or live:
                 members, hit_param = self._chain(plan, frame, i, live)
                 reaches_param = reaches_param or hit_param
@@ -932,6 +946,15 @@ class Runner:
     # does every later statement that reads the name (it must see the
     # effect), up to a statement that rebinds the name. A value the cache
     # does not know is taken as mutable: conservative first.
+
+    @staticmethod
+    def _never_ran(frame, ps):
+        """Whether the statement got a propagated Panic last run (it did not
+        run) and has no entry."""
+        if ps.id in frame.cache:
+            return False
+        p = frame.panicked.get(ps.index)
+        return p is not None and p[1] and p[1][0] != ps.id
 
     def _readonly_callee(self, func):
         """Whether every parameter of project function func is only ever a
@@ -1371,6 +1394,14 @@ class Runner:
             returned = self._run_statement(frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict)
             if ps.index not in panics:
                 reached.add(ps.id)
+            deferred = self._deferred.get(i)
+            if deferred and ps.index not in panics:
+                # It ran after all: what comes after and sees its effects
+                # runs too (rerun_set's deferred effects).
+                for j in self._readers_after(plan, i, deferred):
+                    if j not in rerun and (wanted is None or j in order):
+                        rerun.add(j)
+                        frame.cache.pop(stmts[j].id, None)
             if self.kernel.stop_requested():
                 # An edit asked the run to end at a statement boundary
                 # (kernel/PROTOCOL.md): this statement's value is cached;

@@ -102,6 +102,22 @@ class Mutation(EngineTestCase):
             body("inc = make_cell()", "a = inc()", "b = inc() * 1"),
         )
 
+    def test_deleted_call_of_a_counter(self):
+        # A closure holds state: deleting one of two calls of a counter
+        # makes the other see the counter fresh (found by the invariant test).
+        self.check(
+            body("g = make_counter()", "a = g()", "b = g()"),
+            body("g = make_counter()", "b = g()"),
+        )
+
+    def test_mutator_after_a_panic_converges(self):
+        # A mutator that gets a propagated Panic does not run: it drags
+        # nothing into the next runs (only the panicking statement retries).
+        s = self.session({"helpers": HELPERS, "main": body("xs = [1]", "n = missing + 1", "add_to(xs, n)", "m = sum(xs)")})
+        s.run()
+        self.assertEqual(s.run().computed(), ["main:main/n"])
+        self.assertEqual(s.run().computed(), ["main:main/n"])
+
     def test_frame_closure_mutates_frame_list(self):
         self.check(
             body("xs = []", "def add():", "    xs.append(1)", "add()", "n = len(xs)"),
