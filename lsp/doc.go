@@ -56,10 +56,12 @@
 //     Client dispatchers, and a JSON-RPC connection with Content-Length
 //     framing, per-request contexts and a graceful Close. Dependencies:
 //     go-json-experiment/json and go.lsp.dev/uri. Chosen.
-//   - go.lsp.dev/protocol v0.12.0 (2022): LSP 3.16-era types, no inlay
-//     hints or position encodings; pulls in zap.
-//   - github.com/tliron/glsp v0.2.2 (2024): protocol_3_16 only (no inlay
-//     hints, no positionEncoding), its own logging stack.
+//   - go.lsp.dev/protocol v0.12.0 (2022): LSP 3.16-era types (code lens
+//     and work-done progress, but no inlay hints and no position
+//     encodings); pulls in zap.
+//   - github.com/tliron/glsp v0.2.2 (2024): protocol_3_16 only (code lens
+//     and work-done progress; no inlay hints, no positionEncoding), its
+//     own logging stack.
 //   - github.com/sourcegraph/go-lsp (last commit 2024) types with
 //     sourcegraph/jsonrpc2 v0.2.3 (maintained, framing only): 3.x subset,
 //     no 3.17 features.
