@@ -178,6 +178,22 @@ lines = await until("d = 24 again", async () => {
 });
 check(true, "the diagnostic cleared and d = 24");
 
+// 4a. An exception raised inside a project function the statement calls:
+// the diagnostic is at the statement, its traceback's project frames are
+// related locations (here the line in helpers.py that raised).
+await change(5, 15, 16, "None"); // b = double(None)
+const deep = await until("the TypeError diagnostic", async () => {
+  const ds = seen.diagnostics.get(mainURI) ?? [];
+  return ds.find((d) => d.message.includes("TypeError"));
+});
+check(deep.range.start.line === 5, "the TypeError is at b's line in main.py", deep.range);
+check((deep.relatedInformation ?? []).some((r) => r.location.uri === helpersURI && r.location.range.start.line === 5),
+  "its traceback points at the line of helpers.py that raised", deep.relatedInformation);
+await change(5, 15, 19, "a");
+await until("the TypeError to clear", async () => (seen.diagnostics.get(mainURI) ?? [1]).length === 0);
+await until("b = 12 again", async () => (await byLine(mainURI)).get(5)?.[0]?.label.endsWith(" 12"));
+check(true, "the TypeError cleared");
+
 // 4b. A compile error is a diagnostic at its line, cleared when fixed.
 await change(7, 4, 13, "d = b *");
 const syntax = await until("the SyntaxError diagnostic", async () => {
