@@ -81,6 +81,10 @@ type invStep struct {
 	// Interrupt: "" none, "now" right after the call returns, "running"
 	// once the run has sent its first expression updates.
 	Interrupt string `json:"interrupt,omitempty"`
+	// Concurrent (edit): the edit comes from a second client while a
+	// recompute "all" of the first client runs (sent once that run has
+	// started), so the two overlap.
+	Concurrent bool `json:"concurrent,omitempty"`
 }
 
 func (s invStep) String() string {
@@ -98,6 +102,9 @@ func (s invStep) String() string {
 		}
 	case "push":
 		out += " " + string(s.ExpressionID)
+	}
+	if s.Concurrent {
+		out += ", by a second client during a recompute"
 	}
 	if s.Interrupt != "" {
 		out += ", interrupt " + s.Interrupt
@@ -129,19 +136,30 @@ func TestInvariantRandomSessions(t *testing.T) {
 	python := findPython(t)
 	ref := newReference(t, python)
 	checked, interrupted, done := 0, 0, 0
+	ops := map[string]int{}
 	for seed := first; done < total; seed++ {
 		steps := min(invariantStepsPerProgram, total-done)
 		s := newInvSession(t, python, ref, seed)
 		s.generate(steps)
 		checked += s.checked
 		interrupted += s.interrupted
+		for _, st := range s.script.Steps {
+			switch {
+			case st.Op == "restart":
+				ops["kernel restarts"]++
+			case st.Concurrent:
+				ops["edits by a second client during a run"]++
+			case st.Interrupt != "":
+				ops["interrupts"]++
+			}
+		}
 		done += steps
 		s.close()
 		if t.Failed() {
 			return
 		}
 	}
-	t.Logf("%d steps from seed %d: %d compared with a fresh engine, %d interrupted", total, first, checked, interrupted)
+	t.Logf("%d steps from seed %d: %d compared with a fresh engine, %d interrupted; %v", total, first, checked, interrupted, ops)
 	// Interrupted steps are not compared, but most steps must be.
 	if checked <= total/2 {
 		t.Errorf("only %d of %d steps were compared", checked, total)
@@ -244,6 +262,10 @@ type invSession struct {
 	checked, interrupted int
 }
 
+// client2 is the second client of a session: it has the files open and
+// edits them while the first client's runs are in progress.
+const client2 = "test-client-2"
+
 func newInvSession(t *testing.T, python kernel.Interpreter, ref *reference, seed uint64) *invSession {
 	t.Helper()
 	g := generate(t, python, seed, invariantStepsPerProgram)
@@ -265,6 +287,14 @@ func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference,
 	for path := range files {
 		text, _ := h.openFile(path)
 		s.texts[path] = text
+	}
+	if _, err := h.e.Connect(h.ctx, client2, newRecorder()); err != nil {
+		t.Fatal(err)
+	}
+	for path := range files {
+		if _, err := h.e.OpenFile(h.ctx, client2, path); err != nil {
+			t.Fatal(err)
+		}
 	}
 	res, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
 	must(t, err)
@@ -295,6 +325,12 @@ func (s *invSession) randomStep() invStep {
 	r := s.rng
 	roll := r.Float64()
 	switch {
+	case roll < 0.04:
+		return invStep{Op: "restart"}
+	case roll < 0.12:
+		st := s.randomEdit()
+		st.Concurrent = st.Op == "edit"
+		return st
 	case roll < 0.45:
 		return s.randomEdit()
 	case roll < 0.6:
@@ -378,9 +414,23 @@ func (s *invSession) step(st invStep) {
 	t, h := s.t, s.h
 	t.Helper()
 	m := h.client.mark()
+	runMark := m
 	switch st.Op {
 	case "edit":
+		if st.Concurrent {
+			// The first client's recompute runs; the second client's edit
+			// lands in it.
+			must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: s.id, InvalidatedExpressions: protocol.InvalidateAll()}))
+			h.client.waitFrom(t, m, "the recompute to start", func(n note) bool {
+				p, ok := n.Params.(protocol.ExpressionUpdatesParams)
+				return ok && p.ContextID == s.id || isEnd(s.id)(n)
+			})
+			runMark = h.client.mark()
+		}
 		s.edit(st)
+	case "restart":
+		// runtime/restartKernel: a new kernel, every context recomputed.
+		must(t, h.e.RestartKernel(h.ctx, clientID, s.id))
 	case "recompute":
 		must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: s.id, InvalidatedExpressions: st.Invalidate}))
 	case "push":
@@ -411,7 +461,7 @@ func (s *invSession) step(st invStep) {
 		must(t, h.e.Interrupt(h.ctx, clientID, s.id))
 	}
 	s.script.Steps = append(s.script.Steps, st)
-	s.finishStep(st, m)
+	s.finishStepFrom(st, m, runMark)
 }
 
 // edit sends an edit step as text/applyEdit: the smallest replacement that
@@ -426,7 +476,11 @@ func (s *invSession) edit(st invStep) {
 	insert := string(newRunes[start:newEnd])
 	apply := func(text string, edit protocol.TextEdit, execute bool) string {
 		next := applyTextEdit(text, edit)
-		must(t, h.e.ApplyEdit(h.ctx, clientID, protocol.ApplyEditParams{Execute: execute, Edit: protocol.FileEdit{
+		who := clientID
+		if st.Concurrent {
+			who = client2
+		}
+		must(t, h.e.ApplyEdit(h.ctx, who, protocol.ApplyEditParams{Execute: execute, Edit: protocol.FileEdit{
 			Path: protocol.Path(st.Path), Edits: []protocol.TextEdit{edit},
 			OldVersion: versionOf(text), NewVersion: versionOf(next)}}))
 		return next
@@ -449,11 +503,20 @@ func (s *invSession) edit(st invStep) {
 
 // finishStep waits for the end of the step's run and for the engine to be
 // idle, applies the step's notifications to the view and compares.
-func (s *invSession) finishStep(st invStep, m int) {
+func (s *invSession) finishStep(st invStep, m int) { s.finishStepFrom(st, m, m) }
+
+// finishStepFrom is finishStep where the step's own run ends after the
+// mark runMark (an earlier run, the one a concurrent edit landed in, may
+// end first); the view takes every notification from m on. The outcome
+// compared is the last run's of the context once the engine is idle.
+func (s *invSession) finishStepFrom(st invStep, m, runMark int) {
 	t, h := s.t, s.h
 	t.Helper()
-	run := h.client.waitRun(t, m, s.id)
+	run := h.client.waitRun(t, runMark, s.id)
 	waitIdle(t, h.e)
+	if runMark != m {
+		run = lastRun(h.client, runMark, s.id)
+	}
 	end := h.client.mark()
 	h.client.mu.Lock()
 	notes := slices.Clone(h.client.notes[m:end])
@@ -475,6 +538,28 @@ func (s *invSession) finishStep(st invStep, m int) {
 		return
 	}
 	s.compare(st, run.failed)
+}
+
+// lastRun is the outcome of the last run of id that ended after mark from.
+func lastRun(r *recorder, from int, id protocol.ContextID) *runResult {
+	r.mu.Lock()
+	notes := slices.Clone(r.notes[from:])
+	r.mu.Unlock()
+	rr := &runResult{}
+	for _, n := range notes {
+		switch p := n.Params.(type) {
+		case protocol.ExecutionCompleteParams:
+			if p.ContextID == id {
+				rr.failed = nil
+			}
+		case protocol.ExecutionFailedParams:
+			if p.ContextID == id {
+				res := p.Result
+				rr.failed = &res
+			}
+		}
+	}
+	return rr
 }
 
 // waitIdle waits until the engine's queue has nothing pending or running.
