@@ -194,12 +194,13 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			}
 			if res.Result != nil && res.Result.Kind == stoppedKind {
 				// Stopped at a statement boundary (softstop.go): the run
-				// the edit queued goes on from here; what this one was
-				// handed to recompute and did not reach is still to do.
+				// the edit queued goes on from here. What this one was
+				// handed to recompute is not handed on: the kernel
+				// dropped those cache entries before running anything
+				// (kernel/PROTOCOL.md execute), so what the run did not
+				// reach is still to do there, and what it recomputed is
+				// cached; handing it on would run it twice.
 				st.flush()
-				if !invalidate.Empty() {
-					_ = e.store.Invalidate(id, invalidate)
-				}
 				_ = e.store.SetStatus(id, contexts.StatusQueued)
 				if !e.endSoftStop(id, jobID) {
 					// Not asked of this run (a stop meant for a run that
