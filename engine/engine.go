@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ripple-run/ripple/contexts"
@@ -103,6 +104,10 @@ type Engine struct {
 	// one reads a state that includes the earlier one's change, so the last
 	// plan applied always covers every context's current stack.
 	applyMu sync.Mutex
+
+	// afterEnqueue, when set (tests only, export_test.go), is called by
+	// apply right after queue.Apply: a test lets a run end there.
+	afterEnqueue atomic.Pointer[func()]
 }
 
 // New returns an engine for cfg.Root. It finds the Python interpreter and
@@ -319,12 +324,26 @@ func (e *Engine) apply(call jobs.Call) error {
 		}
 	}
 	plan.EnsureCompiled.Modules = e.staleModules(plan.EnsureCompiled.Modules, cs)
-	if err := e.queue.Apply(plan); err != nil {
-		return err
+	if err := plan.Validate(); err != nil {
+		return err // before the statuses below: nothing is queued
 	}
+	// Status invariant: a context's status is set to queued BEFORE its
+	// Execute is in the queue, never after. From the moment the queue has
+	// it, the Execute may start (running) and end (idle/failed) at once;
+	// a queued written after that would be the last word, and a context
+	// that ran would stay "queued" for good. Written before, every later
+	// write is the Execute's own, so the last one is its end. (The queue
+	// refuses the plan only when it is stopping; the statuses then do not
+	// matter any more.)
 	for i := range plan.Executes {
 		// Best effort: the context may be destroyed meanwhile.
 		_ = e.store.SetStatus(protocol.ContextID(plan.Executes[i].Context), contexts.StatusQueued)
+	}
+	if err := e.queue.Apply(plan); err != nil {
+		return err
+	}
+	if f := e.afterEnqueue.Load(); f != nil {
+		(*f)()
 	}
 	return nil
 }

@@ -36,3 +36,13 @@ func PendingDrops(e *Engine, slot int) []string {
 	}
 	return ids
 }
+
+// SetAfterEnqueue makes the engine's next apply call f right after the
+// queue took its plan, then forget f.
+func SetAfterEnqueue(e *Engine, f func()) {
+	once := func() {
+		e.afterEnqueue.Store(nil)
+		f()
+	}
+	e.afterEnqueue.Store(&once)
+}

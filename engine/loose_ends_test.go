@@ -1,0 +1,104 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/contexts"
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// An explicit recompute whose run an edit stops at a statement boundary
+// does not run the recomputed statement again: the kernel dropped its
+// cache entry before running it, so only what the stopped run did not
+// reach is still to do, and the kernel knows that by itself.
+func TestBoundaryStopDoesNotRepeatARecompute(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	write(t, filepath.Dir(gate), "gate", "")
+	h := setup(t, map[string]string{
+		"main.py": "import os, time, util\n\ndef work():\n    print('WORK', flush=True)\n" +
+			"    while not os.path.exists(" + quote(gate) + "):\n        time.sleep(0.02)\n    return 1\n\n" +
+			"def main():\n    x = work()\n    y = util.f()\n",
+		"util.py": "def f():\n    return 1\n",
+	}, engine.Config{Kernels: 1})
+	id, run := h.newContext("main:main")
+	if run.failed != nil || strings.Count(run.output, "WORK") != 1 {
+		t.Fatalf("first run: %+v, output %q", run.failed, run.output)
+	}
+	must(t, os.Remove(gate))
+	m := h.client.mark()
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id,
+		InvalidatedExpressions: &protocol.InvalidatedExpressions{IDs: []protocol.ExpressionID{"main:main/x"}}}))
+	h.client.waitFrom(t, m, "work running again", func(n note) bool {
+		p, ok := n.Params.(protocol.OutputParams)
+		return ok && strings.Contains(p.Text, "WORK")
+	})
+	h.setText("util.py", "def f():\n    return 2\n")
+	write(t, filepath.Dir(gate), "gate", "")
+	var out strings.Builder
+	for {
+		run := h.client.waitRun(t, m, id)
+		out.WriteString(run.output)
+		if run.failed != nil {
+			t.Fatalf("run: %+v", run.failed)
+		}
+		if run.updates.Values()["main:main/y"] == "2" {
+			break
+		}
+		m = h.client.mark()
+	}
+	if n := strings.Count(out.String(), "WORK"); n != 1 {
+		t.Fatalf("the recomputed statement ran %d times after the recompute, want 1: output %q", n, out.String())
+	}
+}
+
+// A run that ends before the call that queued it has returned leaves its
+// context idle, not "queued": apply writes queued before the queue has the
+// Execute (engine.go, the status invariant). The hook lets the run end
+// right after the queue took it, the window where the order mattered.
+func TestFastRunIsNotLeftQueued(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": "def main():\n    x = 1\n"}, engine.Config{Kernels: 1})
+	res, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
+	must(t, err)
+	id := res.ContextID
+	mp, err := protocol.ParseMethodPointer("main:main")
+	must(t, err)
+	m := h.client.mark()
+	ended := make(chan bool, 1)
+	engine.SetAfterEnqueue(h.e, func() { ended <- h.client.ended(m, id) })
+	must(t, h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: id, StackItem: protocol.NewExplicitCall(mp)}))
+	if !<-ended {
+		t.Fatal("the run did not end while the push's apply waited")
+	}
+	if run := h.client.waitRun(t, m, id); run.failed != nil {
+		t.Fatalf("run: %+v", run.failed)
+	}
+	st, err := h.e.ContextStatus(id)
+	must(t, err)
+	if st != contexts.StatusIdle {
+		t.Fatalf("status after the run ended: %q, want %q", st, contexts.StatusIdle)
+	}
+}
+
+// ended waits (up to a minute: a bound against a hang, not a timing
+// assertion) for the end of a run of id after mark; false if none came.
+func (r *recorder) ended(from int, id protocol.ContextID) bool {
+	end := isEnd(id)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		r.mu.Lock()
+		for _, n := range r.notes[from:] {
+			if end(n) {
+				r.mu.Unlock()
+				return true
+			}
+		}
+		r.mu.Unlock()
+	}
+	return false
+}
