@@ -1,0 +1,60 @@
+// Package durable is ripple's event log of acknowledged state changes
+// (issue 16): what a client was told has happened is appended here before
+// the reply goes out, so a crash or restart of the server loses none of it.
+//
+// # Model
+//
+// Every event sets or deletes one entry: (Kind, Key) -> Data, Data nil
+// meaning deleted. The state is the fold of the log: the last event of each
+// (Kind, Key) wins. A buffer's event carries its whole current state, so
+// the fold is simple and a lost intermediate event cannot corrupt a later
+// one. Callers that append events for the same (Kind, Key) from several
+// goroutines order them themselves (see engine's durable hook: one mutex
+// per key around snapshot-and-append), because the log keeps the order in
+// which Append calls commit.
+//
+// # Store
+//
+// The log lives in one bbolt file, .ripple/state.db. bbolt (go.etcd.io/bbolt,
+// etcd's storage engine) was chosen over Pebble and SQLite because it is one
+// file, pure Go (no cgo, so the static single binary stays), fully
+// transactional with copy-on-write pages and two checksummed meta pages: a
+// crash at any point (kill -9 mid-commit included) leaves the last committed
+// transaction, so there is no torn tail to truncate and no hand-written file
+// format. Its cost is one fsync per write transaction, which group commit
+// shares (below); Pebble's LSM write path would be cheaper per write but
+// brings a directory of files, background compactions and a WAL of its own
+// for a log that holds a few megabytes at most.
+//
+// Buckets: "meta" (format marker, so a foreign bbolt file is recognised),
+// "events" (key: 8-byte big-endian sequence, value: JSON record) and
+// "snapshot" (one nested bucket per Kind, Key -> Data). Compaction folds
+// the events into the snapshot and deletes them in the same transaction
+// once more than Options.CompactEvery events have accumulated, so start-up
+// reads a snapshot plus a short tail and the file stays bounded (bbolt
+// reuses the freed pages).
+//
+// # Group commit
+//
+// Append never holds a lock across the fsync of someone else's commit: the
+// first caller to find no commit in progress becomes the leader and commits
+// every pending event in one transaction (one fsync), then again for what
+// arrived meanwhile, until nothing is pending; the others wait for their
+// event's commit. An idle log thus commits at once (no batching delay) and
+// a busy one shares fsyncs. No goroutine is owned by the log.
+//
+// # Damage
+//
+// Open moves a file it cannot use (not a bbolt file, both meta pages bad,
+// pages that panic bbolt while the state is read, or a bbolt file without
+// ripple's format marker) aside to state.db.corrupt-<UTC time>, logs one
+// warning line naming both files, and starts a fresh log: a damaged
+// .ripple/ never stops the server from starting, and nothing is deleted.
+// A file locked by another process (another ripple serve on the same
+// project) is not damage: Open fails with ErrLocked.
+//
+// # Locks
+//
+// mu guards pending and committing; db is bbolt's, safe for concurrent use.
+// A Log is safe for concurrent use.
+package durable

@@ -1,0 +1,402 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileName is the log's file inside the state directory (.ripple).
+const FileName = "state.db"
+
+// format marks a bbolt file as ripple's log; a file without it is foreign.
+const format = "ripple-durable-1"
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketEvents   = []byte("events")
+	bucketSnapshot = []byte("snapshot")
+	keyFormat      = []byte("format")
+)
+
+var (
+	// ErrLocked means another process has the log open.
+	ErrLocked = errors.New("the state log is in use by another process")
+	// ErrClosed means the Log was closed.
+	ErrClosed = errors.New("the state log is closed")
+	// errDamaged marks a file Open moves aside.
+	errDamaged = errors.New("damaged state log")
+)
+
+// Event sets (Kind, Key) to Data; nil Data deletes the entry.
+type Event struct {
+	Kind string `json:"kind"`
+	Key  string `json:"key"`
+	Data []byte `json:"data,omitempty"`
+}
+
+// Options configures Open.
+type Options struct {
+	// Logger gets the one warning line about a file moved aside.
+	Logger *slog.Logger
+	// CompactEvery folds the events into the snapshot once more than this
+	// many have accumulated (default 1000).
+	CompactEvery int
+	// LockTimeout bounds the wait for another process's lock (default 1s).
+	LockTimeout time.Duration
+}
+
+// Log is an open event log. See the package doc for its invariants.
+type Log struct {
+	db    *bolt.DB
+	path  string
+	every int
+
+	mu         sync.Mutex
+	pending    []*request // guarded by mu
+	committing bool       // guarded by mu: a leader is committing
+	closed     bool       // guarded by mu
+	tail       int        // guarded by mu (written by the leader): events since the last compaction
+}
+
+type request struct {
+	ev   Event
+	err  error
+	done chan struct{}
+}
+
+// Open opens (or creates) the log in dir, creating dir. A damaged or
+// foreign file is moved aside with one warning and a fresh log started; see
+// the package doc. MovedAside says where it went ("" if nothing was moved).
+func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
+	if opt.CompactEvery <= 0 {
+		opt.CompactEvery = 1000
+	}
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = time.Second
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	p := filepath.Join(dir, FileName)
+	l, err = open(p, opt)
+	if err == nil || !errors.Is(err, errDamaged) {
+		return l, "", err
+	}
+	aside, merr := MoveAside(dir, "corrupt")
+	if merr != nil {
+		return nil, "", fmt.Errorf("%w; moving it aside: %v", err, merr)
+	}
+	opt.Logger.Warn("state log unusable, moved aside; starting fresh", "file", p, "movedTo", aside, "err", err)
+	l, err = open(p, opt)
+	return l, aside, err
+}
+
+// MoveAside renames dir's log to state.db.<why>-<UTC time> and returns the
+// new path ("" if there was no log). ripple serve --fresh uses it: the old
+// log is kept, never deleted.
+func MoveAside(dir, why string) (string, error) {
+	p := filepath.Join(dir, FileName)
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
+	to := p + "." + why + "-" + stamp
+	if err := os.Rename(p, to); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
+func open(p string, opt Options) (*Log, error) {
+	db, err := bolt.Open(p, 0o644, &bolt.Options{Timeout: opt.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) && !errors.Is(err, bolt.ErrInvalid) {
+			// A permission problem or the like: not the file's content.
+			return nil, fmt.Errorf("state log %s: %w", p, err)
+		}
+		return nil, fmt.Errorf("%w %s: %v", errDamaged, p, err)
+	}
+	l := &Log{db: db, path: p, every: opt.CompactEvery}
+	if err := l.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// init checks the format marker (creating it in a new file) and reads the
+// whole state once, so damaged pages show now, not at the first Append.
+func (l *Log) init() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w %s: %v", errDamaged, l.path, r)
+		}
+	}()
+	// A View first: a file that is moved aside is kept exactly as found.
+	fresh := false
+	err = l.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			var foreign []byte
+			_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				foreign = name
+				return errStop
+			})
+			if foreign != nil {
+				return fmt.Errorf("%w %s: a bbolt file that is not ripple's (bucket %q, no format marker)", errDamaged, l.path, foreign)
+			}
+			fresh = true
+			return nil
+		}
+		if f := meta.Get(keyFormat); string(f) != format {
+			return fmt.Errorf("%w %s: format %q, want %q", errDamaged, l.path, f, format)
+		}
+		if tx.Bucket(bucketEvents) == nil || tx.Bucket(bucketSnapshot) == nil {
+			return fmt.Errorf("%w %s: buckets missing", errDamaged, l.path)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if fresh {
+		err = l.db.Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bucketMeta, bucketEvents, bucketSnapshot} {
+				if _, err := tx.CreateBucket(b); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(keyFormat, []byte(format))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	st, err := l.load()
+	if err != nil {
+		return err
+	}
+	l.tail = st.tail
+	return nil
+}
+
+var errStop = errors.New("stop")
+
+// State is the fold of the log: Kind -> Key -> Data.
+type State map[string]map[string][]byte
+
+// Get returns the entry (Kind, Key) and whether it is set.
+func (s State) Get(kind, key string) ([]byte, bool) {
+	d, ok := s[kind][key]
+	return d, ok
+}
+
+func (s State) apply(ev Event) {
+	if ev.Data == nil {
+		delete(s[ev.Kind], ev.Key)
+		return
+	}
+	m := s[ev.Kind]
+	if m == nil {
+		m = map[string][]byte{}
+		s[ev.Kind] = m
+	}
+	m[ev.Key] = ev.Data
+}
+
+type loaded struct {
+	state State
+	tail  int
+}
+
+// Load returns the current state: the snapshot with the events after it
+// applied in order.
+func (l *Log) Load() (State, error) {
+	st, err := l.load()
+	return st.state, err
+}
+
+func (l *Log) load() (st loaded, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w %s: %v", errDamaged, l.path, r)
+		}
+	}()
+	st.state = State{}
+	err = l.db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketSnapshot).ForEachBucket(func(kind []byte) error {
+			m := map[string][]byte{}
+			st.state[string(kind)] = m
+			return tx.Bucket(bucketSnapshot).Bucket(kind).ForEach(func(k, v []byte) error {
+				m[string(k)] = bytes.Clone(v)
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
+			var ev Event
+			if err := json.Unmarshal(v, &ev); err != nil {
+				return fmt.Errorf("%w %s: event %x: %v", errDamaged, l.path, k, err)
+			}
+			st.state.apply(ev)
+			st.tail++
+			return nil
+		})
+	})
+	return st, err
+}
+
+// Path is the log's file.
+func (l *Log) Path() string { return l.path }
+
+// Append commits ev, sharing the fsync with concurrent Appends (group
+// commit), and returns once it is durable. An error means it may or may not
+// be in the log. ctx bounds only the wait for another caller's commit.
+func (l *Log) Append(ctx context.Context, ev Event) error {
+	r := &request{ev: ev, done: make(chan struct{})}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.pending = append(l.pending, r)
+	if l.committing {
+		l.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	l.committing = true
+	for len(l.pending) > 0 {
+		batch := l.pending
+		l.pending = nil
+		compact := l.tail+len(batch) > l.every
+		l.mu.Unlock()
+		err := l.commit(batch, compact)
+		for _, b := range batch {
+			b.err = err
+			close(b.done)
+		}
+		l.mu.Lock()
+		switch {
+		case err != nil:
+		case compact:
+			l.tail = 0
+		default:
+			l.tail += len(batch)
+		}
+	}
+	l.committing = false
+	l.mu.Unlock()
+	return r.err
+}
+
+// commit writes batch in one transaction (one fsync); with compact, it also
+// folds every event into the snapshot and deletes the events.
+func (l *Log) commit(batch []*request, compact bool) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		events := tx.Bucket(bucketEvents)
+		if compact {
+			snap := tx.Bucket(bucketSnapshot)
+			var keys [][]byte
+			err := events.ForEach(func(k, v []byte) error {
+				var ev Event
+				if err := json.Unmarshal(v, &ev); err != nil {
+					return fmt.Errorf("event %x: %w", k, err)
+				}
+				keys = append(keys, bytes.Clone(k))
+				return applyTo(snap, ev)
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := events.Delete(k); err != nil {
+					return err
+				}
+			}
+			for _, b := range batch {
+				if err := applyTo(snap, b.ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for _, b := range batch {
+			seq, err := events.NextSequence()
+			if err != nil {
+				return err
+			}
+			v, err := json.Marshal(b.ev)
+			if err != nil {
+				return err
+			}
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], seq)
+			if err := events.Put(k[:], v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func applyTo(snap *bolt.Bucket, ev Event) error {
+	if ev.Data == nil {
+		if b := snap.Bucket([]byte(ev.Kind)); b != nil {
+			return b.Delete([]byte(ev.Key))
+		}
+		return nil
+	}
+	b, err := snap.CreateBucketIfNotExists([]byte(ev.Kind))
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(ev.Key), ev.Data)
+}
+
+// Stats reports the log's size: events since the last compaction and the
+// file's size in bytes.
+func (l *Log) Stats() (tail int, fileBytes int64) {
+	l.mu.Lock()
+	tail = l.tail
+	l.mu.Unlock()
+	_ = l.db.View(func(tx *bolt.Tx) error {
+		fileBytes = tx.Size()
+		return nil
+	})
+	return tail, fileBytes
+}
+
+// Close waits for no commit to be in progress and closes the file; later
+// Appends get ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	return l.db.Close() // bbolt's Close waits for open transactions
+}
