@@ -62,6 +62,9 @@ type Config struct {
 	// RestartTimeout bounds runtime/restartKernel (0 = CompileTimeout +
 	// 20 s): a kernel that is not back by then is answered with 5001.
 	RestartTimeout time.Duration
+	// StateLog, if set, receives every acknowledged buffer change before
+	// the reply (durable.go); RestoreBuffers reads them back at start.
+	StateLog StateLog
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
 	// spare kernel, and takes the project as a snapshot: a module, once
@@ -231,11 +234,12 @@ func (e *Engine) OpenFile(ctx context.Context, clientID, path string) (protocol.
 	if err != nil {
 		return protocol.OpenFileResult{}, err
 	}
+	e.recordBuffer(ctx, path) // a new client of a buffer with unsaved edits
 	res := protocol.OpenFileResult{Content: content, CurrentVersion: string(version)}
 	// Unsaved work a stopped server kept (7.4): offered back, never applied.
 	if r, err := e.ws.Recovery(path); err != nil {
 		e.log.Warn("unreadable recovery file", "path", path, "err", err)
-	} else if r != nil {
+	} else if r != nil && r.Version != version { // not what the buffer holds already (restored from the state log)
 		res.Recovered = &protocol.RecoveredBuffer{Content: r.Content, Version: string(r.Version),
 			SavedAt: r.SavedAt.UTC().Format(time.RFC3339), Path: r.Path}
 	}
@@ -258,6 +262,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	if err != nil {
 		return err
 	}
+	e.recordBuffer(ctx, string(p.Edit.Path))
 	if len(res.Others) > 0 {
 		e.notifyClients(clientIDs(res.Others), protocol.NotifyTextDidChange,
 			protocol.DidChangeParams{Edits: []protocol.FileEdit{p.Edit.Clone()}})
@@ -282,6 +287,7 @@ func (e *Engine) SaveFile(ctx context.Context, clientID string, p protocol.SaveP
 	if err := e.ws.Save(workspace.ClientID(clientID), string(p.Path), workspace.Version(p.CurrentVersion)); err != nil {
 		return err
 	}
+	e.recordBuffer(ctx, string(p.Path))
 	e.broadcast(protocol.NotifyFileEvent, protocol.FileEventParams{Path: p.Path, Kind: kind})
 	return nil
 }
@@ -304,6 +310,7 @@ func (e *Engine) CloseFile(ctx context.Context, clientID, path string) error {
 	if err != nil {
 		return err
 	}
+	e.recordBuffer(ctx, path)
 	if reverted {
 		return e.edited(path, jobs.OriginClient)
 	}

@@ -123,6 +123,7 @@ func (e *Engine) expire(clientID string) {
 		}
 	}
 	for _, p := range e.ws.CloseClient(workspace.ClientID(clientID)) {
+		e.recordBuffer(e.bg, p)
 		// Unsaved edits dropped: the module goes back to its disk version.
 		if err := e.edited(p, jobs.OriginClient); err != nil {
 			e.log.Debug("revert closed buffer", "path", p, "err", err)

@@ -62,6 +62,7 @@ type Engine struct {
 	watcher *workspace.Watcher // nil unless cfg.Watch
 	python  kernel.Interpreter
 	sources *sourceTable
+	dur     durableState // the state log's ordering (durable.go)
 	crashes kernel.CrashStreak
 
 	// bg is the per-owner context of the engine's own goroutines (watch

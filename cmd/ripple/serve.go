@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ripple-run/ripple/durable"
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/server"
 	"github.com/ripple-run/ripple/web"
@@ -44,6 +45,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
+	fresh := fs.Bool("fresh", false, "start without the state log of .ripple/ (it is moved aside to .ripple/state.db.fresh-TIME, not deleted)")
 	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
 
 	dir, ok := parseInterspersed(fs, args, stderr)
@@ -77,6 +79,31 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*token = randomToken()
 	}
 
+	// The state log (issue 16): every acknowledged buffer change is in
+	// .ripple/state.db before its reply; the buffers come back at start.
+	stateDir := filepath.Join(root, ".ripple")
+	if *fresh {
+		aside, err := durable.MoveAside(stateDir, "fresh")
+		if err != nil {
+			fmt.Fprintf(stderr, "ripple serve: --fresh: moving the state log aside: %v\n", err)
+			return 1
+		}
+		if aside != "" {
+			log.Info("starting fresh; the previous state log is kept", "in", aside)
+		}
+	}
+	stateLog, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")})
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v (is another ripple serve running on %s?)\n", err, root)
+		return 1
+	}
+	defer stateLog.Close()
+	saved, err := stateLog.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+		return 1
+	}
+
 	eng, err := engine.New(ctx, engine.Config{
 		Root:            root,
 		Python:          *python,
@@ -84,6 +111,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Logger:          log.With("component", "engine"),
 		DisconnectGrace: *grace,
 		Watch:           true,
+		StateLog:        stateLog,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
@@ -101,6 +129,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
 		shutdown()
 		return 1
+	}
+	restored, err := eng.RestoreBuffers(saved)
+	for _, p := range restored {
+		log.Info("unsaved buffer restored from the state log", "path", p)
+	}
+	if err != nil {
+		log.Warn("state log: some buffers not restored", "err", err)
 	}
 	// Which Python runs the project: on stderr, stdout's first line is
 	// the URL line IDEs read.
@@ -159,6 +194,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		log.Error("keeping unsaved changes", "err", err)
+	}
+	// Those kept are offered back by 7.4 now, not restored by the state
+	// log (which restores buffers as they were only after a crash).
+	if err := eng.ForgetBuffers(sctx, kept); err != nil {
+		log.Error("state log", "err", err)
 	}
 	shutdown()
 	log.Info("stopped")

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ripple-run/ripple/durable"
+	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/workspace"
+)
+
+// StateLog is where the engine records acknowledged state changes before
+// it answers (issue 16): a *durable.Log in ripple serve.
+type StateLog interface {
+	Append(ctx context.Context, ev durable.Event) error
+}
+
+// KindBuffer is the durable log's kind of an open buffer with unsaved
+// edits: Key its resolved path, Data its workspace.BufferState as JSON. A
+// buffer that is closed or saved deletes its entry.
+const KindBuffer = "buffer"
+
+// durableState is the engine's side of the state log.
+//
+// Invariant: for each buffer, taking its state and appending it is one
+// step under the path's stripe lock, so the log holds each buffer's states
+// in the order they happened and its last one is the buffer's latest
+// recorded state (an older snapshot can never be appended after a newer
+// one). Different buffers use different stripes mostly, so their appends
+// run concurrently and share fsyncs (group commit in package durable).
+type durableState struct {
+	stripes [32]sync.Mutex
+	mu      sync.Mutex
+	// recorded holds the paths whose last appended event set an entry
+	// (guarded by mu; read and written under the path's stripe): a clean
+	// buffer with no entry needs no append, so opening or saving a file
+	// without unsaved edits costs no fsync.
+	recorded map[string]bool
+}
+
+func (d *durableState) stripe(path string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(path))
+	return &d.stripes[h.Sum32()%uint32(len(d.stripes))]
+}
+
+// recordBuffer appends the current state of the buffer at path to the state
+// log (a no-op without one). Callers call it after a buffer change and
+// before answering. A failed append is logged and reported, not undone:
+// the change is in memory already and the client sees it.
+func (e *Engine) recordBuffer(ctx context.Context, path string) {
+	if e.cfg.StateLog == nil {
+		return
+	}
+	st, err := e.ws.BufferState(path)
+	if err != nil {
+		return // the caller's own call failed on the same path already
+	}
+	d := &e.dur
+	lock := d.stripe(st.Path)
+	lock.Lock()
+	defer lock.Unlock()
+	if st, err = e.ws.BufferState(st.Path); err != nil {
+		return
+	}
+	keep := st.Open && st.Dirty
+	d.mu.Lock()
+	had := d.recorded[st.Path]
+	d.mu.Unlock()
+	if !keep && !had {
+		return
+	}
+	ev := durable.Event{Kind: KindBuffer, Key: st.Path}
+	if keep {
+		if ev.Data, err = json.Marshal(st); err != nil {
+			e.log.Error("state log: encode buffer", "path", st.Path, "err", err)
+			return
+		}
+	}
+	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
+		e.log.Error("state log: buffer change not recorded; a crash now would lose it", "path", st.Path, "err", err)
+		return
+	}
+	d.mu.Lock()
+	if d.recorded == nil {
+		d.recorded = map[string]bool{}
+	}
+	d.recorded[st.Path] = keep
+	d.mu.Unlock()
+}
+
+// RestoreBuffers opens again the buffers with unsaved edits that st (the
+// state log's fold) holds, as their clients had them, and schedules their
+// modules like an edit. A client that does not come back within the
+// disconnect grace loses them as after a disconnect. ripple serve calls it
+// after Start, before it accepts connections. It returns the paths
+// restored, sorted; entries that cannot be restored (the file now outside
+// the root, a recorded version that is not its content's) are skipped and
+// their errors joined, naming each path.
+func (e *Engine) RestoreBuffers(st durable.State) ([]string, error) {
+	var restored []string
+	var errs []error
+	clients := map[workspace.ClientID]bool{}
+	for key, data := range st[KindBuffer] {
+		var bs workspace.BufferState
+		if err := json.Unmarshal(data, &bs); err != nil {
+			errs = append(errs, fmt.Errorf("state log entry for buffer %s: %w", key, err))
+			continue
+		}
+		ok, err := e.ws.RestoreBuffer(bs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore buffer %s: %w", key, err))
+			continue
+		}
+		e.dur.mu.Lock()
+		if e.dur.recorded == nil {
+			e.dur.recorded = map[string]bool{}
+		}
+		e.dur.recorded[key] = true // a saved one is deleted at its next change
+		e.dur.mu.Unlock()
+		if !ok {
+			continue
+		}
+		restored = append(restored, bs.Path)
+		for _, c := range bs.Clients {
+			clients[c] = true
+		}
+		if err := e.edited(bs.Path, jobs.OriginClient); err != nil {
+			errs = append(errs, fmt.Errorf("restore buffer %s: %w", key, err))
+		}
+	}
+	for c := range clients {
+		e.restoredClientGrace(string(c))
+	}
+	slices.Sort(restored)
+	return restored, errors.Join(errs...)
+}
+
+// restoredClientGrace starts the grace period of a client known only from
+// the state log, as Disconnect does for one that left.
+func (e *Engine) restoredClientGrace(clientID string) {
+	e.clientsMu.Lock()
+	defer e.clientsMu.Unlock()
+	if _, ok := e.clients[clientID]; ok {
+		return
+	}
+	if _, ok := e.grace[clientID]; ok {
+		return
+	}
+	e.grace[clientID] = time.AfterFunc(e.cfg.DisconnectGrace, func() {
+		e.goBackground(func(context.Context) { e.expire(clientID) })
+	})
+}
+
+// ForgetBuffers deletes the state log's entries of paths, the buffers a
+// graceful stop kept under .ripple/recovery (KeepUnsaved): after a stop
+// the next server offers them back as PROTOCOL.md 7.4 says (the buffer
+// opens with the disk's content, recovered carries the unsaved text); the
+// log restores buffers as they were only after a crash, when 7.4's files
+// were never written.
+func (e *Engine) ForgetBuffers(ctx context.Context, paths []string) error {
+	if e.cfg.StateLog == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range paths {
+		lock := e.dur.stripe(p)
+		lock.Lock()
+		err := e.cfg.StateLog.Append(ctx, durable.Event{Kind: KindBuffer, Key: p})
+		if err == nil {
+			e.dur.mu.Lock()
+			delete(e.dur.recorded, p)
+			e.dur.mu.Unlock()
+		}
+		lock.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("state log: forget buffer %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
