@@ -27,12 +27,15 @@
 // for a log that holds a few megabytes at most.
 //
 // Buckets: "meta" (format marker, so a foreign bbolt file is recognised),
-// "events" (key: 8-byte big-endian sequence, value: JSON record) and
-// "snapshot" (one nested bucket per Kind, Key -> Data). Compaction folds
-// the events into the snapshot and deletes them in the same transaction
-// once more than Options.CompactEvery events have accumulated, so start-up
-// reads a snapshot plus a short tail and the file stays bounded (bbolt
-// reuses the freed pages).
+// "events" (key: 8-byte big-endian sequence, value: a small JSON header,
+// kind and key), "data" (same key, the event's Data as raw bytes, so a
+// 30 KB buffer is not re-encoded) and "snapshot" (one nested bucket per
+// Kind, Key -> Data). Compaction, in the transaction that takes the
+// events past Options.CompactEvery, walks them newest first, writes each
+// (Kind, Key)'s last value into the snapshot once and deletes them, so
+// start-up reads a snapshot plus a short tail and the file stays bounded
+// (bbolt reuses the freed pages): 100,000 edits of a 30 KB buffer leave a
+// 7.5 MB file (BenchmarkLogSize100kEdits).
 //
 // # Group commit
 //

@@ -26,6 +26,7 @@ const format = "ripple-durable-1"
 var (
 	bucketMeta     = []byte("meta")
 	bucketEvents   = []byte("events")
+	bucketData     = []byte("data")
 	bucketSnapshot = []byte("snapshot")
 	keyFormat      = []byte("format")
 )
@@ -39,11 +40,11 @@ var (
 	errDamaged = errors.New("damaged state log")
 )
 
-// Event sets (Kind, Key) to Data; nil Data deletes the entry.
+// Event sets (Kind, Key) to Data; empty (or nil) Data deletes the entry.
 type Event struct {
-	Kind string `json:"kind"`
-	Key  string `json:"key"`
-	Data []byte `json:"data,omitempty"`
+	Kind string
+	Key  string
+	Data []byte
 }
 
 // Options configures Open.
@@ -51,7 +52,9 @@ type Options struct {
 	// Logger gets the one warning line about a file moved aside.
 	Logger *slog.Logger
 	// CompactEvery folds the events into the snapshot once more than this
-	// many have accumulated (default 1000).
+	// many have accumulated (default 200: a keystroke's event holds the
+	// whole buffer, and 200 of a 1,000-line module are 6 MB to read at
+	// start; see BenchmarkLogSize100kEdits).
 	CompactEvery int
 	// LockTimeout bounds the wait for another process's lock (default 1s).
 	LockTimeout time.Duration
@@ -81,7 +84,7 @@ type request struct {
 // the package doc. MovedAside says where it went ("" if nothing was moved).
 func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 	if opt.CompactEvery <= 0 {
-		opt.CompactEvery = 1000
+		opt.CompactEvery = 200
 	}
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = time.Second
@@ -170,7 +173,7 @@ func (l *Log) init() (err error) {
 		if f := meta.Get(keyFormat); string(f) != format {
 			return fmt.Errorf("%w %s: format %q, want %q", errDamaged, l.path, f, format)
 		}
-		if tx.Bucket(bucketEvents) == nil || tx.Bucket(bucketSnapshot) == nil {
+		if tx.Bucket(bucketEvents) == nil || tx.Bucket(bucketData) == nil || tx.Bucket(bucketSnapshot) == nil {
 			return fmt.Errorf("%w %s: buckets missing", errDamaged, l.path)
 		}
 		return nil
@@ -180,7 +183,7 @@ func (l *Log) init() (err error) {
 	}
 	if fresh {
 		err = l.db.Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bucketMeta, bucketEvents, bucketSnapshot} {
+			for _, b := range [][]byte{bucketMeta, bucketEvents, bucketData, bucketSnapshot} {
 				if _, err := tx.CreateBucket(b); err != nil {
 					return err
 				}
@@ -211,7 +214,7 @@ func (s State) Get(kind, key string) ([]byte, bool) {
 }
 
 func (s State) apply(ev Event) {
-	if ev.Data == nil {
+	if len(ev.Data) == 0 {
 		delete(s[ev.Kind], ev.Key)
 		return
 	}
@@ -254,10 +257,11 @@ func (l *Log) load() (st loaded, err error) {
 		if err != nil {
 			return err
 		}
+		data := tx.Bucket(bucketData)
 		return tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
-			var ev Event
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return fmt.Errorf("%w %s: event %x: %v", errDamaged, l.path, k, err)
+			ev, err := decodeEvent(l.path, k, v, data)
+			if err != nil {
+				return err
 			}
 			st.state.apply(ev)
 			st.tail++
@@ -319,54 +323,100 @@ func (l *Log) Append(ctx context.Context, ev Event) error {
 // folds every event into the snapshot and deletes the events.
 func (l *Log) commit(batch []*request, compact bool) error {
 	return l.db.Update(func(tx *bolt.Tx) error {
-		events := tx.Bucket(bucketEvents)
-		if compact {
-			snap := tx.Bucket(bucketSnapshot)
-			var keys [][]byte
-			err := events.ForEach(func(k, v []byte) error {
-				var ev Event
-				if err := json.Unmarshal(v, &ev); err != nil {
-					return fmt.Errorf("event %x: %w", k, err)
-				}
-				keys = append(keys, bytes.Clone(k))
-				return applyTo(snap, ev)
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if err := events.Delete(k); err != nil {
-					return err
-				}
-			}
-			for _, b := range batch {
-				if err := applyTo(snap, b.ev); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		events, data := tx.Bucket(bucketEvents), tx.Bucket(bucketData)
 		for _, b := range batch {
 			seq, err := events.NextSequence()
 			if err != nil {
 				return err
 			}
-			v, err := json.Marshal(b.ev)
+			h, err := json.Marshal(header{Kind: b.ev.Kind, Key: b.ev.Key, Delete: len(b.ev.Data) == 0})
 			if err != nil {
 				return err
 			}
 			var k [8]byte
 			binary.BigEndian.PutUint64(k[:], seq)
-			if err := events.Put(k[:], v); err != nil {
+			if err := events.Put(k[:], h); err != nil {
 				return err
 			}
+			if len(b.ev.Data) > 0 {
+				if err := data.Put(k[:], b.ev.Data); err != nil {
+					return err
+				}
+			}
+		}
+		if compact {
+			return l.compact(tx)
 		}
 		return nil
 	})
 }
 
+// compact folds the events into the snapshot and deletes them: newest
+// first, so each (Kind, Key) is written once, with its last value.
+func (l *Log) compact(tx *bolt.Tx) error {
+	events, data, snap := tx.Bucket(bucketEvents), tx.Bucket(bucketData), tx.Bucket(bucketSnapshot)
+	type entry struct{ kind, key string }
+	seen := map[entry]bool{}
+	var keys [][]byte
+	c := events.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		keys = append(keys, bytes.Clone(k))
+		var h header
+		if err := json.Unmarshal(v, &h); err != nil {
+			return fmt.Errorf("event %x: %w", k, err)
+		}
+		e := entry{h.Kind, h.Key}
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		ev := Event{Kind: h.Kind, Key: h.Key}
+		if !h.Delete {
+			if ev.Data = data.Get(k); ev.Data == nil {
+				return fmt.Errorf("event %x: its data is missing", k)
+			}
+		}
+		if err := applyTo(snap, ev); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := events.Delete(k); err != nil {
+			return err
+		}
+		if err := data.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// header is an event as stored in the events bucket; its Data is in the
+// data bucket under the same sequence key (raw bytes, no encoding).
+type header struct {
+	Kind   string `json:"kind"`
+	Key    string `json:"key"`
+	Delete bool   `json:"delete,omitempty"`
+}
+
+func decodeEvent(path string, k, v []byte, data *bolt.Bucket) (Event, error) {
+	var h header
+	if err := json.Unmarshal(v, &h); err != nil {
+		return Event{}, fmt.Errorf("%w %s: event %x: %v", errDamaged, path, k, err)
+	}
+	ev := Event{Kind: h.Kind, Key: h.Key}
+	if !h.Delete {
+		d := data.Get(k)
+		if d == nil {
+			return Event{}, fmt.Errorf("%w %s: event %x: its data is missing", errDamaged, path, k)
+		}
+		ev.Data = bytes.Clone(d)
+	}
+	return ev, nil
+}
+
 func applyTo(snap *bolt.Bucket, ev Event) error {
-	if ev.Data == nil {
+	if len(ev.Data) == 0 {
 		if b := snap.Bucket([]byte(ev.Kind)); b != nil {
 			return b.Delete([]byte(ev.Key))
 		}

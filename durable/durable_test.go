@@ -128,7 +128,7 @@ func runKillChild(dir string) {
 				os.Exit(2)
 			}
 			d, _ := st.Get("k", strconv.Itoa(g))
-			n, _ := strconv.Atoi(string(d))
+			n, _ := strconv.Atoi(strings.TrimSpace(string(d)))
 			for n++; ; n++ {
 				payload := strconv.Itoa(n) + strings.Repeat(" ", n%500) // varied sizes: pages split and freed
 				if err := l.Append(context.Background(), Event{Kind: "k", Key: strconv.Itoa(g), Data: []byte(payload)}); err != nil {
