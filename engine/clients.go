@@ -24,7 +24,8 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 	if err != nil {
 		return protocol.InitProtocolConnectionResult{}, err
 	}
-	res := protocol.InitProtocolConnectionResult{Version: protocol.Version, ProjectRoot: e.ws.Root(), Modules: make([]string, 0, len(mods))}
+	res := protocol.InitProtocolConnectionResult{Version: protocol.Version, ProjectRoot: e.ws.Root(), Modules: make([]string, 0, len(mods)),
+		Python: &protocol.PythonInfo{Version: e.python.Version, Path: e.python.Path}}
 	for _, m := range mods {
 		res.Modules = append(res.Modules, m.Name)
 	}

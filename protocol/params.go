@@ -35,6 +35,15 @@ type InitProtocolConnectionResult struct {
 	Version     string   `json:"version"`
 	ProjectRoot string   `json:"projectRoot"`
 	Modules     []string `json:"modules"`
+	// Python is the interpreter the kernels run (ripple's addition, so a
+	// client can say which Python runs the project).
+	Python *PythonInfo `json:"python,omitempty"`
+}
+
+// PythonInfo names an interpreter: its version ("3.11.2") and path.
+type PythonInfo struct {
+	Version string `json:"version"`
+	Path    string `json:"path"`
 }
 
 // RuntimeStatusParams: runtime/status (no fields).

@@ -23,8 +23,11 @@ var static embed.FS
 // contentSecurityPolicy allows the page's own scripts, styles and images
 // and connections to its own origin only ('self' covers ws:// to the same
 // host and port), and no framing: the page can edit the user's files, so
-// no other site may load it in a frame to click for the user.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+// no other site may load it in a frame to click for the user. Images may
+// also be data: URLs: the PNGs and SVGs a statement displays (PROTOCOL.md
+// 7.2) arrive in mime bundles; HTML ones go into sandboxed srcdoc frames,
+// which inherit this policy (no script runs in them).
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // asset is one embedded file, ready to serve.

@@ -12,6 +12,7 @@ import { Rpc, DISCONNECTED } from "./rpc.js";
 import { Editor } from "./editor.js";
 import { fillAnnotation, label, state as updateState, duration } from "./values.js";
 import { render as renderData } from "./dataview.js";
+import { Cell, bundleNode, isBundle } from "./cells.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -89,6 +90,13 @@ const session = {
   // viz: {id, expressionId, code} of the attached visualization.
   viz: store.get("viz", null),
   vizPick: null, // the statement picked in the pane
+  // cells: ExpressionId -> Cell, what each statement of the frame printed
+  // and displayed (shown under it); a statement that runs again starts
+  // with an empty cell.
+  cells: new Map(),
+  // saving: path -> "saving" | "failed" (absent: idle), for the file state.
+  saving: new Map(),
+  autosave: localStorage.getItem("ripple.autosave") !== "off",
 };
 if (!session.clientId) {
   session.clientId = uuid();
@@ -105,6 +113,7 @@ const rpc = new Rpc(wsURL, { open: onOpen, notify: onNotify, state: onConnState 
 const editor = new Editor($("editor"), rpc, {
   notice: toast,
   changed: () => renderFileState(),
+  typed: (buf) => scheduleAutosave(buf),
   save: () => save(),
   annotation: (u, el) =>
     fillAnnotation(u, el, { pick: pickForViz, enter: enterCall }, session.viz && session.viz.expressionId === u.expressionId),
@@ -143,10 +152,24 @@ async function probe() {
   try {
     const res = await fetch(`/ws?token=${encodeURIComponent(session.token || "")}`, { cache: "no-store" });
     if (res.status === 401) showBanner("conn", "error", "The token in this page's URL was refused. Open the URL that `ripple serve` printed.");
-    else if (res.status === 403) showBanner("conn", "error", "The server refused this page's origin (see --allow-origin).");
+    else if (res.status === 403) explainOrigin();
   } catch (e) {
     showBanner("conn", "warn", "The ripple server is not reachable. Reconnecting when it is back…");
   }
+}
+
+// explainOrigin asks the server why it refused this page's origin (a
+// POST carries the Origin header as the WebSocket handshake did).
+async function explainOrigin() {
+  let text = "The server refused this page's origin (see ripple serve --allow-origin).";
+  try {
+    const res = await fetch("/origin-check", { method: "POST", cache: "no-store" });
+    const why = await res.json();
+    if (!why.allowed && why.message) text = why.message;
+  } catch (e) {
+    // keep the generic text
+  }
+  showBanner("conn", "error", text);
 }
 
 // onOpen runs on every (re)connect before the connection's notifications
@@ -158,6 +181,11 @@ async function onOpen() {
   $("project").textContent = init.projectRoot;
   $("project").title = init.projectRoot;
   document.title = `ripple · ${init.projectRoot.split("/").filter(Boolean).pop() || init.projectRoot}`;
+  if (init.python) {
+    $("python").textContent = `python ${init.python.version} at ${init.python.path}`;
+    $("python").title = "the interpreter ripple's kernels run";
+  }
+  $("empty").hidden = session.modules.length > 0;
   loadTree();
   await rpc.call("executionContext/create", { contextId: session.contextId });
   const reconnect = session.connectedOnce;
@@ -175,7 +203,7 @@ async function onOpen() {
 // visit, or the server forgot it) and the stack is pushed again.
 async function restoreStack(reconnect) {
   if (session.stack.length === 0) {
-    if (!session.entry) session.entry = session.modules.includes("main") ? "main:main" : "";
+    if (!session.entry) session.entry = await defaultEntry();
     $("entry").value = session.entry;
     if (session.entry) await runEntry(session.entry, false);
     return;
@@ -244,6 +272,16 @@ function onNotify(method, p) {
     case "executionContext/output":
       if (p.contextId !== session.contextId) return;
       appendOutput(p.stream, p.text);
+      if (p.expressionId) {
+        cellOf(p.expressionId).text(p.stream, p.text);
+        scheduleRender();
+      }
+      break;
+    case "executionContext/displayData":
+      if (p.contextId !== session.contextId) return;
+      if (p.expressionId) cellOf(p.expressionId).display(p.data);
+      else writeOutput((out) => out.append(bundleNode(p.data)));
+      scheduleRender();
       break;
     case "executionContext/visualizationUpdate":
       if (!session.viz || p.visualizationContext.visualizationId !== session.viz.id) return;
@@ -286,13 +324,27 @@ function onUpdates(updates) {
     session.run = { state: "running", started: Date.now() };
     session.diagnostics = [];
     renderProblems();
-    outputSeparator();
+    // The output pane holds the latest run only.
+    $("output").replaceChildren();
     for (const [id, u] of session.updates) {
       if (u.payload.type === "Value" && !u.fromCache) session.updates.set(id, { ...u, fromCache: true });
     }
   }
-  for (const u of mine) session.updates.set(u.expressionId, { ...u, seq: ++session.seq });
+  for (const u of mine) {
+    session.updates.set(u.expressionId, { ...u, seq: ++session.seq });
+    // It runs again: what it printed before is not its output any more.
+    if (u.payload.type === "Pending" && !u.payload.message) session.cells.get(u.expressionId)?.clear();
+  }
   scheduleRender();
+}
+
+function cellOf(expressionId) {
+  let c = session.cells.get(expressionId);
+  if (!c) {
+    c = new Cell();
+    session.cells.set(expressionId, c);
+  }
+  return c;
 }
 
 // pruneUpdates forgets the updates of statements that were deleted. The
@@ -333,19 +385,36 @@ function setStack(stack) {
 
 function clearFrame() {
   session.updates.clear();
+  session.cells.clear();
   session.run = { state: "idle" };
 }
 
 // runEntry replaces the stack with a call of the entry point
 // ("module:function", no arguments).
 async function runEntry(text, popFirst = true) {
-  const mp = parsePointer(text);
-  if (!mp) {
-    toast("error", `"${text}" is not a function: write module:function, e.g. main:main`);
+  const call = parseCall(text);
+  if (!call) {
+    toast("error", `"${text}" is not a function: write module:function or module:function(args), e.g. main:main`);
+    return;
+  }
+  const mp = call.pointer;
+  let args;
+  try {
+    args = await bindArguments(mp, call.args);
+  } catch (e) {
+    toast("error", `Cannot run ${text}: ${e.message}`);
     return;
   }
   if (mp.definedOnType) {
     toast("error", `${text} is a method; the page runs module functions (module:function)`);
+    return;
+  }
+  // The same call again: a recompute keeps its frame, its values and what
+  // its statements printed (a pop and a push of the same call would leave
+  // the kernel's frame and its cache as they are, and send nothing).
+  if (popFirst && session.stack.length === 1 && JSON.stringify(session.stack[0].item.methodPointer) === JSON.stringify(mp) &&
+      JSON.stringify(session.stack[0].item.positionalArgumentsExpressions) === JSON.stringify(args)) {
+    await rpc.call("executionContext/recompute", { contextId: session.contextId });
     return;
   }
   await detachViz();
@@ -361,7 +430,7 @@ async function runEntry(text, popFirst = true) {
   }
   setStack([]);
   clearFrame();
-  const item = { type: "ExplicitCall", methodPointer: mp, positionalArgumentsExpressions: [] };
+  const item = { type: "ExplicitCall", methodPointer: mp, positionalArgumentsExpressions: args };
   try {
     await rpc.call("executionContext/push", { contextId: session.contextId, stackItem: item });
   } catch (e) {
@@ -369,9 +438,9 @@ async function runEntry(text, popFirst = true) {
     render();
     return;
   }
-  session.entry = pointerText(mp);
+  session.entry = text.trim();
   store.set("entry", session.entry);
-  setStack([{ item, pointer: session.entry }]);
+  setStack([{ item, pointer: pointerText(mp) }]);
   await showFrameModule();
   render();
 }
@@ -451,13 +520,172 @@ async function openFile(path) {
   render();
 }
 
-async function save() {
+async function save(auto = false) {
+  const cur = editor.current;
+  if (!cur) return;
+  const path = cur.path;
+  session.saving.set(path, "saving");
+  renderFileState();
   try {
     const buf = await editor.save();
-    if (buf) toast("info", `Saved ${buf.path}`);
+    session.saving.delete(path);
+    if (buf && !auto) toast("info", `Saved ${buf.path}`);
   } catch (e) {
+    session.saving.set(path, "failed");
     toast("error", `Save failed: ${e.message}`);
   }
+  renderFileState();
+}
+
+// Autosave: a buffer is saved 1 s after the last keystroke (the toggle in
+// the file bar turns it off; the choice is remembered).
+let autosaveTimer = null;
+function scheduleAutosave(buf) {
+  clearTimeout(autosaveTimer);
+  renderFileState();
+  if (!session.autosave) return;
+  autosaveTimer = setTimeout(() => {
+    if (editor.current === buf && buf.dirty) save(true);
+  }, 1000);
+}
+
+// offerRecovered shows unsaved text a stopped server kept for the shown
+// buffer, with Restore and Discard (PROTOCOL.md 7.4).
+function offerRecovered() {
+  const buf = editor.current;
+  if (!buf || !buf.recovered || buf.recoveredOffered) return;
+  buf.recoveredOffered = true;
+  const r = buf.recovered;
+  showBanner(`recovered:${buf.path}`, "info",
+    `${buf.path} has unsaved changes from ${new Date(r.savedAt).toLocaleString()} that ripple kept when it stopped.`, [
+      ["Restore", async () => {
+        await editor.open(buf.path);
+        buf.doc.setValue(r.content);
+        hideBanner(`recovered:${buf.path}`);
+      }],
+      ["Discard", async () => {
+        await call("file/delete", { path: r.path }, "Discard");
+        buf.recovered = null;
+        hideBanner(`recovered:${buf.path}`);
+      }],
+    ]);
+}
+
+// defaultEntry: main:main when main.py defines main, else main.py run as
+// a script (main:__main__), else nothing.
+async function defaultEntry() {
+  if (!session.modules.includes("main")) return "";
+  try {
+    const res = await rpc.call("file/read", { path: "main.py" });
+    return /^(async\s+)?def\s+main\s*\(/m.test(res.contents) ? "main:main" : "main:__main__";
+  } catch (e) {
+    return "main:main";
+  }
+}
+
+// moduleOf is the dotted module of a project path ("pkg/mod.py" ->
+// "pkg.mod"), or null.
+function moduleOf(path) {
+  if (!path || !path.endsWith(".py")) return null;
+  return path.slice(0, -3).replace(/\/__init__$/, "").replaceAll("/", ".");
+}
+
+// parseCall reads "module:function" or "module:function(args)" into its
+// pointer and the argument source texts (positional ones, and name=value).
+function parseCall(text) {
+  const m = /^\s*([A-Za-z_][\w.]*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?)\s*(?:\((.*)\))?\s*$/s.exec(text);
+  if (!m) return null;
+  const pointer = parsePointer(m[1]);
+  if (!pointer) return null;
+  return { pointer, args: m[2] === undefined ? [] : splitTopLevel(m[2]) };
+}
+
+// splitTopLevel splits source at the commas outside brackets and strings.
+function splitTopLevel(src) {
+  const out = [];
+  let depth = 0;
+  let quote = null;
+  let cur = "";
+  for (let i = 0; i < src.length; i++) {
+    const ch = src[i];
+    if (quote) {
+      cur += ch;
+      if (ch === "\\") cur += src[++i] ?? "";
+      else if (ch === quote) quote = null;
+      continue;
+    }
+    if (ch === "'" || ch === '"') quote = ch;
+    else if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) depth--;
+    if (ch === "," && depth === 0) {
+      if (cur.trim()) out.push(cur.trim());
+      cur = "";
+      continue;
+    }
+    cur += ch;
+  }
+  if (cur.trim()) out.push(cur.trim());
+  return out;
+}
+
+// bindArguments turns positional and keyword argument texts into the
+// positional expressions an ExplicitCall takes (PROTOCOL.md 2), reading
+// the function's parameters from its def in the module's text: keywords
+// go to their parameter's place, parameters skipped in between get their
+// default's text.
+async function bindArguments(mp, args) {
+  const positional = [];
+  const keywords = new Map();
+  for (const a of args) {
+    const kw = /^([A-Za-z_]\w*)\s*=(?!=)\s*(.+)$/s.exec(a);
+    if (kw) keywords.set(kw[1], kw[2]);
+    else if (keywords.size) throw new Error(`positional argument ${a} after keyword arguments`);
+    else positional.push(a);
+  }
+  if (mp.name === "__main__" && args.length) throw new Error("a module run as a script takes no arguments");
+  if (!keywords.size) return positional;
+  const params = await parameters(mp);
+  const out = [...positional];
+  let last = -1;
+  for (const name of keywords.keys()) {
+    const i = params.findIndex((p) => p.name === name);
+    if (i < 0) throw new Error(`${pointerText(mp)} has no parameter ${name}`);
+    if (i < positional.length) throw new Error(`${name} is given twice`);
+    last = Math.max(last, i);
+  }
+  for (let i = positional.length; i <= last; i++) {
+    const p = params[i];
+    if (keywords.has(p.name)) out.push(keywords.get(p.name));
+    else if (p.default !== null) out.push(p.default);
+    else throw new Error(`missing an argument for ${p.name}`);
+  }
+  return out;
+}
+
+// parameters reads the parameters of a module function's def: [{name,
+// default (source text or null)}], self and * parameters excluded.
+async function parameters(mp) {
+  const path = session.modulePaths.get(mp.module) || `${mp.module.replaceAll(".", "/")}.py`;
+  const res = await rpc.call("file/read", { path });
+  const re = new RegExp(`^[ \\t]*(?:async\\s+)?def\\s+${mp.name}\\s*\\(`, "m");
+  const m = re.exec(res.contents);
+  if (!m) throw new Error(`no def ${mp.name} in ${path}`);
+  let depth = 1;
+  let i = m.index + m[0].length;
+  const start = i;
+  for (; i < res.contents.length && depth > 0; i++) {
+    if ("([{".includes(res.contents[i])) depth++;
+    else if (")]}".includes(res.contents[i])) depth--;
+  }
+  const out = [];
+  for (const part of splitTopLevel(res.contents.slice(start, i - 1))) {
+    if (part === "/" || part.startsWith("*")) continue;
+    const [head, ...rest] = part.split("=");
+    const name = head.split(":")[0].trim();
+    if (name === "self" || name === "cls") continue;
+    out.push({ name, default: rest.length ? rest.join("=").trim() : null });
+  }
+  return out;
 }
 
 function onFileEvent(p) {
@@ -542,7 +770,10 @@ function pickForViz(u) {
 // reconnect (the server may or may not still have it).
 async function attachViz(expressionId, code, again = false) {
   if (!expressionId) return;
-  const config = { executionContextId: session.contextId, expression: code || DEFAULT_VISUALIZATION };
+  // A value with rich representations (PROTOCOL.md 7.2) shows them.
+  const u = session.updates.get(expressionId);
+  const rich = u && u.payload && (u.payload.mimeTypes || []).length > 0;
+  const config = { executionContextId: session.contextId, expression: code || (rich ? "ripple:display" : DEFAULT_VISUALIZATION) };
   const cur = session.viz;
   try {
     if (cur && !again && cur.expressionId === expressionId) {
@@ -592,7 +823,7 @@ function setVizStatus(state, text) {
 
 function showVizData(data) {
   setVizStatus("ok", `${label(session.viz.expressionId)} · updated ${new Date().toLocaleTimeString()}`);
-  $("viz-view").replaceChildren(renderData(data));
+  $("viz-view").replaceChildren(isBundle(data) ? bundleNode(data) : renderData(data));
 }
 
 function showVizError(message) {
@@ -624,16 +855,6 @@ function appendOutput(stream, text) {
     s.dataset.stream = stream;
     s.className = stream;
     s.textContent = text;
-    out.append(s);
-  });
-}
-
-function outputSeparator() {
-  writeOutput((out) => {
-    if (!out.lastElementChild || out.lastElementChild.classList.contains("sep")) return;
-    const s = document.createElement("span");
-    s.className = "sep";
-    s.textContent = `── run at ${new Date().toLocaleTimeString()} ──\n`;
     out.append(s);
   });
 }
@@ -701,6 +922,22 @@ function render() {
   const updates = frameUpdates();
   if (showing) editor.showAnnotations(updates);
   else editor.clearAnnotations();
+  if (showing) {
+    const cells = [];
+    for (const u of updates) {
+      const c = session.cells.get(u.expressionId);
+      if (c && !c.empty && u.range) cells.push({ line: u.range.end.line, node: c.element() });
+    }
+    editor.showCells(cells);
+  } else editor.clearCells();
+  const module = editor.current ? moduleOf(editor.current.path) : null;
+  editor.showRunMarks((name) => {
+    $("entry").value = `${module}:${name}`;
+    runEntry(`${module}:${name}`).catch((e) => toast("error", e.message));
+  });
+  $("run-script").hidden = !module;
+  $("run-script").title = module ? `Run ${editor.current.path} as a script (${module}:__main__)` : "";
+  offerRecovered();
   editor.markError(session.compileError);
   renderCrumbs();
   renderRunState(updates);
@@ -782,10 +1019,15 @@ function renderFileState() {
   const buf = editor.current;
   $("file-name").textContent = buf ? buf.path : "no file open";
   const st = $("file-state");
+  const saving = buf ? session.saving.get(buf.path) : null;
+  let state = "clean";
   if (!buf) st.textContent = "";
-  else if (buf.dirty) st.textContent = "● unsaved (Ctrl-S saves)";
-  else st.textContent = "saved";
-  st.dataset.state = buf && buf.dirty ? "dirty" : "clean";
+  else if (saving === "saving") [state, st.textContent] = ["saving", "saving…"];
+  else if (saving === "failed") [state, st.textContent] = ["failed", "✖ save failed (Ctrl-S retries)"];
+  else if (buf.dirty) [state, st.textContent] = ["dirty", session.autosave ? "● unsaved (saves in 1 s)" : "● unsaved (Ctrl-S saves)"];
+  else st.textContent = "✓ saved";
+  st.dataset.state = state;
+  $("autosave").checked = session.autosave;
   markTree();
 }
 
@@ -793,8 +1035,8 @@ function renderFileState() {
 
 const banners = new Map(); // key -> {kind, text}
 
-function showBanner(key, kind, text) {
-  banners.set(key, { kind, text });
+function showBanner(key, kind, text, actions = []) {
+  banners.set(key, { kind, text, actions });
   renderBanners();
 }
 
@@ -811,6 +1053,14 @@ function renderBanners() {
       div.className = `banner ${b.kind}`;
       div.dataset.key = key;
       div.textContent = b.text;
+      for (const [name, fn] of b.actions || []) {
+        const a = document.createElement("button");
+        a.type = "button";
+        a.className = "banner-action";
+        a.textContent = name;
+        a.addEventListener("click", () => fn().catch((e) => toast("error", `${name}: ${e.message}`)));
+        div.append(a);
+      }
       const close = document.createElement("button");
       close.type = "button";
       close.className = "banner-close";
@@ -847,6 +1097,39 @@ $("recompute").addEventListener("click", () =>
 $("interrupt").addEventListener("click", () => call("executionContext/interrupt", { contextId: session.contextId }, "Interrupt"));
 $("restart").addEventListener("click", () => call("runtime/restartKernel", { contextId: session.contextId }, "Restart kernel"));
 $("save").addEventListener("click", () => save());
+$("autosave").addEventListener("change", () => {
+  session.autosave = $("autosave").checked;
+  localStorage.setItem("ripple.autosave", session.autosave ? "on" : "off");
+  renderFileState();
+  if (session.autosave && editor.current && editor.current.dirty) save(true);
+});
+$("run-script").addEventListener("click", () => {
+  const module = editor.current && moduleOf(editor.current.path);
+  if (!module) return;
+  $("entry").value = `${module}:__main__`;
+  runEntry(`${module}:__main__`).catch((e) => toast("error", e.message));
+});
+$("create-main").addEventListener("click", async () => {
+  await call("file/write", { path: "main.py", contents: 'print("hello from ripple")\nx = 6 * 7\n' }, "Create main.py");
+  session.modules = ["main"];
+  $("empty").hidden = true;
+  loadTree();
+  $("entry").value = "main:__main__";
+  await runEntry("main:__main__");
+});
+// CodeMirror measures its box: a resized window (panes collapsing at
+// narrow widths) needs a refresh, then the annotations are placed again.
+window.addEventListener("resize", () => {
+  editor.refresh();
+  scheduleRender();
+});
+// Leaving with unsaved edits asks first.
+window.addEventListener("beforeunload", (ev) => {
+  if ([...editor.buffers.values()].some((b) => b.dirty)) {
+    ev.preventDefault();
+    ev.returnValue = "";
+  }
+});
 $("reconnect").addEventListener("click", () => rpc.reconnectNow());
 $("clear-output").addEventListener("click", () => $("output").replaceChildren());
 $("viz-form").addEventListener("submit", (ev) => {

@@ -32,6 +32,8 @@ export class Editor {
     this.buffers = new Map(); // path -> Buffer
     this.current = null; // the Buffer shown
     this.annotations = []; // {bookmark, lineHandle} on the current doc
+    this.cellWidgets = []; // line widgets of statements' output (showCells)
+    this.runMarks = []; // line handles with a ▶ (showRunMarks)
     this.errorMarks = []; // line handles marked with a compile error
     this.cm = window.CodeMirror(host, {
       value: "",
@@ -40,7 +42,7 @@ export class Editor {
       indentUnit: 4,
       tabSize: 4,
       readOnly: "nocursor",
-      gutters: ["CodeMirror-linenumbers", "ripple-gutter"],
+      gutters: ["ripple-run", "CodeMirror-linenumbers", "ripple-gutter"],
       // A lone or trailing "\r" is part of the text the server has; it
       // should not show as a special character.
       specialChars: /[\u0000-\u0008\u000a-\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u200b\u200e\u200f\u2028\u2029\u202d\u202e\u2066\u2067\u2069\ufeff\ufff9-\ufffc]/,
@@ -67,6 +69,8 @@ export class Editor {
     if (!buf) {
       const res = await this.rpc.call("text/openFile", { path });
       buf = new Buffer(path, res.content, res.currentVersion);
+      // Unsaved text a stopped server kept (PROTOCOL.md 7.4): offered, not applied.
+      buf.recovered = res.recovered || null;
       this.buffers.set(path, buf);
       await buf.readDisk(this.rpc);
     }
@@ -77,6 +81,7 @@ export class Editor {
   show(buf) {
     if (this.current === buf) return;
     this.clearAnnotations();
+    this.clearCells();
     this.current = buf;
     this.cm.swapDoc(buf.doc);
     this.setWritable(this.rpc.connected);
@@ -114,6 +119,52 @@ export class Editor {
     const buf = this.current;
     if (!buf || buf.applyingRemote) return;
     this.sendDiff(buf, buf.doc.getValue());
+    if (this.events.typed) this.events.typed(buf);
+  }
+
+  // showCells puts each statement's output under its last line:
+  // cells is [{line, node}] on the shown buffer.
+  showCells(cells) {
+    this.clearCells();
+    const doc = this.cm.getDoc();
+    this.cm.operation(() => {
+      for (const { line, node } of cells) {
+        if (line < 0 || line >= doc.lineCount()) continue;
+        this.cellWidgets.push(doc.addLineWidget(line, node, { coverGutter: false, noHScroll: true }));
+      }
+    });
+  }
+
+  clearCells() {
+    this.cm.operation(() => {
+      for (const w of this.cellWidgets) w.clear();
+    });
+    this.cellWidgets = [];
+  }
+
+  // showRunMarks puts a ▶ in the gutter of every top-level def of the
+  // shown buffer; run(name, line) is called on a click.
+  showRunMarks(run) {
+    const doc = this.cm.getDoc();
+    this.cm.operation(() => {
+      for (const h of this.runMarks) doc.setGutterMarker(h, "ripple-run", null);
+      this.runMarks = [];
+      if (!this.current || !this.current.path.endsWith(".py")) return;
+      doc.eachLine((handle) => {
+        const m = /^(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(/.exec(handle.text);
+        if (!m) return;
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "ripple-run-def";
+        b.textContent = "▶";
+        b.title = `Run ${m[1]}`;
+        b.dataset.name = m[1];
+        b.addEventListener("mousedown", (ev) => ev.preventDefault());
+        b.addEventListener("click", () => run(m[1], doc.getLineNumber(handle)));
+        doc.setGutterMarker(handle, "ripple-run", b);
+        this.runMarks.push(handle);
+      });
+    });
   }
 
   sendDiff(buf, text) {
