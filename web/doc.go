@@ -26,5 +26,6 @@
 // The files: web.go (the handler and PageURL), static/ (the page:
 // index.html, app.js wiring it together, rpc.js the JSON-RPC client,
 // editor.js the buffers and the editor, text.js positions and diffs,
-// sha3.js buffer versions, values.js and dataview.js rendering).
+// sha3.js buffer versions, values.js and dataview.js rendering, cells.js
+// the output and displays shown under each statement).
 package web
