@@ -593,8 +593,9 @@ func (s *invSession) compare(st invStep, failed *protocol.ExecutionResult) {
 	switch {
 	case fresh.refused != "":
 		// The fresh engine cannot even enter the frame: the incremental run
-		// must have failed to.
-		if failed == nil || failed.Kind != protocol.ResultFailure {
+		// must have failed to (a failure, or the module's compile error
+		// when an edit broke it under a pushed frame).
+		if failed == nil || failed.Kind != protocol.ResultFailure && failed.Kind != protocol.ResultCompileError {
 			problems = append(problems, fmt.Sprintf("fresh engine refused the stack (%s); incremental run ended %s", fresh.refused, resultString(failed)))
 		}
 	case resultString(failed) != resultString(fresh.failed):
