@@ -62,8 +62,9 @@ type Config struct {
 	// RestartTimeout bounds runtime/restartKernel (0 = CompileTimeout +
 	// 20 s): a kernel that is not back by then is answered with 5001.
 	RestartTimeout time.Duration
-	// StateLog, if set, receives every acknowledged buffer change before
-	// the reply (durable.go); RestoreBuffers reads them back at start.
+	// StateLog, if set, receives every acknowledged buffer and context
+	// change before the reply (durable.go); RestoreBuffers and
+	// RestoreContexts bring them back at start.
 	StateLog StateLog
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
@@ -352,6 +353,7 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 			return protocol.CreateContextResult{}, err
 		}
 	}
+	e.recordContext(ctx, id) // created, or a new owner
 	return protocol.CreateContextResult{ContextID: id}, nil
 }
 
@@ -441,6 +443,7 @@ func (e *Engine) destroy(id protocol.ContextID) error {
 	if err := e.store.DestroyContext(id); err != nil {
 		return err
 	}
+	e.recordContext(context.Background(), id)
 	e.crashes.Reset(string(id))
 	if err := e.queue.AbortContext(jobs.ContextID(id), jobs.ErrContextDestroyed); err != nil && !errors.Is(err, jobs.ErrShutdown) {
 		e.log.Warn("abort destroyed context", "context", id, "err", err)
@@ -486,6 +489,7 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 	if _, err := e.store.Push(p.ContextID, item); err != nil {
 		return err
 	}
+	e.recordContext(ctx, p.ContextID)
 	e.crashes.Reset(string(p.ContextID))
 	return e.apply(jobs.Push{Context: jobs.ContextID(p.ContextID)})
 }
@@ -500,6 +504,7 @@ func (e *Engine) Pop(ctx context.Context, clientID string, id protocol.ContextID
 	if _, err := e.store.Pop(id); err != nil {
 		return err
 	}
+	e.recordContext(ctx, id)
 	if top, err := e.store.TopFrame(nil, id); err == nil {
 		e.resend(id, top.Depth)
 	}

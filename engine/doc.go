@@ -59,11 +59,11 @@
 // kernels report with every compile (a context whose graph is unknown or
 // passes through a broken module counts as reached): those are aborted,
 // compiled on their kernels and run again; the others keep running.
-//   - dur (durable.go) orders what goes to Config.StateLog: a buffer's
-//     state is taken and appended under its path's stripe lock, before the
-//     call that changed it answers, so the log's last entry for a buffer is
-//     its latest acknowledged state; different buffers append concurrently
-//     and share fsyncs.
+//   - dur (durable.go) orders what goes to Config.StateLog: a buffer's or
+//     context's state is taken and appended under its key's stripe lock,
+//     before the call that changed it answers, so the log's last entry for
+//     each is its latest acknowledged state; different keys append
+//     concurrently and share fsyncs.
 //   - clientsMu guards the connected clients and their grace timers.
 //   - runsMu guards which context's Execute is in flight on each slot.
 //   - dropQueue (drops.go) owns the destroyed contexts each kernel has not

@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/durable"
 	"github.com/ripple-run/ripple/jobs"
+	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/workspace"
 )
 
@@ -184,4 +186,130 @@ func (e *Engine) ForgetBuffers(ctx context.Context, paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// KindContext is the durable log's kind of an execution context: Key its
+// id, Data a savedContext as JSON. A destroyed context deletes its entry.
+const KindContext = "context"
+
+// savedContext is what the log keeps of a context: who owns it and its
+// stack. Values are not kept (they are recomputed, from the kernels'
+// caches where those survived).
+type savedContext struct {
+	Owners []string             `json:"owners"`
+	Stack  []protocol.StackItem `json:"stack"`
+}
+
+// recordContext appends the current state of context id (its owners and
+// stack, or its deletion) to the state log, under the id's stripe lock as
+// recordBuffer does for buffers. Contexts without owners (ripple watch and
+// run) are not recorded.
+func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
+	if e.cfg.StateLog == nil {
+		return
+	}
+	key := "context " + string(id)
+	lock := e.dur.stripe(key)
+	lock.Lock()
+	defer lock.Unlock()
+	ev := durable.Event{Kind: KindContext, Key: string(id)}
+	c, err := e.store.Context(nil, id)
+	switch {
+	case errors.Is(err, contexts.ErrContextNotFound):
+	case err != nil:
+		e.log.Error("state log: read context", "context", id, "err", err)
+		return
+	case len(c.Owners) == 0:
+		return
+	default:
+		sc := savedContext{Stack: []protocol.StackItem{}}
+		for _, o := range c.Owners {
+			sc.Owners = append(sc.Owners, o.ClientID)
+		}
+		frames, err := e.store.Stack(nil, id)
+		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
+			e.log.Error("state log: read stack", "context", id, "err", err)
+			return
+		}
+		for _, f := range frames {
+			sc.Stack = append(sc.Stack, f.Item)
+		}
+		if ev.Data, err = json.Marshal(sc); err != nil {
+			e.log.Error("state log: encode context", "context", id, "err", err)
+			return
+		}
+	}
+	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
+		e.log.Error("state log: context change not recorded; a crash now would lose it", "context", id, "err", err)
+	}
+}
+
+// RestoreContexts recreates the contexts st holds with their owners and
+// stacks, as disconnected: each owner gets them back by reconnecting with
+// its clientId within the disconnect grace (Connect then sends their
+// values), else they expire as after a disconnect. Each is run once now.
+// ripple serve calls it after Start and RestoreBuffers, before it accepts
+// connections. It returns the ids restored, sorted; entries that cannot be
+// restored are skipped and their errors joined, naming each context.
+func (e *Engine) RestoreContexts(st durable.State) ([]protocol.ContextID, error) {
+	var restored []protocol.ContextID
+	var errs []error
+	owners := map[string]bool{}
+	for key, data := range st[KindContext] {
+		id := protocol.ContextID(key)
+		var sc savedContext
+		if err := json.Unmarshal(data, &sc); err != nil {
+			errs = append(errs, fmt.Errorf("state log entry for context %s: %w", key, err))
+			continue
+		}
+		if len(sc.Owners) == 0 {
+			errs = append(errs, fmt.Errorf("state log entry for context %s: no owners", key))
+			continue
+		}
+		if err := e.restoreContext(id, sc); err != nil {
+			_ = e.store.DestroyContext(id)
+			errs = append(errs, fmt.Errorf("restore context %s: %w", key, err))
+			continue
+		}
+		restored = append(restored, id)
+		for _, o := range sc.Owners {
+			owners[o] = true
+		}
+	}
+	now := time.Now()
+	for o := range owners {
+		if _, err := e.store.ClientDisconnected(o, now); err != nil {
+			errs = append(errs, fmt.Errorf("restore contexts of client %s: %w", o, err))
+		}
+		e.restoredClientGrace(o)
+	}
+	for _, id := range restored {
+		if err := e.apply(jobs.Push{Context: jobs.ContextID(id)}); err != nil {
+			errs = append(errs, fmt.Errorf("run restored context %s: %w", id, err))
+		}
+	}
+	slices.Sort(restored)
+	return restored, errors.Join(errs...)
+}
+
+func (e *Engine) restoreContext(id protocol.ContextID, sc savedContext) error {
+	if _, created, err := e.store.CreateContext(id, sc.Owners[0]); err != nil {
+		return err
+	} else if !created {
+		return fmt.Errorf("a context %s exists already", id)
+	}
+	for _, o := range sc.Owners[1:] {
+		if err := e.store.AddOwner(id, o); err != nil {
+			return err
+		}
+	}
+	if _, err := e.assignSlot(id); err != nil {
+		return err
+	}
+	for _, item := range sc.Stack {
+		if _, err := e.store.Push(id, item); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -133,6 +134,50 @@ func TestServeBinaryDamagedStateLog(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// Issue 16: contexts and their stacks survive a kill -9. A client that
+// reconnects with its clientId gets its context back with its values (no
+// create, no push) and can go on using it; a destroyed context stays
+// destroyed; a context of another client that never comes back is not
+// shown to this one.
+func TestServeBinaryRestoresContextsAfterKill9(t *testing.T) {
+	t.Parallel()
+	dir := scenarioDir(t)
+	p := startServe(t, nil, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:main")
+	if r.failed != nil || len(r.updates) == 0 {
+		t.Fatalf("first run: failed %+v, %d updates", r.failed, len(r.updates))
+	}
+	gone, _ := c.newContext("main:main")
+	c.call(protocol.MethodDestroyContext, protocol.DestroyContextParams{ContextID: gone}, nil)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+
+	p2 := startServe(t, nil, "--kernels", "1", dir)
+	if !strings.Contains(p2.stderr.String(), "context restored from the state log") || !strings.Contains(p2.stderr.String(), string(id)) {
+		t.Errorf("stderr does not say %s was restored:\n%s", id, p2.stderr.String())
+	}
+	c2, _ := connect(t, p2.url, "ide")
+	// Its values come back without a create or push.
+	m := c2.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		var u protocol.ExpressionUpdatesParams
+		return json.Unmarshal(raw, &u) == nil && u.ContextID == id && len(u.Updates) > 0
+	})
+	var u protocol.ExpressionUpdatesParams
+	mustDecode(t, m.Params, &u)
+	// And it is usable: a recompute runs it to the end.
+	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	if r := c2.waitRun(id); r.failed != nil {
+		t.Fatalf("recompute of the restored context failed: %+v", r.failed)
+	}
+	c2.callErr(protocol.CodeContextNotFound, protocol.MethodPush, protocol.PushParams{ContextID: gone,
+		StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})})
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	if code := p2.wait(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }

@@ -137,6 +137,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Warn("state log: some buffers not restored", "err", err)
 	}
+	ctxs, err := eng.RestoreContexts(saved)
+	for _, id := range ctxs {
+		log.Info("context restored from the state log", "context", id)
+	}
+	if err != nil {
+		log.Warn("state log: some contexts not restored", "err", err)
+	}
 	// Which Python runs the project: on stderr, stdout's first line is
 	// the URL line IDEs read.
 	py := eng.Python()
