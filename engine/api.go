@@ -85,12 +85,12 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 	if err := e.checkRunning(); err != nil {
 		return protocol.RuntimeStatusResult{}, err
 	}
-	res := protocol.RuntimeStatusResult{Kernels: []protocol.KernelStatus{}}
+	res := protocol.RuntimeStatusResult{Kernels: []protocol.KernelStatus{}, Agents: []protocol.AgentStatus{}}
 	for _, k := range e.pool.Status() {
 		if k.Slot < 0 {
 			continue // the warm spare serves no context
 		}
-		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}}
+		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}, Launcher: protocol.LauncherLocal}
 		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err == nil {
 			for _, c := range cs {
 				ks.Contexts = append(ks.Contexts, c.ID)
@@ -522,7 +522,18 @@ func (e *Engine) resend(id protocol.ContextID, depth int) {
 	for i := range us {
 		us[i].FromCache = true
 	}
-	e.stream(id).send(protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{ContextID: id, Updates: us})
+	e.stream(id).send(protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{ContextID: id, KernelID: e.kernelOf(id), Updates: us})
+}
+
+// kernelOf is the kernel a context is on: the kernelId of what is sent
+// about it outside a run (PROTOCOL.md 7.5); -1 once it is destroyed, when
+// nothing is sent about it.
+func (e *Engine) kernelOf(id protocol.ContextID) int {
+	c, err := e.store.Context(nil, id)
+	if err != nil {
+		return -1
+	}
+	return c.KernelSlot
 }
 
 // Recompute answers executionContext/recompute.

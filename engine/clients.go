@@ -49,7 +49,7 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		}
 		e.resend(rc.ID, top.Depth)
 		if rc.LastResult != nil {
-			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, Result: *rc.LastResult})
+			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
 		}
 		// A run stopped when the client left is run again; values still
 		// current come from the cache and cost nothing. A context whose

@@ -172,7 +172,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			ctx, cancelRun = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
 			defer cancelRun()
 		}
-		sink := &runSink{e: e, id: id, stack: stack, stream: st, seen: seen}
+		sink := &runSink{e: e, id: id, slot: slot, stack: stack, stream: st, seen: seen}
 		e.log.Debug("run start", "context", id, "slot", slot)
 		raw, callErr = e.pool.Call(ctx, slot, "execute", params, sink)
 		e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
@@ -180,7 +180,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	if callErr != nil {
 		e.requeueDrops(slot, params.Drop, callErr)
 	}
-	st.endOutput()
+	st.endOutput(slot)
 
 	if callErr == nil {
 		var res executeResult
@@ -189,7 +189,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		} else {
 			e.crashes.Observe(string(id), nil)
 			if res.Status == "complete" {
-				e.finish(id, st, nil)
+				e.finish(id, slot, st, nil)
 				return nil
 			}
 			if res.Result != nil && res.Result.Kind == stoppedKind {
@@ -215,7 +215,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			if d := res.Result.Diagnostic; d != nil {
 				st.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: id, Diagnostics: []protocol.Diagnostic{*d}})
 			}
-			e.finish(id, st, res.Result)
+			e.finish(id, slot, st, res.Result)
 			return nil
 		}
 	}
@@ -236,7 +236,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			e.rerun(id, jobs.ReasonRestart)
 			break
 		}
-		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
 			Message: fmt.Sprintf("no kernel to run this context: %v", callErr)})
 	case errors.Is(callErr, kernel.ErrKernelDied):
 		retry := e.crashes.Observe(string(id), callErr)
@@ -248,21 +248,21 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		if errors.As(callErr, &exit) {
 			msg = "the kernel died (" + exit.Status() + ") while running this context"
 		}
-		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied, Message: msg})
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied, Message: msg})
 		if retry {
 			e.rerun(id, jobs.ReasonRestart)
 		}
 		return callErr
 	case cause != nil && errors.Is(cause, jobs.ErrInterrupted):
-		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: interruptMessage(callErr, "interrupted by the user")})
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: interruptMessage(callErr, "interrupted by the user")})
 	case cause != nil && errors.Is(cause, jobs.ErrTimeout):
-		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
 	case errors.Is(callErr, kernel.ErrStopped) && cause == nil:
 		// The pool replaced the kernel (restartKernel): run again on the
 		// new one. Batch mode re-runs nothing: the run fails, so that
 		// ripple run gets its result.
 		if e.cfg.Batch {
-			e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+			e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
 				Message: "the kernel was replaced while running this context: " + callErr.Error()})
 			break
 		}
@@ -280,7 +280,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			e.log.Error("kernel engine error", "context", id, "err", callErr)
 			msg = "internal error in the kernel: " + remote.Type + ": " + remote.Message
 		}
-		e.finish(id, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: msg})
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: msg})
 	}
 	return callErr
 }
@@ -295,18 +295,19 @@ func interruptMessage(err error, msg string) string {
 }
 
 // finish ends a run: pending updates first, then executionComplete (result
-// nil) or executionFailed, and the store's run state.
-func (e *Engine) finish(id protocol.ContextID, st *stream, result *protocol.ExecutionResult) {
+// nil) or executionFailed, and the store's run state. kernelID is the
+// kernel the run was on (PROTOCOL.md 7.5).
+func (e *Engine) finish(id protocol.ContextID, kernelID int, st *stream, result *protocol.ExecutionResult) {
 	if _, err := e.store.FinishRun(id, result); err != nil {
 		st.flush()
 		return // destroyed meanwhile
 	}
 	st.endRun()
 	if result == nil {
-		st.send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: id})
+		st.send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: id, KernelID: kernelID})
 		return
 	}
-	st.send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: id, Result: *result})
+	st.send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: id, KernelID: kernelID, Result: *result})
 }
 
 // rerun enqueues an Execute of a context (after a kernel restart).
@@ -332,9 +333,9 @@ func (e *Engine) onJobEnd(rec jobs.Record) {
 	id := protocol.ContextID(rec.Execute.Context)
 	switch {
 	case errors.Is(rec.Cause, jobs.ErrInterrupted):
-		e.finish(id, e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: "interrupted by the user before it started"})
+		e.finish(id, e.kernelOf(id), e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: "interrupted by the user before it started"})
 	case errors.Is(rec.Cause, jobs.ErrTimeout):
-		e.finish(id, e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: "timed out before it started"})
+		e.finish(id, e.kernelOf(id), e.stream(id), &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: "timed out before it started"})
 	}
 }
 
@@ -409,6 +410,7 @@ func stoppedByUser(c *contexts.ExecutionContext) bool {
 type runSink struct {
 	e      *Engine
 	id     protocol.ContextID
+	slot   int // the kernel the run is on: the kernelId of what it sends (PROTOCOL.md 7.5)
 	stack  []*contexts.Frame
 	stream *stream
 	seen   map[protocol.VisualizationID]uint64 // modify index of each visualization at the start
@@ -422,7 +424,7 @@ func (s *runSink) Output(stream kernel.Stream, data []byte) {
 	if stream == kernel.Stderr {
 		out = protocol.Stderr
 	}
-	s.stream.output(out, data, s.expr)
+	s.stream.output(s.slot, out, data, s.expr)
 }
 
 // LateOutput takes what a thread the run started wrote after the run
@@ -432,7 +434,7 @@ func (s *runSink) LateOutput(stream kernel.Stream, data []byte) {
 	if stream == kernel.Stderr {
 		out = protocol.Stderr
 	}
-	s.stream.output(out, data, "")
+	s.stream.output(s.slot, out, data, "")
 }
 
 func (s *runSink) Progress(raw json.RawMessage) {
@@ -446,7 +448,7 @@ func (s *runSink) Progress(raw json.RawMessage) {
 		s.expr = ev.ExpressionID
 	case "displayData":
 		s.stream.send(protocol.NotifyDisplayData, protocol.DisplayDataParams{
-			ContextID: s.id, ExpressionID: ev.ExpressionID, Data: slices.Clone(ev.Data),
+			ContextID: s.id, KernelID: s.slot, ExpressionID: ev.ExpressionID, Data: slices.Clone(ev.Data),
 		})
 	case "updates":
 		if ev.Depth < 0 || ev.Depth >= len(s.stack) {
@@ -456,7 +458,7 @@ func (s *runSink) Progress(raw json.RawMessage) {
 			return // the frame was popped meanwhile: stale
 		}
 		if ev.Depth == len(s.stack)-1 {
-			s.stream.updates(ev.Updates)
+			s.stream.updates(s.slot, ev.Updates)
 			if allPending(ev.Updates) {
 				// The Pending of a run's start go out at once, so a client
 				// sees what will run before the first values replace them.
@@ -470,12 +472,13 @@ func (s *runSink) Progress(raw json.RawMessage) {
 	case "visualization":
 		s.stream.send(protocol.NotifyVisualizationUpdate, protocol.VisualizationUpdateParams{
 			VisualizationContext: protocol.VisualizationContext{VisualizationID: ev.VisualizationID, ContextID: s.id, ExpressionID: ev.ExpressionID},
+			KernelID:             s.slot,
 			Data:                 slices.Clone(ev.Data),
 		})
 		s.visualized(ev.VisualizationID, ev.ExpressionID, true)
 	case "visualizationFailed":
 		s.stream.send(protocol.NotifyVisualizationEvaluationFailed, protocol.VisualizationEvaluationFailedParams{
-			ContextID: s.id, VisualizationID: ev.VisualizationID, ExpressionID: ev.ExpressionID,
+			ContextID: s.id, KernelID: s.slot, VisualizationID: ev.VisualizationID, ExpressionID: ev.ExpressionID,
 			Message: ev.Message, Diagnostic: ev.Diagnostic,
 		})
 		s.visualized(ev.VisualizationID, ev.ExpressionID, false)

@@ -23,6 +23,7 @@ type stream struct {
 
 	mu      sync.Mutex
 	pending []protocol.ExpressionUpdate   // guarded by mu: in arrival order, one per expression
+	kernel  int                           // guarded by mu: the kernel pending came from (their kernelId)
 	index   map[protocol.ExpressionID]int // guarded by mu: position in pending
 	timer   *time.Timer                   // guarded by mu: the scheduled flush, nil when none
 	carry   [3][]byte                     // guarded by mu: incomplete UTF-8 tail per output stream
@@ -56,12 +57,18 @@ func (e *Engine) dropStream(id protocol.ContextID) {
 	}
 }
 
-// updates queues expression updates for the next flush.
-func (s *stream) updates(us []protocol.ExpressionUpdate) {
+// updates queues expression updates of a kernel for the next flush. The
+// updates of another kernel than the pending ones' (the context moved)
+// flush those first: one notification carries one kernelId.
+func (s *stream) updates(kernelID int, us []protocol.ExpressionUpdate) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
+	}
+	if kernelID != s.kernel {
+		s.flushLocked()
+		s.kernel = kernelID
 	}
 	for i := range us {
 		if at, ok := s.index[us[i].ExpressionID]; ok {
@@ -91,7 +98,7 @@ func (s *stream) flushLocked() {
 	if len(s.pending) == 0 || s.closed {
 		return
 	}
-	params := protocol.ExpressionUpdatesParams{ContextID: s.id, Updates: s.pending}
+	params := protocol.ExpressionUpdatesParams{ContextID: s.id, KernelID: s.kernel, Updates: s.pending}
 	s.pending = nil
 	clear(s.index)
 	s.e.notifyContext(s.id, protocol.NotifyExpressionUpdates, params)
@@ -123,10 +130,10 @@ func (s *stream) endRun() {
 	s.diagnosedLast, s.diagnosed = s.diagnosed, false
 }
 
-// output sends bytes a run wrote to stdout or stderr as text. A UTF-8
+// output sends bytes a run on a kernel wrote to stdout or stderr as text. A UTF-8
 // sequence split across chunks is held back until its end arrives; invalid
 // bytes become U+FFFD when encoded.
-func (s *stream) output(stream protocol.OutputStream, data []byte, expr protocol.ExpressionID) {
+func (s *stream) output(kernelID int, stream protocol.OutputStream, data []byte, expr protocol.ExpressionID) {
 	i := 1
 	if stream == protocol.Stderr {
 		i = 2
@@ -143,11 +150,12 @@ func (s *stream) output(stream protocol.OutputStream, data []byte, expr protocol
 		return
 	}
 	s.flushLocked()
-	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: string(buf[:cut]), ExpressionID: expr})
+	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, KernelID: kernelID, Stream: stream, Text: string(buf[:cut]), ExpressionID: expr})
 }
 
-// endOutput sends whatever incomplete UTF-8 tail is left at the end of a run.
-func (s *stream) endOutput() {
+// endOutput sends whatever incomplete UTF-8 tail is left at the end of a
+// run on a kernel.
+func (s *stream) endOutput(kernelID int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, stream := range [...]protocol.OutputStream{1: protocol.Stdout, 2: protocol.Stderr} {
@@ -156,7 +164,7 @@ func (s *stream) endOutput() {
 		}
 		text := string(s.carry[i])
 		s.carry[i] = nil
-		s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, Stream: stream, Text: text})
+		s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, KernelID: kernelID, Stream: stream, Text: text})
 	}
 }
 

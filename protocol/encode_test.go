@@ -61,11 +61,11 @@ func TestAppendResultAndNotification(t *testing.T) {
 		t.Errorf("AppendResult(NaN) = %s, %v; want the buffer unchanged and an error", out, err)
 	}
 
-	got, err = AppendNotification(nil, NotifyExecutionComplete, ExecutionCompleteParams{ContextID: ctxA})
+	got, err = AppendNotification(nil, NotifyExecutionComplete, ExecutionCompleteParams{ContextID: ctxA, KernelID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"jsonrpc":"2.0","method":"executionContext/executionComplete","params":{"contextId":"` + string(ctxA) + `"}}`; string(got) != want {
+	if want := `{"jsonrpc":"2.0","method":"executionContext/executionComplete","params":{"contextId":"` + string(ctxA) + `","kernelId":1}}`; string(got) != want {
 		t.Errorf("AppendNotification\n got %s\nwant %s", got, want)
 	}
 	var m ServerMessage
@@ -158,7 +158,7 @@ func TestHandWrittenEncodersMatchEncodingJSON(t *testing.T) {
 		{ExpressionID: "main:main/return", Payload: PendingPayload("not reached")},
 		{ExpressionID: "main:main/z\u2028", Payload: ValuePayload("\xff bad utf8")},
 	}
-	params := ExpressionUpdatesParams{ContextID: ctxA, Updates: updates}
+	params := ExpressionUpdatesParams{ContextID: ctxA, KernelID: 3, Updates: updates}
 	fast, err := AppendNotification(nil, NotifyExpressionUpdates, params)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestHandWrittenEncodersMatchEncodingJSON(t *testing.T) {
 	}
 	ref, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "method": NotifyExpressionUpdates,
-		"params": map[string]any{"contextId": ctxA, "updates": mirror},
+		"params": map[string]any{"contextId": ctxA, "kernelId": 3, "updates": mirror},
 	})
 	if err != nil {
 		t.Fatal(err)

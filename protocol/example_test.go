@@ -54,6 +54,7 @@ func ExampleParseMethodPointer() {
 func ExampleAppendNotification() {
 	msg, err := protocol.AppendNotification(nil, protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{
 		ContextID: "6f1c2a5e-3b7d-4c1e-9a2b-0d4e5f6a7b8c",
+		KernelID:  1,
 		Updates: []protocol.ExpressionUpdate{{
 			ExpressionID:  "main:main/x",
 			Type:          "builtins.int",
@@ -65,5 +66,5 @@ func ExampleAppendNotification() {
 		panic(err)
 	}
 	fmt.Printf("%s\n", msg)
-	// Output: {"jsonrpc":"2.0","method":"executionContext/expressionUpdates","params":{"contextId":"6f1c2a5e-3b7d-4c1e-9a2b-0d4e5f6a7b8c","updates":[{"expressionId":"main:main/x","type":"builtins.int","profilingInfo":[{"type":"ExecutionTime","nanoTime":1500}],"fromCache":false,"payload":{"type":"Value","preview":"6"}}]}}
+	// Output: {"jsonrpc":"2.0","method":"executionContext/expressionUpdates","params":{"contextId":"6f1c2a5e-3b7d-4c1e-9a2b-0d4e5f6a7b8c","kernelId":1,"updates":[{"expressionId":"main:main/x","type":"builtins.int","profilingInfo":[{"type":"ExecutionTime","nanoTime":1500}],"fromCache":false,"payload":{"type":"Value","preview":"6"}}]}}
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // This file has the params of every server notification (PROTOCOL.md
 // section 4), in the order of that section. Slices documented as arrays are
@@ -9,8 +12,11 @@ import "encoding/json"
 // ExpressionUpdatesParams: executionContext/expressionUpdates. One
 // notification names an expression at most once, in its latest state.
 type ExpressionUpdatesParams struct {
-	ContextID ContextID          `json:"contextId"`
-	Updates   []ExpressionUpdate `json:"updates"`
+	ContextID ContextID `json:"contextId"`
+	// KernelID is the kernel that produced the updates (PROTOCOL.md 7.5):
+	// the id runtime/status lists it under.
+	KernelID int                `json:"kernelId"`
+	Updates  []ExpressionUpdate `json:"updates"`
 }
 
 // MarshalJSON writes updates as [] rather than null when empty.
@@ -23,6 +29,8 @@ func (p ExpressionUpdatesParams) MarshalJSON() ([]byte, error) {
 func (p ExpressionUpdatesParams) appendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, `{"contextId":`...)
 	dst = appendQuoted(dst, string(p.ContextID))
+	dst = append(dst, `,"kernelId":`...)
+	dst = strconv.AppendInt(dst, int64(p.KernelID), 10)
 	dst = append(dst, `,"updates":[`...)
 	for i := range p.Updates {
 		if i > 0 {
@@ -39,11 +47,13 @@ func (p ExpressionUpdatesParams) appendJSON(dst []byte) ([]byte, error) {
 // ExecutionCompleteParams: executionContext/executionComplete.
 type ExecutionCompleteParams struct {
 	ContextID ContextID `json:"contextId"`
+	KernelID  int       `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 }
 
 // ExecutionFailedParams: executionContext/executionFailed.
 type ExecutionFailedParams struct {
 	ContextID ContextID       `json:"contextId"`
+	KernelID  int             `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 	Result    ExecutionResult `json:"result"`
 }
 
@@ -74,6 +84,7 @@ const (
 // OutputParams: executionContext/output.
 type OutputParams struct {
 	ContextID ContextID    `json:"contextId"`
+	KernelID  int          `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 	Stream    OutputStream `json:"stream"`
 	Text      string       `json:"text"`
 	// ExpressionID is the statement that was running when the text was
@@ -86,6 +97,7 @@ type OutputParams struct {
 // ripple.display(), plt.show() under ripple's matplotlib backend).
 type DisplayDataParams struct {
 	ContextID ContextID `json:"contextId"`
+	KernelID  int       `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 	// ExpressionID is the statement that displayed it; empty outside
 	// statements.
 	ExpressionID ExpressionID `json:"expressionId,omitempty"`
@@ -104,6 +116,7 @@ type VisualizationContext struct {
 // the JSON value the visualization returned.
 type VisualizationUpdateParams struct {
 	VisualizationContext VisualizationContext `json:"visualizationContext"`
+	KernelID             int                  `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 	Data                 json.RawMessage      `json:"data"`
 }
 
@@ -121,6 +134,7 @@ func (p VisualizationUpdateParams) MarshalJSON() ([]byte, error) {
 // executionContext/visualizationEvaluationFailed.
 type VisualizationEvaluationFailedParams struct {
 	ContextID       ContextID       `json:"contextId"`
+	KernelID        int             `json:"kernelId"` // the kernel that produced it (PROTOCOL.md 7.5)
 	VisualizationID VisualizationID `json:"visualizationId"`
 	ExpressionID    ExpressionID    `json:"expressionId"`
 	Message         string          `json:"message"`

@@ -61,14 +61,44 @@ func (p *RuntimeStatusParams) UnmarshalJSON(b []byte) error { return unmarshalWi
 type RuntimeStatusResult struct {
 	Kernels []KernelStatus `json:"kernels"`
 	Queue   QueueStatus    `json:"queue"`
+	// Agents are the runtime agents connected to the coordinator
+	// (PROTOCOL.md 7.5); [] while every kernel is local (agents are not
+	// built yet, docs/scale-out.md).
+	Agents []AgentStatus `json:"agents"`
 }
 
-// KernelStatus describes one kernel of the pool.
+// Launchers: what started a kernel (docs/scale-out.md).
+const (
+	LauncherLocal = "local" // a child of this server process
+)
+
+// KernelStatus describes one kernel of the pool. ID is the kernelId that
+// notifications carry (PROTOCOL.md 7.5).
 type KernelStatus struct {
 	ID       int         `json:"id"`
 	PID      int         `json:"pid"`
 	State    string      `json:"state"`
 	Contexts []ContextID `json:"contexts"`
+	// Launcher started the kernel: LauncherLocal for now.
+	Launcher string `json:"launcher"`
+	// Agent is the runtime agent that owns the kernel; nil for a local one.
+	Agent *AgentRef `json:"agent,omitempty"`
+}
+
+// AgentRef names the agent of a kernel (PROTOCOL.md 7.5).
+type AgentRef struct {
+	ID       string `json:"id"`
+	Host     string `json:"host"`
+	Launcher string `json:"launcher"`
+	JobID    string `json:"jobId,omitempty"`
+}
+
+// AgentStatus is one agent of runtime/status: its kernels are the ids of
+// KernelStatus, LeaseAgeMs the time since its lease was last renewed.
+type AgentStatus struct {
+	AgentRef
+	Kernels    []int `json:"kernels"`
+	LeaseAgeMs int64 `json:"leaseAgeMs"`
 }
 
 // QueueStatus counts the scheduler's jobs.

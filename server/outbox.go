@@ -101,6 +101,10 @@ type keptState struct {
 	visuals     []protocol.VisualizationUpdateParams // latest per visualization
 	visualIndex map[protocol.VisualizationID]int
 	dropped     [2]int64 // bytes of stdout, stderr output dropped
+	// kernel is the kernelId of everything kept (PROTOCOL.md 7.5): what
+	// another kernel sends for the context (it moved) queues the kept
+	// first, so one notification never mixes two kernels' updates.
+	kernel int
 }
 
 // notificationKind says how a notification behaves over the bound.
@@ -120,7 +124,7 @@ func newOutbox(limit int) *outbox {
 // notify encodes and queues a notification; it never blocks. It returns an
 // error only when params cannot be encoded.
 func (o *outbox) notify(method string, params any) error {
-	ctxID, kind := classify(params)
+	ctxID, kernelID, kind := classify(params)
 	buf := messagePool.Get().(*[]byte)
 	data, err := protocol.AppendNotification((*buf)[:0], method, params)
 	*buf = data
@@ -138,7 +142,7 @@ func (o *outbox) notify(method string, params any) error {
 	if kind != plainNotification && (o.over || o.queued+len(data) > o.limit) {
 		m.release()
 		o.enterOver()
-		o.keep(ctxID, kind, params)
+		o.keep(ctxID, kernelID, kind, params)
 		return nil
 	}
 	if o.over && ctxID != "" {
@@ -148,39 +152,44 @@ func (o *outbox) notify(method string, params any) error {
 	return nil
 }
 
-// classify finds the context a notification belongs to and its kind. The
-// engine passes notification params by value (engine.Client).
-func classify(params any) (protocol.ContextID, notificationKind) {
+// classify finds the context a notification belongs to, the kernel of a
+// degradable one and its kind. The engine passes notification params by
+// value (engine.Client).
+func classify(params any) (protocol.ContextID, int, notificationKind) {
 	switch p := params.(type) {
 	case protocol.ExpressionUpdatesParams:
-		return p.ContextID, updatesNotification
+		return p.ContextID, p.KernelID, updatesNotification
 	case protocol.OutputParams:
-		return p.ContextID, outputNotification
+		return p.ContextID, p.KernelID, outputNotification
 	case protocol.VisualizationUpdateParams:
-		return p.VisualizationContext.ContextID, visualizationNotification
+		return p.VisualizationContext.ContextID, p.KernelID, visualizationNotification
 	case protocol.ExecutionCompleteParams:
-		return p.ContextID, plainNotification
+		return p.ContextID, 0, plainNotification
 	case protocol.ExecutionFailedParams:
-		return p.ContextID, plainNotification
+		return p.ContextID, 0, plainNotification
 	case protocol.ExecutionStatusParams:
-		return p.ContextID, plainNotification
+		return p.ContextID, 0, plainNotification
 	case protocol.DisplayDataParams:
-		return p.ContextID, plainNotification
+		return p.ContextID, 0, plainNotification
 	case protocol.VisualizationEvaluationFailedParams:
-		return p.ContextID, plainNotification
+		return p.ContextID, 0, plainNotification
 	}
-	return "", plainNotification
+	return "", 0, plainNotification
 }
 
 // keep records a degradable notification while over the bound. The values
 // are cloned: the engine may reuse what it passed to Notify.
-func (o *outbox) keep(ctxID protocol.ContextID, kind notificationKind, params any) {
+func (o *outbox) keep(ctxID protocol.ContextID, kernelID int, kind notificationKind, params any) {
 	k := o.kept[ctxID]
+	if k != nil && k.kernel != kernelID {
+		o.flushKept(ctxID)
+		k = nil
+	}
 	if k == nil {
 		if o.kept == nil {
 			o.kept = make(map[protocol.ContextID]*keptState)
 		}
-		k = &keptState{}
+		k = &keptState{kernel: kernelID}
 		o.kept[ctxID] = k
 		o.keptOrder = append(o.keptOrder, ctxID)
 	}
@@ -260,7 +269,7 @@ func (o *outbox) flushAllKept() {
 
 func (o *outbox) queueKept(ctxID protocol.ContextID, k *keptState) {
 	if len(k.updates) > 0 {
-		o.pushEncoded(protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{ContextID: ctxID, Updates: k.updates})
+		o.pushEncoded(protocol.NotifyExpressionUpdates, protocol.ExpressionUpdatesParams{ContextID: ctxID, KernelID: k.kernel, Updates: k.updates})
 	}
 	for _, v := range k.visuals {
 		o.pushEncoded(protocol.NotifyVisualizationUpdate, v)
@@ -273,7 +282,7 @@ func (o *outbox) queueKept(ctxID protocol.ContextID, k *keptState) {
 		if i == 1 {
 			stream = protocol.Stderr
 		}
-		o.pushEncoded(protocol.NotifyOutput, protocol.OutputParams{ContextID: ctxID, Stream: stream, Text: DroppedMarker(n)})
+		o.pushEncoded(protocol.NotifyOutput, protocol.OutputParams{ContextID: ctxID, KernelID: k.kernel, Stream: stream, Text: DroppedMarker(n)})
 	}
 }
 

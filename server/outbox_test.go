@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func drain(t *testing.T, o *outbox) []string {
 			if len(text) > 20 {
 				text = text[:20]
 			}
-			out = append(out, "output:"+string(p.ContextID)+":"+text)
+			out = append(out, "output:"+string(p.ContextID)+kernelTag(p.KernelID)+":"+text)
 		case protocol.NotifyExpressionUpdates:
 			var p protocol.ExpressionUpdatesParams
 			_ = json.Unmarshal(sm.Params, &p)
@@ -39,7 +40,7 @@ func drain(t *testing.T, o *outbox) []string {
 			for _, u := range p.Updates {
 				ids = append(ids, string(u.ExpressionID)+"="+u.Payload.Preview)
 			}
-			out = append(out, "updates:"+string(p.ContextID)+":"+strings.Join(ids, ","))
+			out = append(out, "updates:"+string(p.ContextID)+kernelTag(p.KernelID)+":"+strings.Join(ids, ","))
 		case protocol.NotifyExecutionComplete:
 			var p protocol.ExecutionCompleteParams
 			_ = json.Unmarshal(sm.Params, &p)
@@ -49,6 +50,14 @@ func drain(t *testing.T, o *outbox) []string {
 		}
 	}
 	return out
+}
+
+// kernelTag shows a kernelId other than 0 (PROTOCOL.md 7.5) as "@k".
+func kernelTag(k int) string {
+	if k == 0 {
+		return ""
+	}
+	return "@" + strconv.Itoa(k)
 }
 
 func output(ctx protocol.ContextID, text string) protocol.OutputParams {
@@ -106,6 +115,32 @@ func TestOutboxOverTheBound(t *testing.T) {
 	}
 	if st := o.snapshotStats(); st.droppedOutputBytes != 604 || st.coalesced != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Over the bound, what a context's next kernel sends (the context moved)
+// does not merge with what its previous kernel sent: the kept updates and
+// the dropped-output marker go out with the kernelId that produced them.
+func TestOutboxKeepsKernelsApart(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("b", 600)
+	o := newOutbox(1000)
+	on := func(k int, p protocol.ExpressionUpdatesParams) protocol.ExpressionUpdatesParams {
+		p.KernelID = k
+		return p
+	}
+	o.notify(protocol.NotifyOutput, output("A", big)) // queued
+	out := output("A", big)
+	out.KernelID = 1
+	o.notify(protocol.NotifyOutput, out) // over: dropped, counted for kernel 1
+	o.notify(protocol.NotifyExpressionUpdates, on(1, update("A", "m:f/x", "1")))
+	o.notify(protocol.NotifyExpressionUpdates, on(2, update("A", "m:f/x", "2"))) // another kernel: kernel 1's go first
+	o.notify(protocol.NotifyExpressionUpdates, on(2, update("A", "m:f/y", "2")))
+	o.notify(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: "A", KernelID: 2})
+	got := strings.Join(drain(t, o), " | ")
+	want := "output:A:" + big[:20] + " | updates:A@1:m:f/x=1 | output:A@1:[ripple: 600 bytes d | updates:A@2:m:f/x=2,m:f/y=2 | complete:A"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
 

@@ -82,7 +82,7 @@ func TestJSONRPCEnvelope(t *testing.T) {
 		{"number id echoed", `{"jsonrpc":"2.0","id":7,"method":"executionContext/pop","params":{"contextId":"` + string(ctxID) + `"}}`,
 			`{"jsonrpc":"2.0","id":7,"error":{"code":2002,"message":"context ` + string(ctxID) + ` not found"}}`},
 		{"string id echoed", `{"jsonrpc":"2.0","id":"abc","method":"runtime/status"}`,
-			`{"jsonrpc":"2.0","id":"abc","result":{"kernels":[{"id":0,"pid":0,"state":"ready","contexts":[]}],"queue":{"pending":0,"running":0}}}`},
+			`{"jsonrpc":"2.0","id":"abc","result":{"kernels":[{"id":0,"pid":0,"state":"ready","contexts":[],"launcher":"local"}],"queue":{"pending":0,"running":0},"agents":[]}}`},
 		{"big number id byte for byte", `{"jsonrpc":"2.0","id":12345678901234567890.5e3,"method":"no/such"}`,
 			`{"jsonrpc":"2.0","id":12345678901234567890.5e3,"error":{"code":-32601,"message":"method not found: \"no/such\""}}`},
 		{"null id", `{"jsonrpc":"2.0","id":null,"method":"no/such"}`,

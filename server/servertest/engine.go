@@ -159,7 +159,8 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 	}
 	slices.Sort(ids)
 	return protocol.RuntimeStatusResult{
-		Kernels: []protocol.KernelStatus{{ID: 0, PID: 0, State: "ready", Contexts: ids}},
+		Kernels: []protocol.KernelStatus{{ID: 0, PID: 0, State: "ready", Contexts: ids, Launcher: protocol.LauncherLocal}},
+		Agents:  []protocol.AgentStatus{},
 	}, nil
 }
 
