@@ -33,6 +33,9 @@ type Config struct {
 	Python string
 	// Kernels is the pool size (0 = number of CPUs).
 	Kernels int
+	// Launcher provides the kernels (nil = LocalLauncher, children of
+	// this process; docs/scale-out.md).
+	Launcher Launcher
 	// Logger receives structured logs (nil = discard).
 	Logger *slog.Logger
 	// FlushInterval is how often expression updates of a context are
@@ -90,7 +93,7 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 		if k.Slot < 0 {
 			continue // the warm spare serves no context
 		}
-		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}, Launcher: protocol.LauncherLocal}
+		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}, Launcher: e.cfg.Launcher.Name()}
 		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err == nil {
 			for _, c := range cs {
 				ks.Contexts = append(ks.Contexts, c.ID)

@@ -58,7 +58,7 @@ type Engine struct {
 	ws      *workspace.Workspace
 	store   *contexts.Store
 	queue   *queue.Queue
-	pool    *kernel.Pool
+	pool    Kernels            // from cfg.Launcher
 	watcher *workspace.Watcher // nil unless cfg.Watch
 	python  kernel.Interpreter
 	sources *sourceTable
@@ -117,6 +117,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Launcher == nil {
+		cfg.Launcher = LocalLauncher{}
+	}
 	if cfg.Kernels <= 0 {
 		cfg.Kernels = runtime.NumCPU()
 	}
@@ -167,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		// kernel rather than wait for it forever.
 		maxStartFailures = batchMaxStartFailures
 	}
-	e.pool = kernel.NewPool(kernel.PoolConfig{
+	e.pool = cfg.Launcher.Kernels(kernel.PoolConfig{
 		Kernel: kernel.Config{
 			Python:           py,
 			Root:             ws.Root(),

@@ -70,6 +70,26 @@ func TestProvenanceKernelIDs(t *testing.T) {
 		t.Fatalf("b's visualization: got failures %v, want one", r.visFail)
 	}
 
+	// A's kernel is replaced: the re-run is on the new kernel of the same
+	// slot, so its kernelId does not change (runtime/kernelRestarted names
+	// it too).
+	c.call(protocol.MethodRestartKernel, protocol.RestartKernelParams{ContextID: a}, nil)
+	r = c.waitRun(a)
+	messages = append(messages, r.messages...)
+	if r.failed != nil {
+		t.Fatalf("a's re-run after the restart failed: %+v", r.failed)
+	}
+	restarted := -1
+	for _, m := range r.messages {
+		if m.IsNotification() && m.Method == protocol.NotifyKernelRestarted {
+			var p protocol.KernelRestartedParams
+			mustDecode(t, m.Params, &p)
+			if slices.Contains(p.ContextIDs, a) {
+				restarted = p.KernelID
+			}
+		}
+	}
+
 	// A syntax error fails the next run of both, each on its kernel.
 	c.setText("main.py", provenanceMain+"\ndef broken(:\n")
 	failed := map[protocol.ContextID]bool{}
@@ -113,6 +133,10 @@ func TestProvenanceKernelIDs(t *testing.T) {
 	kb, okB := kernelOf[b]
 	if !okA || !okB || ka == kb {
 		t.Fatalf("want the two contexts on two kernels, runtime/status: %s", raw)
+	}
+
+	if restarted != ka {
+		t.Errorf("runtime/kernelRestarted of a: kernelId %d, want %d (a's kernel)", restarted, ka)
 	}
 
 	// Every notification of a or b names its context's kernel; each kind

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// Launcher is where the engine's kernels come from (docs/scale-out.md):
+// today only LocalLauncher, children of this process. Runtime agents and
+// Slurm are to be launchers too; the engine sees slots, not launchers.
+type Launcher interface {
+	// Name is the launcher runtime/status names for each of its kernels
+	// (PROTOCOL.md 7.5).
+	Name() string
+	// Kernels returns the kernels of the engine's cfg.Size slots, not
+	// started: the engine starts and stops them.
+	Kernels(cfg kernel.PoolConfig) Kernels
+}
+
+// Kernels are a launcher's kernel slots, as the engine calls them. The
+// contract of each method is that of *kernel.Pool, the local launcher's.
+type Kernels interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	Size() int
+	Kernel(ctx context.Context, slot int) (*kernel.Kernel, error)
+	Call(ctx context.Context, slot int, method string, params any, sink kernel.Sink) (json.RawMessage, error)
+	Restart(ctx context.Context, slot int, reason string) error
+	StopAtBoundary(slot int)
+	Retire(slot int) error
+	Retired(slot int) bool
+	Status() []kernel.KernelStatus
+}
+
+var _ Kernels = (*kernel.Pool)(nil)
+
+// LocalLauncher starts kernels as children of this process (kernel.Pool).
+// It is the default.
+type LocalLauncher struct{}
+
+// Name is protocol.LauncherLocal.
+func (LocalLauncher) Name() string { return protocol.LauncherLocal }
+
+// Kernels returns a kernel.Pool.
+func (LocalLauncher) Kernels(cfg kernel.PoolConfig) Kernels { return kernel.NewPool(cfg) }
