@@ -585,8 +585,12 @@ func (e *Engine) Interrupt(ctx context.Context, clientID string, id protocol.Con
 
 // AttachVisualization answers executionContext/attachVisualization.
 func (e *Engine) AttachVisualization(ctx context.Context, clientID string, p protocol.AttachVisualizationParams) error {
-	return e.visualize(clientID, p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
+	err := e.visualize(clientID, p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
 		Context: jobs.ContextID(p.VisualizationConfig.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
+	if err == nil {
+		e.recordContext(ctx, p.VisualizationConfig.ExecutionContextID)
+	}
+	return err
 }
 
 // ModifyVisualization answers executionContext/modifyVisualization. On
@@ -610,6 +614,7 @@ func (e *Engine) ModifyVisualization(ctx context.Context, clientID string, p pro
 	if _, err := e.store.ModifyVisualization(p.VisualizationID, p.VisualizationConfig); err != nil {
 		return err
 	}
+	e.recordContext(ctx, v.ContextID)
 	return e.apply(jobs.ModifyVisualization{Context: jobs.ContextID(v.ContextID), Expression: jobs.ExpressionID(v.ExpressionID)})
 }
 
@@ -620,7 +625,11 @@ func (e *Engine) DetachVisualization(ctx context.Context, clientID string, p pro
 		return err
 	}
 	e.subscribe(clientID, p.ExecutionContextID)
-	return e.store.DetachVisualization(p.ExecutionContextID, p.VisualizationID, p.ExpressionID)
+	if err := e.store.DetachVisualization(p.ExecutionContextID, p.VisualizationID, p.ExpressionID); err != nil {
+		return err
+	}
+	e.recordContext(ctx, p.ExecutionContextID)
+	return nil
 }
 
 // ExecuteExpression answers executionContext/executeExpression: a one-shot

@@ -196,12 +196,22 @@ const KindContext = "context"
 // stack. Values are not kept (they are recomputed, from the kernels'
 // caches where those survived).
 type savedContext struct {
-	Owners []string             `json:"owners"`
-	Stack  []protocol.StackItem `json:"stack"`
+	Owners         []string             `json:"owners"`
+	Stack          []protocol.StackItem `json:"stack"`
+	Visualizations []savedVisualization `json:"visualizations,omitempty"`
 }
 
-// recordContext appends the current state of context id (its owners and
-// stack, or its deletion) to the state log, under the id's stripe lock as
+// savedVisualization is an attached visualization (one-shot
+// executeExpressions are not kept: they were answered or are lost with
+// the run).
+type savedVisualization struct {
+	ID         protocol.VisualizationID            `json:"id"`
+	Expression protocol.ExpressionID               `json:"expressionId"`
+	Config     protocol.VisualizationConfiguration `json:"config"`
+}
+
+// recordContext appends the current state of context id (its owners,
+// stack and visualizations, or its deletion) to the state log, under the id's stripe lock as
 // recordBuffer does for buffers. Contexts without owners (ripple watch and
 // run) are not recorded.
 func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
@@ -234,6 +244,16 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 		for _, f := range frames {
 			sc.Stack = append(sc.Stack, f.Item)
 		}
+		vs, err := e.store.VisualizationsOfContext(nil, id)
+		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
+			e.log.Error("state log: read visualizations", "context", id, "err", err)
+			return
+		}
+		for _, v := range vs {
+			if !v.OneShot {
+				sc.Visualizations = append(sc.Visualizations, savedVisualization{ID: v.ID, Expression: v.ExpressionID, Config: v.Config})
+			}
+		}
 		if ev.Data, err = json.Marshal(sc); err != nil {
 			e.log.Error("state log: encode context", "context", id, "err", err)
 			return
@@ -244,8 +264,8 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 	}
 }
 
-// RestoreContexts recreates the contexts st holds with their owners and
-// stacks, as disconnected: each owner gets them back by reconnecting with
+// RestoreContexts recreates the contexts st holds with their owners,
+// stacks and visualizations, as disconnected: each owner gets them back by reconnecting with
 // its clientId within the disconnect grace (Connect then sends their
 // values), else they expire as after a disconnect. Each is run once now.
 // ripple serve calls it after Start and RestoreBuffers, before it accepts
@@ -309,6 +329,13 @@ func (e *Engine) restoreContext(id protocol.ContextID, sc savedContext) error {
 	for _, item := range sc.Stack {
 		if _, err := e.store.Push(id, item); err != nil {
 			return err
+		}
+	}
+	for _, v := range sc.Visualizations {
+		// NeedsInitialData: the client that reconnects gets one update.
+		if _, err := e.store.AttachVisualization(contexts.Visualization{ID: v.ID, ContextID: id,
+			ExpressionID: v.Expression, Config: v.Config, NeedsInitialData: true}); err != nil {
+			return fmt.Errorf("visualization %s: %w", v.ID, err)
 		}
 	}
 	return nil

@@ -152,6 +152,17 @@ func TestServeBinaryRestoresContextsAfterKill9(t *testing.T) {
 	if r.failed != nil || len(r.updates) == 0 {
 		t.Fatalf("first run: failed %+v, %d updates", r.failed, len(r.updates))
 	}
+	vid := protocol.NewVisualizationID()
+	c.call(protocol.MethodAttachVisualization, protocol.AttachVisualizationParams{VisualizationID: vid, ExpressionID: "main:main/x",
+		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v * 7"}}, nil)
+	if r := c.waitRun(id); len(r.visData) != 1 || r.visData[0] != "42" {
+		t.Fatalf("visualization before the kill: %v", r.visData)
+	}
+	detached := protocol.NewVisualizationID()
+	c.call(protocol.MethodAttachVisualization, protocol.AttachVisualizationParams{VisualizationID: detached, ExpressionID: "main:main/x",
+		VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: -v"}}, nil)
+	c.waitRun(id)
+	c.call(protocol.MethodDetachVisualization, protocol.DetachVisualizationParams{ExecutionContextID: id, VisualizationID: detached, ExpressionID: "main:main/x"}, nil)
 	gone, _ := c.newContext("main:main")
 	c.call(protocol.MethodDestroyContext, protocol.DestroyContextParams{ContextID: gone}, nil)
 	p.cmd.Process.Signal(syscall.SIGKILL)
@@ -173,6 +184,12 @@ func TestServeBinaryRestoresContextsAfterKill9(t *testing.T) {
 	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
 	if r := c2.waitRun(id); r.failed != nil {
 		t.Fatalf("recompute of the restored context failed: %+v", r.failed)
+	}
+	// The attached visualization is back (the detached one is not): an
+	// edit of x gives one update, from it.
+	c2.setText("main.py", mainWith("x = 7", "y = foo(x, 5)", "z = y + 5"))
+	if r := c2.waitRun(id); len(r.visData) != 1 || r.visData[0] != "49" {
+		t.Errorf("after restart, an edit of x gave visualization data %v, want [49] (the attached one only)", r.visData)
 	}
 	c2.callErr(protocol.CodeContextNotFound, protocol.MethodPush, protocol.PushParams{ContextID: gone,
 		StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})})
