@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,6 +84,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// .ripple/state.db before its reply; the buffers come back at start.
 	stateDir := filepath.Join(root, ".ripple")
 	if *fresh {
+		// Never move aside the log of a server that is running: opening it
+		// first tells (ErrLocked); it is closed again before the rename.
+		if l, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")}); errors.Is(err, durable.ErrLocked) {
+			fmt.Fprintf(stderr, "ripple serve: --fresh: %v (is another ripple serve running on %s?)\n", err, root)
+			return 1
+		} else if err == nil {
+			l.Close()
+		}
 		aside, err := durable.MoveAside(stateDir, "fresh")
 		if err != nil {
 			fmt.Fprintf(stderr, "ripple serve: --fresh: moving the state log aside: %v\n", err)
@@ -92,16 +101,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Info("starting fresh; the previous state log is kept", "in", aside)
 		}
 	}
-	stateLog, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")})
-	if err != nil {
+	// Another server on the project would interleave its changes with
+	// ours: refused. A state directory that cannot be used at all (a
+	// read-only project) costs durability, not the server: one warning.
+	var stateLog engine.StateLog
+	var saved durable.State
+	switch l, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")}); {
+	case errors.Is(err, durable.ErrLocked):
 		fmt.Fprintf(stderr, "ripple serve: %v (is another ripple serve running on %s?)\n", err, root)
 		return 1
-	}
-	defer stateLog.Close()
-	saved, err := stateLog.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-		return 1
+	case err != nil:
+		log.Warn("no state log: unsaved buffers and contexts will not survive a crash", "err", err)
+	default:
+		defer l.Close()
+		if saved, err = l.Load(); err != nil {
+			fmt.Fprintf(stderr, "ripple serve: %v\n", err)
+			return 1
+		}
+		stateLog = l
 	}
 
 	eng, err := engine.New(ctx, engine.Config{
