@@ -17,8 +17,9 @@ import (
 )
 
 // Issue 16: `ripple serve` killed with SIGKILL at random moments during a
-// stream of edits (some rounds save too) comes back with every
-// acknowledged edit: the buffer equals the last acknowledged content, or
+// stream of edits (some rounds save too), 50 rounds, each also destroying
+// the last round's context and creating and pushing a new one, comes back
+// with every acknowledged context change and every acknowledged edit: the buffer equals the last acknowledged content, or
 // the content of the one edit in flight at the kill (appended, not yet
 // answered), never anything else; the user's file is written only by the
 // saves.
@@ -28,8 +29,9 @@ func TestServeBinaryRestoresBuffersAfterKill9(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, uint64(time.Now().UnixNano())))
 	disk := readFile(t, dir, "helper.py")
 	acked, inflight := disk, ""
-	const rounds = 12
+	const rounds = 50
 	restoredUnsaved := 0
+	var live, destroyed protocol.ContextID
 	for round := range rounds {
 		p := startServe(t, nil, "--kernels", "1", dir)
 		c, _ := connect(t, p.url, "editor")
@@ -51,6 +53,21 @@ func TestServeBinaryRestoresBuffersAfterKill9(t *testing.T) {
 			restoredUnsaved++
 		}
 		acked, inflight = open.Content, ""
+		// The context made last round is back (a recompute of it is
+		// accepted), the one destroyed before it is not; then this round's
+		// context change: the last one destroyed, a new one pushed.
+		if live != "" {
+			c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: live}, nil)
+			c.call(protocol.MethodDestroyContext, protocol.DestroyContextParams{ContextID: live}, nil)
+		}
+		if destroyed != "" {
+			c.callErr(protocol.CodeContextNotFound, protocol.MethodRecompute, protocol.RecomputeParams{ContextID: destroyed})
+		}
+		var created protocol.CreateContextResult
+		c.call(protocol.MethodCreateContext, protocol.CreateContextParams{}, &created)
+		c.call(protocol.MethodPush, protocol.PushParams{ContextID: created.ContextID,
+			StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})}, nil)
+		destroyed, live = live, created.ContextID
 		cur, v := open.Content, open.CurrentVersion
 		killAfter := 1 + r.IntN(20)
 		save := round%3 == 1
