@@ -89,7 +89,10 @@ func TestStateLogRestoresStacks(t *testing.T) {
 		}
 	}
 	expect(t, "c", c, "31")
-	expect(t, "visualization", vis, []string{"1031"})
+	// The restored run's own update (1030) may be among them.
+	if len(vis) == 0 || vis[len(vis)-1] != "1031" || (len(vis) == 2 && vis[0] != "1030") || len(vis) > 2 {
+		t.Errorf("visualization updates %v, want [1031] or [1030 1031]", vis)
+	}
 }
 
 func firstErr[T any](_ T, err error) error { return err }
