@@ -696,10 +696,12 @@ func (e *Engine) checkExpression(ctxID protocol.ContextID, top *contexts.Frame, 
 }
 
 // expressionKnown reports whether expr may be an expression of one of
-// frames (PROTOCOL.md 7.6: unknown ids get 2008). The store knows a
-// frame's expressions once a run has reported them (every run starts by
-// reporting all of them Pending); while the context has a run queued or
-// running, or a frame has not run yet, an id the store lacks may be a
+// frames (PROTOCOL.md 7.6: unknown ids get 2008). An id the store has
+// (a run reported it) is known; else the frame's function's source
+// decides (exprids.go), whether or not a run is queued or running. Only
+// when the source cannot (a syntax error, a function not found in it, a
+// LocalCall frame not reported yet): while the context has a run queued
+// or running, or a frame has not run yet, an id the store lacks may be a
 // statement an edit just added, so it is accepted (a false 2008 would
 // refuse a valid call; the run ignores an id that does not exist).
 func (e *Engine) expressionKnown(ctxID protocol.ContextID, frames []*contexts.Frame, expr protocol.ExpressionID) bool {
@@ -707,6 +709,9 @@ func (e *Engine) expressionKnown(ctxID protocol.ContextID, frames []*contexts.Fr
 		if _, err := e.store.ExpressionUpdate(nil, ctxID, f.Depth, expr); err == nil {
 			return true
 		}
+	}
+	if known, decided := e.expressionKnownStatically(ctxID, frames, expr); decided {
+		return known
 	}
 	// A queued run, or a running one that has not finished (its job may
 	// outlive its executionComplete by a moment), may report new ids.

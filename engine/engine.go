@@ -109,6 +109,8 @@ type Engine struct {
 	// afterEnqueue, when set (tests only, export_test.go), is called by
 	// apply right after queue.Apply: a test lets a run end there.
 	afterEnqueue atomic.Pointer[func()]
+
+	exprIDs exprIDCache // statement ids read from source (exprids.go)
 }
 
 // New returns an engine for cfg.Root. It finds the Python interpreter and

@@ -102,3 +102,50 @@ func (r *recorder) ended(from int, id protocol.ContextID) bool {
 	}
 	return false
 }
+
+// An unknown expression id is 2008 also while the context's first run is
+// running (its frame's ids are read from the source, not from what the
+// run reported), and a known one is accepted then.
+func TestUnknownExpressionIDIs2008WhileTheFirstRunRuns(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	h := setup(t, map[string]string{
+		"main.py": "import os, time\n\ndef work():\n    print('WORK', flush=True)\n" +
+			"    while not os.path.exists(" + quote(gate) + "):\n        time.sleep(0.02)\n    return 1\n\n" +
+			"def main():\n    x = work()\n    y = x + 1\n",
+	}, engine.Config{Kernels: 1})
+	id, m := h.startContext("main:main")
+	h.client.waitFrom(t, m, "work running", func(n note) bool {
+		p, ok := n.Params.(protocol.OutputParams)
+		return ok && strings.Contains(p.Text, "WORK")
+	})
+	recompute := func(x protocol.ExpressionID) error {
+		return h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id,
+			InvalidatedExpressions: &protocol.InvalidatedExpressions{IDs: []protocol.ExpressionID{x}}})
+	}
+	for name, call := range map[string]func() error{
+		"recompute": func() error { return recompute("main:main/nosuch") },
+		"attachVisualization": func() error {
+			return h.e.AttachVisualization(h.ctx, clientID, protocol.AttachVisualizationParams{VisualizationID: "v1", ExpressionID: "main:main/nosuch",
+				VisualizationConfig: protocol.VisualizationConfiguration{ExecutionContextID: id, Expression: "lambda v: v"}})
+		},
+	} {
+		pe := engine.ProtocolError(call())
+		if pe == nil || pe.Code != protocol.CodeExpressionNotFound || !strings.Contains(pe.Message, "main:main/nosuch") {
+			t.Errorf("%s of an unknown id while the first run runs: %v, want 2008 naming it", name, pe)
+		}
+	}
+	m = h.client.mark()
+	must(t, recompute("main:main/y"))
+	write(t, filepath.Dir(gate), "gate", "")
+	for {
+		run := h.client.waitRun(t, m, id)
+		if run.failed != nil {
+			t.Fatalf("run: %+v", run.failed)
+		}
+		if run.updates.Values()["main:main/y"] == "2" {
+			break
+		}
+		m = h.client.mark()
+	}
+}
