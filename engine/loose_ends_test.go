@@ -149,3 +149,65 @@ func TestUnknownExpressionIDIs2008WhileTheFirstRunRuns(t *testing.T) {
 		m = h.client.mark()
 	}
 }
+
+// An edit of the module holding the running frame's code interrupts the
+// running statement only when it changes what the statement runs
+// (DESIGN.md "Edit a file"). An edit of another function of the module
+// lets it finish (its print not repeated) and the run goes on with the new
+// code; an edit of the function it calls interrupts it (the compile
+// timeout is far away: only the check can do it).
+func TestEditOfTheFramesModuleInterruptsOnlyWhatItChanges(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "gate")
+	src := func(other, work string) string {
+		return "import os, time\n\ndef work():\n    print('WORK', flush=True)\n" + work +
+			"    return 1\n\ndef other():\n    return " + other + "\n\ndef main():\n    x = work()\n    y = other()\n"
+	}
+	wait := "    while not os.path.exists(" + quote(gate) + "):\n        time.sleep(0.02)\n"
+	h := setup(t, map[string]string{"main.py": src("1", wait)}, engine.Config{Kernels: 1, CompileTimeout: 10 * time.Minute})
+	id, m := h.startContext("main:main")
+	working := func(from int) {
+		h.client.waitFrom(t, from, "work running", func(n note) bool {
+			p, ok := n.Params.(protocol.OutputParams)
+			return ok && strings.Contains(p.Text, "WORK")
+		})
+	}
+	working(m)
+	m = h.client.mark()
+	h.setText("main.py", src("2", wait))
+	write(t, filepath.Dir(gate), "gate", "")
+	var out strings.Builder
+	for {
+		run := h.client.waitRun(t, m, id)
+		out.WriteString(run.output)
+		if run.failed != nil {
+			t.Fatalf("run: %+v", run.failed)
+		}
+		if run.updates.Values()["main:main/y"] == "2" {
+			break
+		}
+		m = h.client.mark()
+	}
+	if strings.Contains(out.String(), "WORK") {
+		t.Fatalf("an edit of another function repeated the running statement: output %q", out.String())
+	}
+
+	// Now the running statement's callee changes: interrupted, re-run.
+	must(t, os.Remove(gate))
+	m = h.client.mark()
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id,
+		InvalidatedExpressions: &protocol.InvalidatedExpressions{IDs: []protocol.ExpressionID{"main:main/x"}}}))
+	working(m)
+	m = h.client.mark()
+	h.setText("main.py", strings.Replace(src("2", ""), "return 1", "return 7", 1))
+	for {
+		run := h.client.waitRun(t, m, id)
+		if run.failed != nil && run.failed.Kind != protocol.ResultInterrupted {
+			t.Fatalf("run: %+v", run.failed)
+		}
+		if run.updates.Values()["main:main/x"] == "7" {
+			break
+		}
+		m = h.client.mark()
+	}
+}

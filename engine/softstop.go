@@ -17,12 +17,14 @@ import (
 // edit (queued by the same plan, it waits for this one: one Execute per
 // context) goes on from there.
 //
-// Which statement runs, and what it calls, the Go side does not know, so
-// "may invalidate" is decided by modules: an edit of a module holding the
-// code of one of the context's frames (the running statement is in the
-// top frame, the frames below are suspended in a statement that called
-// it) interrupts as before; an edit of another module the context imports,
-// or the whole project, stops the run at its boundary. The running
+// "May invalidate" is decided by modules first: an edit of another module
+// the context imports stops the run at its boundary; an edit of a module
+// holding the code of one of the context's frames (the running statement
+// is in the top frame, the frames below are suspended in a statement that
+// called it) is decided per statement (stmtstop.go): stop at the
+// boundary, interrupted once a check of the running statements against
+// the change says it reaches them (or, when what runs is not known,
+// interrupted at once as before); the whole project interrupts. The running
 // statement may still call into the edited module, where the old code
 // goes on running; if it has not reached its boundary within
 // Config.CompileTimeout (a loop being fixed there, say), it is interrupted
@@ -50,12 +52,25 @@ func (e *Engine) softStopRuns(mods jobs.ModuleSet, aborts []jobs.Abort) []jobs.A
 			out = append(out, a)
 			continue
 		}
+		id := protocol.ContextID(a.Context)
 		job, running := e.queue.RunningJob(a.Context)
-		if !running || e.editReachesFrames(protocol.ContextID(a.Context), mods) {
+		if !running {
 			out = append(out, a)
 			continue
 		}
-		e.stopAtBoundary(protocol.ContextID(a.Context), job)
+		if e.editReachesFrames(id, mods) {
+			// Per statement (stmtstop.go): stop at the boundary, and
+			// interrupt once the check says the edit reaches what runs.
+			checks, ok := e.runningStatements(id, mods)
+			if !ok {
+				out = append(out, a)
+				continue
+			}
+			e.stopAtBoundary(id, job)
+			e.checkRunningStatements(id, job, checks)
+			continue
+		}
+		e.stopAtBoundary(id, job)
 	}
 	return out
 }

@@ -58,3 +58,45 @@ func StatementIDs(ctx context.Context, py Interpreter, module, source string) (m
 	}
 	return res.Functions, nil
 }
+
+// FrameStatements are the statements of one frame that may be running:
+// the function (qualname in its module) and their expression ids.
+type FrameStatements struct {
+	Qualname string   `json:"qualname"`
+	IDs      []string `json:"ids"`
+}
+
+// StatementsAffected reports whether changing module from oldSource (the
+// version the kernel runs) to newSource may invalidate one of the
+// statements of frames, and why; read statically by py
+// (python/ripple_affected.py) in a short process of its own. It is
+// conservative: what it cannot tell is affected.
+func StatementsAffected(ctx context.Context, py Interpreter, module, oldSource, newSource string, frames []FrameStatements) (bool, string, error) {
+	dir, err := ScriptDir()
+	if err != nil {
+		return true, "", err
+	}
+	in, err := json.Marshal(map[string]any{"module": module, "old": oldSource, "new": newSource, "frames": frames})
+	if err != nil {
+		return true, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py.Path, "-I", filepath.Join(dir, "ripple_affected.py"))
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return true, "", fmt.Errorf("statements affected by %s: %w: %s", module, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var res struct {
+		Affected bool   `json:"affected"`
+		Why      string `json:"why"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return true, "", fmt.Errorf("statements affected by %s: bad answer: %w", module, err)
+	}
+	return res.Affected, res.Why, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ripple-run/ripple/kernel"
@@ -34,5 +35,45 @@ func TestStatementIDs(t *testing.T) {
 	}
 	if _, err := kernel.StatementIDs(context.Background(), py, "m", "def f(:\n"); !errors.Is(err, kernel.ErrNoLabels) {
 		t.Errorf("syntax error: got %v, want ErrNoLabels", err)
+	}
+}
+
+// StatementsAffected: an edit reaches a running statement when it changes
+// the statement, one before it, or what it can reach in the module; other
+// edits of the module do not.
+func TestStatementsAffected(t *testing.T) {
+	py, err := kernel.FindPython(context.Background(), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "K = 1\ndef helper():\n    return K\ndef other():\n    return 2\ndef main():\n    a = 1\n    b = helper()\n    c = other()\n" +
+		"class C:\n    def m(self):\n        x = self.h()\n        y = 2\n    def h(self):\n        return 1\n    def g(self):\n        return 1\n"
+	main := []kernel.FrameStatements{{Qualname: "main", IDs: []string{"m:main/b"}}}
+	method := []kernel.FrameStatements{{Qualname: "C.m", IDs: []string{"m:C.m/x"}}}
+	for _, c := range []struct {
+		name, from, to string
+		frames         []kernel.FrameStatements
+		want           bool
+	}{
+		{"a later statement", "c = other()", "c = other() + 1", main, false},
+		{"a function it does not reach", "return 2", "return 3", main, false},
+		{"a new function", "K = 1\n", "K = 1\ndef z():\n    pass\n", main, false},
+		{"the function it calls", "return K", "return K + 1", main, true},
+		{"a global its callee reads", "K = 1", "K = 2", main, true},
+		{"the statement", "b = helper()", "b = helper() * 2", main, true},
+		{"a statement before it", "a = 1", "a = 5", main, true},
+		{"a syntax error", "K = 1", "K = (", main, true},
+		{"the frame's parameters", "def main():", "def main(q=1):", main, true},
+		{"a later statement of a method", "y = 2", "y = 3", method, false},
+		{"a method it calls", "def h(self):\n        return 1", "def h(self):\n        return 5", method, true},
+		{"a method it does not mention", "def g(self):\n        return 1", "def g(self):\n        return 5", method, false},
+	} {
+		got, why, err := kernel.StatementsAffected(context.Background(), py, "m", old, strings.Replace(old, c.from, c.to, 1), c.frames)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got != c.want {
+			t.Errorf("%s: affected %v (%s), want %v", c.name, got, why, c.want)
+		}
 	}
 }

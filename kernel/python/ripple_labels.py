@@ -46,6 +46,17 @@ class _Stmt:
         self.info = _Info(analysis.label_base(node))
 
 
+def load_analysis():
+    """The kernel's engine_analysis module, loaded from beside this file."""
+    return sys.modules.get("_ripple_engine_analysis") or _load("_ripple_engine_analysis", "engine_analysis.py")
+
+
+def function_ids(analysis, module, qualname, node):
+    """The expression ids of the statements of def node, in order."""
+    labels = analysis.labels([_Info(analysis.label_base(s)) for s in node.body])
+    return ["%s:%s/%s" % (module, qualname, label) for label in labels]
+
+
 def _defs(body, prefix, out, analysis, module):
     last = {}
     for child in body:
@@ -54,8 +65,7 @@ def _defs(body, prefix, out, analysis, module):
     for name, node in last.items():
         qualname = prefix + name
         if not isinstance(node, ast.ClassDef):
-            labels = analysis.labels([_Info(analysis.label_base(s)) for s in node.body])
-            out[qualname] = ["%s:%s/%s" % (module, qualname, label) for label in labels]
+            out[qualname] = function_ids(analysis, module, qualname, node)
         _defs(node.body, qualname + ".", out, analysis, module)
 
 
@@ -67,7 +77,7 @@ def main():
     except (SyntaxError, ValueError) as e:
         json.dump({"error": "%s: %s" % (type(e).__name__, e)}, sys.stdout)
         return
-    analysis = _load("_ripple_engine_analysis", "engine_analysis.py")
+    analysis = load_analysis()
     _load("_ripple_engine_values", "engine_values.py")
     run = _load("_ripple_engine_run", "engine_run.py")
     out = {}
