@@ -21,7 +21,8 @@ const (
 	// Set by CreateContext and by FinishRun(nil).
 	StatusIdle Status = "idle"
 	// StatusQueued: an Execute job for the context is pending. Set by the
-	// server (SetStatus) when it enqueues one.
+	// engine (SetStatus) right BEFORE it enqueues one, so that the job's
+	// own writes (running, then its end) always come after it.
 	StatusQueued Status = "queued"
 	// StatusRunning: an Execute job runs the context's stack. Set by the
 	// engine (SetStatus) when the job starts.
