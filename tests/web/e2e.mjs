@@ -244,19 +244,23 @@ async function steps(browser, page, sockets) {
   if ((await editorText(page)).includes("oops")) throw new Error("the compile error line was not removed");
 
   log("interrupt a long statement");
-  await placeCursor(page, "catalog = load_catalog()");
+  // Inserted after lines = cart.lines(): the statement before it stays
+  // cached. (Inserted above the cart.add calls it would renumber them, and a
+  // renumbered call that may mutate the catalog's products re-runs the
+  // catalog's creation too: the caching rules' conservative side.)
+  await placeCursor(page, "lines = cart.lines()");
   await page.keyboard.press("Enter");
   await page.keyboard.insertText('__import__("time").sleep(600)');
-  await waitAnnotation(page, "main:main/#1", { state: "pending" });
+  await waitAnnotation(page, "main:main/#4", { state: "pending" });
   await waitRunState(page, "running");
   await waitFor(page, "Interrupt to stand out", () => document.getElementById("interrupt").classList.contains("active"));
   await page.click("#interrupt");
   await waitRunState(page, "interrupted");
-  await waitAnnotation(page, "main:main/catalog", { state: "cached" });
+  await waitAnnotation(page, "main:main/lines", { state: "cached" });
   await deleteLine(page, '__import__("time").sleep(600)');
-  await waitEditorContains(page, "    catalog = load_catalog()\n    cart = Cart()");
+  await waitEditorContains(page, "    lines = cart.lines()\n    subtotal = order_total(lines)");
   await waitAnnotation(page, "main:main/total", { text: "30.5" });
-  // The statement is gone; "#1" is cart.add(apple) again: 12 statements.
+  // The statement is gone; "#4" is the print again: 12 statements.
   await waitFor(page, "the 12 statements of main, none pending", () => {
     const shown = [...document.querySelectorAll(".CodeMirror-code .ripple-annotation")];
     return shown.length === 12 && shown.every((el) => el.dataset.state !== "pending");
@@ -299,7 +303,10 @@ async function steps(browser, page, sockets) {
   await replaceText(page, 'cart.add(catalog["coffee"], 2)', "2", "3");
   await waitFor(page, "3 rows after the edit", () => document.querySelectorAll("#viz-view table.records tbody tr").length === 3);
   await waitAnnotation(page, "main:main/total", { state: "computed" });
-  await waitAnnotation(page, "main:main/catalog", { state: "cached" });
+  // catalog re-runs too: the edited call hands one of its products to
+  // Cart.add, which keeps it, so the conservative caching rules (PROTOCOL.md
+  // 5.3) cannot serve the catalog from the cache. Its value is unchanged.
+  await waitAnnotation(page, "main:main/catalog", { text: "Coffee beans" });
   await page.waitForFunction(() => document.getElementById("toasts").children.length === 0, null, { timeout: STEP_TIMEOUT });
   await page.evaluate(() => {
     const cm = document.querySelector(".CodeMirror").CodeMirror;
