@@ -214,10 +214,9 @@ class Engine:
         batch = (stop_at_skip, run_once)
         if not finalize:
             return self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, batch)
-        # A batch run: the tear-downs its test's set-up registered (through
-        # the module _ripple_testing, engine_testing.py) run after it, the
-        # last registered first, all of them; one that raises fails the run.
-        _install_testing(self)
+        # A batch run: the tear-downs registered in self.teardowns during it
+        # run after it, the last registered first, all of them; one that
+        # raises fails the run.
         self.teardowns = []
         try:
             result = self._execute(context_id, generation, drops, stack, invalidate, wanted, visualizations, batch)
@@ -693,25 +692,6 @@ def _callee_function(callee):
     if isinstance(callee, types.MethodType):
         return _unwrap(callee.__func__), [callee.__self__]
     return _unwrap(callee), []
-
-
-class _LazyTesting(types.ModuleType):
-    """The module _ripple_testing until first used: engine_testing.py is
-    loaded when a batch stack item asks for it (a test method's set-up),
-    not by every batch run."""
-
-    def __getattr__(self, name):
-        mod = _load("engine_testing")
-        mod.ENGINE = self.__dict__["engine"]
-        sys.modules["_ripple_testing"] = mod
-        return getattr(mod, name)
-
-
-def _install_testing(engine):
-    if "_ripple_testing" not in sys.modules:
-        lazy = _LazyTesting("_ripple_testing")
-        lazy.__dict__["engine"] = engine
-        sys.modules["_ripple_testing"] = lazy
 
 
 def _evaluate_argument(src, globals_, what, pointer, diagnostics):
