@@ -22,6 +22,8 @@ SUITES=${*:-$DEFAULT_SUITES}
 # What the suites need, from apt, when missing.
 need=()
 "$PY" -c 'import pytest' 2>/dev/null || need+=(python3-pytest)
+# numpy's and pandas' conftest.py import hypothesis.
+"$PY" -c 'import hypothesis' 2>/dev/null || need+=(python3-hypothesis)
 for s in $SUITES; do
   pkg=${s%%/*}
   "$PY" -c "import $pkg" 2>/dev/null || need+=("python3-$pkg")

@@ -1524,9 +1524,11 @@ class Runner:
                 type_name = values.type_name(value)
                 mimes = values.mime_types(value)
         except KeyboardInterrupt:
+            forget_broken_imports()
             raise
         except BaseException as exc:  # a Panic of this statement
             elapsed = time.perf_counter_ns() - started
+            forget_broken_imports()
             message = values.exception_message(exc)
             trace = [ps.id]
             panics[ps.index] = (message, trace)
@@ -1699,6 +1701,39 @@ class Runner:
             self._vis_failed(vis, error)
             return
         self.emit({"type": "visualization", "visualizationId": vis["visualizationId"], "expressionId": vis["expressionId"], "data": data})
+
+
+def forget_broken_imports():
+    """Drop the modules a failed or interrupted import left half done.
+
+    An import cut short (an interrupt in the middle of ``import pandas``, an
+    error in one of its submodules) loses the module it was loading, as
+    importlib removes it, but keeps the submodules that had finished: the
+    next ``import pandas`` runs the package again, finds them in
+    sys.modules, never binds them on the new package object, and fails
+    with "partially initialized module 'pandas' has no attribute 'core'".
+    The kernel would stay broken until it restarts. Called after a
+    statement raised or was interrupted (rare, so the scan is affordable):
+    a submodule whose parent package is gone from sys.modules, and a
+    module still marked initializing, are dropped, so the next import
+    starts clean, as in a fresh interpreter.
+    """
+    modules = sys.modules
+    broken = []
+    for name, module in list(modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and getattr(spec, "_initializing", False):
+            broken.append(name)
+            continue
+        parent = name.rpartition(".")[0]
+        while parent:
+            if parent not in modules:
+                broken.append(name)
+                break
+            parent = parent.rpartition(".")[0]
+    for name in broken:
+        modules.pop(name, None)
+    return broken
 
 
 def _shares(a, b, limit=1000):

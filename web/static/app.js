@@ -549,6 +549,28 @@ function scheduleAutosave(buf) {
   }, 1000);
 }
 
+// replaceChanged makes doc's text `text` by replacing only the span that
+// differs (common prefix and suffix kept), so the server sees the edit a
+// person would have made: a run keeps the statements before it instead of
+// being interrupted by a whole-document replace.
+function replaceChanged(doc, text) {
+  const old = doc.getValue();
+  const n = Math.min(old.length, text.length);
+  let p = 0;
+  while (p < n && old.charCodeAt(p) === text.charCodeAt(p)) p++;
+  // Never split a surrogate pair.
+  if (p > 0 && p < n && isHighSurrogate(old.charCodeAt(p - 1))) p--;
+  let s = 0;
+  while (s < n - p && old.charCodeAt(old.length - 1 - s) === text.charCodeAt(text.length - 1 - s)) s++;
+  if (s > 0 && s < n - p && isHighSurrogate(old.charCodeAt(old.length - 1 - s))) s--;
+  if (p === old.length && p === text.length) return;
+  doc.replaceRange(text.slice(p, text.length - s), doc.posFromIndex(p), doc.posFromIndex(old.length - s));
+}
+
+function isHighSurrogate(c) {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
 // offerRecovered shows unsaved text a stopped server kept for the shown
 // buffer, with Restore and Discard (PROTOCOL.md 7.4).
 function offerRecovered() {
@@ -560,7 +582,7 @@ function offerRecovered() {
     `${buf.path} has unsaved changes from ${new Date(r.savedAt).toLocaleString()} that ripple kept when it stopped.`, [
       ["Restore", async () => {
         await editor.open(buf.path);
-        buf.doc.setValue(r.content);
+        replaceChanged(buf.doc, r.content);
         hideBanner(`recovered:${buf.path}`);
       }],
       ["Discard", async () => {

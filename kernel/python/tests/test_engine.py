@@ -1,5 +1,9 @@
 """Execution details: returns, closures, stacks, failures, visualizations, bad input."""
 
+import os
+import shutil
+import sys
+import tempfile
 import unittest
 
 from enginetest import EngineTestCase, main_stack
@@ -55,6 +59,35 @@ class Execution(EngineTestCase):
         self.assertEqual(len(calls), 1)
         self.assertEqual(s.run(stack, invalidate="all").values()["main:main/n"], "1")
         self.assertEqual(len(calls), 2)
+
+    def test_a_failed_import_leaves_no_half_package(self):
+        # An installed package whose import fails half way (here its second
+        # submodule raises; an interrupt in the middle of `import pandas`
+        # is the same) must import cleanly once the cause is gone, as in a
+        # fresh interpreter: the submodule that had finished is not left
+        # behind to break the package's next import.
+        site = tempfile.mkdtemp(prefix="ripple-site-")
+        self.addCleanup(shutil.rmtree, site, True)
+        flag = os.path.join(site, "fail")
+        os.makedirs(os.path.join(site, "halfpkg"))
+        files = {
+            "__init__.py": "import halfpkg.first\nimport halfpkg.second\nVALUE = halfpkg.first.V + halfpkg.second.W\n",
+            "first.py": "V = 40\n",
+            "second.py": "import os\nif os.path.exists(%r):\n    raise RuntimeError('second is broken')\nW = 2\n" % flag,
+        }
+        for name, text in files.items():
+            with open(os.path.join(site, "halfpkg", name), "w") as f:
+                f.write(text)
+        open(flag, "w").close()
+        sys.path.insert(0, site)
+        self.addCleanup(sys.path.remove, site)
+        self.addCleanup(lambda: [sys.modules.pop(n) for n in list(sys.modules) if n.split(".")[0] == "halfpkg"])
+        s = self.session({"main": src("import halfpkg", "v = halfpkg.VALUE")})
+        values = s.run().values()
+        self.assertEqual(values["main:main/#1"][:2], ("Panic", "RuntimeError: second is broken"))
+        self.assertFalse("halfpkg.first" in sys.modules, "the finished submodule of the failed import is still loaded")
+        os.remove(flag)
+        self.assertEqual(s.run(invalidate="all").values()["main:main/v"], "42")
 
     def test_inherited_method_runs_its_class_code(self):
         # Sub.m is Base.m: the frame runs Base.m's statements on a Sub.
