@@ -154,6 +154,10 @@ async function steps(page) {
   if (offered.includes("unsaved = 1")) throw new Error("the unsaved edit was written to main.py");
   await page2.locator(".banner .banner-action", { hasText: "Restore" }).click();
   await waitAnnotation(page2, "main:__main__/unsaved", "1");
+  // The restored run imports pandas again from scratch: the values that
+  // need it come back too (an import the restore cut short once left the
+  // kernel unable to import pandas at all).
+  await waitAnnotation(page2, "main:__main__/total", "12");
   await page2.screenshot({ path: join(artifacts, "notebook-recovered.png") });
   return page2;
 }
