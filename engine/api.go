@@ -266,18 +266,23 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	if err != nil {
 		return err
 	}
-	e.recordBuffer(ctx, string(p.Edit.Path))
 	if len(res.Others) > 0 {
 		e.notifyClients(clientIDs(res.Others), protocol.NotifyTextDidChange,
 			protocol.DidChangeParams{Edits: []protocol.FileEdit{p.Edit.Clone()}})
 	}
-	if !p.Execute {
-		if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
-			e.sources.deferModules(name)
-		}
-		return nil
+	var runErr error
+	if p.Execute {
+		runErr = e.edited(string(p.Edit.Path), jobs.OriginClient)
+	} else if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
+		e.sources.deferModules(name)
 	}
-	return e.edited(string(p.Edit.Path), jobs.OriginClient)
+	// The edit is in the state log before the reply (issue 16), but its
+	// run does not wait for the fsync: the jobs are queued first, so the
+	// log's write overlaps the compile and run instead of adding to
+	// keystroke-to-value. A crash in between loses an edit that was never
+	// acknowledged, whose values the client may have seen: it sent it.
+	e.recordBuffer(ctx, string(p.Edit.Path))
+	return runErr
 }
 
 // SaveFile answers text/save: the buffer is written atomically. What runs
