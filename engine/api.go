@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/contexts"
+	"github.com/ripple-run/ripple/internal/callorder"
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
@@ -277,10 +278,12 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 		e.sources.deferModules(name)
 	}
 	// The edit is in the state log before the reply (issue 16), but its
-	// run does not wait for the fsync: the jobs are queued first, so the
+	// run does not wait for the fsync: the jobs are queued first and the
+	// run's notifications may go ahead of the reply (callorder), so the
 	// log's write overlaps the compile and run instead of adding to
 	// keystroke-to-value. A crash in between loses an edit that was never
 	// acknowledged, whose values the client may have seen: it sent it.
+	callorder.Release(ctx)
 	e.recordBuffer(ctx, string(p.Edit.Path))
 	return runErr
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/ripple-run/ripple/internal/callorder"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -257,7 +258,7 @@ func (c *conn) dispatchLoop() {
 				continue
 			}
 			c.out.hold()
-			reply := c.ses.handleDecoded(c.ctx, frame)
+			reply := c.ses.handleDecoded(callorder.WithRelease(c.ctx, c.out.unhold), frame)
 			c.out.release(reply)
 			// Backpressure: a client that does not read its replies is not
 			// served more until it does.

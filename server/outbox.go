@@ -359,6 +359,25 @@ func (o *outbox) release(reply []byte) {
 	o.signal()
 }
 
+// unhold stops holding notifications back before the frame's reply is
+// ready (callorder.Release): those held so far are queued now, those to
+// come as they are pushed; release later queues only the reply.
+func (o *outbox) unhold() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.holding {
+		return
+	}
+	o.holding = false
+	if o.closed {
+		return
+	}
+	o.queue = append(o.queue, o.held...)
+	clear(o.held)
+	o.held = o.held[:0]
+	o.signal()
+}
+
 // reply queues the reply of an asynchronous call (nil: none) at once,
 // whether or not the dispatcher is holding notifications for another call:
 // the notifications that call holds back are not this reply's.
