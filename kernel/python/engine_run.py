@@ -598,6 +598,9 @@ class Frame:
         self.gforce = False  # the next pass resets the state (Runner.run)
         self.gnew = None  # index of the first statement that became a writer in this pass
         self.last_rerun = ()  # R of the last pass
+        # The value journal was asked for this frame's cache (it is asked
+        # once, for a frame new to this kernel: engine_journal).
+        self.journal_checked = False
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -618,6 +621,7 @@ class Frame:
         self.gforce = False
         self.gnew = None
         self.last_rerun = ()
+        self.journal_checked = False
 
 
 class _Return(BaseException):

@@ -1,0 +1,408 @@
+"""The value journal (issue 16): computed statement values kept on disk, so
+that a frame on a new kernel (after a server restart, a crash, a restart
+of the kernel, the warm spare taking over) gets its cache back instead of
+running its statements again (no repeated side effects).
+
+What is kept, and under which key:
+
+- One row per frame: the bottom frame of a stack (an ExplicitCall whose
+  arguments are all immutable values, or a script), keyed by its module,
+  qualname and a hash of its arguments' pickle. LocalCall frames are not
+  journalled: their parameters are objects of the caller's run.
+- In the row, one record per statement of the frame's cache, under a
+  content key: the hash of the statement's normalised source, the names it
+  reads and, for each, the content key of its local definer, the argument
+  hash, or the global's version (already a hash of the defining source and
+  what it reaches, engine_modules) or the imported modules' hashes; plus
+  the number of earlier statements of the same hash. It says what the
+  entry's ``sig`` says with kernel-local stamps, in terms a new process
+  computes alike: equal keys, equal values, for deterministic code.
+- The bindings, values and direct calls of all the frame's statements are
+  pickled TOGETHER, with the frame's mutation log (engine_run's mutlog), in
+  their state at the end of the run, as the in-memory cache holds them: one
+  object bound by two statements (``ys = xs``) comes back as one object,
+  and _dirty_reads still knows which statement mutated which object.
+  A statement whose part does not pickle, or is larger than STATEMENT_CAP,
+  is left out (it runs again after a restart, and so do its dependents).
+  Frames whose statements rebound module globals (module state) are not
+  journalled: that state is the old process's.
+
+Restoring (Journal.restore) rehydrates a frame that has never run on this
+kernel: matching statements get entries with fresh stamps and signatures
+computed from the restored entries, so rerun_set sees a valid cache and
+decides the rest as after any edit. A statement is restored only with all
+its local definers. The ids a recompute names lose their entries first.
+
+Writing happens in the kernel's idle time (server.py calls ``idle`` when no
+request came for IDLE_SECONDS after a result was sent), never on the path
+of a run, one frame per call.
+
+Storage: SQLite through the stdlib (every kernel of a project writes its own
+frames; WAL mode and a busy timeout let them share one file, which a
+bbolt file owned by the Go process would not without a round trip of every
+value through the kernel protocol). ``.ripple/values.db``; the server sets
+RIPPLE_VALUES_DB only for `ripple serve` (no journal in batch runs and
+tests without a state directory). A per-project budget evicts the least
+recently used frames. A damaged or foreign file is moved aside
+(``values.db.corrupt-TIME``) with one line in the kernel log, and a new one
+is made: the journal never stops a kernel.
+
+Owned by the kernel's main thread, like the rest of the engine: no locks.
+"""
+
+import hashlib
+import os
+import pickle
+import sqlite3
+import sys
+import time
+
+run = sys.modules["_ripple_engine_run"]
+
+ENV_PATH = "RIPPLE_VALUES_DB"
+ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result
+ENV_BUDGET = "RIPPLE_VALUES_BUDGET"  # bytes kept per project
+FORMAT = "ripple-values-1"
+STATEMENT_CAP = 8 << 20
+FRAME_CAP = 64 << 20
+DEFAULT_BUDGET = 1 << 30
+IDLE_SECONDS = 0.15
+
+
+def _hash(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def from_env(log):
+    """The journal the environment asks for, or None."""
+    path = os.environ.get(ENV_PATH)
+    if not path:
+        return None
+    try:
+        budget = int(os.environ.get(ENV_BUDGET) or DEFAULT_BUDGET)
+    except ValueError:
+        budget = DEFAULT_BUDGET
+    try:
+        idle = int(os.environ.get(ENV_IDLE)) / 1000.0
+    except (TypeError, ValueError):
+        idle = IDLE_SECONDS
+    return Journal(path, budget, max(idle, 0.0), log)
+
+
+class Journal:
+    def __init__(self, path, budget, idle, log):
+        self.path = path
+        self.budget = budget
+        self.idle_seconds = idle
+        self.log = log
+        self.db = None
+        self.broken = False  # the file cannot be used at all: journal off
+        # id(frame) -> frame: frames whose cache changed since written.
+        self.pending = {}
+
+    # -- the file -------------------------------------------------------------------
+
+    def _open(self):
+        if self.db is not None or self.broken:
+            return self.db
+        try:
+            self.db = self._connect()
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                return None  # busy: try again later
+            self._move_aside(exc)
+            try:
+                self.db = self._connect()
+            except (sqlite3.Error, OSError, ValueError) as exc:
+                self.broken = True
+                self.log("value journal %s unusable, values are not kept: %s" % (self.path, exc))
+        except OSError as exc:
+            self.broken = True
+            self.log("value journal %s unusable, values are not kept: %s" % (self.path, exc))
+        return self.db
+
+    def _connect(self):
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        try:
+            self._ino = os.stat(self.path).st_ino
+        except OSError:
+            self._ino = None
+        db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "ripple_meta" not in tables:
+                raise ValueError("not a ripple value journal (tables %s)" % ", ".join(sorted(tables)))
+            db.execute("CREATE TABLE IF NOT EXISTS ripple_meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS frames(key TEXT PRIMARY KEY, keys BLOB NOT NULL, data BLOB NOT NULL,"
+                " size INTEGER NOT NULL, used REAL NOT NULL)"
+            )
+            db.execute("INSERT OR IGNORE INTO ripple_meta VALUES('format', ?)", (FORMAT,))
+            row = db.execute("SELECT v FROM ripple_meta WHERE k='format'").fetchone()
+            if row is None or row[0] != FORMAT:
+                raise ValueError("value journal of another format: %r" % (row and row[0],))
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc):
+        """Keep a damaged or foreign file as values.db.corrupt-TIME. Only
+        the file this kernel found bad: another kernel of the project may
+        have moved it and made a new one already."""
+        try:
+            if self._ino is None or os.stat(self.path).st_ino != self._ino:
+                return
+            to = "%s.corrupt-%s" % (self.path, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+            os.rename(self.path, to)
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.remove(self.path + suffix)
+                except OSError:
+                    pass
+            self.log("value journal %s is damaged or not ripple's (%s): moved aside to %s" % (self.path, exc, to))
+        except OSError:
+            pass
+
+    def close(self):
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    # -- keys -------------------------------------------------------------------------
+
+    @staticmethod
+    def frame_key(frame, plan):
+        """(row key, argument hash), or None when the frame is not journalled."""
+        params = frame.params
+        if any(not run._immutable(v) for v in params.values()):
+            return None
+        try:
+            args = hashlib.sha256(pickle.dumps(sorted(params.items()), protocol=4)).hexdigest() if params else ""
+        except Exception:
+            return None
+        return _hash(FORMAT, plan.module, plan.qualname, args), args
+
+    @staticmethod
+    def content_keys(runner, plan, args):
+        """The content key of every statement of plan (module doc)."""
+        keys = []
+        seen = {}
+        for ps in plan.stmts:
+            parts = [ps.info.key, "|".join(ps.dep_names)]
+            for name, kind, ref in ps.deps:
+                if kind == run.LOCAL:
+                    parts.append(keys[ref])
+                elif kind == run.PARAM:
+                    parts.append("param:" + args)
+                elif kind == run.IMPORT:
+                    parts.append("import:" + repr(tuple(runner.modules.module_hash(m) for m in ref)))
+                else:
+                    parts.append("global:" + repr(runner._global_version(plan.module, name)))
+            base = _hash(*parts)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            keys.append(_hash(base, str(n)))
+        return keys
+
+    # -- restoring --------------------------------------------------------------------
+
+    def restore(self, runner, frame, plan, invalidate):
+        """Rehydrate the cache of a frame new to this kernel; returns the
+        number of statements restored."""
+        if invalidate == "all" or frame.cache:
+            return 0
+        fk = self.frame_key(frame, plan)
+        if fk is None:
+            return 0
+        db = self._open()
+        if db is None:
+            return 0
+        try:
+            row = db.execute("SELECT keys, data FROM frames WHERE key=?", (fk[0],)).fetchone()
+        except sqlite3.Error:
+            return 0
+        if row is None:
+            return 0
+        cks = self.content_keys(runner, plan, fk[1])
+        try:
+            stored_keys = pickle.loads(row[0])
+        except Exception:
+            return 0
+        if not stored_keys.intersection(cks):
+            return 0
+        try:
+            # Unpickling imports the modules of the values' classes, as
+            # the statements' own run would.
+            data = pickle.loads(row[1])
+            records, mutlog = data["stmts"], data["mutlog"]
+        except Exception as exc:
+            self.log("value journal: frame %s:%s not restored: %s" % (plan.module, plan.qualname, exc))
+            return 0
+        by_ck = {r[0]: r for r in records}
+        dropped = set(invalidate or ())
+        stmts = plan.stmts
+        chosen = {}  # index -> record
+        for ps, ck in zip(stmts, cks):
+            r = by_ck.get(ck)
+            if r is None or ps.id in dropped:
+                continue
+            if any(kind == run.LOCAL and ref not in chosen for _, kind, ref in ps.deps):
+                continue
+            chosen[ps.index] = r
+        if not chosen:
+            return 0
+        engine = runner.engine
+        old_to_new_id = {}
+        stamp_of = {}  # old id -> (old stamp, new stamp)
+        cache = frame.cache
+        for i in sorted(chosen):
+            ps = stmts[i]
+            _, old_id, old_stamp, update, returned, bindings, value, call = chosen[i]
+            stamp = engine.next_stamp()
+            old_to_new_id[old_id] = ps.id
+            stamp_of[old_id] = (old_stamp, stamp)
+            update = dict(update)
+            update["expressionId"] = ps.id
+            update["range"] = ps.range
+            update["fromCache"] = False
+            if call is not None and "methodCall" in update:
+                pointer = engine.method_pointer(call[0])
+                if pointer is None:
+                    call = None
+                    update.pop("methodCall", None)
+                else:
+                    update["methodCall"] = {"methodPointer": pointer}
+            cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, bindings, update, value, returned, call)
+        for i in chosen:
+            ps = stmts[i]
+            cache[ps.id].sig = runner._current_sig(plan, ps, frame)
+        # The mutation log, in this process's ids and stamps: a mutation
+        # by a statement not restored (or by another stamp of it) gets
+        # stamp 0, which no entry has, so the object counts as dirty.
+        log = frame.mutlog
+        for obj, creator, mutations in mutlog:
+            new = []
+            for mid, old_stamp in mutations:
+                s = stamp_of.get(mid)
+                new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
+            log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
+        try:
+            db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), fk[0]))
+        except sqlite3.Error:
+            pass
+        return len(chosen)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def changed(self, frame):
+        """The frame's cache changed: write it when the kernel is idle."""
+        self.pending[id(frame)] = frame
+
+    def forget(self, frame):
+        self.pending.pop(id(frame), None)
+
+    def idle(self, runner_factory):
+        """Write one pending frame; returns whether more are pending."""
+        if not self.pending:
+            return False
+        key = next(iter(self.pending))
+        frame = self.pending.pop(key)
+        try:
+            self.write(runner_factory(), frame)
+        except Exception as exc:  # a value's __reduce__ may raise anything
+            self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
+        return bool(self.pending)
+
+    def write(self, runner, frame):
+        plan = frame.plan
+        if plan is None or frame.gwriters or frame.gbase or not frame.cache:
+            return False
+        fk = self.frame_key(frame, plan)
+        if fk is None:
+            return False
+        cks = self.content_keys(runner, plan, fk[1])
+        records = []
+        for ps, ck in zip(plan.stmts, cks):
+            e = frame.cache.get(ps.id)
+            if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites:
+                continue
+            if e.sig != runner._current_sig(plan, ps, frame):
+                continue  # stale: the next run replaces it
+            records.append([ck, ps.id, e.stamp, e.update, e.returned, e.bindings, e.value, e.call])
+        mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
+        blob = self._pickle(records, mutlog)
+        if blob is None:
+            return False
+        db = self._open()
+        if db is None:
+            return False
+        keys = pickle.dumps(frozenset(r[0] for r in records), protocol=4)
+        try:
+            with db:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(
+                    "INSERT OR REPLACE INTO frames(key, keys, data, size, used) VALUES(?, ?, ?, ?, ?)",
+                    (fk[0], keys, blob, len(blob) + len(keys), time.time()),
+                )
+                self._evict(db, fk[0])
+        except sqlite3.Error as exc:
+            self.log("value journal: frame %s:%s not written: %s" % (plan.module, plan.qualname, exc))
+            return False
+        return True
+
+    def _evict(self, db, keep):
+        total = db.execute("SELECT COALESCE(SUM(size), 0) FROM frames").fetchone()[0]
+        if total <= self.budget:
+            return
+        for key, size in db.execute("SELECT key, size FROM frames WHERE key != ? ORDER BY used", (keep,)).fetchall():
+            db.execute("DELETE FROM frames WHERE key=?", (key,))
+            total -= size
+            if total <= self.budget:
+                return
+        if total > self.budget:
+            db.execute("DELETE FROM frames WHERE key=?", (keep,))
+
+    @staticmethod
+    def _pickle(records, mutlog):
+        """One pickle of the records and the mutation log; records whose
+        part does not pickle or is too large are left out, and so is the
+        log of an object that does not pickle (with its creator and its
+        mutators: they run again, making a new object)."""
+
+        def dump(x):
+            return pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)
+
+        try:
+            blob = dump({"stmts": records, "mutlog": mutlog})
+            if len(blob) <= STATEMENT_CAP:
+                return blob
+        except Exception:
+            pass
+        out = set()
+        for r in records:
+            try:
+                if len(dump(r[5:])) > STATEMENT_CAP:
+                    out.add(r[1])
+            except Exception:
+                out.add(r[1])
+        kept_log = []
+        for item in mutlog:
+            try:
+                dump(item[0])
+                kept_log.append(item)
+            except Exception:
+                out.add(item[1])
+                out.update(m for m, _ in item[2])
+        records = [r for r in records if r[1] not in out]
+        try:
+            blob = dump({"stmts": records, "mutlog": kept_log})
+        except Exception:
+            return None
+        return blob if len(blob) <= FRAME_CAP else None
