@@ -277,7 +277,10 @@ func newInvSession(t *testing.T, python kernel.Interpreter, ref *reference, seed
 
 func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference, seed uint64, files map[string]string) *invSession {
 	t.Helper()
-	h := setup(t, files, engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond})
+	// The value journal is on (written right after each run): a kernel
+	// restart (restart steps) restores the frame from it (issue 16).
+	h := setup(t, files, engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond,
+		ValueJournal: filepath.Join(t.TempDir(), "values.db"), ValueJournalIdle: -1})
 	s := &invSession{
 		t: t, python: python, h: h, ref: ref,
 		rng:    rand.New(rand.NewPCG(seed, 0x5eed)),

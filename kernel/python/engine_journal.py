@@ -51,6 +51,7 @@ Owned by the kernel's main thread, like the rest of the engine: no locks.
 """
 
 import hashlib
+import io
 import os
 import pickle
 import sqlite3
@@ -67,6 +68,30 @@ STATEMENT_CAP = 8 << 20
 FRAME_CAP = 64 << 20
 DEFAULT_BUDGET = 1 << 30
 IDLE_SECONDS = 0.15
+
+
+class _Pickler(pickle.Pickler):
+    # DELETED (a binding's "the name was unbound" mark) is compared by
+    # identity: it is written as a reference and read back as itself.
+    def persistent_id(self, obj):
+        return "deleted" if obj is run.DELETED else None
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        if pid == "deleted":
+            return run.DELETED
+        raise pickle.UnpicklingError("unknown persistent id %r" % (pid,))
+
+
+def _dumps(obj):
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+def _loads(data):
+    return _Unpickler(io.BytesIO(data)).load()
 
 
 def _hash(*parts):
@@ -240,7 +265,7 @@ class Journal:
         try:
             # Unpickling imports the modules of the values' classes, as
             # the statements' own run would.
-            data = pickle.loads(row[1])
+            data = _loads(row[1])
             records, mutlog = data["stmts"], data["mutlog"]
         except Exception as exc:
             self.log("value journal: frame %s:%s not restored: %s" % (plan.module, plan.qualname, exc))
@@ -376,8 +401,7 @@ class Journal:
         log of an object that does not pickle (with its creator and its
         mutators: they run again, making a new object)."""
 
-        def dump(x):
-            return pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)
+        dump = _dumps
 
         try:
             blob = dump({"stmts": records, "mutlog": mutlog})
