@@ -169,9 +169,10 @@ class Engine:
     def journal_pending(self):
         return bool(self.journal is not None and self.journal.pending)
 
-    def journal_idle(self):
-        """Write one frame of the journal (the kernel is idle)."""
-        return self.journal.idle(self._journal_runner)
+    def journal_idle(self, arrived=None):
+        """Write one frame of the journal (the kernel is idle; arrived()
+        says a request came: the write is left for later)."""
+        return self.journal.idle(self._journal_runner, arrived)
 
     def journal_flush(self):
         while self.journal_pending():

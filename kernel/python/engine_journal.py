@@ -51,7 +51,6 @@ Owned by the kernel's main thread, like the rest of the engine: no locks.
 """
 
 import hashlib
-import io
 import os
 import pickle
 import sqlite3
@@ -70,28 +69,22 @@ DEFAULT_BUDGET = 1 << 30
 IDLE_SECONDS = 0.15
 
 
-class _Pickler(pickle.Pickler):
-    # DELETED (a binding's "the name was unbound" mark) is compared by
-    # identity: it is written as a reference and read back as itself.
-    def persistent_id(self, obj):
-        return "deleted" if obj is run.DELETED else None
-
-
-class _Unpickler(pickle.Unpickler):
-    def persistent_load(self, pid):
-        if pid == "deleted":
-            return run.DELETED
-        raise pickle.UnpicklingError("unknown persistent id %r" % (pid,))
+class _Deleted:
+    """Stands for DELETED (a binding's "the name was unbound" mark, which
+    is compared by identity) in the pickle: a class pickles by reference
+    and comes back as itself."""
 
 
 def _dumps(obj):
-    buf = io.BytesIO()
-    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    return buf.getvalue()
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _loads(data):
-    return _Unpickler(io.BytesIO(data)).load()
+def _out(bindings):
+    return tuple((n, _Deleted if v is run.DELETED else v) for n, v in bindings)
+
+
+def _in(bindings):
+    return tuple((n, run.DELETED if v is _Deleted else v) for n, v in bindings)
 
 
 def _hash(*parts):
@@ -265,7 +258,7 @@ class Journal:
         try:
             # Unpickling imports the modules of the values' classes, as
             # the statements' own run would.
-            data = _loads(row[1])
+            data = pickle.loads(row[1])
             records, mutlog = data["stmts"], data["mutlog"]
         except Exception as exc:
             self.log("value journal: frame %s:%s not restored: %s" % (plan.module, plan.qualname, exc))
@@ -304,7 +297,7 @@ class Journal:
                     update.pop("methodCall", None)
                 else:
                     update["methodCall"] = {"methodPointer": pointer}
-            cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, bindings, update, value, returned, call)
+            cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
         for i in chosen:
             ps = stmts[i]
             cache[ps.id].sig = runner._current_sig(plan, ps, frame)
@@ -333,19 +326,25 @@ class Journal:
     def forget(self, frame):
         self.pending.pop(id(frame), None)
 
-    def idle(self, runner_factory):
-        """Write one pending frame; returns whether more are pending."""
+    def idle(self, runner_factory, arrived=None):
+        """Write one pending frame; returns whether more are pending. A
+        write that arrived() interrupts (a request came: it comes first)
+        stays pending."""
         if not self.pending:
             return False
         key = next(iter(self.pending))
         frame = self.pending.pop(key)
         try:
-            self.write(runner_factory(), frame)
+            if self.write(runner_factory(), frame, arrived) is None:
+                self.pending.setdefault(key, frame)
         except Exception as exc:  # a value's __reduce__ may raise anything
             self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
         return bool(self.pending)
 
-    def write(self, runner, frame):
+    def write(self, runner, frame, arrived=None):
+        """Write the frame's row: True if written, False if the frame is
+        not journalled or the write failed, None if arrived() said to stop
+        (between the phases: keys, pickle, database)."""
         plan = frame.plan
         if plan is None or frame.gwriters or frame.gbase or not frame.cache:
             return False
@@ -360,11 +359,15 @@ class Journal:
                 continue
             if e.sig != runner._current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
-            records.append([ck, ps.id, e.stamp, e.update, e.returned, e.bindings, e.value, e.call])
+            records.append([ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call])
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
+        if arrived is not None and arrived():
+            return None
         blob = self._pickle(records, mutlog)
         if blob is None:
             return False
+        if arrived is not None and arrived():
+            return None
         db = self._open()
         if db is None:
             return False

@@ -906,7 +906,7 @@ def _idle_work(ready):
             return  # a request: it comes first
         wait = 0
         try:
-            work()
+            work(lambda: bool(ready.poll(0)))
         except Exception as e:
             _log("idle work failed: %s: %s" % (type(e).__name__, e))
             return
@@ -926,9 +926,10 @@ class _KernelAPI:
         _EXIT_HOOKS.append(fn)
 
     def set_idle(self, has_work, work, seconds):
-        """Call work() between requests while has_work() says so, once no
-        request has come for `seconds` after a result was sent (0: right
-        after it), one call at a time, as long as no request arrives: the
+        """Call work(arrived) between requests while has_work() says so,
+        once no request has come for `seconds` after a result was sent (0:
+        right after it), one call at a time, as long as no request arrives;
+        arrived() tells work that one did (it should stop soon). The
         engine's value journal is written there, off the path of a run."""
         global _IDLE
         _IDLE = (has_work, work, seconds)
