@@ -258,12 +258,21 @@ func TestServeBinarySecondServerOnProject(t *testing.T) {
 	}
 }
 
-// journalMain's n appends a line to ran.log each time it runs: the side
-// effect the value journal must not repeat.
-const journalMain = `def main():
+// journalMain's n appends a line to ran.log each time it runs (through
+// side.note): the side effect the value journal must not repeat.
+const journalMain = `from side import note
+
+
+def main():
     x = 6
-    n = open("ran.log", "a").write("x\n")
+    n = note("x")
     y = x * 7
+`
+
+const journalSide = `def note(s):
+    with open("ran.log", "a") as f:
+        f.write(s + "\n")
+    return len(s)
 `
 
 // Issue 16: statements computed before a kill -9 are restored from the
@@ -276,6 +285,7 @@ func TestServeBinaryRestoresValuesAfterKill9(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "main.py", journalMain)
+	writeFile(t, dir, "side.py", journalSide)
 	env := []string{"RIPPLE_VALUES_IDLE_MS=0"}
 	lines := func() string { return readFile(t, dir, "ran.log") }
 
@@ -305,7 +315,7 @@ func TestServeBinaryRestoresValuesAfterKill9(t *testing.T) {
 		t.Errorf("ran.log after the restart: %q: n ran again instead of coming from the journal", got)
 	}
 	// A new statement runs (once); the old ones stay cached.
-	c2.setText("main.py", journalMain+"    m = open(\"ran.log\", \"a\").write(\"m\\n\")\n")
+	c2.setText("main.py", journalMain+"    m = note(\"m\")\n")
 	r = c2.waitRun(id)
 	for r.failed == nil && r.updates.Values()["main:main/m"] == "" {
 		r = c2.waitRun(id) // the restored run may end first
@@ -343,6 +353,7 @@ func TestServeBinaryDamagedValueJournal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "main.py", journalMain)
+	writeFile(t, dir, "side.py", journalSide)
 	garbage := strings.Repeat("this is not a database\n", 500)
 	writeFile(t, dir, ".ripple/values.db", garbage)
 	p := startServe(t, nil, "--kernels", "1", dir)
