@@ -223,10 +223,10 @@ class Journal:
                     parts.append("import:" + repr(tuple(runner.modules.module_hash(m) for m in ref)))
                 else:
                     parts.append("global:" + repr(runner._global_version(plan.module, name)))
-            base = _hash(*parts)
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            keys.append(_hash(base, str(n)))
+            text = "\0".join(parts)
+            n = seen.get(text, 0)
+            seen[text] = n + 1
+            keys.append(hashlib.blake2b(("%d\0%s" % (n, text)).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest())
         return keys
 
     # -- restoring --------------------------------------------------------------------
