@@ -47,20 +47,29 @@ recently used frames. A damaged or foreign file is moved aside
 (``values.db.corrupt-TIME``) with one line in the kernel log, and a new one
 is made: the journal never stops a kernel.
 
-Owned by the kernel's main thread, like the rest of the engine: no locks.
+Threads: everything here belongs to the kernel's main thread, like the
+rest of the engine, except the database writes. The main thread reads the
+frame's objects and pickles them (they are only consistent between
+requests); the rows go to a writer thread (_Writer) through a queue, with
+a connection of its own, because a commit, and now and then a WAL
+checkpoint with its fsync, may take milliseconds, during which sqlite3
+releases the GIL and a request is served on the main thread.
 """
 
 import hashlib
 import os
 import pickle
+import queue
+import signal
 import sqlite3
 import sys
+import threading
 import time
 
 run = sys.modules["_ripple_engine_run"]
 
 ENV_PATH = "RIPPLE_VALUES_DB"
-ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result
+ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result, waited for
 ENV_BUDGET = "RIPPLE_VALUES_BUDGET"  # bytes kept per project
 FORMAT = "ripple-values-1"
 STATEMENT_CAP = 8 << 20
@@ -111,6 +120,74 @@ def from_env(log):
     return Journal(path, budget, max(idle, 0.0), log)
 
 
+class _Writer:
+    """The journal's writer thread and its queue (the module doc). Items:
+    ("row", key, keys, data, size), ("touch", key), a threading.Event
+    (set when everything before it is done), None (stop)."""
+
+    def __init__(self, journal):
+        self.journal = journal
+        self.queue = queue.SimpleQueue()
+        self.thread = None
+
+    def put(self, item):
+        if self.thread is None:
+            # No signal for this thread: SIGINT and the kernel's other
+            # signals stay the main thread's (server.py's pump does the same).
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                self.thread = threading.Thread(target=self._run, name="ripple-journal", daemon=True)
+                self.thread.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        self.queue.put(item)
+
+    def flush(self, timeout):
+        """Wait (up to timeout seconds) until the queued items are written."""
+        if self.thread is None:
+            return
+        done = threading.Event()
+        self.queue.put(done)
+        done.wait(timeout)
+
+    def stop(self, timeout):
+        if self.thread is None:
+            return
+        self.queue.put(None)
+        self.thread.join(timeout)
+        self.thread = None
+
+    def _run(self):
+        j = self.journal
+        db = None
+        while True:
+            item = self.queue.get()
+            if item is None:
+                break
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                if db is None:
+                    db = sqlite3.connect(j.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+                    db.execute("PRAGMA synchronous=NORMAL")
+                if item[0] == "row":
+                    _, key, keys, data, size = item
+                    with db:
+                        db.execute("BEGIN IMMEDIATE")
+                        db.execute(
+                            "INSERT OR REPLACE INTO frames(key, keys, data, size, used) VALUES(?, ?, ?, ?, ?)",
+                            (key, keys, data, size, time.time()),
+                        )
+                        j._evict(db, key)
+                else:
+                    db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), item[1]))
+            except Exception as exc:
+                j.log("value journal: not written: %s: %s" % (type(exc).__name__, exc))
+        if db is not None:
+            db.close()
+
+
 class Journal:
     def __init__(self, path, budget, idle, log):
         self.path = path
@@ -121,6 +198,7 @@ class Journal:
         self.broken = False  # the file cannot be used at all: journal off
         # id(frame) -> frame: frames whose cache changed since written.
         self.pending = {}
+        self.writer = _Writer(self)
 
     # -- the file -------------------------------------------------------------------
 
@@ -188,7 +266,12 @@ class Journal:
         except OSError:
             pass
 
+    def flush(self, timeout=5.0):
+        """Wait until what was handed to the writer is written."""
+        self.writer.flush(timeout)
+
     def close(self):
+        self.writer.stop(5.0)
         if self.db is not None:
             self.db.close()
             self.db = None
@@ -311,10 +394,7 @@ class Journal:
                 s = stamp_of.get(mid)
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
             log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
-        try:
-            db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), fk[0]))
-        except sqlite3.Error:
-            pass
+        self.writer.put(("touch", fk[0]))
         return len(chosen)
 
     # -- writing ----------------------------------------------------------------------
@@ -335,16 +415,21 @@ class Journal:
         key = next(iter(self.pending))
         frame = self.pending.pop(key)
         try:
-            if self.write(runner_factory(), frame, arrived) is None:
+            written = self.write(runner_factory(), frame, arrived)
+            if written is None:
                 self.pending.setdefault(key, frame)
+            elif written and self.idle_seconds == 0:
+                # RIPPLE_VALUES_IDLE_MS=0 (tests): the row is on disk before
+                # the next request is read, so its reply says it is.
+                self.writer.flush(5.0)
         except Exception as exc:  # a value's __reduce__ may raise anything
             self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
         return bool(self.pending)
 
     def write(self, runner, frame, arrived=None):
-        """Write the frame's row: True if written, False if the frame is
-        not journalled or the write failed, None if arrived() said to stop
-        (between the phases: keys, pickle, database)."""
+        """Hand the frame's row to the writer: True if handed, False if
+        the frame is not journalled, None if arrived() said to stop
+        (between the phases: keys, pickle)."""
         plan = frame.plan
         if plan is None or frame.gwriters or frame.gbase or not frame.cache:
             return False
@@ -368,21 +453,10 @@ class Journal:
             return False
         if arrived is not None and arrived():
             return None
-        db = self._open()
-        if db is None:
+        if self._open() is None:
             return False
         keys = pickle.dumps(frozenset(r[0] for r in records), protocol=4)
-        try:
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    "INSERT OR REPLACE INTO frames(key, keys, data, size, used) VALUES(?, ?, ?, ?, ?)",
-                    (fk[0], keys, blob, len(blob) + len(keys), time.time()),
-                )
-                self._evict(db, fk[0])
-        except sqlite3.Error as exc:
-            self.log("value journal: frame %s:%s not written: %s" % (plan.module, plan.qualname, exc))
-            return False
+        self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
         return True
 
     def _evict(self, db, keep):
