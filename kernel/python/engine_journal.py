@@ -327,7 +327,12 @@ class Journal:
             return 0
         try:
             row = db.execute("SELECT keys, data FROM frames WHERE key=?", (fk[0],)).fetchone()
-        except sqlite3.Error:
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError):
+                # Damaged inside (a malformed page): aside, and a new file.
+                self.db = None
+                db.close()
+                self._move_aside(exc)
             return 0
         if row is None:
             return 0
@@ -346,26 +351,54 @@ class Journal:
         except Exception as exc:
             self.log("value journal: frame %s:%s not restored: %s" % (plan.module, plan.qualname, exc))
             return 0
+        try:
+            chosen = self._rehydrate(runner, frame, plan, cks, records, mutlog, invalidate)
+        except Exception as exc:
+            # Never a run broken by the journal: the frame starts empty.
+            frame.cache.clear()
+            frame.mutlog.clear()
+            self.log("value journal: frame %s:%s not restored: %s: %s" % (plan.module, plan.qualname, type(exc).__name__, exc))
+            return 0
+        if not chosen:
+            return 0
+        self.writer.put(("touch", fk[0]))
+        return chosen
+
+    @staticmethod
+    def _rehydrate(runner, frame, plan, cks, records, mutlog, invalidate):
+        """Entries (and the mutation log) for the statements of plan whose
+        content key is among the records, with all their local definers
+        (module doc); returns how many."""
+        engine = runner.engine
         by_ck = {r[0]: r for r in records}
         dropped = set(invalidate or ())
         stmts = plan.stmts
-        chosen = {}  # index -> record
+        chosen = {}  # index -> (record, call, methodCall)
         for ps, ck in zip(stmts, cks):
             r = by_ck.get(ck)
             if r is None or ps.id in dropped:
                 continue
             if any(kind == run.LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
-            chosen[ps.index] = r
+            call = r[7]
+            pointer = None
+            if "methodCall" in r[3]:
+                # The callee, as this process has it, must still be the
+                # project function the update names (as a run would say).
+                pointer = engine.method_pointer(call[0]) if call is not None else None
+                if pointer is None or pointer != r[3]["methodCall"].get("methodPointer"):
+                    continue
+            elif call is not None:
+                call = None  # not a project function's call: nothing enters it
+            chosen[ps.index] = (r, call, pointer)
         if not chosen:
             return 0
-        engine = runner.engine
         old_to_new_id = {}
         stamp_of = {}  # old id -> (old stamp, new stamp)
         cache = frame.cache
         for i in sorted(chosen):
             ps = stmts[i]
-            _, old_id, old_stamp, update, returned, bindings, value, call = chosen[i]
+            (_, old_id, old_stamp, update, returned, bindings, value, _), call, pointer = chosen[i]
             stamp = engine.next_stamp()
             old_to_new_id[old_id] = ps.id
             stamp_of[old_id] = (old_stamp, stamp)
@@ -373,13 +406,8 @@ class Journal:
             update["expressionId"] = ps.id
             update["range"] = ps.range
             update["fromCache"] = False
-            if call is not None and "methodCall" in update:
-                pointer = engine.method_pointer(call[0])
-                if pointer is None:
-                    call = None
-                    update.pop("methodCall", None)
-                else:
-                    update["methodCall"] = {"methodPointer": pointer}
+            if pointer is not None:
+                update["methodCall"] = {"methodPointer": pointer}
             cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
         for i in chosen:
             ps = stmts[i]
@@ -394,7 +422,6 @@ class Journal:
                 s = stamp_of.get(mid)
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
             log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
-        self.writer.put(("touch", fk[0]))
         return len(chosen)
 
     # -- writing ----------------------------------------------------------------------
@@ -437,25 +464,34 @@ class Journal:
         if fk is None:
             return False
         cks = self.content_keys(runner, plan, fk[1])
-        records = []
+        skip = frame.journal_skip
+        for k in [k for k, stamp in skip.items() if k not in frame.cache or frame.cache[k].stamp != stamp]:
+            del skip[k]
+        records = {}
         for ps, ck in zip(plan.stmts, cks):
             e = frame.cache.get(ps.id)
-            if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites:
+            if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites or ps.id in skip:
                 continue
             if e.sig != runner._current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
-            records.append([ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call])
+            big = _too_big(e.value)
+            for _, v in e.bindings:
+                big = big or _too_big(v)
+            if big:
+                skip[ps.id] = e.stamp
+                continue
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
-        blob = self._pickle(records, mutlog)
+        blob, records = self._pickle(plan, frame, records, mutlog)
         if blob is None:
             return False
         if arrived is not None and arrived():
             return None
         if self._open() is None:
             return False
-        keys = pickle.dumps(frozenset(r[0] for r in records), protocol=4)
+        keys = pickle.dumps(frozenset(r[0] for r in records.values()), protocol=4)
         self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
         return True
 
@@ -472,38 +508,73 @@ class Journal:
             db.execute("DELETE FROM frames WHERE key=?", (keep,))
 
     @staticmethod
-    def _pickle(records, mutlog):
-        """One pickle of the records and the mutation log; records whose
-        part does not pickle or is too large are left out, and so is the
-        log of an object that does not pickle (with its creator and its
-        mutators: they run again, making a new object)."""
+    def _pickle(plan, frame, records, mutlog):
+        """(one pickle of the records and the mutation log, the records
+        in it), or (None, None). Left out: a record whose part does not
+        pickle or is larger than STATEMENT_CAP (remembered in
+        frame.journal_skip), a record with a local definer left out (it
+        would not be restored: restore's rule), and the log of an object
+        no record kept holds; the log of an object that does not pickle
+        leaves out its creator and its mutators (they run again, making a
+        new object)."""
 
-        dump = _dumps
+        def close(records):
+            kept = {}
+            for ps in plan.stmts:
+                r = records.get(ps.id)
+                if r is not None and all(kind != run.LOCAL or plan.stmts[ref].id in kept for _, kind, ref in ps.deps):
+                    kept[ps.id] = r
+            return kept
 
+        def dump(records, log):
+            return _dumps({"stmts": list(records.values()), "mutlog": [m for m in log if m[1] in records]})
+
+        records = close(records)
         try:
-            blob = dump({"stmts": records, "mutlog": mutlog})
+            blob = dump(records, mutlog)
             if len(blob) <= STATEMENT_CAP:
-                return blob
+                return blob, records
         except Exception:
             pass
         out = set()
-        for r in records:
+        for r in records.values():
             try:
-                if len(dump(r[5:])) > STATEMENT_CAP:
+                if len(_dumps(r[5:])) > STATEMENT_CAP:
                     out.add(r[1])
             except Exception:
                 out.add(r[1])
+        for i in out:
+            frame.journal_skip[i] = records[i][2]
         kept_log = []
         for item in mutlog:
             try:
-                dump(item[0])
+                if item[1] in records:
+                    _dumps(item[0])
                 kept_log.append(item)
             except Exception:
                 out.add(item[1])
                 out.update(m for m, _ in item[2])
-        records = [r for r in records if r[1] not in out]
+        records = close({k: r for k, r in records.items() if k not in out})
         try:
-            blob = dump({"stmts": records, "mutlog": kept_log})
+            blob = dump(records, kept_log)
         except Exception:
-            return None
-        return blob if len(blob) <= FRAME_CAP else None
+            return None, None
+        return (blob, records) if len(blob) <= FRAME_CAP else (None, None)
+
+
+_SCALARS = frozenset([int, float, bool, complex, type(None)])
+_SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
+
+
+def _too_big(value):
+    """Whether a value is plainly larger than STATEMENT_CAP, told without
+    pickling it: an array's nbytes, a long sequence or mapping."""
+    t = type(value)
+    if t in _SCALARS:
+        return False
+    if t in _SIZED:
+        return len(value) > STATEMENT_CAP // 8
+    if getattr(t, "nbytes", None) is None:
+        return False
+    nbytes = getattr(value, "nbytes", None)
+    return isinstance(nbytes, int) and nbytes > STATEMENT_CAP

@@ -601,6 +601,9 @@ class Frame:
         # The value journal was asked for this frame's cache (it is asked
         # once, for a frame new to this kernel: engine_journal).
         self.journal_checked = False
+        # id -> stamp of entries the journal found it cannot store (they do
+        # not pickle, or are too large): not tried again while unchanged.
+        self.journal_skip = {}
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -622,6 +625,7 @@ class Frame:
         self.gnew = None
         self.last_rerun = ()
         self.journal_checked = False
+        self.journal_skip = {}
 
 
 class _Return(BaseException):

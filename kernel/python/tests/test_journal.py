@@ -164,6 +164,30 @@ class JournalTest(unittest.TestCase):
         s = self.session({"main": MAIN})
         self.assertEqual(s.run().output, "")
 
+    def test_large_values_are_not_kept(self):
+        src = "def main():\n    print('small')\n    big = list(range(2_000_000))\n    n = len(big)\n    k = 3\n"
+        s = self.session({"main": src})
+        s.run()
+        s = self.session({"main": src})
+        r = s.run()
+        self.assertEqual(r.output, "")
+        self.assertEqual(r.computed(), ["main:main/big", "main:main/n"])
+        self.assertEqual(s.latest[0]["main:main/n"]["payload"]["preview"], "2000000")
+
+    def test_a_call_comes_back_enterable(self):
+        helper = "def double(v):\n    w = v * 2\n    return w\n"
+        src = "from helper import double\n\n\ndef main():\n    print('once')\n    a = double(4)\n"
+        s = self.session({"main": src, "helper": helper})
+        s.run()
+        s = self.session({"main": src, "helper": helper})
+        r = s.run()
+        self.assertEqual(r.output, "")
+        self.assertIn("methodCall", s.latest[0]["main:main/a"])
+        stack = main_stack() + [{"type": "LocalCall", "expressionId": "main:main/a"}]
+        r = s.run(stack)
+        self.assertEqual(r.result, {"status": "complete"})
+        self.assertEqual(s.latest[1]["helper:double/w"]["payload"]["preview"], "8")
+
     def test_budget_evicts_least_recently_used(self):
         os.environ["RIPPLE_VALUES_BUDGET"] = "3000"
         try:
