@@ -345,6 +345,24 @@ func TestServeBinaryRestoresValuesAfterKill9(t *testing.T) {
 	if code := p3.wait(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
+
+	// --fresh: the journal is kept aside and everything runs again.
+	p4 := startServe(t, env, "--kernels", "1", "--fresh", dir)
+	c4, _ := connect(t, p4.url, "ide")
+	if _, r := c4.newContext("main:main"); r.failed != nil {
+		t.Fatalf("run after --fresh failed: %+v", r.failed)
+	}
+	// (main.py as on disk: the edit that added m was never saved.)
+	if got := lines(); got != "x\nm\nx\n" {
+		t.Errorf("ran.log after --fresh: %q, want n run again", got)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, ".ripple", "values.db.fresh-*Z")); len(aside) != 1 {
+		t.Errorf("--fresh kept %v, want one values.db.fresh-* file", aside)
+	}
+	p4.cmd.Process.Signal(syscall.SIGINT)
+	if code := p4.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
 }
 
 // A .ripple/values.db that is not a database is moved aside (kept byte
