@@ -27,6 +27,13 @@ What is kept, and under which key:
   Frames whose statements rebound module globals (module state) are not
   journalled: that state is the old process's.
 
+Not covered (a known gap): an object of a project module that a restored
+statement changed through a call (a registry a helper appends to, without
+rebinding it) is as the new process imported it. A statement that runs
+again after the restart and reads it sees the import-time object, where
+the old kernel would have seen the changed one. Only `global` rebinding
+is tracked as module state (engine_run's _module_state).
+
 Restoring (Journal.restore) rehydrates a frame that has never run on this
 kernel: matching statements get entries with fresh stamps and signatures
 computed from the restored entries, so rerun_set sees a valid cache and
