@@ -437,9 +437,6 @@ class Journal:
         """The frame's cache changed: write it when the kernel is idle."""
         self.pending[id(frame)] = frame
 
-    def forget(self, frame):
-        self.pending.pop(id(frame), None)
-
     def idle(self, runner_factory, arrived=None):
         """Write one pending frame; returns whether more are pending. A
         write that arrived() interrupts (a request came: it comes first)
