@@ -76,8 +76,9 @@ type Config struct {
 	// its statements again. Empty: no journal (ripple run, tests).
 	ValueJournal string
 	// ValueJournalIdle is how long a kernel waits for a next request
-	// before it writes the journal (0 = 150 ms; negative: right after the
-	// result, which tests use to know a later request found it written).
+	// before it writes the journal (0 = 150 ms). Negative: right after
+	// each result, done before the kernel reads its next request, so a
+	// test knows the journal holds a run once a later request returned.
 	ValueJournalIdle time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
