@@ -129,7 +129,7 @@ def from_env(log):
 
 class _Writer:
     """The journal's writer thread and its queue (the module doc). Items:
-    ("row", key, keys, data, size), ("touch", key), a threading.Event
+    ("row", key, keys, data, size), ("touch", key), ("reopen",), a threading.Event
     (set when everything before it is done), None (stop)."""
 
     def __init__(self, journal):
@@ -175,6 +175,12 @@ class _Writer:
                 item.set()
                 continue
             try:
+                if item[0] == "reopen":
+                    # The file was moved aside: the next item opens the new one.
+                    if db is not None:
+                        db.close()
+                    db = None
+                    continue
                 if db is None:
                     db = sqlite3.connect(j.path, timeout=5.0, isolation_level=None, check_same_thread=False)
                     db.execute("PRAGMA synchronous=NORMAL")
@@ -264,6 +270,7 @@ class Journal:
                 return
             to = "%s.corrupt-%s" % (self.path, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
             os.rename(self.path, to)
+            self.writer.put(("reopen",))
             for suffix in ("-wal", "-shm"):
                 try:
                     os.remove(self.path + suffix)

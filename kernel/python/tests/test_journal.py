@@ -150,6 +150,34 @@ class JournalTest(unittest.TestCase):
         s = self.session({"main": MAIN})
         self.assertEqual(s.run().output, "")
 
+    def test_database_damaged_inside_is_moved_aside(self):
+        src = "def main():\n    print('ran')\n    v = 'x' * 50000\n    w = len(v)\n"
+        s = self.session({"main": src})
+        s.run()
+        s.engine.journal_flush()
+        s.close()
+        self.sessions = []
+        db = sqlite3.connect(self.path)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+        size = os.path.getsize(self.path)
+        self.assertGreater(size, 5 * 4096)
+        with open(self.path, "r+b") as f:
+            for page in range(1, size // 4096):
+                f.seek(page * 4096)
+                f.write(b"\xff" * 4096)
+        s = self.session({"main": src})
+        logged = []
+        s.engine.journal.log = logged.append
+        r = s.run()
+        self.assertEqual(r.result, {"status": "complete"})
+        self.assertEqual(r.output, "ran\n")
+        s.engine.journal_flush()
+        aside = [n for n in os.listdir(os.path.dirname(self.path)) if n.startswith("values.db.corrupt-") and n[-4:] not in ("-wal", "-shm")]
+        self.assertEqual(len(aside), 1, (aside, logged))
+        s = self.session({"main": src})
+        self.assertEqual(s.run().output, "")
+
     def test_foreign_database_is_moved_aside(self):
         os.makedirs(os.path.dirname(self.path))
         db = sqlite3.connect(self.path)
