@@ -56,6 +56,17 @@
 // A file locked by another process (another ripple serve on the same
 // project) is not damage: Open fails with ErrLocked.
 //
+// # The value journal's file
+//
+// The value journal (.ripple/values.db, kernel/python/engine_journal.py)
+// is not this log: its rows are pickled Python values that only the
+// kernels write and read, through SQLite, which lets the several kernel
+// processes of a project share one file (WAL) without a round trip of
+// every value through the Go server. This package only looks after the
+// file around the kernels: CheckValues moves a file that is not an SQLite
+// database aside at start (one warning line), MoveValuesAside keeps it for
+// --fresh.
+//
 // # Locks
 //
 // mu guards pending and committing; db is bbolt's, safe for concurrent use.

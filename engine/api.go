@@ -70,6 +70,17 @@ type Config struct {
 	// change before the reply (durable.go); RestoreBuffers and
 	// RestoreContexts bring them back at start.
 	StateLog StateLog
+	// ValueJournal, if set, is the file of the value journal (issue 16,
+	// kernel/python/engine_journal.py): every kernel keeps its frames'
+	// computed values there and a frame new to a kernel (after a restart
+	// of the server or of the kernel) gets them back instead of running
+	// its statements again. Empty: no journal (ripple run, tests).
+	ValueJournal string
+	// ValueJournalIdle is how long a kernel waits for a next request
+	// before it writes the journal (0 = 150 ms). Negative: right after
+	// each result, done before the kernel reads its next request, so a
+	// test knows the journal holds a run once a later request returned.
+	ValueJournalIdle time.Duration
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
 	// spare kernel, and takes the project as a snapshot: a module, once

@@ -177,6 +177,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			Python:           py,
 			Root:             ws.Root(),
 			InterruptTimeout: cfg.InterruptTimeout,
+			Env:              journalEnv(cfg),
 		},
 		Size: cfg.Kernels,
 		// A batch run restarts a kernel only after a crash: a spare would
@@ -386,4 +387,21 @@ func (e *Engine) jobContexts() (jobs.Contexts, error) {
 		cs[jobs.ContextID(c.ID)] = info
 	}
 	return cs, nil
+}
+
+// journalEnv is the kernels' environment for the value journal
+// (Config.ValueJournal; kernel/python/engine_journal.py reads it).
+func journalEnv(cfg Config) []string {
+	if cfg.ValueJournal == "" || cfg.Batch {
+		// Empty, over whatever the server's own environment says.
+		return []string{"RIPPLE_VALUES_DB="}
+	}
+	env := []string{"RIPPLE_VALUES_DB=" + cfg.ValueJournal}
+	switch {
+	case cfg.ValueJournalIdle < 0:
+		env = append(env, "RIPPLE_VALUES_IDLE_MS=0")
+	case cfg.ValueJournalIdle > 0:
+		env = append(env, fmt.Sprintf("RIPPLE_VALUES_IDLE_MS=%d", cfg.ValueJournalIdle.Milliseconds()))
+	}
+	return env
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/engine/enginetest"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -147,6 +148,8 @@ func TestInvariantRandomSessions(t *testing.T) {
 			switch {
 			case st.Op == "restart":
 				ops["kernel restarts"]++
+			case st.Op == "serverRestart":
+				ops["server restarts"]++
 			case st.Concurrent:
 				ops["edits by a second client during a run"]++
 			case st.Interrupt != "":
@@ -252,6 +255,7 @@ type invSession struct {
 	ref    *reference
 	rng    *rand.Rand
 	h      *harness
+	cfg    engine.Config // of h's engine, and of the next one (serverRestart)
 	id     protocol.ContextID
 	texts  map[string]string // path -> the buffer's text
 	frames []*frameView
@@ -277,9 +281,13 @@ func newInvSession(t *testing.T, python kernel.Interpreter, ref *reference, seed
 
 func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference, seed uint64, files map[string]string) *invSession {
 	t.Helper()
-	h := setup(t, files, engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond})
+	// The value journal is on (written right after each run): a kernel
+	// restart (restart steps) restores the frame from it (issue 16).
+	cfg := engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond,
+		ValueJournal: filepath.Join(t.TempDir(), "values.db"), ValueJournalIdle: -1}
+	h := setup(t, files, cfg)
 	s := &invSession{
-		t: t, python: python, h: h, ref: ref,
+		t: t, python: python, h: h, ref: ref, cfg: cfg,
 		rng:    rand.New(rand.NewPCG(seed, 0x5eed)),
 		texts:  map[string]string{},
 		script: invScript{Seed: seed, Files: files},
@@ -288,14 +296,7 @@ func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference,
 		text, _ := h.openFile(path)
 		s.texts[path] = text
 	}
-	if _, err := h.e.Connect(h.ctx, client2, newRecorder()); err != nil {
-		t.Fatal(err)
-	}
-	for path := range files {
-		if _, err := h.e.OpenFile(h.ctx, client2, path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.connectClient2()
 	res, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
 	must(t, err)
 	s.id = res.ContextID
@@ -308,6 +309,74 @@ func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference,
 }
 
 func (s *invSession) close() { s.h.stop() }
+
+// connectClient2 connects the second client and opens the files for it.
+func (s *invSession) connectClient2() {
+	t, h := s.t, s.h
+	if _, err := h.e.Connect(h.ctx, client2, newRecorder()); err != nil {
+		t.Fatal(err)
+	}
+	for path := range s.texts {
+		if _, err := h.e.OpenFile(h.ctx, client2, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// restartServer stops the engine and starts a new one on the project (the
+// buffers saved first: without a state log, the files are what a new
+// server has), then builds the context's stack again in a new context:
+// the kernel of the new engine restores the bottom frame from the value
+// journal. It returns the mark the view starts from and the mark of the
+// last push's run.
+func (s *invSession) restartServer() (int, int) {
+	t, h := s.t, s.h
+	for path, text := range s.texts {
+		write(t, h.dir, path, text)
+	}
+	h.stop()
+	h.e = enginetest.Start(t, h.dir, s.cfg)
+	h.client = newRecorder()
+	if _, err := h.e.Connect(h.ctx, clientID, h.client); err != nil {
+		t.Fatal(err)
+	}
+	for path := range s.texts {
+		h.openFile(path)
+	}
+	s.connectClient2()
+	res, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{})
+	must(t, err)
+	s.id = res.ContextID
+	m := h.client.mark()
+	last := m
+	for i, f := range s.frames {
+		mark := h.client.mark()
+		if err := h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: s.id, StackItem: f.item}); err != nil {
+			// The statement below is not a call any more (an edit changed
+			// it under the pushed frame; the old context's runs fail):
+			// the new stack ends there.
+			t.Logf("server restart: push of %s again: %v; the stack is cut there", f.function, err)
+			s.frames = s.frames[:i]
+			break
+		}
+		last = mark
+		// What the client holds of the frame is what the new context sent.
+		f.values = map[protocol.ExpressionID]protocol.ExpressionUpdate{}
+		if i < len(s.frames)-1 {
+			run := h.client.waitRun(t, last, s.id)
+			waitIdle(t, h.e)
+			for _, u := range run.updates {
+				if fn, _, err := u.ExpressionID.Split(); err == nil && fn.String() == f.function {
+					f.values[u.ExpressionID] = u
+				}
+			}
+		}
+	}
+	if len(s.frames) == 0 {
+		t.Fatal("server restart: the bottom frame could not be pushed again")
+	}
+	return m, last
+}
 
 // generate runs steps random steps.
 func (s *invSession) generate(steps int) {
@@ -327,6 +396,8 @@ func (s *invSession) randomStep() invStep {
 	switch {
 	case roll < 0.04:
 		return invStep{Op: "restart"}
+	case roll < 0.06:
+		return invStep{Op: "serverRestart"}
 	case roll < 0.12:
 		st := s.randomEdit()
 		st.Concurrent = st.Op == "edit"
@@ -435,6 +506,9 @@ func (s *invSession) step(st invStep) {
 		// the view is compared after both.
 		must(t, h.e.RestartKernel(h.ctx, clientID, s.id))
 		must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: s.id}))
+	case "serverRestart":
+		m, runMark = s.restartServer()
+		h = s.h
 	case "recompute":
 		must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: s.id, InvalidatedExpressions: st.Invalidate}))
 	case "push":

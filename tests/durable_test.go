@@ -257,3 +257,140 @@ func TestServeBinarySecondServerOnProject(t *testing.T) {
 		t.Errorf("exit code %d", code)
 	}
 }
+
+// journalMain's n appends a line to ran.log each time it runs (through
+// side.note): the side effect the value journal must not repeat.
+const journalMain = `from side import note
+
+
+def main():
+    x = 6
+    n = note("x")
+    y = x * 7
+`
+
+const journalSide = `def note(s):
+    with open("ran.log", "a") as f:
+        f.write(s + "\n")
+    return len(s)
+`
+
+// Issue 16: statements computed before a kill -9 are restored from the
+// value journal on the restarted server (their side effects do not
+// repeat: ran.log keeps one line per statement run), in two rounds: the
+// second one's new statement too. The kernels write the journal right
+// after each result (RIPPLE_VALUES_IDLE_MS=0), so a recompute that
+// returned means it is written.
+func TestServeBinaryRestoresValuesAfterKill9(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.py", journalMain)
+	writeFile(t, dir, "side.py", journalSide)
+	env := []string{"RIPPLE_VALUES_IDLE_MS=0"}
+	lines := func() string { return readFile(t, dir, "ran.log") }
+
+	p := startServe(t, env, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:main")
+	if r.failed != nil {
+		t.Fatalf("first run failed: %+v", r.failed)
+	}
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c.waitRun(id)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+	if got := lines(); got != "x\n" {
+		t.Fatalf("ran.log before the restart: %q", got)
+	}
+
+	// The context comes back from the state log and runs on the new
+	// kernel: n from the journal.
+	p2 := startServe(t, env, "--kernels", "1", dir)
+	c2, _ := connect(t, p2.url, "ide")
+	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	if r := c2.waitRun(id); r.failed != nil {
+		t.Fatalf("recompute after the restart failed: %+v", r.failed)
+	}
+	if got := lines(); got != "x\n" {
+		t.Errorf("ran.log after the restart: %q: n ran again instead of coming from the journal", got)
+	}
+	// A new statement runs (once); the old ones stay cached.
+	c2.setText("main.py", journalMain+"    m = note(\"m\")\n")
+	r = c2.waitRun(id)
+	for r.failed == nil && r.updates.Values()["main:main/m"] == "" {
+		r = c2.waitRun(id) // the restored run may end first
+	}
+	if r.failed != nil {
+		t.Fatalf("run after the edit failed: %+v", r.failed)
+	}
+	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c2.waitRun(id)
+	p2.cmd.Process.Signal(syscall.SIGKILL)
+	p2.wait(t)
+	if got := lines(); got != "x\nm\n" {
+		t.Fatalf("ran.log before the second restart: %q", got)
+	}
+
+	p3 := startServe(t, env, "--kernels", "1", dir)
+	c3, _ := connect(t, p3.url, "ide")
+	c3.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	r = c3.waitRun(id)
+	if r.failed != nil {
+		t.Fatalf("recompute after the second restart failed: %+v", r.failed)
+	}
+	if got := lines(); got != "x\nm\n" {
+		t.Errorf("ran.log after the second restart: %q: statements ran again instead of coming from the journal", got)
+	}
+	p3.cmd.Process.Signal(syscall.SIGINT)
+	if code := p3.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+
+	// --fresh: the journal is kept aside and everything runs again.
+	p4 := startServe(t, env, "--kernels", "1", "--fresh", dir)
+	c4, _ := connect(t, p4.url, "ide")
+	if _, r := c4.newContext("main:main"); r.failed != nil {
+		t.Fatalf("run after --fresh failed: %+v", r.failed)
+	}
+	// (main.py as on disk: the edit that added m was never saved.)
+	if got := lines(); got != "x\nm\nx\n" {
+		t.Errorf("ran.log after --fresh: %q, want n run again", got)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, ".ripple", "values.db.fresh-*Z")); len(aside) != 1 {
+		t.Errorf("--fresh kept %v, want one values.db.fresh-* file", aside)
+	}
+	p4.cmd.Process.Signal(syscall.SIGINT)
+	if code := p4.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// A .ripple/values.db that is not a database is moved aside (kept byte
+// for byte) with one warning line; values are computed and journalled.
+func TestServeBinaryDamagedValueJournal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.py", journalMain)
+	writeFile(t, dir, "side.py", journalSide)
+	garbage := strings.Repeat("this is not a database\n", 500)
+	writeFile(t, dir, ".ripple/values.db", garbage)
+	p := startServe(t, nil, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	if _, r := c.newContext("main:main"); r.failed != nil || r.updates.Values()["main:main/y"] != "42" {
+		t.Fatalf("run: failed %+v, values %v", r.failed, r.updates.Values())
+	}
+	if n := strings.Count(p.stderr.String(), "value journal moved aside"); n != 1 {
+		t.Errorf("want one warning line about the moved journal, got %d:\n%s", n, p.stderr.String())
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, ".ripple", "values.db.corrupt-*"))
+	if len(aside) != 1 {
+		t.Fatalf("moved aside: %v, want one values.db.corrupt-* file", aside)
+	}
+	if got, _ := os.ReadFile(aside[0]); string(got) != garbage {
+		t.Errorf("the damaged journal was not kept as it was")
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}

@@ -5,8 +5,10 @@
 //     each take -sleep (from scratch);
 //   - after kill -9 and a restart: the time from starting the new process
 //     until a client that reconnects with the same clientId has every
-//     statement's value again (the context is restored from the log; its
-//     values are recomputed, as no value journal exists yet).
+//     statement's value again (the context is restored from the log, its
+//     values from the value journal, .ripple/values.db, which the kernel
+//     wrote in its idle time after the first run: the kill comes 1 s
+//     after the last value, well after the 150 ms of idle that start it).
 //
 // Run it from the repository root:
 //
@@ -94,6 +96,7 @@ func run(bin string, n int, sleep time.Duration) error {
 	}
 	scratch := time.Since(t0)
 	c.Close()
+	time.Sleep(time.Second) // the kernel's idle time: the journal is written
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
@@ -116,15 +119,25 @@ func run(bin string, n int, sleep time.Duration) error {
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	fi, _ := os.Stat(filepath.Join(dir, ".ripple", "state.db"))
+	values := fileSize(filepath.Join(dir, ".ripple", "values.db")) + fileSize(filepath.Join(dir, ".ripple", "values.db-wal"))
 
 	fmt.Printf("%-66s %-12s %s\n", "ripple serve after kill -9 (state log)", "measured", "target")
 	fmt.Printf("%-66s %-12s %s\n", fmt.Sprintf("first run from scratch (%d statements of %v)", n, sleep), scratch.Round(time.Millisecond), "")
 	fmt.Printf("%-66s %-12s %s\n", "restart: process start to listening", listening.Round(time.Millisecond), "")
-	fmt.Printf("%-66s %-12s %s\n", "restart: process start to every value back (context restored)", restored.Round(time.Millisecond), "<= 300 ms (needs the value journal)")
+	fmt.Printf("%-66s %-12s %s\n", "restart: process start to every value back (context restored)", restored.Round(time.Millisecond), "<= 300 ms")
 	if fi != nil {
 		fmt.Printf("%-66s %-12s %s\n", ".ripple/state.db size", fmt.Sprintf("%d KiB", fi.Size()/1024), "")
 	}
+	fmt.Printf("%-66s %-12s %s\n", ".ripple/values.db size (with its WAL)", fmt.Sprintf("%d KiB", values/1024), "")
 	return nil
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 func start(bin, dir string) (*exec.Cmd, string, error) {

@@ -46,7 +46,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
-	fresh := fs.Bool("fresh", false, "start without the state log of .ripple/ (it is moved aside to .ripple/state.db.fresh-TIME, not deleted)")
+	fresh := fs.Bool("fresh", false, "start without the state log and value journal of .ripple/ (moved aside to .ripple/state.db.fresh-TIME and values.db.fresh-TIME, not deleted)")
 	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
 
 	dir, ok := parseInterspersed(fs, args, stderr)
@@ -100,6 +100,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if aside != "" {
 			log.Info("starting fresh; the previous state log is kept", "in", aside)
 		}
+		aside, err = durable.MoveValuesAside(stateDir, "fresh")
+		if err != nil {
+			fmt.Fprintf(stderr, "ripple serve: --fresh: moving the value journal aside: %v\n", err)
+			return 1
+		}
+		if aside != "" {
+			log.Info("starting fresh; the previous value journal is kept", "in", aside)
+		}
 	}
 	// Another server on the project would interleave its changes with
 	// ours: refused. A state directory that cannot be used at all (a
@@ -120,6 +128,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		stateLog = l
 	}
+	// The value journal (issue 16) lives next to the log, and only where
+	// the log could be opened: the directory is usable and ours alone.
+	var values string
+	if stateLog != nil {
+		values = filepath.Join(stateDir, durable.ValuesFileName)
+		if aside, err := durable.CheckValues(stateDir); aside != "" {
+			log.Warn("value journal moved aside; values are computed again", "err", err)
+		} else if err != nil {
+			log.Warn("value journal unusable; values are not kept", "err", err)
+			values = ""
+		}
+	}
 
 	eng, err := engine.New(ctx, engine.Config{
 		Root:            root,
@@ -129,6 +149,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		DisconnectGrace: *grace,
 		Watch:           true,
 		StateLog:        stateLog,
+		ValueJournal:    values,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "ripple serve: %v\n", err)

@@ -18,7 +18,9 @@ The engine is split into sibling files loaded from this file's directory
 - engine_modules.py: project modules, the import finder, reloads, global
   versions;
 - engine_run.py: frames, caches and runs; the caching invariant is written
-  down there.
+  down there;
+- engine_journal.py: the value journal (issue 16), frames' caches kept on
+  disk for a kernel that starts after a restart or a crash.
 
 State: one Engine per kernel process; contexts by id, each a stack of
 Frames. Everything runs on the kernel's main thread, one request at a time,
@@ -90,6 +92,7 @@ analysis = _load("engine_analysis")
 values = _load("engine_values")
 modules = _load("engine_modules")
 run = _load("engine_run")
+journal = _load("engine_journal")
 
 Failure = run.Failure
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
@@ -99,6 +102,15 @@ def register(kernel):
     """The engine's request handlers, bound to a new Engine for kernel."""
     engine = Engine(kernel)
     at_exit = getattr(kernel, "at_exit", None)
+    set_idle = getattr(kernel, "set_idle", None)
+    if engine.journal is not None and set_idle is not None:
+        set_idle(engine.journal_pending, engine.journal_idle, engine.journal.idle_seconds)
+        if at_exit is not None:
+            # A kernel stopped on purpose (shutdown, restart) writes what it
+            # has not written yet; a killed one loses only that.
+            at_exit(engine.journal_flush)
+    elif engine.journal is not None:
+        engine.journal = None  # nobody would ever write it
     if at_exit is not None:
         # Cached values are released at exit like the user's globals (an
         # unclosed file a statement opened is flushed). Project modules
@@ -132,6 +144,8 @@ class Engine:
         self.contexts = {}  # contextId -> Context
         self._stamps = itertools.count(1)
         self.expression = None  # the statement running now (set_expression)
+        # The value journal, when the server gave it a file (RIPPLE_VALUES_DB).
+        self.journal = journal.from_env(getattr(kernel, "log", None) or _no_log)
         _install_display(self)
 
     def handlers(self):
@@ -145,8 +159,31 @@ class Engine:
     def close(self):
         """Forget all state and remove the import finder (tests, shutdown)."""
         self.contexts.clear()
+        if self.journal is not None:
+            self.journal.close()
         self.modules.close()
         sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ not in ("_DisplayFinder", "_IPythonHook")]
+
+    # -- the value journal (engine_journal) --------------------------------------
+
+    def journal_pending(self):
+        return bool(self.journal is not None and self.journal.pending)
+
+    def journal_idle(self, arrived=None):
+        """Write one frame of the journal (the kernel is idle; arrived()
+        says a request came: the write is left for later)."""
+        return self.journal.idle(self._journal_runner, arrived)
+
+    def journal_flush(self):
+        """Write everything now (tests, a kernel stopped on purpose)."""
+        if self.journal is None:
+            return
+        while self.journal_pending():
+            self.journal_idle()
+        self.journal.flush()
+
+    def _journal_runner(self):
+        return run.Runner(self, _no_log)
 
     def next_stamp(self):
         return next(self._stamps)
@@ -275,6 +312,7 @@ class Engine:
                 if vis.get("apply") or vis.get("oneshot"):
                     wanted.add(vis["expressionId"])
         runner = run.Runner(self, self.kernel.emit_progress, *batch)
+        journalled = self.journal is not None and not batch[1]
         try:
             for depth, item in enumerate(stack):
                 if depth == len(ctx.frames):
@@ -286,6 +324,12 @@ class Engine:
                     rec, qualname = self._enter_explicit(frame, item)
                 else:
                     rec, qualname = self._enter_local(ctx, depth, frame, item)
+                if depth == 0 and journalled and not frame.journal_checked:
+                    # A frame new to this kernel: its cache from the journal
+                    # (engine_journal); a recompute's ids are left out.
+                    frame.journal_checked = True
+                    plan = runner.plan_for(frame, rec, qualname)
+                    self.journal.restore(runner, frame, plan, invalidate if top else None)
                 runner.run(
                     frame,
                     depth,
@@ -297,6 +341,9 @@ class Engine:
                 )
         except Failure as failure:
             return failure.result()
+        finally:
+            if journalled and ctx.frames and ctx.frames[0].last_rerun:
+                self.journal.changed(ctx.frames[0])
         return {"status": "complete"}
 
     # -- stack items ----------------------------------------------------------------
@@ -670,6 +717,10 @@ class _PatchingLoader:
 
     def __getattr__(self, name):
         return getattr(self.loader, name)
+
+
+def _no_log(*args):
+    pass
 
 
 def _unwrap(func):

@@ -598,6 +598,12 @@ class Frame:
         self.gforce = False  # the next pass resets the state (Runner.run)
         self.gnew = None  # index of the first statement that became a writer in this pass
         self.last_rerun = ()  # R of the last pass
+        # The value journal was asked for this frame's cache (it is asked
+        # once, for a frame new to this kernel: engine_journal).
+        self.journal_checked = False
+        # id -> stamp of entries the journal found it cannot store (they do
+        # not pickle, or are too large): not tried again while unchanged.
+        self.journal_skip = {}
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -618,6 +624,8 @@ class Frame:
         self.gforce = False
         self.gnew = None
         self.last_rerun = ()
+        self.journal_checked = False
+        self.journal_skip = {}
 
 
 class _Return(BaseException):
@@ -1346,6 +1354,16 @@ class Runner:
         returned = False
         frame_names = {plan.filename: plan.qualname}
         stopped = False
+        # Updates of cached statements go out together, in one event, before
+        # anything else is sent: a frame restored from the value journal
+        # sends a thousand of them at once (engine_journal).
+        batch = []
+
+        def flush():
+            if batch:
+                self.emit({"type": "updates", "depth": depth, "updates": batch[:]})
+                batch.clear()
+
         for i in order:
             ps = stmts[i]
             if returned:
@@ -1353,6 +1371,7 @@ class Runner:
                 # of a not-reached statement must follow edits too.
                 if reported.get(ps.id) != (NOT_REACHED, ps.range):
                     reported[ps.id] = (NOT_REACHED, ps.range)
+                    flush()
                     self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
                 continue
             if i not in rerun:
@@ -1369,8 +1388,9 @@ class Runner:
                     cached = dict(e.update)
                     cached["fromCache"] = True
                     reported[ps.id] = e.update
-                    self.emit({"type": "updates", "depth": depth, "updates": [cached]})
+                    batch.append(cached)
                 if top and ps.id in vis_by_id:
+                    flush()
                     self._visualize(vis_by_id[ps.id], e.value, ns, module_dict, plan, fresh=False)
                 if e.returned:
                     returned = True
@@ -1389,8 +1409,10 @@ class Runner:
                 panics[i] = (message, origins)
                 update = _update(ps, {"type": "Panic", "message": message, "trace": origins})
                 reported[ps.id] = update
+                flush()
                 self.emit({"type": "updates", "depth": depth, "updates": [update]})
                 continue
+            flush()
             returned = self._run_statement(frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict)
             if ps.index not in panics:
                 reached.add(ps.id)
@@ -1410,6 +1432,7 @@ class Runner:
                 # goes on from here.
                 stopped = True
                 break
+        flush()
         for stale in [k for k in frame.cache if k not in plan.by_id]:
             del frame.cache[stale]
         for stale in [k for k in reported if k not in plan.by_id]:

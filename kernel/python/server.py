@@ -480,6 +480,9 @@ def _on_disconnect():
 
 
 _EXIT_HOOKS = []  # _KernelAPI.at_exit
+# _KernelAPI.set_idle: (has_work(), work() -> more, seconds) or None. Work
+# done only while no request waits, after the last result was sent.
+_IDLE = None
 
 
 def _release_user_state():
@@ -894,6 +897,31 @@ def _finish(rid, payload):
         _S.expression = _S.told = None
 
 
+def _NEVER():
+    return False
+
+
+def _idle_work(ready):
+    """Run the idle work (_IDLE) until it is done or a request arrives
+    (with 0 seconds, until it is done: tests know it is when the next
+    request is answered)."""
+    has_work, work, seconds = _IDLE
+    wait = max(0, int(seconds * 1000))
+    while has_work():
+        if seconds <= 0:
+            arrived = _NEVER  # 0 s: done before the next request, whatever comes
+        elif ready.poll(wait):
+            return  # a request: it comes first
+        else:
+            arrived = lambda: bool(ready.poll(0))
+        wait = 0
+        try:
+            work(arrived)
+        except Exception as e:
+            _log("idle work failed: %s: %s" % (type(e).__name__, e))
+            return
+
+
 class _KernelAPI:
     """What the execution engine sees of the kernel (engine.register(kernel))."""
 
@@ -906,6 +934,19 @@ class _KernelAPI:
         """Call fn when the kernel exits, after the user's atexit handlers
         and before the user namespace is released (_release_user_state)."""
         _EXIT_HOOKS.append(fn)
+
+    def set_idle(self, has_work, work, seconds):
+        """Call work(arrived) between requests while has_work() says so,
+        once no request has come for `seconds` after a result was sent (0:
+        right after it), one call at a time, as long as no request arrives;
+        arrived() tells work that one did (it should stop soon). The
+        engine's value journal is written there, off the path of a run."""
+        global _IDLE
+        _IDLE = (has_work, work, seconds)
+
+    def log(self, message):
+        """A line in the kernel's log (not the output of any request)."""
+        _log(message)
 
     def user_code(self):
         """Context manager around user code: SIGINT raises KeyboardInterrupt
@@ -1194,6 +1235,8 @@ def main():
             deadline = clock() + SPIN_BEFORE_BLOCKING
             while not ready.poll(0) and clock() < deadline:
                 pass
+            if _IDLE is not None and _IDLE[0]():
+                _idle_work(ready)
             frame = _read_frame(rfile)
             if frame is None:
                 break  # EOF: the Go side is gone

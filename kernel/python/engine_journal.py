@@ -1,0 +1,591 @@
+"""The value journal (issue 16): computed statement values kept on disk, so
+that a frame on a new kernel (after a server restart, a crash, a restart
+of the kernel, the warm spare taking over) gets its cache back instead of
+running its statements again (no repeated side effects).
+
+What is kept, and under which key:
+
+- One row per frame: the bottom frame of a stack (an ExplicitCall whose
+  arguments are all immutable values, or a script), keyed by its module,
+  qualname and a hash of its arguments' pickle. LocalCall frames are not
+  journalled: their parameters are objects of the caller's run.
+- In the row, one record per statement of the frame's cache, under a
+  content key: the hash of the statement's normalised source, the names it
+  reads and, for each, the content key of its local definer, the argument
+  hash, or the global's version (already a hash of the defining source and
+  what it reaches, engine_modules) or the imported modules' hashes; plus
+  the number of earlier statements of the same hash. It says what the
+  entry's ``sig`` says with kernel-local stamps, in terms a new process
+  computes alike: equal keys, equal values, for deterministic code.
+- The bindings, values and direct calls of all the frame's statements are
+  pickled TOGETHER, with the frame's mutation log (engine_run's mutlog), in
+  their state at the end of the run, as the in-memory cache holds them: one
+  object bound by two statements (``ys = xs``) comes back as one object,
+  and _dirty_reads still knows which statement mutated which object.
+  A statement whose part does not pickle, or is larger than STATEMENT_CAP,
+  is left out (it runs again after a restart, and so do its dependents).
+  Frames whose statements rebound module globals (module state) are not
+  journalled: that state is the old process's.
+
+Not covered (a known gap): an object of a project module that a restored
+statement changed through a call (a registry a helper appends to, without
+rebinding it) is as the new process imported it. A statement that runs
+again after the restart and reads it sees the import-time object, where
+the old kernel would have seen the changed one. Only `global` rebinding
+is tracked as module state (engine_run's _module_state).
+
+Restoring (Journal.restore) rehydrates a frame that has never run on this
+kernel: matching statements get entries with fresh stamps and signatures
+computed from the restored entries, so rerun_set sees a valid cache and
+decides the rest as after any edit. A statement is restored only with all
+its local definers. The ids a recompute names lose their entries first.
+
+Writing happens in the kernel's idle time (server.py calls ``idle`` when no
+request came for IDLE_SECONDS after a result was sent), never on the path
+of a run, one frame per call.
+
+Storage: SQLite through the stdlib (every kernel of a project writes its own
+frames; WAL mode and a busy timeout let them share one file, which a
+bbolt file owned by the Go process would not without a round trip of every
+value through the kernel protocol). ``.ripple/values.db``; the server sets
+RIPPLE_VALUES_DB only for `ripple serve` (no journal in batch runs and
+tests without a state directory). A per-project budget evicts the least
+recently used frames. A damaged or foreign file is moved aside
+(``values.db.corrupt-TIME``) with one line in the kernel log, and a new one
+is made: the journal never stops a kernel.
+
+Threads: everything here belongs to the kernel's main thread, like the
+rest of the engine, except the database writes. The main thread reads the
+frame's objects and pickles them (they are only consistent between
+requests); the rows go to a writer thread (_Writer) through a queue, with
+a connection of its own, because a commit, and now and then a WAL
+checkpoint with its fsync, may take milliseconds, during which sqlite3
+releases the GIL and a request is served on the main thread.
+"""
+
+import hashlib
+import os
+import pickle
+import queue
+import signal
+import sqlite3
+import sys
+import threading
+import time
+
+run = sys.modules["_ripple_engine_run"]
+
+ENV_PATH = "RIPPLE_VALUES_DB"
+ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result, waited for
+ENV_BUDGET = "RIPPLE_VALUES_BUDGET"  # bytes kept per project
+FORMAT = "ripple-values-1"
+STATEMENT_CAP = 8 << 20
+FRAME_CAP = 64 << 20
+DEFAULT_BUDGET = 1 << 30
+IDLE_SECONDS = 0.15
+
+
+class _Deleted:
+    """Stands for DELETED (a binding's "the name was unbound" mark, which
+    is compared by identity) in the pickle: a class pickles by reference
+    and comes back as itself."""
+
+
+def _dumps(obj):
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _out(bindings):
+    return tuple((n, _Deleted if v is run.DELETED else v) for n, v in bindings)
+
+
+def _in(bindings):
+    return tuple((n, run.DELETED if v is _Deleted else v) for n, v in bindings)
+
+
+def _hash(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def from_env(log):
+    """The journal the environment asks for, or None."""
+    path = os.environ.get(ENV_PATH)
+    if not path:
+        return None
+    try:
+        budget = int(os.environ.get(ENV_BUDGET) or DEFAULT_BUDGET)
+    except ValueError:
+        budget = DEFAULT_BUDGET
+    try:
+        idle = int(os.environ.get(ENV_IDLE)) / 1000.0
+    except (TypeError, ValueError):
+        idle = IDLE_SECONDS
+    return Journal(path, budget, max(idle, 0.0), log)
+
+
+class _Writer:
+    """The journal's writer thread and its queue (the module doc). Items:
+    ("row", key, keys, data, size), ("touch", key), ("reopen",), a threading.Event
+    (set when everything before it is done), None (stop)."""
+
+    def __init__(self, journal):
+        self.journal = journal
+        self.queue = queue.SimpleQueue()
+        self.thread = None
+
+    def put(self, item):
+        if self.thread is None:
+            # No signal for this thread: SIGINT and the kernel's other
+            # signals stay the main thread's (server.py's pump does the same).
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                self.thread = threading.Thread(target=self._run, name="ripple-journal", daemon=True)
+                self.thread.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        self.queue.put(item)
+
+    def flush(self, timeout):
+        """Wait (up to timeout seconds) until the queued items are written."""
+        if self.thread is None:
+            return
+        done = threading.Event()
+        self.queue.put(done)
+        done.wait(timeout)
+
+    def stop(self, timeout):
+        if self.thread is None:
+            return
+        self.queue.put(None)
+        self.thread.join(timeout)
+        self.thread = None
+
+    def _run(self):
+        j = self.journal
+        db = None
+        while True:
+            item = self.queue.get()
+            if item is None:
+                break
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                if item[0] == "reopen":
+                    # The file was moved aside: the next item opens the new one.
+                    if db is not None:
+                        db.close()
+                    db = None
+                    continue
+                if db is None:
+                    db = sqlite3.connect(j.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+                    db.execute("PRAGMA synchronous=NORMAL")
+                if item[0] == "row":
+                    _, key, keys, data, size = item
+                    with db:
+                        db.execute("BEGIN IMMEDIATE")
+                        db.execute(
+                            "INSERT OR REPLACE INTO frames(key, keys, data, size, used) VALUES(?, ?, ?, ?, ?)",
+                            (key, keys, data, size, time.time()),
+                        )
+                        j._evict(db, key)
+                else:
+                    db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), item[1]))
+            except Exception as exc:
+                j.log("value journal: not written: %s: %s" % (type(exc).__name__, exc))
+        if db is not None:
+            db.close()
+
+
+class Journal:
+    def __init__(self, path, budget, idle, log):
+        self.path = path
+        self.budget = budget
+        self.idle_seconds = idle
+        self.log = log
+        self.db = None
+        self.broken = False  # the file cannot be used at all: journal off
+        # id(frame) -> frame: frames whose cache changed since written.
+        self.pending = {}
+        self.writer = _Writer(self)
+
+    # -- the file -------------------------------------------------------------------
+
+    def _open(self):
+        if self.db is not None or self.broken:
+            return self.db
+        try:
+            self.db = self._connect()
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                return None  # busy: try again later
+            self._move_aside(exc)
+            try:
+                self.db = self._connect()
+            except (sqlite3.Error, OSError, ValueError) as exc:
+                self.broken = True
+                self.log("value journal %s unusable, values are not kept: %s" % (self.path, exc))
+        except OSError as exc:
+            self.broken = True
+            self.log("value journal %s unusable, values are not kept: %s" % (self.path, exc))
+        return self.db
+
+    def _connect(self):
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        try:
+            self._ino = os.stat(self.path).st_ino
+        except OSError:
+            self._ino = None
+        db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "ripple_meta" not in tables:
+                raise ValueError("not a ripple value journal (tables %s)" % ", ".join(sorted(tables)))
+            db.execute("CREATE TABLE IF NOT EXISTS ripple_meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS frames(key TEXT PRIMARY KEY, keys BLOB NOT NULL, data BLOB NOT NULL,"
+                " size INTEGER NOT NULL, used REAL NOT NULL)"
+            )
+            db.execute("INSERT OR IGNORE INTO ripple_meta VALUES('format', ?)", (FORMAT,))
+            row = db.execute("SELECT v FROM ripple_meta WHERE k='format'").fetchone()
+            if row is None or row[0] != FORMAT:
+                raise ValueError("value journal of another format: %r" % (row and row[0],))
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc):
+        """Keep a damaged or foreign file as values.db.corrupt-TIME. Only
+        the file this kernel found bad: another kernel of the project may
+        have moved it and made a new one already."""
+        try:
+            if self._ino is None or os.stat(self.path).st_ino != self._ino:
+                return
+            to = "%s.corrupt-%s" % (self.path, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+            os.rename(self.path, to)
+            self.writer.put(("reopen",))
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.remove(self.path + suffix)
+                except OSError:
+                    pass
+            self.log("value journal %s is damaged or not ripple's (%s): moved aside to %s" % (self.path, exc, to))
+        except OSError:
+            pass
+
+    def flush(self, timeout=5.0):
+        """Wait until what was handed to the writer is written."""
+        self.writer.flush(timeout)
+
+    def close(self):
+        self.writer.stop(5.0)
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    # -- keys -------------------------------------------------------------------------
+
+    @staticmethod
+    def frame_key(frame, plan):
+        """(row key, argument hash), or None when the frame is not journalled."""
+        params = frame.params
+        if any(not run._immutable(v) for v in params.values()):
+            return None
+        try:
+            args = hashlib.sha256(pickle.dumps(sorted(params.items()), protocol=4)).hexdigest() if params else ""
+        except Exception:
+            return None
+        return _hash(FORMAT, plan.module, plan.qualname, args), args
+
+    @staticmethod
+    def content_keys(runner, plan, args):
+        """The content key of every statement of plan (module doc)."""
+        keys = []
+        seen = {}
+        for ps in plan.stmts:
+            parts = [ps.info.key, "|".join(ps.dep_names)]
+            for name, kind, ref in ps.deps:
+                if kind == run.LOCAL:
+                    parts.append(keys[ref])
+                elif kind == run.PARAM:
+                    parts.append("param:" + args)
+                elif kind == run.IMPORT:
+                    parts.append("import:" + repr(tuple(runner.modules.module_hash(m) for m in ref)))
+                else:
+                    parts.append("global:" + repr(runner._global_version(plan.module, name)))
+            text = "\0".join(parts)
+            n = seen.get(text, 0)
+            seen[text] = n + 1
+            keys.append(hashlib.blake2b(("%d\0%s" % (n, text)).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest())
+        return keys
+
+    # -- restoring --------------------------------------------------------------------
+
+    def restore(self, runner, frame, plan, invalidate):
+        """Rehydrate the cache of a frame new to this kernel; returns the
+        number of statements restored."""
+        if invalidate == "all" or frame.cache:
+            return 0
+        fk = self.frame_key(frame, plan)
+        if fk is None:
+            return 0
+        db = self._open()
+        if db is None:
+            return 0
+        try:
+            row = db.execute("SELECT keys, data FROM frames WHERE key=?", (fk[0],)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError):
+                # Damaged inside (a malformed page): aside, and a new file.
+                self.db = None
+                db.close()
+                self._move_aside(exc)
+            return 0
+        if row is None:
+            return 0
+        cks = self.content_keys(runner, plan, fk[1])
+        try:
+            stored_keys = pickle.loads(row[0])
+        except Exception:
+            return 0
+        if not stored_keys.intersection(cks):
+            return 0
+        try:
+            # Unpickling imports the modules of the values' classes, as
+            # the statements' own run would.
+            data = pickle.loads(row[1])
+            records, mutlog = data["stmts"], data["mutlog"]
+        except Exception as exc:
+            self.log("value journal: frame %s:%s not restored: %s" % (plan.module, plan.qualname, exc))
+            return 0
+        try:
+            chosen = self._rehydrate(runner, frame, plan, cks, records, mutlog, invalidate)
+        except Exception as exc:
+            # Never a run broken by the journal: the frame starts empty.
+            frame.cache.clear()
+            frame.mutlog.clear()
+            self.log("value journal: frame %s:%s not restored: %s: %s" % (plan.module, plan.qualname, type(exc).__name__, exc))
+            return 0
+        if not chosen:
+            return 0
+        self.writer.put(("touch", fk[0]))
+        return chosen
+
+    @staticmethod
+    def _rehydrate(runner, frame, plan, cks, records, mutlog, invalidate):
+        """Entries (and the mutation log) for the statements of plan whose
+        content key is among the records, with all their local definers
+        (module doc); returns how many."""
+        engine = runner.engine
+        by_ck = {r[0]: r for r in records}
+        dropped = set(invalidate or ())
+        stmts = plan.stmts
+        chosen = {}  # index -> (record, call, methodCall)
+        for ps, ck in zip(stmts, cks):
+            r = by_ck.get(ck)
+            if r is None or ps.id in dropped:
+                continue
+            if any(kind == run.LOCAL and ref not in chosen for _, kind, ref in ps.deps):
+                continue
+            call = r[7]
+            pointer = None
+            if "methodCall" in r[3]:
+                # The callee, as this process has it, must still be the
+                # project function the update names (as a run would say).
+                pointer = engine.method_pointer(call[0]) if call is not None else None
+                if pointer is None or pointer != r[3]["methodCall"].get("methodPointer"):
+                    continue
+            elif call is not None:
+                call = None  # not a project function's call: nothing enters it
+            chosen[ps.index] = (r, call, pointer)
+        if not chosen:
+            return 0
+        old_to_new_id = {}
+        stamp_of = {}  # old id -> (old stamp, new stamp)
+        cache = frame.cache
+        for i in sorted(chosen):
+            ps = stmts[i]
+            (_, old_id, old_stamp, update, returned, bindings, value, _), call, pointer = chosen[i]
+            stamp = engine.next_stamp()
+            old_to_new_id[old_id] = ps.id
+            stamp_of[old_id] = (old_stamp, stamp)
+            update = dict(update)
+            update["expressionId"] = ps.id
+            update["range"] = ps.range
+            update["fromCache"] = False
+            if pointer is not None:
+                update["methodCall"] = {"methodPointer": pointer}
+            cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
+        for i in chosen:
+            ps = stmts[i]
+            cache[ps.id].sig = runner._current_sig(plan, ps, frame)
+        # The mutation log, in this process's ids and stamps: a mutation
+        # by a statement not restored (or by another stamp of it) gets
+        # stamp 0, which no entry has, so the object counts as dirty.
+        log = frame.mutlog
+        for obj, creator, mutations in mutlog:
+            new = []
+            for mid, old_stamp in mutations:
+                s = stamp_of.get(mid)
+                new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
+            log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
+        return len(chosen)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def changed(self, frame):
+        """The frame's cache changed: write it when the kernel is idle."""
+        self.pending[id(frame)] = frame
+
+    def idle(self, runner_factory, arrived=None):
+        """Write one pending frame; returns whether more are pending. A
+        write that arrived() interrupts (a request came: it comes first)
+        stays pending."""
+        if not self.pending:
+            return False
+        key = next(iter(self.pending))
+        frame = self.pending.pop(key)
+        try:
+            written = self.write(runner_factory(), frame, arrived)
+            if written is None:
+                self.pending.setdefault(key, frame)
+            elif written and self.idle_seconds == 0:
+                # RIPPLE_VALUES_IDLE_MS=0 (tests): the row is on disk before
+                # the next request is read, so its reply says it is.
+                self.writer.flush(5.0)
+        except Exception as exc:  # a value's __reduce__ may raise anything
+            self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
+        return bool(self.pending)
+
+    def write(self, runner, frame, arrived=None):
+        """Hand the frame's row to the writer: True if handed, False if
+        the frame is not journalled, None if arrived() said to stop
+        (between the phases: keys, pickle)."""
+        plan = frame.plan
+        if plan is None or frame.gwriters or frame.gbase or not frame.cache:
+            return False
+        fk = self.frame_key(frame, plan)
+        if fk is None:
+            return False
+        cks = self.content_keys(runner, plan, fk[1])
+        skip = frame.journal_skip
+        for k in [k for k, stamp in skip.items() if k not in frame.cache or frame.cache[k].stamp != stamp]:
+            del skip[k]
+        records = {}
+        for ps, ck in zip(plan.stmts, cks):
+            e = frame.cache.get(ps.id)
+            if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites or ps.id in skip:
+                continue
+            if e.sig != runner._current_sig(plan, ps, frame):
+                continue  # stale: the next run replaces it
+            big = _too_big(e.value)
+            for _, v in e.bindings:
+                big = big or _too_big(v)
+            if big:
+                skip[ps.id] = e.stamp
+                continue
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call]
+        mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
+        if arrived is not None and arrived():
+            return None
+        blob, records = self._pickle(plan, frame, records, mutlog)
+        if blob is None:
+            return False
+        if arrived is not None and arrived():
+            return None
+        if self._open() is None:
+            return False
+        keys = pickle.dumps(frozenset(r[0] for r in records.values()), protocol=4)
+        self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
+        return True
+
+    def _evict(self, db, keep):
+        total = db.execute("SELECT COALESCE(SUM(size), 0) FROM frames").fetchone()[0]
+        if total <= self.budget:
+            return
+        for key, size in db.execute("SELECT key, size FROM frames WHERE key != ? ORDER BY used", (keep,)).fetchall():
+            db.execute("DELETE FROM frames WHERE key=?", (key,))
+            total -= size
+            if total <= self.budget:
+                return
+        if total > self.budget:
+            db.execute("DELETE FROM frames WHERE key=?", (keep,))
+
+    @staticmethod
+    def _pickle(plan, frame, records, mutlog):
+        """(one pickle of the records and the mutation log, the records
+        in it), or (None, None). Left out: a record whose part does not
+        pickle or is larger than STATEMENT_CAP (remembered in
+        frame.journal_skip), a record with a local definer left out (it
+        would not be restored: restore's rule), and the log of an object
+        no record kept holds; the log of an object that does not pickle
+        leaves out its creator and its mutators (they run again, making a
+        new object)."""
+
+        def close(records):
+            kept = {}
+            for ps in plan.stmts:
+                r = records.get(ps.id)
+                if r is not None and all(kind != run.LOCAL or plan.stmts[ref].id in kept for _, kind, ref in ps.deps):
+                    kept[ps.id] = r
+            return kept
+
+        def dump(records, log):
+            return _dumps({"stmts": list(records.values()), "mutlog": [m for m in log if m[1] in records]})
+
+        records = close(records)
+        try:
+            blob = dump(records, mutlog)
+            if len(blob) <= STATEMENT_CAP:
+                return blob, records
+        except Exception:
+            pass
+        out = set()
+        for r in records.values():
+            try:
+                if len(_dumps(r[5:])) > STATEMENT_CAP:
+                    out.add(r[1])
+            except Exception:
+                out.add(r[1])
+        for i in out:
+            frame.journal_skip[i] = records[i][2]
+        kept_log = []
+        for item in mutlog:
+            try:
+                if item[1] in records:
+                    _dumps(item[0])
+                kept_log.append(item)
+            except Exception:
+                out.add(item[1])
+                out.update(m for m, _ in item[2])
+        records = close({k: r for k, r in records.items() if k not in out})
+        try:
+            blob = dump(records, kept_log)
+        except Exception:
+            return None, None
+        return (blob, records) if len(blob) <= FRAME_CAP else (None, None)
+
+
+_SCALARS = frozenset([int, float, bool, complex, type(None)])
+_SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
+
+
+def _too_big(value):
+    """Whether a value is plainly larger than STATEMENT_CAP, told without
+    pickling it: an array's nbytes, a long sequence or mapping."""
+    t = type(value)
+    if t in _SCALARS:
+        return False
+    if t in _SIZED:
+        return len(value) > STATEMENT_CAP // 8
+    if getattr(t, "nbytes", None) is None:
+        return False
+    nbytes = getattr(value, "nbytes", None)
+    return isinstance(nbytes, int) and nbytes > STATEMENT_CAP
