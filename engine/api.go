@@ -171,6 +171,16 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 	if err != nil {
 		return err
 	}
+	// Restart is reset (PROTOCOL.md: the values of every context on that
+	// kernel are recomputed from scratch): each context on the slot runs
+	// its next run with everything invalidated, so the value journal,
+	// which serves the restarts nobody asked for (a crash, a server
+	// restart), does not hand the old values back.
+	if cs, err := e.store.ContextsOnSlot(nil, c.KernelSlot); err == nil {
+		for _, other := range cs {
+			_ = e.store.Invalidate(other.ID, protocol.InvalidatedExpressions{All: true})
+		}
+	}
 	// Bounded: a kernel that cannot come back (its start keeps failing) is
 	// answered with 5001 rather than never; the slot goes on trying.
 	rctx, cancel := context.WithTimeoutCause(ctx, e.cfg.RestartTimeout,

@@ -1,7 +1,9 @@
 """The value journal (issue 16): computed statement values kept on disk, so
-that a frame on a new kernel (after a server restart, a crash, a restart
-of the kernel, the warm spare taking over) gets its cache back instead of
-running its statements again (no repeated side effects).
+that a frame on a new kernel (after a server restart, a crash, the warm
+spare taking over) gets its cache back instead of running its statements
+again (no repeated side effects). runtime/restartKernel is a reset: the
+engine invalidates every context on the kernel first, and a run with
+everything invalidated takes nothing from the journal.
 
 What is kept, and under which key:
 
