@@ -1,0 +1,1206 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/kernel"
+	"github.com/ripple-run/ripple/protocol"
+)
+
+// CoordinatorConfig describes the agents launcher of a coordinator.
+type CoordinatorConfig struct {
+	// Listen is the address agents connect to (--agents-listen).
+	Listen string
+	// Token is the agent token (not the IDE clients' token).
+	Token string
+	// Slots is how many agent kernels the coordinator can serve at once
+	// (engine slots reserved for agents); default 16.
+	Slots int
+	// Local kernels (children of this process, a kernel.Pool) serve slots
+	// 0..Local-1 beside the agents' kernels.
+	Local int
+	// TLS forces TLS on a loopback address (it is always on otherwise).
+	// CertFile and KeyFile name the certificate; default a self-signed one.
+	TLS               bool
+	CertFile, KeyFile string
+	// Lease is how long an agent stays trusted without a heartbeat
+	// (default 10 s); Heartbeat how often it sends one (default 1 s).
+	Lease, Heartbeat time.Duration
+	// Grace is how long a lost agent's contexts wait for it to come back
+	// before they move to other kernels (default 60 s).
+	Grace time.Duration
+	// HandshakeTimeout bounds hello (default 5 s).
+	HandshakeTimeout time.Duration
+	// Outbox is the number of frames queued for one agent; an agent whose
+	// outbox fills up is too slow and is dropped (default 4096).
+	Outbox int
+	Log    *slog.Logger
+}
+
+// Coordinator is the agents launcher (engine.Launcher): its engine slots
+// are served by the kernels of runtime agents that connect to it, plus
+// Local kernels of its own. Listen opens the listener at once (so Addr and
+// Fingerprint are known before the engine starts); the engine's Start and
+// Stop of its Kernels start and stop everything else.
+type Coordinator struct {
+	cfg         CoordinatorConfig
+	ln          net.Listener
+	tls         *tls.Config
+	fingerprint string
+	log         *slog.Logger
+
+	mu    sync.Mutex
+	slots *slots // guarded by mu: set by Kernels
+}
+
+// Listen checks cfg and opens the agents' listener.
+func Listen(cfg CoordinatorConfig) (*Coordinator, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("agents: no agent token")
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = 16
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 10 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.Heartbeat >= cfg.Lease {
+		return nil, fmt.Errorf("agents: heartbeat %v must be shorter than the lease %v", cfg.Heartbeat, cfg.Lease)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 60 * time.Second
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 5 * time.Second
+	}
+	if cfg.Outbox <= 0 {
+		cfg.Outbox = 4096
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Log.With("component", "agents")}
+	if cfg.TLS || cfg.CertFile != "" || !IsLoopback(cfg.Listen) {
+		host, _, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("--agents-listen %q: %w", cfg.Listen, err)
+		}
+		if c.tls, c.fingerprint, err = serverTLS(cfg.CertFile, cfg.KeyFile, host); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--agents-listen %s: %w", cfg.Listen, err)
+	}
+	c.ln = ln
+	return c, nil
+}
+
+// Addr is the address agents connect to.
+func (c *Coordinator) Addr() string { return c.ln.Addr().String() }
+
+// Fingerprint is the pin of the coordinator's certificate for
+// --coordinator-fingerprint; "" without TLS.
+func (c *Coordinator) Fingerprint() string { return c.fingerprint }
+
+// Size is the number of engine slots: the local kernels and the agents'.
+// The engine's Config.Kernels must be this.
+func (c *Coordinator) Size() int { return c.cfg.Local + c.cfg.Slots }
+
+// Name is protocol.LauncherAgents.
+func (c *Coordinator) Name() string { return protocol.LauncherAgents }
+
+// Kernels returns the engine's slots: 0..Local-1 local, then the agents'.
+// Call it once.
+func (c *Coordinator) Kernels(cfg kernel.PoolConfig) engine.Kernels {
+	s := &slots{c: c, cfg: cfg, nLocal: c.cfg.Local, log: c.log, agents: make(map[string]*agentRec),
+		changed: make(chan struct{}), conns: make(map[*agentConn]bool)}
+	if c.cfg.Local > 0 {
+		lc := cfg
+		lc.Size = c.cfg.Local
+		s.local = kernel.NewPool(lc)
+	}
+	for range c.cfg.Slots {
+		s.slot = append(s.slot, &agentSlot{})
+	}
+	s.bg, s.bgStop = context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.slots = s
+	c.mu.Unlock()
+	return s
+}
+
+// Close closes the listener of a coordinator whose Kernels never started
+// (Stop of the Kernels closes it otherwise).
+func (c *Coordinator) Close() { c.ln.Close() }
+
+// FencedFrames counts frames refused because their lease had expired.
+func (c *Coordinator) FencedFrames() int64 {
+	c.mu.Lock()
+	s := c.slots
+	c.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.fencedFrames.Load()
+}
+
+// DropAgent closes the connection of agent id as a network failure
+// would (tests and operators); its kernels keep running there.
+func (c *Coordinator) DropAgent(id string) bool {
+	c.mu.Lock()
+	s := c.slots
+	c.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	rec := s.agents[id]
+	var conn *agentConn
+	if rec != nil {
+		conn = rec.conn
+	}
+	s.mu.Unlock()
+	if conn == nil {
+		return false
+	}
+	conn.close()
+	return true
+}
+
+// slots implements engine.Kernels for the Coordinator.
+//
+// Locking: mu guards every agentSlot, agentRec and the maps; kernels are
+// ended (EndRemote) and engine callbacks (OnReady, OnRestart) run with mu
+// released. changed is closed and replaced under mu at every change that
+// a waiter of Kernel or Restart may be waiting for.
+//
+// Goroutines, all counted by wg and ended by Stop: the accept loop, the
+// lease checker, per connection its reader (serveConn) and writer, per
+// attached kernel a watcher that wakes waiters when it ends, and the
+// OnReady of each new kernel.
+type slots struct {
+	c      *Coordinator
+	cfg    kernel.PoolConfig
+	local  *kernel.Pool // slots 0..nLocal-1; nil when nLocal is 0
+	nLocal int
+	log    *slog.Logger
+
+	bg     context.Context // per-owner context of OnReady calls; Stop cancels it
+	bgStop context.CancelFunc
+	wg     sync.WaitGroup
+
+	fencedFrames atomic.Int64
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	slot    []*agentSlot         // guarded by mu: slot nLocal+i
+	agents  map[string]*agentRec // guarded by mu: by agent id
+	order   []string             // guarded by mu: agent ids in first-connection order
+	changed chan struct{}        // guarded by mu
+	conns   map[*agentConn]bool  // guarded by mu: every open connection
+}
+
+// agentSlot is one engine slot served by an agent kernel. Guarded by
+// slots.mu.
+type agentSlot struct {
+	owner    *agentRec      // nil: free (never served, or its agent was lost)
+	index    int            // the kernel's index on owner
+	retired  bool           // closed for good by Retire
+	k        *kernel.Kernel // ready and published; nil while none is
+	pending  *kernel.Kernel // attached, OnReady running
+	boot     uint32         // boot of k or pending
+	kernelID string         // the last kernel's id (survival check on reconnect)
+	pid      int
+	gen      uint64 // bumped at every publish (Restart waits for it)
+	// restartReason is the reason the next replacement is reported with
+	// (a Restart request, or the loss of the agent).
+	restartReason string
+}
+
+// agentRec is one agent, kept while it is connected or suspended, and
+// after it is lost (only its epoch matters then). Guarded by slots.mu.
+type agentRec struct {
+	id, host, launcher, jobID, runID string
+	slots                            []int // slot of each kernel index; nil once lost
+	epoch                            uint32
+	conn                             *agentConn // the live connection; nil while suspended
+	renewed                          time.Time  // last lease renewal, while suspended
+	grace                            *time.Timer
+	lost                             bool
+}
+
+func (s *slots) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *slots) broadcast() {
+	s.mu.Lock()
+	s.broadcastLocked()
+	s.mu.Unlock()
+}
+
+// Start starts the local kernels, the accept loop and the lease checker.
+func (s *slots) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started || s.stopped {
+		s.mu.Unlock()
+		return errors.New("agents: Start called twice")
+	}
+	s.started = true
+	s.mu.Unlock()
+	if s.local != nil {
+		if err := s.local.Start(ctx); err != nil {
+			s.c.ln.Close()
+			return err
+		}
+	}
+	if s.c.fingerprint != "" {
+		s.log.Info("agents listening (TLS)", "addr", s.c.Addr(), "fingerprint", s.c.fingerprint)
+	} else {
+		s.log.Info("agents listening (loopback, plain TCP)", "addr", s.c.Addr())
+	}
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.acceptLoop() }()
+	go func() { defer s.wg.Done(); s.leaseLoop() }()
+	return nil
+}
+
+// Stop tells every agent to shut down, ends the agent kernels (requests
+// in flight fail with ErrStopped), stops the local kernels and waits for
+// every goroutine. Idempotent.
+func (s *slots) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	var conns []*agentConn
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	var ks []*kernel.Kernel
+	for _, st := range s.slot {
+		ks = appendKernels(ks, st)
+	}
+	for _, rec := range s.agents {
+		if rec.grace != nil {
+			rec.grace.Stop()
+		}
+	}
+	s.broadcastLocked()
+	s.mu.Unlock()
+	s.c.ln.Close()
+	for _, c := range conns {
+		c.finish()
+	}
+	for _, k := range ks {
+		k.EndRemote(fmt.Errorf("kernel %s: %w: the coordinator is stopping", k.ID(), kernel.ErrStopped))
+	}
+	s.bgStop()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.close()
+		}
+		<-done
+	}
+	if s.local != nil {
+		return s.local.Stop(ctx)
+	}
+	return nil
+}
+
+func appendKernels(ks []*kernel.Kernel, st *agentSlot) []*kernel.Kernel {
+	if st.k != nil {
+		ks = append(ks, st.k)
+	}
+	if st.pending != nil {
+		ks = append(ks, st.pending)
+	}
+	return ks
+}
+
+// Size is the number of slots.
+func (s *slots) Size() int { return s.nLocal + len(s.slot) }
+
+func (s *slots) agentSlot(slot int) (*agentSlot, error) {
+	i := slot - s.nLocal
+	if i < 0 || i >= len(s.slot) {
+		return nil, fmt.Errorf("agents: slot %d out of range [0, %d)", slot, s.Size())
+	}
+	return s.slot[i], nil
+}
+
+// Kernel returns slot's ready kernel, waiting while its agent is
+// suspended or its kernel starts; ErrSlotRetired when no agent serves
+// the slot (its contexts must move).
+func (s *slots) Kernel(ctx context.Context, slot int) (*kernel.Kernel, error) {
+	if slot < s.nLocal {
+		return s.local.Kernel(ctx, slot)
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return nil, kernel.ErrPoolStopped
+		}
+		if st.retired || st.owner == nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: slot %d has no agent", kernel.ErrSlotRetired, slot)
+		}
+		if k := st.k; k != nil && k.Err() == nil {
+			s.mu.Unlock()
+			return k, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// Call runs a request on slot's kernel; see kernel.Pool.Call.
+func (s *slots) Call(ctx context.Context, slot int, method string, params any, sink kernel.Sink) (json.RawMessage, error) {
+	if slot < s.nLocal {
+		return s.local.Call(ctx, slot, method, params, sink)
+	}
+	for {
+		k, err := s.Kernel(ctx, slot)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := k.Call(ctx, method, params, sink)
+		if kernel.WasNotSent(err) {
+			continue // gone before the request left: the slot's next kernel
+		}
+		if err != nil && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) {
+			s.mu.Lock()
+			stopped := s.stopped
+			s.mu.Unlock()
+			if stopped {
+				return nil, fmt.Errorf("%w: %w", kernel.ErrPoolStopped, err)
+			}
+			return nil, fmt.Errorf("%w: %w", kernel.ErrKernelRestarted, err)
+		}
+		return raw, err
+	}
+}
+
+// Restart asks the slot's agent to replace its kernel and waits for the
+// new one (OnRestart is told first).
+func (s *slots) Restart(ctx context.Context, slot int, reason string) error {
+	if slot < s.nLocal {
+		return s.local.Restart(ctx, slot, reason)
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return err
+	}
+	if reason == "" {
+		reason = "restart requested"
+	}
+	s.mu.Lock()
+	if st.retired || st.owner == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: slot %d", kernel.ErrSlotRetired, slot)
+	}
+	rec, index, gen := st.owner, st.index, st.gen
+	conn := rec.conn
+	if conn == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("agents: slot %d: agent %s is disconnected; its kernel cannot be restarted now", slot, rec.host)
+	}
+	st.restartReason = reason
+	s.mu.Unlock()
+	if err := conn.sendJSON(frame{kind: kindRestart, kernel: uint16(index)}, restartMsg{Reason: reason}); err != nil {
+		return err
+	}
+	for {
+		s.mu.Lock()
+		if st.gen != gen {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.stopped {
+			s.mu.Unlock()
+			return kernel.ErrPoolStopped
+		}
+		if st.owner != rec {
+			s.mu.Unlock()
+			return fmt.Errorf("%w: slot %d: agent %s lost", kernel.ErrSlotRetired, slot, rec.host)
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// StopAtBoundary asks the slot's request in flight to stop at its next
+// statement boundary (relayed to the agent).
+func (s *slots) StopAtBoundary(slot int) {
+	if slot < s.nLocal {
+		s.local.StopAtBoundary(slot)
+		return
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	k := st.k
+	s.mu.Unlock()
+	if k != nil {
+		k.StopAtBoundary()
+	}
+}
+
+// Retire closes slot for good; an agent kernel serving it stays idle.
+func (s *slots) Retire(slot int) error {
+	if slot < s.nLocal {
+		return s.local.Retire(slot)
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	st.retired = true
+	s.broadcastLocked()
+	s.mu.Unlock()
+	return nil
+}
+
+// Retired reports whether slot is closed: retired, or served by no agent
+// (contexts are not assigned to it; those on it move).
+func (s *slots) Retired(slot int) bool {
+	if slot < s.nLocal {
+		return s.local.Retired(slot)
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st.retired || st.owner == nil
+}
+
+// Status reports the local kernels, then every agent slot that has an
+// agent.
+func (s *slots) Status() []kernel.KernelStatus {
+	var out []kernel.KernelStatus
+	if s.local != nil {
+		out = s.local.Status()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, st := range s.slot {
+		if st.owner == nil {
+			continue
+		}
+		ks := kernel.KernelStatus{Slot: s.nLocal + i, KernelID: st.kernelID, PID: st.pid}
+		switch {
+		case st.owner.conn == nil:
+			ks.State = "suspended"
+		case st.k != nil && st.k.Err() == nil && st.k.Busy():
+			ks.State = kernel.StateBusy
+		case st.k != nil && st.k.Err() == nil:
+			ks.State = kernel.StateReady
+		case st.kernelID == "":
+			ks.State = kernel.StateStarting
+		default:
+			ks.State = kernel.StateRestarting
+		}
+		if st.retired {
+			ks.State = kernel.StateStopped
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// SlotAgent names the agent serving slot; nil for a local kernel.
+func (s *slots) SlotAgent(slot int) *protocol.AgentRef {
+	if slot < s.nLocal {
+		return nil
+	}
+	st, err := s.agentSlot(slot)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.owner == nil {
+		return nil
+	}
+	return &protocol.AgentRef{ID: st.owner.id, Host: st.owner.host, Launcher: st.owner.launcher, JobID: st.owner.jobID}
+}
+
+// Agents lists the agents that serve slots, connected or suspended.
+func (s *slots) Agents() []protocol.AgentStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []protocol.AgentStatus{}
+	for _, id := range s.order {
+		rec := s.agents[id]
+		if rec.lost {
+			continue
+		}
+		renewed := rec.renewed
+		if rec.conn != nil {
+			renewed = time.Unix(0, rec.conn.lastBeat.Load())
+		}
+		out = append(out, protocol.AgentStatus{
+			AgentRef:   protocol.AgentRef{ID: rec.id, Host: rec.host, Launcher: rec.launcher, JobID: rec.jobID},
+			Kernels:    append([]int(nil), rec.slots...),
+			LeaseAgeMs: time.Since(renewed).Milliseconds(),
+		})
+	}
+	return out
+}
+
+var _ engine.Kernels = (*slots)(nil)
+var _ engine.AgentKernels = (*slots)(nil)
+
+func (s *slots) acceptLoop() {
+	for {
+		nc, err := s.c.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			stopped := s.stopped
+			s.mu.Unlock()
+			if stopped || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				time.Sleep(100 * time.Millisecond) // out of fds: let some close
+			}
+			s.log.Warn("agents: accept", "err", err)
+			continue
+		}
+		if s.c.tls != nil {
+			nc = tls.Server(nc, s.c.tls)
+		}
+		c := &agentConn{s: s, conn: nc, out: make(chan []byte, s.c.cfg.Outbox), done: make(chan struct{}),
+			quit: make(chan struct{}), host: nc.RemoteAddr().String()}
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// leaseLoop fences every connection whose lease expired.
+func (s *slots) leaseLoop() {
+	lease := s.c.cfg.Lease
+	t := time.NewTicker(max(lease/8, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case <-t.C:
+		}
+		var expired []*agentConn
+		s.mu.Lock()
+		for _, rec := range s.agents {
+			if c := rec.conn; c != nil && time.Since(time.Unix(0, c.lastBeat.Load())) > lease {
+				expired = append(expired, c)
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range expired {
+			// Fenced: later frames of this connection are refused; the
+			// connection stays open so that the agent is told so.
+			c.fenced.Store(true)
+			s.connLost(c, fmt.Sprintf("lease expired (no heartbeat for %v)", lease))
+		}
+	}
+}
+
+// serveConn runs one agent connection: hello, welcome, then its frames.
+func (s *slots) serveConn(c *agentConn) {
+	defer c.close()
+	fr := newFrameReader(c.conn)
+	c.conn.SetDeadline(time.Now().Add(s.c.cfg.HandshakeTimeout))
+	f, err := fr.next()
+	if err != nil {
+		s.log.Warn("agents: connection without hello", "remote", c.host, "err", err)
+		return
+	}
+	if f.kind != kindHello {
+		c.refuse(fmt.Sprintf("first frame is %s, want hello", f.kind))
+		return
+	}
+	var h hello
+	if err := json.Unmarshal(f.payload, &h); err != nil {
+		c.refuse("hello is not valid JSON: " + err.Error())
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(h.Token), []byte(s.c.cfg.Token)) != 1 {
+		c.refuse(fmt.Sprintf("wrong agent token from agent %q on %s", h.AgentID, h.Host))
+		return
+	}
+	switch {
+	case h.Protocol != ProtocolVersion:
+		c.refuse(fmt.Sprintf("agent protocol %d, the coordinator speaks %d", h.Protocol, ProtocolVersion))
+		return
+	case h.AgentID == "":
+		c.refuse("hello without agentId")
+		return
+	case h.Kernels <= 0:
+		c.refuse(fmt.Sprintf("hello: %d kernels", h.Kernels))
+		return
+	}
+	if h.Host != "" {
+		c.host = h.Host
+	}
+	w, ready, ends, err := s.register(c, h)
+	for _, k := range ends {
+		k.EndRemote(fmt.Errorf("kernel %s: %w: agent %s reconnected", k.ID(), kernel.ErrStopped, h.Host))
+	}
+	if err != nil {
+		c.refuse(err.Error())
+		return
+	}
+	c.conn.SetDeadline(time.Time{})
+	p, _ := json.Marshal(w)
+	if _, err := c.conn.Write(appendFrame(nil, frame{kind: kindWelcome, epoch: c.epoch, payload: p})); err != nil {
+		s.connLost(c, "welcome: "+err.Error())
+		return
+	}
+	s.log.Info("agent connected", "agent", h.AgentID, "host", h.Host, "kernels", h.Kernels, "slots", w.Slots, "epoch", w.Epoch)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); c.writeLoop() }()
+	for _, r := range ready {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.ready(r) }()
+	}
+	err = c.readLoop(fr)
+	s.connLost(c, err.Error())
+}
+
+// readyKernel is a kernel attached to a slot whose OnReady is to run.
+type readyKernel struct {
+	slot int
+	k    *kernel.Kernel
+	ev   *kernel.RestartEvent // reported once it is ready; nil: state preserved or first start
+}
+
+// register makes c the connection of the agent of hello h: a new agent
+// gets free slots; a known one (a reconnect) gets its own back, with the
+// kernels that survived. It returns the welcome, the kernels to make
+// ready, and the kernels of the agent's previous connection to end.
+func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kernel.Kernel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ends []*kernel.Kernel
+	if s.stopped {
+		return welcome{}, nil, nil, errors.New("the coordinator is stopping")
+	}
+	rec := s.agents[h.AgentID]
+	if rec != nil && !rec.lost {
+		if len(rec.slots) != h.Kernels {
+			return welcome{}, nil, nil, fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
+				h.AgentID, h.Host, len(rec.slots), h.Kernels, len(rec.slots))
+		}
+		if old := rec.conn; old != nil {
+			old.fenced.Store(true)
+			rec.conn = nil
+			go old.close()
+		}
+		if rec.grace != nil {
+			rec.grace.Stop()
+			rec.grace = nil
+		}
+	} else {
+		var free []int
+		for i, st := range s.slot {
+			if st.owner == nil && !st.retired {
+				free = append(free, s.nLocal+i)
+			}
+		}
+		if len(free) < h.Kernels {
+			return welcome{}, nil, nil, fmt.Errorf("no free kernel slots for agent %s on %s: it has %d kernels, %d of the coordinator's %d agent slots are free (--agents-slots)",
+				h.AgentID, h.Host, h.Kernels, len(free), len(s.slot))
+		}
+		var epoch uint32
+		if rec != nil {
+			epoch = rec.epoch
+		} else {
+			s.order = append(s.order, h.AgentID)
+		}
+		rec = &agentRec{id: h.AgentID, slots: free[:h.Kernels], epoch: epoch}
+		s.agents[h.AgentID] = rec
+		for i, slot := range rec.slots {
+			*s.slot[slot-s.nLocal] = agentSlot{owner: rec, index: i}
+		}
+	}
+	rec.host, rec.launcher, rec.jobID = h.Host, h.Launcher, h.JobID
+	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
+	rec.conn = c
+	c.rec, c.epoch = rec, rec.epoch
+	c.lastBeat.Store(time.Now().UnixNano())
+	sameRun := h.RunID == rec.runID
+	rec.runID = h.RunID
+	running := make(map[int]kernelInfo)
+	for _, ki := range h.Running {
+		running[ki.Index] = ki
+	}
+	lostReason := fmt.Sprintf("agent %s lost", h.Host)
+	var ready []readyKernel
+	for i, slot := range rec.slots {
+		st := s.slot[slot-s.nLocal]
+		ends = appendKernels(ends, st)
+		st.k, st.pending = nil, nil
+		ki, ok := running[i]
+		survived := ok && sameRun && ki.ID == st.kernelID && ki.Boot == st.boot
+		if !ok {
+			if st.kernelID != "" {
+				st.restartReason = lostReason // its kernelUp reports the loss
+			}
+			continue
+		}
+		r := readyKernel{slot: slot, k: s.attach(c, i, ki)}
+		if !survived && st.kernelID != "" {
+			r.ev = &kernel.RestartEvent{Slot: slot, OldKernelID: st.kernelID, NewKernelID: ki.ID, Reason: lostReason}
+		}
+		st.pending, st.boot, st.kernelID, st.pid = r.k, ki.Boot, ki.ID, ki.PID
+		ready = append(ready, r)
+	}
+	s.broadcastLocked()
+	w := welcome{Epoch: rec.epoch, LeaseMs: s.c.cfg.Lease.Milliseconds(), HeartbeatMs: s.c.cfg.Heartbeat.Milliseconds(),
+		Slots: append([]int(nil), rec.slots...)}
+	return w, ready, ends, nil
+}
+
+// attach makes the coordinator's side of kernel ki of c's agent.
+func (s *slots) attach(c *agentConn, index int, ki kernelInfo) *kernel.Kernel {
+	k := kernel.Attach(kernel.RemoteConfig{
+		ID: ki.ID, PID: ki.PID, Info: kernel.ReadyInfo{PID: ki.PID, Python: ki.Python, Protocol: 1},
+		Control:    &remoteCtl{c: c, index: uint16(index), boot: ki.Boot},
+		Background: s.cfg.Kernel.Background,
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-k.Done()
+		s.broadcast() // waiters of the slot look again
+	}()
+	return k
+}
+
+// ready runs OnReady on a new kernel, publishes it and reports its event.
+func (s *slots) ready(r readyKernel) {
+	if s.cfg.OnReady != nil {
+		if err := s.cfg.OnReady(s.bg, r.slot, r.k); err != nil {
+			if s.bg.Err() == nil {
+				s.log.Warn("agents: kernel set-up failed", "slot", r.slot, "kernel", r.k.ID(), "err", err)
+			}
+			r.k.EndRemote(fmt.Errorf("kernel %s: %w: set-up failed: %v", r.k.ID(), kernel.ErrKernelRestarted, err))
+			return
+		}
+	}
+	st := s.slot[r.slot-s.nLocal]
+	s.mu.Lock()
+	if st.pending != r.k || s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	st.k, st.pending = r.k, nil
+	st.gen++
+	s.mu.Unlock()
+	if r.ev != nil && s.cfg.OnRestart != nil {
+		s.cfg.OnRestart(*r.ev)
+	}
+	s.broadcast()
+}
+
+// kernelUp handles a kernel (re)start the agent of c announced.
+func (s *slots) kernelUp(c *agentConn, ki kernelInfo) {
+	s.mu.Lock()
+	rec := c.rec
+	if rec.conn != c || ki.Index < 0 || ki.Index >= len(rec.slots) {
+		s.mu.Unlock()
+		if rec.conn == c {
+			c.sendError(fmt.Sprintf("kernelUp: unknown kernel index %d (the agent has %d kernels)", ki.Index, len(rec.slots)))
+		}
+		return
+	}
+	slot := rec.slots[ki.Index]
+	st := s.slot[slot-s.nLocal]
+	if st.boot == ki.Boot && (st.k != nil || st.pending != nil) {
+		s.mu.Unlock()
+		return // announced already (hello)
+	}
+	var ends []*kernel.Kernel
+	ends = appendKernels(ends, st)
+	var ev *kernel.RestartEvent
+	if st.kernelID != "" {
+		reason := ki.Reason
+		if st.restartReason != "" {
+			reason = st.restartReason
+		}
+		if reason == "" {
+			reason = "kernel restarted on agent " + rec.host
+		}
+		ev = &kernel.RestartEvent{Slot: slot, OldKernelID: st.kernelID, NewKernelID: ki.ID, Reason: reason}
+	}
+	st.restartReason = ""
+	k := s.attach(c, ki.Index, ki)
+	st.k, st.pending, st.boot, st.kernelID, st.pid = nil, k, ki.Boot, ki.ID, ki.PID
+	s.mu.Unlock()
+	for _, old := range ends {
+		if ki.Died {
+			old.EndRemote(&kernel.ExitError{KernelID: old.ID(), PID: old.PID(), Code: -1, Stderr: ki.Reason})
+		} else {
+			old.EndRemote(fmt.Errorf("kernel %s: %w: replaced on agent %s: %s", old.ID(), kernel.ErrKernelRestarted, rec.host, ki.Reason))
+		}
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.ready(readyKernel{slot: slot, k: k, ev: ev}) }()
+}
+
+// kernelFor returns the coordinator's side of kernel index/boot of c's
+// agent: nil and false for an index the agent does not have, nil and true
+// for a start that is no longer current.
+func (s *slots) kernelFor(c *agentConn, index uint16, boot uint32) (*kernel.Kernel, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := c.rec
+	if int(index) >= len(rec.slots) {
+		return nil, false
+	}
+	if rec.conn != c {
+		return nil, true
+	}
+	st := s.slot[rec.slots[index]-s.nLocal]
+	if st.boot != boot {
+		return nil, true
+	}
+	if st.k != nil {
+		return st.k, true
+	}
+	return st.pending, true
+}
+
+// connLost suspends the agent of c if c is its live connection: its
+// kernels end here (runs on them go back to the queue and wait), and the
+// grace timer starts.
+func (s *slots) connLost(c *agentConn, reason string) {
+	s.mu.Lock()
+	rec := c.rec
+	if rec == nil || rec.conn != c {
+		s.mu.Unlock()
+		return
+	}
+	rec.conn = nil
+	rec.renewed = time.Unix(0, c.lastBeat.Load())
+	var ends []*kernel.Kernel
+	for _, slot := range rec.slots {
+		st := s.slot[slot-s.nLocal]
+		ends = appendKernels(ends, st)
+		st.k, st.pending = nil, nil
+	}
+	if !s.stopped {
+		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec) })
+	}
+	s.broadcastLocked()
+	s.mu.Unlock()
+	if !s.bgStopped() {
+		s.log.Warn("agent lost; its contexts wait for it", "agent", rec.id, "host", rec.host, "reason", reason, "grace", s.c.cfg.Grace)
+	}
+	for _, k := range ends {
+		k.EndRemote(fmt.Errorf("kernel %s: %w: agent %s lost (%s)", k.ID(), kernel.ErrStopped, rec.host, reason))
+	}
+}
+
+func (s *slots) bgStopped() bool { return s.bg.Err() != nil }
+
+// graceExpired gives up on an agent that did not come back: its slots
+// are freed (Retired reports them closed, so their contexts move) and
+// every slot's loss is reported as a restart that lost the state.
+func (s *slots) graceExpired(rec *agentRec) {
+	s.mu.Lock()
+	if rec.conn != nil || rec.lost || s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	rec.lost = true
+	reason := fmt.Sprintf("agent %s lost", rec.host)
+	var evs []kernel.RestartEvent
+	for _, slot := range rec.slots {
+		st := s.slot[slot-s.nLocal]
+		evs = append(evs, kernel.RestartEvent{Slot: slot, OldKernelID: st.kernelID, Reason: reason})
+		*st = agentSlot{retired: st.retired}
+	}
+	rec.slots = nil
+	s.broadcastLocked()
+	s.mu.Unlock()
+	s.log.Warn("agent did not come back: its contexts move to other kernels", "agent", rec.id, "host", rec.host)
+	if s.cfg.OnRestart != nil {
+		for _, ev := range evs {
+			s.cfg.OnRestart(ev)
+		}
+	}
+}
+
+// agentConn is one agent connection on the coordinator.
+//
+// The reader (serveConn) owns the frame reader; the writer goroutine owns
+// writes after the welcome; every other goroutine queues frames on out
+// without blocking (send).
+type agentConn struct {
+	s     *slots
+	conn  net.Conn
+	host  string
+	rec   *agentRec // set by register under slots.mu, then read-only
+	epoch uint32    // likewise
+
+	out       chan []byte
+	done      chan struct{} // closed by close
+	quit      chan struct{} // closed by finish: flush, then close
+	closeOnce sync.Once
+	quitOnce  sync.Once
+	fenced    atomic.Bool  // the lease expired: frames are refused
+	lastBeat  atomic.Int64 // unix ns of the last heartbeat (lease renewal)
+}
+
+// errConnClosed is a frame for an agent connection that is gone.
+var errConnClosed = errors.New("agent connection closed")
+
+func (c *agentConn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.conn.Close()
+	})
+}
+
+// finish sends shutdown and closes the connection once the writer has
+// flushed it (Stop).
+func (c *agentConn) finish() {
+	if c.rec == nil {
+		c.close()
+		return
+	}
+	c.send(frame{kind: kindShutdown})
+	c.quitOnce.Do(func() { close(c.quit) })
+}
+
+// send queues f without blocking: an agent whose outbox is full is too
+// slow, and is dropped (handled as lost).
+func (c *agentConn) send(f frame) error {
+	f.epoch = c.epoch
+	b := appendFrame(nil, f)
+	select {
+	case <-c.done:
+		return errConnClosed
+	default:
+	}
+	select {
+	case c.out <- b:
+		return nil
+	default:
+		c.s.log.Warn("agent too slow (outbox full): dropping its connection", "host", c.host)
+		c.close()
+		return fmt.Errorf("agent %s: outbox full", c.host)
+	}
+}
+
+func (c *agentConn) sendJSON(f frame, v any) error {
+	f.payload, _ = json.Marshal(v)
+	return c.send(f)
+}
+
+func (c *agentConn) sendError(msg string) {
+	c.s.log.Warn("agents: refused a frame", "host", c.host, "error", msg)
+	c.sendJSON(frame{kind: kindError}, errorMsg{Error: msg})
+}
+
+// refuse answers a hello with refused and closes (the handshake's writer).
+func (c *agentConn) refuse(msg string) {
+	c.s.log.Warn("agents: connection refused", "remote", c.conn.RemoteAddr().String(), "error", msg)
+	p, _ := json.Marshal(errorMsg{Error: msg})
+	c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	c.conn.Write(appendFrame(nil, frame{kind: kindRefused, payload: p}))
+}
+
+func (c *agentConn) writeLoop() {
+	w := bufio.NewWriterSize(c.conn, 64<<10)
+	write := func(b []byte) bool {
+		w.Write(b)
+		for {
+			select {
+			case b := <-c.out:
+				w.Write(b)
+			default:
+				return w.Flush() == nil
+			}
+		}
+	}
+	for {
+		select {
+		case b := <-c.out:
+			if !write(b) {
+				c.close()
+				return
+			}
+		case <-c.quit:
+			select {
+			case b := <-c.out:
+				write(b)
+			default:
+			}
+			c.close()
+			return
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// readLoop handles the agent's frames until the connection fails.
+func (c *agentConn) readLoop(fr *frameReader) error {
+	s := c.s
+	for {
+		f, err := fr.next()
+		if err != nil {
+			if errors.Is(err, ErrProtocol) {
+				s.log.Warn("agents: malformed frame; closing the connection", "host", c.host, "err", err)
+			}
+			return err
+		}
+		if c.fenced.Load() || f.epoch != c.epoch {
+			s.fencedFrames.Add(1)
+			s.log.Warn("agents: refused a frame of a fenced connection", "host", c.host, "kind", f.kind, "epoch", f.epoch)
+			c.sendJSON(frame{kind: kindFencedMsg}, errorMsg{Error: fmt.Sprintf("epoch %d is fenced (lease expired); reconnect", f.epoch)})
+			continue
+		}
+		switch f.kind {
+		case kindHeartbeat:
+			c.lastBeat.Store(time.Now().UnixNano())
+			c.send(frame{kind: kindAck})
+		case kindKernelUp:
+			var ki kernelInfo
+			if err := json.Unmarshal(f.payload, &ki); err != nil {
+				return fmt.Errorf("%w: kernelUp: %v", ErrProtocol, err)
+			}
+			s.kernelUp(c, ki)
+		case kindOut, kindErr, kindProg, kindRes, kindFail:
+			k, known := s.kernelFor(c, f.kernel, f.boot)
+			if !known {
+				c.sendError(fmt.Sprintf("%s frame for unknown kernel index %d (the agent has %d kernels)", f.kind, f.kernel, len(c.rec.slots)))
+				continue
+			}
+			if k == nil {
+				continue // a kernel start that is gone: its late frames are dropped
+			}
+			switch f.kind {
+			case kindOut:
+				k.DeliverOutput(f.id, kernel.Stdout, f.payload)
+			case kindErr:
+				k.DeliverOutput(f.id, kernel.Stderr, f.payload)
+			case kindProg:
+				k.DeliverProgress(f.id, f.payload)
+			case kindRes:
+				k.DeliverResult(f.id, f.payload)
+			case kindFail:
+				var m failMsg
+				if err := json.Unmarshal(f.payload, &m); err != nil {
+					return fmt.Errorf("%w: fail: %v", ErrProtocol, err)
+				}
+				k.EndRemote(failError(k, c.host, m))
+			}
+		default:
+			return fmt.Errorf("%w: unexpected %s frame from an agent", ErrProtocol, f.kind)
+		}
+	}
+}
+
+// failError is the end of a remote kernel whose request failed on its
+// agent, as a local kernel's failure would read.
+func failError(k *kernel.Kernel, host string, m failMsg) error {
+	switch {
+	case m.NotSent:
+		return kernel.NotSent(fmt.Errorf("kernel %s on agent %s: %w: %s", k.ID(), host, kernel.ErrStopped, m.Message))
+	case m.Restarted:
+		return fmt.Errorf("kernel %s on agent %s: %w: %s", k.ID(), host, kernel.ErrKernelRestarted, m.Message)
+	case m.Exit != nil:
+		return &kernel.ExitError{KernelID: m.Exit.KernelID, PID: m.Exit.PID, Code: m.Exit.Code, Signal: syscall.Signal(m.Exit.Signal),
+			Killed: m.Exit.Killed, Stderr: m.Exit.Stderr, LogPath: host + ":" + m.Exit.LogPath}
+	case m.Stopped:
+		return fmt.Errorf("kernel %s on agent %s: %w: %s", k.ID(), host, kernel.ErrStopped, m.Message)
+	}
+	return fmt.Errorf("kernel %s on agent %s: %w: %s", k.ID(), host, kernel.ErrKernelRestarted, m.Message)
+}
+
+// remoteCtl is a remote kernel's kernel.RemoteControl: frames to its
+// agent's connection. It never blocks (agentConn.send).
+type remoteCtl struct {
+	c     *agentConn
+	index uint16
+	boot  uint32
+}
+
+func (r *remoteCtl) Send(id uint64, payload []byte) error {
+	return r.c.send(frame{kind: kindReq, kernel: r.index, boot: r.boot, id: id, payload: payload})
+}
+
+func (r *remoteCtl) Interrupt(id uint64) {
+	r.c.send(frame{kind: kindInterrupt, kernel: r.index, boot: r.boot, id: id})
+}
+
+func (r *remoteCtl) StopAtBoundary(id uint64) {
+	r.c.send(frame{kind: kindStopAt, kernel: r.index, boot: r.boot, id: id})
+}
+
+func (r *remoteCtl) Abandon(reason string) {}
