@@ -1,0 +1,322 @@
+package tests
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/agent"
+	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/server/servertest"
+)
+
+// End-to-end tests of runtime agents (issue 17, docs/scale-out.md): an
+// in-process coordinator (engine + WebSocket server + agents launcher on
+// loopback) and real `ripple agent` processes, each in a working
+// directory of its own, with real python3 kernels.
+
+const agentToken = "agent-e2e-token"
+
+// agentsStack is a coordinator serving a project to WebSocket clients,
+// its kernels coming from agents.
+type agentsStack struct {
+	*stack
+	coord *agent.Coordinator
+}
+
+func serveAgents(t *testing.T, files map[string]string, cfg agent.CoordinatorConfig) *agentsStack {
+	t.Helper()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Token = agentToken
+	if cfg.Slots == 0 {
+		cfg.Slots = 4
+	}
+	coord, err := agent.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(coord.Close)
+	s := serveProject(t, files, engine.Config{Kernels: coord.Size(), Launcher: coord})
+	return &agentsStack{stack: s, coord: coord}
+}
+
+// agentProc is a running `ripple agent`.
+type agentProc struct {
+	cmd    *exec.Cmd
+	dir    string
+	stderr *syncbuf.Buffer
+	done   chan struct{}
+	err    error
+	seen   map[int]bool // its kernels, killed at cleanup if still alive
+}
+
+// startAgent runs `ripple agent` against addr in dir (a new temp dir when
+// empty) with extra flags.
+func startAgent(t *testing.T, addr, dir string, args ...string) *agentProc {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	bin := buildBinary(t)
+	all := append([]string{"agent", "--coordinator", addr, "--token", agentToken, "--root", dir, "--spare=false"}, args...)
+	p := &agentProc{cmd: exec.Command(bin, all...), dir: dir, stderr: &syncbuf.Buffer{}, done: make(chan struct{}), seen: map[int]bool{}}
+	p.cmd.Stderr = p.stderr
+	p.cmd.WaitDelay = 10 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kernels()
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(20 * time.Second):
+				p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+		var pids []int
+		for pid := range p.seen {
+			pids = append(pids, pid)
+		}
+		waitGone(t, pids) // no kernel outlives its agent
+		if t.Failed() {
+			t.Logf("ripple agent %s stderr:\n%s", dir, p.stderr.String())
+		}
+	})
+	return p
+}
+
+// kernels records and returns the python processes below the agent.
+func (p *agentProc) kernels() []int {
+	var out []int
+	for _, pid := range descendants(p.cmd.Process.Pid) {
+		if strings.Contains(cmdline(pid), "python") {
+			p.seen[pid] = true
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// kill9 kills the agent (its kernels go with it: death pipe) and waits.
+func (p *agentProc) kill9(t *testing.T) {
+	t.Helper()
+	ks := p.kernels()
+	p.cmd.Process.Kill()
+	<-p.done
+	waitGone(t, ks)
+}
+
+// waitStatus polls runtime/status until ok holds.
+func (s *agentsStack) waitStatus(t *testing.T, what string, ok func(protocol.RuntimeStatusResult) bool) protocol.RuntimeStatusResult {
+	t.Helper()
+	ctx := stepCtx(t)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := s.eng.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) {
+			return st
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			b, _ := json.Marshal(st)
+			t.Fatalf("waiting for %s: runtime/status %s", what, b)
+		}
+	}
+}
+
+// readyAgentKernels counts agent kernels that are ready.
+func readyAgentKernels(st protocol.RuntimeStatusResult) int {
+	n := 0
+	for _, k := range st.Kernels {
+		if k.Agent != nil && k.State == "ready" {
+			n++
+		}
+	}
+	return n
+}
+
+func kernelOfContext(st protocol.RuntimeStatusResult, id protocol.ContextID) (protocol.KernelStatus, bool) {
+	for _, k := range st.Kernels {
+		if slices.Contains(k.Contexts, id) {
+			return k, true
+		}
+	}
+	return protocol.KernelStatus{}, false
+}
+
+// kernelIDs returns the kernelId of every provenance notification of
+// context id among messages.
+func kernelIDs(t *testing.T, messages []servertest.Message, id protocol.ContextID) map[int]int {
+	t.Helper()
+	got := map[int]int{}
+	for _, m := range messages {
+		if !m.IsNotification() || !slices.Contains(provenanceMethods, m.Method) {
+			continue
+		}
+		var p struct {
+			ContextID            protocol.ContextID `json:"contextId"`
+			VisualizationContext struct {
+				ContextID protocol.ContextID `json:"contextId"`
+			} `json:"visualizationContext"`
+			KernelID *int `json:"kernelId"`
+		}
+		mustDecode(t, m.Params, &p)
+		if p.ContextID != id && p.VisualizationContext.ContextID != id {
+			continue
+		}
+		if p.KernelID == nil {
+			t.Fatalf("%s without kernelId: %s", m.Method, trim(string(m.Params)))
+		}
+		got[*p.KernelID]++
+	}
+	return got
+}
+
+const agentsMain = `import os, time
+
+
+def first():
+    x = 6
+    print("first ran in", os.getcwd())
+    y = x * 2
+
+
+def second():
+    a = 5
+    print("second ran")
+    b = a + 1
+
+
+def slow():
+    n = 1
+    time.sleep(60)
+    m = n + 1
+`
+
+// Two agents of one kernel each: two contexts go one to each agent, every
+// notification names the kernel runtime/status puts the context on, the
+// agents are listed with their kernels, and an interrupt and a restart
+// reach a kernel through its agent.
+func TestAgentsSpreadProvenanceInterruptRestart(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{})
+	a1 := startAgent(t, s.coord.Addr(), "", "--host", "alpha", "--job-id", "j1")
+	startAgent(t, s.coord.Addr(), "", "--host", "beta", "--launcher", "test")
+	s.waitStatus(t, "two agent kernels", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 2 })
+
+	c, _ := connect(t, s.url, "ide")
+	a, ra := c.newContext("main:first")
+	if ra.failed != nil {
+		t.Fatalf("first failed: %+v", ra.failed)
+	}
+	b, rb := c.newContext("main:second")
+	if rb.failed != nil {
+		t.Fatalf("second failed: %+v", rb.failed)
+	}
+	st, err := s.eng.Status(stepCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka, _ := kernelOfContext(st, a)
+	kb, _ := kernelOfContext(st, b)
+	if ka.Agent == nil || kb.Agent == nil || ka.Agent.ID == kb.Agent.ID {
+		t.Fatalf("contexts not spread over the two agents: %+v / %+v", ka, kb)
+	}
+	for _, k := range []protocol.KernelStatus{ka, kb} {
+		if k.Launcher != protocol.LauncherAgents {
+			t.Errorf("kernel %d launcher %q, want %q", k.ID, k.Launcher, protocol.LauncherAgents)
+		}
+	}
+	if !strings.Contains(ra.output, a1.dir) && !strings.Contains(rb.output, "second ran") {
+		t.Errorf("outputs %q / %q", ra.output, rb.output)
+	}
+	expect(t, "a's kernelIds", kernelIDs(t, ra.messages, a), map[int]int{ka.ID: kernelIDs(t, ra.messages, a)[ka.ID]})
+	expect(t, "b's kernelIds", kernelIDs(t, rb.messages, b), map[int]int{kb.ID: kernelIDs(t, rb.messages, b)[kb.ID]})
+	if len(kernelIDs(t, ra.messages, a)) == 0 {
+		t.Error("no provenance notification for a")
+	}
+	if len(st.Agents) != 2 {
+		t.Fatalf("runtime/status agents: %+v", st.Agents)
+	}
+	hosts := map[string]protocol.AgentStatus{}
+	for _, ag := range st.Agents {
+		hosts[ag.Host] = ag
+	}
+	if al := hosts["alpha"]; al.JobID != "j1" || al.Launcher != "manual" || len(al.Kernels) != 1 || al.LeaseAgeMs < 0 {
+		t.Errorf("agent alpha: %+v", al)
+	}
+	if be := hosts["beta"]; be.Launcher != "test" || len(be.Kernels) != 1 {
+		t.Errorf("agent beta: %+v", be)
+	}
+
+	// Interrupt through the agent: the run is in its sleep.
+	d, _ := createPushed(c, "main:slow")
+	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		var p protocol.ExpressionUpdatesParams
+		_ = json.Unmarshal(raw, &p)
+		return p.ContextID == d && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
+			return u.ExpressionID == "main:slow/n" && u.Payload.Type == protocol.PayloadValue
+		})
+	})
+	c.call(protocol.MethodInterrupt, protocol.InterruptParams{ContextID: d}, nil)
+	r := c.waitRun(d)
+	if r.failed == nil || r.failed.Kind != protocol.ResultInterrupted {
+		t.Fatalf("slow ended %+v, want interrupted", r.failed)
+	}
+
+	// Restart through the agent: a's kernel is replaced, a re-runs on the
+	// same kernelId, and its owner is told.
+	c.call(protocol.MethodRestartKernel, protocol.RestartKernelParams{ContextID: a}, nil)
+	m := c.waitFor(protocol.NotifyKernelRestarted, nil)
+	var kr protocol.KernelRestartedParams
+	mustDecode(t, m.Params, &kr)
+	if kr.KernelID != ka.ID || kr.StatePreserved {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost", kr, ka.ID)
+	}
+	r = c.waitRun(a)
+	if r.failed != nil {
+		t.Fatalf("a's re-run after the restart: %+v", r.failed)
+	}
+	for id := range kernelIDs(t, r.messages, a) {
+		if id != ka.ID {
+			t.Errorf("a's re-run on kernel %d, want %d", id, ka.ID)
+		}
+	}
+	st2, _ := s.eng.Status(stepCtx(t))
+	if k, _ := kernelOfContext(st2, a); k.PID == ka.PID {
+		t.Errorf("a's kernel pid %d unchanged after the restart", k.PID)
+	}
+}
+
+// createPushed creates a context with an ExplicitCall of pointer and does
+// not wait for its run.
+func createPushed(c *client, pointer string) (protocol.ContextID, error) {
+	var res protocol.CreateContextResult
+	c.call(protocol.MethodCreateContext, protocol.CreateContextParams{}, &res)
+	mp, err := protocol.ParseMethodPointer(pointer)
+	if err != nil {
+		return "", err
+	}
+	c.call(protocol.MethodPush, protocol.PushParams{ContextID: res.ContextID, StackItem: protocol.NewExplicitCall(mp)}, nil)
+	return res.ContextID, nil
+}
