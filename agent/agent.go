@@ -436,6 +436,7 @@ func (s *session) closeConn() {
 func (s *session) heartbeat(beat, lease time.Duration) {
 	t := time.NewTicker(beat)
 	defer t.Stop()
+	assumed := false
 	for {
 		select {
 		case <-s.done:
@@ -449,10 +450,24 @@ func (s *session) heartbeat(beat, lease time.Duration) {
 			}
 		}
 		s.sendJSON(frame{kind: kindHeartbeat}, hb)
-		// Sent first: a coordinator that fenced this session answers it
-		// with fenced, which ends the session at once.
-		if time.Since(time.Unix(0, s.lastAck.Load())) > lease+beat {
+		// The mirror of the coordinator's lease (PROTOCOL.md): without an
+		// ack for a lease the agent must assume it is fenced: it
+		// interrupts what its kernels run for this session and waits for
+		// the coordinator's fenced answer to the heartbeat just sent
+		// (which ends the session); a coordinator that says nothing for
+		// another lease is given up.
+		age := time.Since(time.Unix(0, s.lastAck.Load()))
+		if age > lease+beat && !assumed {
+			assumed = true
 			s.a.log.Warn("no heartbeat acknowledged for a lease: assuming fenced")
+			s.mu.Lock()
+			for _, r := range s.relays {
+				r.cancel()
+			}
+			s.mu.Unlock()
+		}
+		if age > 2*lease+beat {
+			s.a.log.Warn("the coordinator is silent: dropping the connection")
 			s.closeConn()
 			return
 		}

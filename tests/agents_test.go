@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"slices"
 	"strings"
@@ -319,4 +320,175 @@ func createPushed(c *client, pointer string) (protocol.ContextID, error) {
 	}
 	c.call(protocol.MethodPush, protocol.PushParams{ContextID: res.ContextID, StackItem: protocol.NewExplicitCall(mp)}, nil)
 	return res.ContextID, nil
+}
+
+// waitKernelRestarted reads messages until runtime/kernelRestarted.
+func waitKernelRestarted(t *testing.T, c *client) protocol.KernelRestartedParams {
+	t.Helper()
+	m := c.waitFor(protocol.NotifyKernelRestarted, nil)
+	var kr protocol.KernelRestartedParams
+	mustDecode(t, m.Params, &kr)
+	return kr
+}
+
+func noKernelRestarted(t *testing.T, what string, messages []servertest.Message) {
+	t.Helper()
+	for _, m := range messages {
+		if m.IsNotification() && m.Method == protocol.NotifyKernelRestarted {
+			t.Errorf("%s: unexpected %s", what, trim(string(m.Params)))
+		}
+	}
+}
+
+// An agent killed with kill -9 (its kernels die with it) and started
+// again as the same agent gets its slots back with new kernels: the
+// context's owner is told the state was lost ("agent HOST lost") and the
+// context re-runs on the same kernelId. A dropped connection whose agent
+// and kernels survive comes back with the state: no kernelRestarted, the
+// same kernel process.
+func TestAgentsKill9AndReconnect(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: time.Minute})
+	dir := t.TempDir()
+	a1 := startAgent(t, s.coord.Addr(), dir, "--host", "gamma", "--id", "agent-gamma")
+	s.waitStatus(t, "the agent's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c, _ := connect(t, s.url, "ide")
+	a, r := c.newContext("main:first")
+	if r.failed != nil {
+		t.Fatalf("first failed: %+v", r.failed)
+	}
+	st, _ := s.eng.Status(stepCtx(t))
+	k0, _ := kernelOfContext(st, a)
+
+	// The connection drops; the agent and its kernel live on.
+	if !s.coord.DropAgent("agent-gamma") {
+		t.Fatal("DropAgent: agent not connected")
+	}
+	s.waitStatus(t, "the agent back", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: a}, nil)
+	r = c.waitRun(a)
+	if r.failed != nil {
+		t.Fatalf("recompute after the reconnect: %+v", r.failed)
+	}
+	noKernelRestarted(t, "after a dropped connection", r.messages)
+	st, _ = s.eng.Status(stepCtx(t))
+	if k, _ := kernelOfContext(st, a); k.ID != k0.ID || k.PID != k0.PID {
+		t.Errorf("after the reconnect the context is on kernel %d pid %d, want %d pid %d", k.ID, k.PID, k0.ID, k0.PID)
+	}
+
+	// kill -9: the kernel dies with its agent; the same agent comes back.
+	a1.kill9(t)
+	s.waitStatus(t, "the agent suspended", func(st protocol.RuntimeStatusResult) bool {
+		k, _ := kernelOfContext(st, a)
+		return k.State == "suspended"
+	})
+	startAgent(t, s.coord.Addr(), dir, "--host", "gamma", "--id", "agent-gamma")
+	kr := waitKernelRestarted(t, c)
+	if kr.KernelID != k0.ID || kr.StatePreserved || kr.Reason != "agent gamma lost" || !slices.Contains(kr.ContextIDs, a) {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, reason %q, naming %s", kr, k0.ID, "agent gamma lost", a)
+	}
+	r = c.waitRun(a)
+	if r.failed != nil {
+		t.Fatalf("re-run after the agent came back: %+v", r.failed)
+	}
+	for id := range kernelIDs(t, r.messages, a) {
+		if id != k0.ID {
+			t.Errorf("re-run on kernel %d, want %d", id, k0.ID)
+		}
+	}
+}
+
+// An agent that does not come back within the grace: its context moves
+// to another agent's kernel and re-runs there, its owner told
+// "agent HOST lost".
+func TestAgentsLostAgentContextsMove(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: 500 * time.Millisecond})
+	a1 := startAgent(t, s.coord.Addr(), "", "--host", "delta")
+	s.waitStatus(t, "delta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c, _ := connect(t, s.url, "ide")
+	a, r := c.newContext("main:first")
+	if r.failed != nil {
+		t.Fatalf("first failed: %+v", r.failed)
+	}
+	st, _ := s.eng.Status(stepCtx(t))
+	k0, _ := kernelOfContext(st, a)
+	startAgent(t, s.coord.Addr(), "", "--host", "epsilon")
+	s.waitStatus(t, "epsilon's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 2 })
+
+	a1.kill9(t)
+	kr := waitKernelRestarted(t, c)
+	if kr.KernelID != k0.ID || kr.StatePreserved || kr.Reason != "agent delta lost" {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, reason %q", kr, k0.ID, "agent delta lost")
+	}
+	r = c.waitRun(a)
+	if r.failed != nil {
+		t.Fatalf("re-run on the other agent: %+v", r.failed)
+	}
+	st = s.waitStatus(t, "delta gone from the agents", func(st protocol.RuntimeStatusResult) bool { return len(st.Agents) == 1 })
+	k1, _ := kernelOfContext(st, a)
+	if k1.Agent == nil || k1.Agent.Host != "epsilon" || k1.ID == k0.ID {
+		t.Fatalf("context on %+v after delta was lost, want epsilon's kernel", k1)
+	}
+	for id := range kernelIDs(t, r.messages, a) {
+		if id != k1.ID {
+			t.Errorf("re-run on kernel %d, want %d", id, k1.ID)
+		}
+	}
+}
+
+// A lease that expires fences the agent (SIGSTOP stands for a hung host):
+// the frames it sends once it runs again are refused, and it reconnects
+// with its kernel, whose state is kept.
+func TestAgentsLeaseExpiryFences(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Lease: time.Second, Heartbeat: 100 * time.Millisecond, Grace: time.Minute})
+	a1 := startAgent(t, s.coord.Addr(), "", "--host", "zeta")
+	s.waitStatus(t, "zeta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c, _ := connect(t, s.url, "ide")
+	a, r := c.newContext("main:first")
+	if r.failed != nil {
+		t.Fatalf("first failed: %+v", r.failed)
+	}
+	st, _ := s.eng.Status(stepCtx(t))
+	k0, _ := kernelOfContext(st, a)
+
+	a1.cmd.Process.Signal(syscall.SIGSTOP)
+	s.waitStatus(t, "zeta fenced", func(st protocol.RuntimeStatusResult) bool {
+		k, _ := kernelOfContext(st, a)
+		return k.State == "suspended"
+	})
+	a1.cmd.Process.Signal(syscall.SIGCONT)
+	s.waitStatus(t, "zeta back", func(st protocol.RuntimeStatusResult) bool {
+		return readyAgentKernels(st) == 1 && s.coord.FencedFrames() > 0
+	})
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: a}, nil)
+	r = c.waitRun(a)
+	if r.failed != nil {
+		t.Fatalf("recompute after the fence: %+v", r.failed)
+	}
+	noKernelRestarted(t, "after the fence", r.messages)
+	st, _ = s.eng.Status(stepCtx(t))
+	if k, _ := kernelOfContext(st, a); k.PID != k0.PID {
+		t.Errorf("kernel pid %d after the fence, want %d (kept)", k.PID, k0.PID)
+	}
+}
+
+// A wrong token: the agent exits 1 naming it; the coordinator goes on
+// serving the right agents.
+func TestAgentsWrongToken(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{})
+	bad := startAgent(t, s.coord.Addr(), "", "--token", "not-the-token")
+	select {
+	case <-bad.done:
+	case <-stepCtx(t).Done():
+		t.Fatal("an agent with a wrong token did not exit")
+	}
+	var ee *exec.ExitError
+	if !errors.As(bad.err, &ee) || ee.ExitCode() != 1 || !strings.Contains(bad.stderr.String(), "wrong agent token") {
+		t.Fatalf("wrong token: exit %v, stderr:\n%s", bad.err, bad.stderr.String())
+	}
+	startAgent(t, s.coord.Addr(), "")
+	s.waitStatus(t, "the right agent", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 }
