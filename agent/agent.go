@@ -215,7 +215,7 @@ func (a *Agent) connect(ctx context.Context) sessionEnd {
 		return sessionEnd{err: fmt.Errorf("dial coordinator %s: %w", a.cfg.Coordinator, err)}
 	}
 	s := &session{a: a, conn: conn, fr: newFrameReader(conn), out: make(chan []byte, 1024),
-		done: make(chan struct{}), relays: make(map[uint64]*relay)}
+		done: make(chan struct{}), relays: make(map[relayKey]*relay)}
 	defer s.close()
 	w, err := s.handshake(ctx)
 	if err != nil {
@@ -316,7 +316,15 @@ type session struct {
 	wg        sync.WaitGroup // writer, heartbeat, relays
 
 	mu     sync.Mutex
-	relays map[uint64]*relay // guarded by mu: requests in flight by id
+	relays map[relayKey]*relay // guarded by mu: requests in flight
+
+}
+
+// relayKey names a request in flight: request ids are per kernel (each
+// of the coordinator's kernels numbers its own).
+type relayKey struct {
+	kernel uint16
+	id     uint64
 }
 
 // relay is one request the agent runs for the coordinator.
@@ -491,13 +499,13 @@ func (s *session) readLoop(ctx context.Context) error {
 			s.startRelay(f)
 		case kindInterrupt:
 			s.mu.Lock()
-			if r := s.relays[f.id]; r != nil {
+			if r := s.relays[relayKey{f.kernel, f.id}]; r != nil {
 				r.cancel()
 			}
 			s.mu.Unlock()
 		case kindStopAt:
 			s.mu.Lock()
-			if r := s.relays[f.id]; r != nil {
+			if r := s.relays[relayKey{f.kernel, f.id}]; r != nil {
 				r.k.StopAtBoundary()
 			}
 			s.mu.Unlock()
@@ -543,14 +551,15 @@ func (s *session) startRelay(f frame) {
 	ctx, cancel := context.WithCancel(context.Background())
 	payload := append([]byte(nil), f.payload...)
 	s.mu.Lock()
-	s.relays[f.id] = &relay{k: k, cancel: cancel}
+	key := relayKey{f.kernel, f.id}
+	s.relays[key] = &relay{k: k, cancel: cancel}
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
-			delete(s.relays, f.id)
+			delete(s.relays, key)
 			s.mu.Unlock()
 			cancel()
 		}()

@@ -355,13 +355,24 @@ func (s *slots) agentSlot(slot int) (*agentSlot, error) {
 	return s.slot[i], nil
 }
 
-// Kernel returns slot's ready kernel, waiting while its agent is
-// suspended or its kernel starts; ErrSlotRetired when no agent serves
-// the slot (its contexts must move).
+// Kernel returns slot's ready kernel, waiting while its kernel starts or
+// restarts; ErrSlotRetired when no agent serves the slot (its contexts
+// must move). While the slot's agent is suspended it fails at once
+// (errAgentSuspended): the engine's compiles and drops skip the slot (a
+// kernel that comes back gets OnReady again), and runs wait in Call.
 func (s *slots) Kernel(ctx context.Context, slot int) (*kernel.Kernel, error) {
 	if slot < s.nLocal {
 		return s.local.Kernel(ctx, slot)
 	}
+	return s.wait(ctx, slot, true)
+}
+
+// errAgentSuspended is Kernel's error for a slot whose agent is lost
+// and may come back.
+var errAgentSuspended = errors.New("its agent is disconnected")
+
+// wait waits for slot's ready kernel; failSuspended: see Kernel.
+func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel.Kernel, error) {
 	st, err := s.agentSlot(slot)
 	if err != nil {
 		return nil, err
@@ -380,6 +391,11 @@ func (s *slots) Kernel(ctx context.Context, slot int) (*kernel.Kernel, error) {
 			s.mu.Unlock()
 			return k, nil
 		}
+		if failSuspended && st.owner.conn == nil {
+			host := st.owner.host
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: slot %d: %w (agent %s)", kernel.ErrStopped, slot, errAgentSuspended, host)
+		}
 		ch := s.changed
 		s.mu.Unlock()
 		select {
@@ -396,7 +412,7 @@ func (s *slots) Call(ctx context.Context, slot int, method string, params any, s
 		return s.local.Call(ctx, slot, method, params, sink)
 	}
 	for {
-		k, err := s.Kernel(ctx, slot)
+		k, err := s.wait(ctx, slot, false)
 		if err != nil {
 			return nil, err
 		}
@@ -710,12 +726,12 @@ func (s *slots) serveConn(c *agentConn) {
 		c.refuse(err.Error())
 		return
 	}
-	c.conn.SetDeadline(time.Time{})
 	p, _ := json.Marshal(w)
 	if _, err := c.conn.Write(appendFrame(nil, frame{kind: kindWelcome, epoch: c.epoch, payload: p})); err != nil {
 		s.connLost(c, "welcome: "+err.Error())
 		return
 	}
+	c.conn.SetDeadline(time.Time{})
 	s.log.Info("agent connected", "agent", h.AgentID, "host", h.Host, "kernels", h.Kernels, "slots", w.Slots, "epoch", w.Epoch)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); c.writeLoop() }()
@@ -867,6 +883,10 @@ func (s *slots) ready(r readyKernel) {
 func (s *slots) kernelUp(c *agentConn, ki kernelInfo) {
 	s.mu.Lock()
 	rec := c.rec
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
 	if rec.conn != c || ki.Index < 0 || ki.Index >= len(rec.slots) {
 		s.mu.Unlock()
 		if rec.conn == c {
@@ -984,14 +1004,17 @@ func (s *slots) graceExpired(rec *agentRec) {
 		*st = agentSlot{retired: st.retired}
 	}
 	rec.slots = nil
-	s.broadcastLocked()
 	s.mu.Unlock()
 	s.log.Warn("agent did not come back: its contexts move to other kernels", "agent", rec.id, "host", rec.host)
+	// The engine hears of the loss before runs waiting on the slots are
+	// woken (and move their contexts away): the notification names every
+	// context that was on the slots.
 	if s.cfg.OnRestart != nil {
 		for _, ev := range evs {
 			s.cfg.OnRestart(ev)
 		}
 	}
+	s.broadcast()
 }
 
 // agentConn is one agent connection on the coordinator.

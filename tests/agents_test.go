@@ -145,11 +145,11 @@ func (s *agentsStack) waitStatus(t *testing.T, what string, ok func(protocol.Run
 	}
 }
 
-// readyAgentKernels counts agent kernels that are ready.
+// readyAgentKernels counts agent kernels that serve (ready or busy).
 func readyAgentKernels(st protocol.RuntimeStatusResult) int {
 	n := 0
 	for _, k := range st.Kernels {
-		if k.Agent != nil && k.State == "ready" {
+		if k.Agent != nil && (k.State == "ready" || k.State == "busy") {
 			n++
 		}
 	}
@@ -413,18 +413,57 @@ func TestAgentsLostAgentContextsMove(t *testing.T) {
 	}
 	st, _ := s.eng.Status(stepCtx(t))
 	k0, _ := kernelOfContext(st, a)
+	// slow is running on delta when it dies.
+	d, _ := createPushed(c, "main:slow")
+	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		var p protocol.ExpressionUpdatesParams
+		_ = json.Unmarshal(raw, &p)
+		return p.ContextID == d && p.KernelID == k0.ID && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
+			return u.ExpressionID == "main:slow/n" && u.Payload.Type == protocol.PayloadValue
+		})
+	})
 	startAgent(t, s.coord.Addr(), "", "--host", "epsilon")
 	s.waitStatus(t, "epsilon's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 2 })
 
 	a1.kill9(t)
 	kr := waitKernelRestarted(t, c)
-	if kr.KernelID != k0.ID || kr.StatePreserved || kr.Reason != "agent delta lost" {
-		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, reason %q", kr, k0.ID, "agent delta lost")
+	if kr.KernelID != k0.ID || kr.StatePreserved || kr.Reason != "agent delta lost" || !slices.Contains(kr.ContextIDs, a) || !slices.Contains(kr.ContextIDs, d) {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, reason %q, naming %s and %s", kr, k0.ID, "agent delta lost", a, d)
 	}
-	r = c.waitRun(a)
-	if r.failed != nil {
-		t.Fatalf("re-run on the other agent: %+v", r.failed)
+	// Both re-run on epsilon's kernel, in either order: a completes; slow
+	// is interrupted once it runs there.
+	var aDone, dDone bool
+	var aMessages []servertest.Message
+	ctx := stepCtx(t)
+	for !aDone || !dDone {
+		m, err := c.c.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the re-runs on epsilon: %v", err)
+		}
+		aMessages = append(aMessages, m)
+		if !m.IsNotification() {
+			continue
+		}
+		var p struct {
+			ContextID protocol.ContextID `json:"contextId"`
+			KernelID  int                `json:"kernelId"`
+			Updates   []protocol.ExpressionUpdate
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		switch {
+		case p.ContextID == d && m.Method == protocol.NotifyExpressionUpdates && p.KernelID != k0.ID:
+			if slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool { return u.ExpressionID == "main:slow/n" }) {
+				c.call(protocol.MethodInterrupt, protocol.InterruptParams{ContextID: d}, nil)
+			}
+		case p.ContextID == d && m.Method == protocol.NotifyExecutionFailed:
+			dDone = true
+		case p.ContextID == a && m.Method == protocol.NotifyExecutionComplete:
+			aDone = true
+		case p.ContextID == a && m.Method == protocol.NotifyExecutionFailed:
+			t.Fatalf("a's re-run on the other agent failed: %s", m.Params)
+		}
 	}
+	r = &run{messages: aMessages}
 	st = s.waitStatus(t, "delta gone from the agents", func(st protocol.RuntimeStatusResult) bool { return len(st.Agents) == 1 })
 	k1, _ := kernelOfContext(st, a)
 	if k1.Agent == nil || k1.Agent.Host != "epsilon" || k1.ID == k0.ID {
