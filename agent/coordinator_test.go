@@ -265,3 +265,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An agent that does not read is too slow: once its outbox is full the
+// coordinator drops it (handled as lost) instead of blocking, and every
+// send returns at once.
+func TestCoordinatorDropsSlowAgent(t *testing.T) {
+	t.Parallel()
+	c, s := setup(t, CoordinatorConfig{Outbox: 4})
+	_, f := dialFake(t, c.Addr(), goodHello("slow")) // and never reads again
+	if f.kind != kindWelcome {
+		t.Fatalf("hello: %s %s", f.kind, f.payload)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k, err := s.Kernel(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	conn := s.agents["slow"].conn
+	s.mu.Unlock()
+	big := make([]byte, 1<<20)
+	var sendErr error
+	for i := 0; i < 1000 && sendErr == nil; i++ {
+		sendErr = conn.send(frame{kind: kindReq, id: uint64(i + 1), payload: big})
+	}
+	if sendErr == nil || !strings.Contains(sendErr.Error(), "outbox full") {
+		t.Fatalf("1000 MiB to an agent that does not read: %v", sendErr)
+	}
+	<-k.Done()
+	if !errors.Is(k.Err(), kernel.ErrStopped) || !strings.Contains(k.Err().Error(), "agent host-slow lost") {
+		t.Fatalf("kernel ended with %v", k.Err())
+	}
+}

@@ -514,10 +514,11 @@ func TestAgentsLeaseExpiryFences(t *testing.T) {
 }
 
 // A wrong token: the agent exits 1 naming it; the coordinator goes on
-// serving the right agents.
+// serving its local kernel and the right agents (a local kernel beside
+// an agent's: each is listed with its launcher).
 func TestAgentsWrongToken(t *testing.T) {
 	t.Parallel()
-	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{})
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Local: 1})
 	bad := startAgent(t, s.coord.Addr(), "", "--token", "not-the-token")
 	select {
 	case <-bad.done:
@@ -529,5 +530,57 @@ func TestAgentsWrongToken(t *testing.T) {
 		t.Fatalf("wrong token: exit %v, stderr:\n%s", bad.err, bad.stderr.String())
 	}
 	startAgent(t, s.coord.Addr(), "")
-	s.waitStatus(t, "the right agent", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	st := s.waitStatus(t, "the right agent", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	if len(st.Kernels) != 2 || st.Kernels[0].ID != 0 || st.Kernels[0].Launcher != protocol.LauncherLocal || st.Kernels[0].Agent != nil ||
+		st.Kernels[1].ID != 1 || st.Kernels[1].Launcher != protocol.LauncherAgents || st.Kernels[1].Agent == nil || len(st.Agents) != 1 {
+		b, _ := json.Marshal(st)
+		t.Fatalf("runtime/status %s, want local kernel 0 and the agent's kernel 1", b)
+	}
+}
+
+const stubbornMain = `import time
+
+
+def stubborn():
+    n = 1
+    while True:
+        try:
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass
+`
+
+// A run that ignores the interrupt: the agent kills its kernel after its
+// interrupt timeout and starts another, as a local pool would; the run
+// ends interrupted with the state loss said, and the owner is told of
+// the restart.
+func TestAgentsInterruptTimeoutRestartsKernel(t *testing.T) {
+	t.Parallel()
+	s := serveAgents(t, map[string]string{"main.py": stubbornMain}, agent.CoordinatorConfig{})
+	startAgent(t, s.coord.Addr(), "", "--host", "eta")
+	s.waitStatus(t, "eta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c, _ := connect(t, s.url, "ide")
+	d, _ := createPushed(c, "main:stubborn")
+	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		var p protocol.ExpressionUpdatesParams
+		_ = json.Unmarshal(raw, &p)
+		return p.ContextID == d && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
+			return u.ExpressionID == "main:stubborn/n" && u.Payload.Type == protocol.PayloadValue
+		})
+	})
+	st, _ := s.eng.Status(stepCtx(t))
+	k0, _ := kernelOfContext(st, d)
+	c.call(protocol.MethodInterrupt, protocol.InterruptParams{ContextID: d}, nil)
+	r := c.waitRun(d)
+	if r.failed == nil || r.failed.Kind != protocol.ResultInterrupted || !strings.Contains(r.failed.Message, "restarted") {
+		t.Fatalf("stubborn ended %+v, want interrupted with the kernel restarted", r.failed)
+	}
+	kr := waitKernelRestarted(t, c)
+	if kr.KernelID != k0.ID || kr.StatePreserved {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost", kr, k0.ID)
+	}
+	st = s.waitStatus(t, "eta's new kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	if k, _ := kernelOfContext(st, d); k.PID == k0.PID {
+		t.Errorf("kernel pid %d unchanged after the kill", k.PID)
+	}
 }
