@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -529,13 +531,65 @@ func TestAgentsWrongToken(t *testing.T) {
 	if !errors.As(bad.err, &ee) || ee.ExitCode() != 1 || !strings.Contains(bad.stderr.String(), "wrong agent token") {
 		t.Fatalf("wrong token: exit %v, stderr:\n%s", bad.err, bad.stderr.String())
 	}
-	startAgent(t, s.coord.Addr(), "")
+	good := startAgent(t, s.coord.Addr(), "")
 	st := s.waitStatus(t, "the right agent", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 	if len(st.Kernels) != 2 || st.Kernels[0].ID != 0 || st.Kernels[0].Launcher != protocol.LauncherLocal || st.Kernels[0].Agent != nil ||
 		st.Kernels[1].ID != 1 || st.Kernels[1].Launcher != protocol.LauncherAgents || st.Kernels[1].Agent == nil || len(st.Agents) != 1 {
 		b, _ := json.Marshal(st)
 		t.Fatalf("runtime/status %s, want local kernel 0 and the agent's kernel 1", b)
 	}
+
+	// The coordinator stops: it tells the agent, which stops its kernel
+	// and exits 0.
+	kernels := good.kernels()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.eng.Stop(sctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-good.done:
+	case <-stepCtx(t).Done():
+		t.Fatal("the agent did not exit after the coordinator's shutdown")
+	}
+	if good.err != nil {
+		t.Fatalf("agent after shutdown: %v\n%s", good.err, good.stderr.String())
+	}
+	waitGone(t, kernels)
+}
+
+// The coordinator killed with kill -9: the agent keeps its kernel for its
+// reconnect grace, then stops it and exits 1 saying why; no kernel is
+// left.
+func TestAgentsCoordinatorKilled(t *testing.T) {
+	t.Parallel()
+	dir := scenarioDir(t)
+	srv := startServe(t, []string{"RIPPLE_AGENT_TOKEN=" + agentToken}, "--agents-listen", "127.0.0.1:0", dir)
+	m := regexp.MustCompile(`ripple: agents connect to (127\.0\.0\.1:\d+) \(loopback, plain TCP\)`).FindStringSubmatch(srv.stderr.String())
+	if m == nil {
+		t.Fatalf("no agents address in ripple serve's stderr:\n%s", srv.stderr.String())
+	}
+	a := startAgent(t, m[1], "", "--reconnect-grace", "1s")
+	ctx := stepCtx(t)
+	for !strings.Contains(a.stderr.String(), "msg=connected") || len(a.kernels()) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the agent did not connect:\n%s", a.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	kernels := a.kernels()
+	srv.cmd.Process.Kill()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		t.Fatal("the agent outlived its reconnect grace")
+	}
+	var ee *exec.ExitError
+	if !errors.As(a.err, &ee) || ee.ExitCode() != 1 || !strings.Contains(a.stderr.String(), "unreachable for 1s") {
+		t.Fatalf("agent exit %v, stderr:\n%s", a.err, a.stderr.String())
+	}
+	waitGone(t, kernels)
 }
 
 const stubbornMain = `import time
