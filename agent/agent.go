@@ -215,7 +215,7 @@ func (a *Agent) connect(ctx context.Context) sessionEnd {
 		return sessionEnd{err: fmt.Errorf("dial coordinator %s: %w", a.cfg.Coordinator, err)}
 	}
 	s := &session{a: a, conn: conn, fr: newFrameReader(conn), out: make(chan []byte, 1024),
-		done: make(chan struct{}), relays: make(map[relayKey]*relay)}
+		done: make(chan struct{}), relays: make(map[relayKey]*relay), clock0: time.Now()}
 	defer s.close()
 	w, err := s.handshake(ctx)
 	if err != nil {
@@ -224,7 +224,7 @@ func (a *Agent) connect(ctx context.Context) sessionEnd {
 	s.epoch = w.Epoch
 	lease := time.Duration(w.LeaseMs) * time.Millisecond
 	beat := time.Duration(w.HeartbeatMs) * time.Millisecond
-	s.lastAck.Store(time.Now().UnixNano())
+	s.lastAck.Store(int64(time.Since(s.clock0)))
 	a.log.Info("connected", "coordinator", a.cfg.Coordinator, "epoch", w.Epoch, "slots", w.Slots)
 
 	a.mu.Lock()
@@ -311,7 +311,8 @@ type session struct {
 	out       chan []byte
 	done      chan struct{}
 	closeOnce sync.Once
-	lastAck   atomic.Int64 // unix ns of the last heartbeat ack
+	lastAck   atomic.Int64 // the last heartbeat ack: monotonic ns since clock0
+	clock0    time.Time
 	shutdown  atomic.Bool
 	wg        sync.WaitGroup // writer, heartbeat, relays
 
@@ -464,7 +465,7 @@ func (s *session) heartbeat(beat, lease time.Duration) {
 		// the coordinator's fenced answer to the heartbeat just sent
 		// (which ends the session); a coordinator that says nothing for
 		// another lease is given up.
-		age := time.Since(time.Unix(0, s.lastAck.Load()))
+		age := time.Since(s.clock0) - time.Duration(s.lastAck.Load())
 		if age > lease+beat && !assumed {
 			assumed = true
 			s.a.log.Warn("no heartbeat acknowledged for a lease: assuming fenced")
@@ -494,7 +495,7 @@ func (s *session) readLoop(ctx context.Context) error {
 		}
 		switch f.kind {
 		case kindAck:
-			s.lastAck.Store(time.Now().UnixNano())
+			s.lastAck.Store(int64(time.Since(s.clock0)))
 		case kindReq:
 			s.startRelay(f)
 		case kindInterrupt:

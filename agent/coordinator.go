@@ -141,6 +141,7 @@ func (c *Coordinator) Kernels(cfg kernel.PoolConfig) engine.Kernels {
 		s.slot = append(s.slot, &agentSlot{})
 	}
 	s.bg, s.bgStop = context.WithCancel(context.Background())
+	s.clock0 = time.Now()
 	c.mu.Lock()
 	c.slots = s
 	c.mu.Unlock()
@@ -208,6 +209,9 @@ type slots struct {
 	wg     sync.WaitGroup
 
 	fencedFrames atomic.Int64
+	// clock0 is the origin of the lease clock: lease times are
+	// monotonic nanoseconds since it (now).
+	clock0 time.Time
 
 	mu      sync.Mutex
 	started bool
@@ -243,10 +247,13 @@ type agentRec struct {
 	slots                            []int // slot of each kernel index; nil once lost
 	epoch                            uint32
 	conn                             *agentConn // the live connection; nil while suspended
-	renewed                          time.Time  // last lease renewal, while suspended
+	renewed                          int64      // last lease renewal (slots.now), while suspended
 	grace                            *time.Timer
 	lost                             bool
 }
+
+// now reads the lease clock: monotonic nanoseconds since clock0.
+func (s *slots) now() int64 { return int64(time.Since(s.clock0)) }
 
 func (s *slots) broadcastLocked() {
 	close(s.changed)
@@ -599,12 +606,12 @@ func (s *slots) Agents() []protocol.AgentStatus {
 		}
 		renewed := rec.renewed
 		if rec.conn != nil {
-			renewed = time.Unix(0, rec.conn.lastBeat.Load())
+			renewed = rec.conn.lastBeat.Load()
 		}
 		out = append(out, protocol.AgentStatus{
 			AgentRef:   protocol.AgentRef{ID: rec.id, Host: rec.host, Launcher: rec.launcher, JobID: rec.jobID},
 			Kernels:    append([]int(nil), rec.slots...),
-			LeaseAgeMs: time.Since(renewed).Milliseconds(),
+			LeaseAgeMs: time.Duration(s.now() - renewed).Milliseconds(),
 		})
 	}
 	return out
@@ -667,7 +674,7 @@ func (s *slots) leaseLoop() {
 		var expired []*agentConn
 		s.mu.Lock()
 		for _, rec := range s.agents {
-			if c := rec.conn; c != nil && time.Since(time.Unix(0, c.lastBeat.Load())) > lease {
+			if c := rec.conn; c != nil && time.Duration(s.now()-c.lastBeat.Load()) > lease {
 				expired = append(expired, c)
 			}
 		}
@@ -803,7 +810,7 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
 	rec.conn = c
 	c.rec, c.epoch = rec, rec.epoch
-	c.lastBeat.Store(time.Now().UnixNano())
+	c.lastBeat.Store(s.now())
 	sameRun := h.RunID == rec.runID
 	rec.runID = h.RunID
 	running := make(map[int]kernelInfo)
@@ -962,7 +969,7 @@ func (s *slots) connLost(c *agentConn, reason string) {
 		return
 	}
 	rec.conn = nil
-	rec.renewed = time.Unix(0, c.lastBeat.Load())
+	rec.renewed = c.lastBeat.Load()
 	var ends []*kernel.Kernel
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]
@@ -1035,7 +1042,7 @@ type agentConn struct {
 	closeOnce sync.Once
 	quitOnce  sync.Once
 	fenced    atomic.Bool  // the lease expired: frames are refused
-	lastBeat  atomic.Int64 // unix ns of the last heartbeat (lease renewal)
+	lastBeat  atomic.Int64 // slots.now of the last heartbeat (lease renewal)
 }
 
 // errConnClosed is a frame for an agent connection that is gone.
@@ -1150,7 +1157,7 @@ func (c *agentConn) readLoop(fr *frameReader) error {
 		}
 		switch f.kind {
 		case kindHeartbeat:
-			c.lastBeat.Store(time.Now().UnixNano())
+			c.lastBeat.Store(s.now())
 			c.send(frame{kind: kindAck})
 		case kindKernelUp:
 			var ki kernelInfo
