@@ -692,8 +692,10 @@ func (s *slots) leaseLoop() {
 func (s *slots) serveConn(c *agentConn) {
 	defer c.close()
 	fr := newFrameReader(c.conn)
+	fr.limit = maxHello
 	c.conn.SetDeadline(time.Now().Add(s.c.cfg.HandshakeTimeout))
 	f, err := fr.next()
+	fr.limit = maxPayload
 	if err != nil {
 		s.log.Warn("agents: connection without hello", "remote", c.host, "err", err)
 		return

@@ -91,12 +91,17 @@ func appendFrame(dst []byte, f frame) []byte {
 
 // frameReader decodes frames; a payload is valid until the next call.
 type frameReader struct {
-	r   *bufio.Reader
-	buf []byte
+	r     *bufio.Reader
+	buf   []byte
+	limit int // largest payload accepted: maxHello until the hello is read, then maxPayload
 }
 
+// maxHello bounds the first frame, read before the token is checked: an
+// unauthenticated peer cannot make the coordinator allocate more.
+const maxHello = 1 << 20
+
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: maxPayload}
 }
 
 func (fr *frameReader) next() (frame, error) {
@@ -108,7 +113,7 @@ func (fr *frameReader) next() (frame, error) {
 		return frame{}, err
 	}
 	size := int(binary.BigEndian.Uint32(h[0:]))
-	if size < headerSize-4 || size-(headerSize-4) > maxPayload {
+	if size < headerSize-4 || size-(headerSize-4) > fr.limit {
 		return frame{}, fmt.Errorf("%w: frame size %d out of range", ErrProtocol, size)
 	}
 	f := frame{
