@@ -148,6 +148,40 @@ func (c *Coordinator) Kernels(cfg kernel.PoolConfig) engine.Kernels {
 	return s
 }
 
+// WaitKernels waits until at least n agent kernels are ready (a batch run
+// waits for its agents before it creates contexts); it fails when ctx
+// ends first, naming how many are ready, or when the Kernels stop.
+func (c *Coordinator) WaitKernels(ctx context.Context, n int) error {
+	c.mu.Lock()
+	s := c.slots
+	c.mu.Unlock()
+	if s == nil {
+		return errors.New("agents: WaitKernels before the engine started the kernels")
+	}
+	for {
+		s.mu.Lock()
+		ready := 0
+		for _, st := range s.slot {
+			if st.owner != nil && st.owner.conn != nil && st.k != nil && st.k.Err() == nil {
+				ready++
+			}
+		}
+		stopped, ch := s.stopped, s.changed
+		s.mu.Unlock()
+		switch {
+		case ready >= n:
+			return nil
+		case stopped:
+			return kernel.ErrPoolStopped
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d agent kernels (%d ready): %w", n, ready, context.Cause(ctx))
+		}
+	}
+}
+
 // Close closes the listener of a coordinator whose Kernels never started
 // (Stop of the Kernels closes it otherwise).
 func (c *Coordinator) Close() { c.ln.Close() }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -636,5 +638,73 @@ func TestAgentsInterruptTimeoutRestartsKernel(t *testing.T) {
 	st = s.waitStatus(t, "eta's new kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 	if k, _ := kernelOfContext(st, d); k.PID == k0.PID {
 		t.Errorf("kernel pid %d unchanged after the kill", k.PID)
+	}
+}
+
+// ripple run --agents-listen: the run waits for two agent kernels, then
+// its entries run on them.
+func TestAgentsBatchRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.py", agentsMain)
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(buildBinary(t), "run", dir, "--entry", "main:first", "--entry", "main:second",
+		"--agents-listen", "127.0.0.1:0", "--kernels", "2", "--json", report, "--log-level", "info")
+	cmd.Env = append(os.Environ(), "RIPPLE_AGENT_TOKEN="+agentToken)
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	addr := regexp.MustCompile(`ripple: agents connect to (127\.0\.0\.1:\d+) \(loopback, plain TCP\)`)
+	ctx := stepCtx(t)
+	var m []string
+	for m == nil {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no agents address:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		m = addr.FindStringSubmatch(stderr.String())
+	}
+	startAgent(t, m[1], "", "--host", "theta")
+	startAgent(t, m[1], "", "--host", "iota")
+	select {
+	case <-done:
+		if waitErr != nil {
+			t.Fatalf("ripple run: %v\n%s", waitErr, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("ripple run did not end:\n%s", stderr.String())
+	}
+	var rep struct {
+		Kernels int `json:"kernels"`
+		Entries []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"entries"`
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDecode(t, b, &rep)
+	if rep.Kernels != 2 || len(rep.Entries) != 2 {
+		t.Fatalf("report %s", b)
+	}
+	for _, r := range rep.Entries {
+		if r.Status != "passed" {
+			t.Errorf("entry %s: %s", r.ID, r.Status)
+		}
 	}
 }

@@ -372,6 +372,7 @@ func TestServeBinaryBadArguments(t *testing.T) {
 		{[]string{"serve", "--allow-origin", "evil.example", dir}, 1, "evil.example"},
 		{[]string{"serve", "--agents-listen", "127.0.0.1:0", dir}, 2, "--agents-listen needs the agents' token"},
 		{[]string{"serve", "--agents-listen", "127.0.0.1:0", "--agents-token", "t", "--agents-slots", "0", dir}, 2, "--agents-slots 0"},
+		{[]string{"run", dir, "--tests", "--agents-listen", "127.0.0.1:0", "--agents-token", "t"}, 2, "--tests over agents"},
 		{[]string{"agent", "--token", "t"}, 2, "--coordinator HOST:PORT is required"},
 		{[]string{"agent", "--coordinator", "127.0.0.1:1"}, 2, "no agent token"},
 		{[]string{"agent", "--coordinator", "127.0.0.1:1", "--token", "t", "--kernels", "0"}, 2, "--kernels 0"},
