@@ -48,6 +48,21 @@ type Options struct {
 	// StopTimeout bounds the graceful stop of the kernels at the end
 	// (0 = 10 s); past it they are killed.
 	StopTimeout time.Duration
+	// Agents, when set, provides the kernels instead of local children
+	// (ripple run --agents-listen): the run waits for Kernels of its
+	// kernels to be ready, then spreads the entries over them. Entries
+	// only (not Tests).
+	Agents AgentsLauncher
+}
+
+// AgentsLauncher is a launcher whose kernels connect by themselves
+// (agent.Coordinator).
+type AgentsLauncher interface {
+	engine.Launcher
+	// Size is the number of engine slots it serves.
+	Size() int
+	// WaitKernels waits until n of its kernels are ready.
+	WaitKernels(ctx context.Context, n int) error
 }
 
 // Observer follows a run; ripple run's Console implements it. Its methods
@@ -121,11 +136,21 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			// (its report of a failure shows the assertion's values).
 			return nil, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
 		}
+		if opts.Agents != nil {
+			return nil, fmt.Errorf("%w: --tests over agents is not built yet (docs/scale-out.md)", ErrUsage)
+		}
 		return runTests(ctx, opts, kernels)
 	}
 	started := time.Now()
-	e, err := engine.New(ctx, engine.Config{Root: opts.Root, Python: opts.Python, Kernels: kernels,
-		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger})
+	ecfg := engine.Config{Root: opts.Root, Python: opts.Python, Kernels: kernels,
+		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger}
+	if opts.Agents != nil {
+		if opts.Kernels == 0 {
+			kernels = 1
+		}
+		ecfg.Launcher, ecfg.Kernels = opts.Agents, opts.Agents.Size()
+	}
+	e, err := engine.New(ctx, ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
@@ -141,6 +166,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		found <- discovered{entries, err}
 	}()
 	startErr := e.Start(ctx)
+	if startErr == nil && opts.Agents != nil {
+		opts.Logger.Info("waiting for agent kernels", "kernels", kernels)
+		if startErr = opts.Agents.WaitKernels(ctx, kernels); startErr != nil && ctx.Err() == nil {
+			startErr = fmt.Errorf("agents: %w", startErr)
+		}
+	}
 	stopped := false
 	stop := func() error {
 		if stopped {

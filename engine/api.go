@@ -106,12 +106,21 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 			continue // the warm spare serves no context
 		}
 		ks := protocol.KernelStatus{ID: k.Slot, PID: k.PID, State: k.State, Contexts: []protocol.ContextID{}, Launcher: e.cfg.Launcher.Name()}
+		if ak, ok := e.pool.(AgentKernels); ok {
+			ks.Launcher = protocol.LauncherLocal
+			if ks.Agent = ak.SlotAgent(k.Slot); ks.Agent != nil {
+				ks.Launcher = protocol.LauncherAgents
+			}
+		}
 		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err == nil {
 			for _, c := range cs {
 				ks.Contexts = append(ks.Contexts, c.ID)
 			}
 		}
 		res.Kernels = append(res.Kernels, ks)
+	}
+	if ak, ok := e.pool.(AgentKernels); ok {
+		res.Agents = ak.Agents()
 	}
 	qs := e.queue.Status()
 	res.Queue = protocol.QueueStatus{Pending: qs.Pending(), Running: qs.Running()}

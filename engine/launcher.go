@@ -46,3 +46,13 @@ func (LocalLauncher) Name() string { return protocol.LauncherLocal }
 
 // Kernels returns a kernel.Pool.
 func (LocalLauncher) Kernels(cfg kernel.PoolConfig) Kernels { return kernel.NewPool(cfg) }
+
+// AgentKernels is implemented by Kernels some of whose slots are served
+// by runtime agents (the agent package's launcher): runtime/status names
+// each kernel's agent and lists the agents (PROTOCOL.md 7.5).
+type AgentKernels interface {
+	// SlotAgent names the agent serving slot; nil for a local kernel.
+	SlotAgent(slot int) *protocol.AgentRef
+	// Agents lists the agents.
+	Agents() []protocol.AgentStatus
+}

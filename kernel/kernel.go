@@ -163,6 +163,11 @@ type Kernel struct {
 
 	done chan struct{} // closed by the supervisor when the kernel is gone
 	err  error         // written before done is closed: why the kernel ended
+
+	// remote is set for a kernel on another host (Attach, remote.go): then
+	// there is no process, connection or interrupt cell here, cmd and
+	// conn are nil, and what needs the host goes through remote.ctl.
+	remote *remote
 }
 
 // Start launches a kernel process and returns once it is ready to serve
@@ -520,7 +525,13 @@ func (k *Kernel) exchange(ctx context.Context, method string, sink Sink) error {
 	if k.cfg.beforeSend != nil {
 		k.cfg.beforeSend(id)
 	}
-	if _, err := k.conn.Write(k.wbuf); err != nil {
+	var werr error
+	if k.remote != nil {
+		werr = k.remote.ctl.Send(id, k.pbuf)
+	} else {
+		_, werr = k.conn.Write(k.wbuf)
+	}
+	if err := werr; err != nil {
 		// The connection only breaks when the kernel is going away; the
 		// kernel never read a whole request.
 		k.clearCurrent(id)
@@ -626,47 +637,59 @@ func (k *Kernel) readLoop() {
 			k.connLost(err)
 			return
 		}
-		switch f.kind {
-		case kindOut, kindErr:
-			stream := Stdout
-			if f.kind == kindErr {
-				stream = Stderr
-				k.tail.write(f.payload)
-			}
-			s, current := k.sinkFor(f.id)
-			if !current {
-				// Text a thread of an earlier request wrote (kernel/PROTOCOL.md).
-				if ls := k.lateSink(f.id); ls != nil {
-					ls.LateOutput(stream, f.payload)
-					continue
-				}
-			}
-			if s != nil {
-				s.Output(stream, f.payload)
-			}
-		case kindProg:
-			// Progress of a request that is not in flight has no reader.
-			if s, current := k.sinkFor(f.id); s != nil && current {
-				s.Progress(f.payload)
-			}
-		case kindRes:
-			k.mu.Lock()
-			ok := f.id != 0 && f.id == k.curID
-			if ok {
-				k.curID, k.curSink = 0, nil
-			}
-			k.mu.Unlock()
-			if !ok {
-				k.connLost(fmt.Errorf("%w: result for request %d, which is not in flight", ErrProtocol, f.id))
-				return
-			}
-			k.resBuf = append(k.resBuf[:0], f.payload...)
-			k.resCh <- struct{}{}
-		default:
-			k.connLost(fmt.Errorf("%w: unexpected %s frame from the kernel", ErrProtocol, f.kind))
+		if err := k.dispatch(f); err != nil {
+			k.connLost(err)
 			return
 		}
 	}
+}
+
+// dispatch hands one frame from the kernel to its request's sink (the
+// reader goroutine, local or remote). An error is a protocol error that
+// ends the kernel.
+func (k *Kernel) dispatch(f frame) error {
+	switch f.kind {
+	case kindOut, kindErr:
+		stream := Stdout
+		if f.kind == kindErr {
+			stream = Stderr
+			k.tail.write(f.payload)
+		}
+		s, current := k.sinkFor(f.id)
+		if !current {
+			// Text a thread of an earlier request wrote (kernel/PROTOCOL.md).
+			if ls := k.lateSink(f.id); ls != nil {
+				ls.LateOutput(stream, f.payload)
+				return nil
+			}
+		}
+		if s != nil {
+			s.Output(stream, f.payload)
+		}
+	case kindProg:
+		// Progress of a request that is not in flight has no reader.
+		if s, current := k.sinkFor(f.id); s != nil && current {
+			s.Progress(f.payload)
+		}
+	case kindRes:
+		k.mu.Lock()
+		ok := f.id != 0 && f.id == k.curID
+		if ok {
+			k.curID, k.curSink = 0, nil
+		}
+		k.mu.Unlock()
+		if !ok {
+			if k.remote != nil {
+				return nil // the answer to a request abandoned on this side
+			}
+			return fmt.Errorf("%w: result for request %d, which is not in flight", ErrProtocol, f.id)
+		}
+		k.resBuf = append(k.resBuf[:0], f.payload...)
+		k.resCh <- struct{}{}
+	default:
+		return fmt.Errorf("%w: unexpected %s frame from the kernel", ErrProtocol, f.kind)
+	}
+	return nil
 }
 
 // sinkFor returns the sink of request id and true, or the background sink
@@ -711,6 +734,10 @@ func (k *Kernel) connLost(err error) {
 func (k *Kernel) interrupt(id uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if !k.exited && k.remote != nil {
+		k.remote.ctl.Interrupt(id)
+		return
+	}
 	if !k.exited {
 		k.cell.announce(id)
 		syscall.Kill(-k.pid, syscall.SIGINT)
@@ -727,6 +754,10 @@ func (k *Kernel) interrupt(id uint64) {
 func (k *Kernel) StopAtBoundary() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if !k.exited && k.curID != 0 && k.remote != nil {
+		k.remote.ctl.StopAtBoundary(k.curID)
+		return
+	}
 	if !k.exited && k.curID != 0 {
 		k.cell.stopAt(k.curID)
 	}
@@ -737,6 +768,9 @@ func (k *Kernel) StopAtBoundary() {
 // of a kernel about to be killed shows where it was stuck. It waits for
 // the log to grow, briefly: a wedged kernel may not answer.
 func (k *Kernel) dumpStacks() {
+	if k.remote != nil {
+		return // the host dumps its own kernel's stacks before it kills it
+	}
 	size := func() int64 {
 		st, err := os.Stat(k.logPath)
 		if err != nil {
@@ -773,6 +807,10 @@ func (k *Kernel) kill(reason string) {
 	}
 	if k.killReason == "" {
 		k.killReason = reason
+	}
+	if k.remote != nil {
+		k.killRemote(reason)
+		return
 	}
 	syscall.Kill(-k.pid, syscall.SIGKILL)
 }
@@ -840,6 +878,9 @@ func (k *Kernel) endError() error {
 // safe to call concurrently. A kernel that already died stays reported by
 // Err as the *ExitError it was.
 func (k *Kernel) Stop(ctx context.Context) error {
+	if k.remote != nil {
+		return k.stopRemote(ctx)
+	}
 	k.mu.Lock()
 	first := !k.stopping
 	k.stopping = true

@@ -62,14 +62,14 @@ type RuntimeStatusResult struct {
 	Kernels []KernelStatus `json:"kernels"`
 	Queue   QueueStatus    `json:"queue"`
 	// Agents are the runtime agents connected to the coordinator
-	// (PROTOCOL.md 7.5); [] while every kernel is local (agents are not
-	// built yet, docs/scale-out.md).
+	// (PROTOCOL.md 7.5); [] while every kernel is local.
 	Agents []AgentStatus `json:"agents"`
 }
 
 // Launchers: what started a kernel (docs/scale-out.md).
 const (
-	LauncherLocal = "local" // a child of this server process
+	LauncherLocal  = "local"  // a child of this server process
+	LauncherAgents = "agents" // a kernel of a runtime agent that connected (ripple agent)
 )
 
 // KernelStatus describes one kernel of the pool. ID is the kernelId that
@@ -79,7 +79,7 @@ type KernelStatus struct {
 	PID      int         `json:"pid"`
 	State    string      `json:"state"`
 	Contexts []ContextID `json:"contexts"`
-	// Launcher started the kernel: LauncherLocal for now.
+	// Launcher started the kernel: LauncherLocal or LauncherAgents.
 	Launcher string `json:"launcher"`
 	// Agent is the runtime agent that owns the kernel; nil for a local one.
 	Agent *AgentRef `json:"agent,omitempty"`

@@ -370,6 +370,14 @@ func TestServeBinaryBadArguments(t *testing.T) {
 		{[]string{"serve", "--python", "/nonexistent/python3", dir}, 1, "/nonexistent/python3"},
 		{[]string{"serve", "--addr", "256.0.0.1:1", dir}, 1, "256.0.0.1:1"},
 		{[]string{"serve", "--allow-origin", "evil.example", dir}, 1, "evil.example"},
+		{[]string{"serve", "--agents-listen", "127.0.0.1:0", dir}, 2, "--agents-listen needs the agents' token"},
+		{[]string{"serve", "--agents-listen", "127.0.0.1:0", "--agents-token", "t", "--agents-slots", "0", dir}, 2, "--agents-slots 0"},
+		{[]string{"run", dir, "--tests", "--agents-listen", "127.0.0.1:0", "--agents-token", "t"}, 2, "--tests over agents"},
+		{[]string{"agent", "--token", "t"}, 2, "--coordinator HOST:PORT is required"},
+		{[]string{"agent", "--coordinator", "127.0.0.1:1"}, 2, "no agent token"},
+		{[]string{"agent", "--coordinator", "127.0.0.1:1", "--token", "t", "--kernels", "0"}, 2, "--kernels 0"},
+		{[]string{"agent", "--coordinator", "192.0.2.1:7443", "--token", "t", "--root", dir}, 2, "--coordinator-fingerprint sha256:HEX or --ca FILE"},
+		{[]string{"agent", "--coordinator", "127.0.0.1:1", "--token", "t", "--root", filepath.Join(dir, "missing")}, 2, "missing"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stdout, stderr bytes.Buffer

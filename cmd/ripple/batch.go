@@ -28,6 +28,11 @@ out to the kernels by module (pytest-xdist's loadfile). PATH[::NODE]
 Without pytest in the interpreter, unittest suites run through unittest's
 loader. Without --tests: the --entry functions, or main:main.
 
+With --agents-listen ADDR the entries (not --tests, not built yet) run on the
+kernels of runtime agents (ripple agent --coordinator ADDR): the run waits
+until --kernels of them (default 1) are ready, then spreads the entries
+over them; no local kernel is started.
+
 Exit status (as pytest): 0 all passed, 1 a test failed (or errored, crashed,
 timed out), 2 usage error, collection errors or interrupted, 5 no tests
 collected. Without --tests, Ctrl-C exits with 130.
@@ -99,6 +104,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
+	af := addAgentsFlags(fs)
 
 	// What follows "--" goes to pytest as it is.
 	var passThrough []string
@@ -165,6 +171,24 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel))
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// With --agents-listen the entries run on agents' kernels only, and
+	// --kernels is how many the run waits for (default 1).
+	coord, msg := af.open(0, false, opts.Logger)
+	if msg != "" {
+		return fail(errors.New(msg))
+	}
+	if coord != nil {
+		defer coord.Close()
+		if *tests {
+			return fail(errors.New("--tests over agents (--agents-listen) is not built yet; run the tests with local kernels"))
+		}
+		opts.Agents = coord
+		if fp := coord.Fingerprint(); fp != "" {
+			fmt.Fprintf(stderr, "ripple: agents connect to %s (TLS; --coordinator-fingerprint %s)\n", coord.Addr(), fp)
+		} else {
+			fmt.Fprintf(stderr, "ripple: agents connect to %s (loopback, plain TCP)\n", coord.Addr())
+		}
+	}
 	if *shardFlag != "" {
 		shard, err := batch.ParseShard(*shardFlag)
 		if err != nil {

@@ -1,6 +1,7 @@
 // Command ripple is the live execution server for Python projects.
 //
 //	ripple version
+//	ripple agent --coordinator ADDR --token-file F [--kernels N]
 //	ripple kernel-check [--python P] [DIR]
 //	ripple watch [DIR] [--entry module:function] [--json] [--python P]
 //	ripple lsp [flags] [DIR]
@@ -25,7 +26,7 @@ var version = "0.1.0-dev"
 const exitUsage = 2
 
 // commands are the subcommands; `ripple CMD -h` prints CMD's help.
-var commands = []string{"serve", "watch", "lsp", "run", "report", "kernel-check", "version"}
+var commands = []string{"serve", "agent", "watch", "lsp", "run", "report", "kernel-check", "version"}
 
 func isCommand(name string) bool {
 	for _, c := range commands {

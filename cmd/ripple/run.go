@@ -19,6 +19,9 @@ const usage = `usage: ripple <command> [arguments]
 commands:
   version                         print ripple's version
   serve [flags] [DIR]             serve DIR to IDE clients over a WebSocket (serve -h: flags)
+  agent --coordinator ADDR [flags]
+                                  serve kernels of this host to a coordinator
+                                  (ripple serve --agents-listen; ripple agent -h)
   kernel-check [--python P] [DIR] start a kernel in DIR (default: the current
                                   directory), run a line of Python, print its output
   watch [DIR] [--entry module:function] [--json] [--python P]
@@ -54,6 +57,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return kernelCheck(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "agent":
+		return agentCmd(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return watchCmd(ctx, args[1:], stdout, stderr)
 	case "lsp":

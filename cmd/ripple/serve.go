@@ -48,6 +48,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
 	fresh := fs.Bool("fresh", false, "start without the state log and value journal of .ripple/ (moved aside to .ripple/state.db.fresh-TIME and values.db.fresh-TIME, not deleted)")
 	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
+	af := addAgentsFlags(fs)
 
 	dir, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
@@ -67,6 +68,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	kernelsSet := false
+	fs.Visit(func(f *flag.Flag) { kernelsSet = kernelsSet || f.Name == "kernels" })
+	coord, msg := af.open(*kernels, kernelsSet, log)
+	if msg != "" {
+		fmt.Fprintf(stderr, "ripple serve: %s\n", msg)
+		return exitUsage
+	}
+	var launcher engine.Launcher
+	if coord != nil {
+		defer coord.Close()
+		launcher, *kernels = coord, coord.Size()
+		if fp := coord.Fingerprint(); fp != "" {
+			fmt.Fprintf(stderr, "ripple: agents connect to %s (TLS; --coordinator-fingerprint %s)\n", coord.Addr(), fp)
+		} else {
+			fmt.Fprintf(stderr, "ripple: agents connect to %s (loopback, plain TCP)\n", coord.Addr())
+		}
+	}
 
 	root, err := projectDir(dir)
 	if err != nil {
@@ -145,6 +163,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Root:            root,
 		Python:          *python,
 		Kernels:         *kernels,
+		Launcher:        launcher,
 		Logger:          log.With("component", "engine"),
 		DisconnectGrace: *grace,
 		Watch:           true,
