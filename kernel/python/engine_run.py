@@ -1190,23 +1190,29 @@ class Runner:
                 continue
             if obj is DELETED:
                 continue
-            log = mutlog.get(id(obj))
-            if log is None or log[0] is not obj or not log[2]:
-                continue
-            for mutator_id, stamp in log[2]:
-                m = plan.by_id.get(mutator_id)
-                if m is None or m.index >= k or m.index in rerun:
-                    break
-                me = cache.get(mutator_id)
-                if me is None or me.stamp != stamp:
-                    break
-            else:
-                continue
-            creator = plan.by_id.get(log[1]) if log[1] is not None else None
-            if creator is not None:
-                out.append(creator.index)
-            elif log[1] is None and kind == PARAM:
-                dirty_param = True
+            # The object and what it directly holds: k may read an element
+            # (grid[1]) that a later statement mutated through an alias
+            # (ys = grid[1]; ys += [3]) while the container itself was
+            # never mutated. Elements are logged with their container's
+            # creator (_register_objects), so they name it.
+            for o in (obj, *_elements(obj)):
+                log = mutlog.get(id(o))
+                if log is None or log[0] is not o or not log[2]:
+                    continue
+                for mutator_id, stamp in log[2]:
+                    m = plan.by_id.get(mutator_id)
+                    if m is None or m.index >= k or m.index in rerun:
+                        break
+                    me = cache.get(mutator_id)
+                    if me is None or me.stamp != stamp:
+                        break
+                else:
+                    continue
+                creator = plan.by_id.get(log[1]) if log[1] is not None else None
+                if creator is not None:
+                    out.append(creator.index)
+                elif log[1] is None and kind == PARAM:
+                    dirty_param = True
         return out, dirty_param
 
     # -- running ------------------------------------------------------------------------
