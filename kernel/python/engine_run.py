@@ -884,6 +884,11 @@ class Runner:
         for wid in frame.gwriters:
             ps = plan.by_id.get(wid)
             e = cache.get(wid)
+            if ps is not None and e is not None and e.key != ps.info.key:
+                # The id names another statement now (a deleted `b = bump(a)`
+                # hands its label to the next `b = ...`): where the writer
+                # was is not known, so the state is redone from the top.
+                ps = None
             if ps is None or e is None or not e.gwrites or ps.index in rerun:
                 start = 0 if ps is None else (ps.index if start is None else min(start, ps.index))
         for (mod, name), (mdict, _) in frame.gbase.items():
