@@ -81,6 +81,30 @@ func TestCleanRunClearsDiagnostics(t *testing.T) {
 	}
 }
 
+// The diagnostics a run sent before an edit superseded it are what the
+// client shows: the clean run that replaces it clears them (the LSP
+// server's problems stayed up when the count started afresh instead).
+func TestCleanRunClearsASupersededRunsDiagnostics(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": "def main():\n    x = 1\n"}, engine.Config{Kernels: 1})
+	id, _ := h.newContext("main:main")
+	m := h.client.mark()
+	h.setText("main.py", "import time\n\ndef main():\n    x = 1 / 0\n    time.sleep(60)\n")
+	h.client.waitFrom(t, m, "the ZeroDivisionError diagnostic", func(n note) bool {
+		p, ok := n.Params.(protocol.ExecutionStatusParams)
+		return ok && p.ContextID == id && len(p.Diagnostics) > 0
+	})
+	m = h.client.mark()
+	h.setText("main.py", "import time\n\ndef main():\n    x = 2\n")
+	run := h.client.waitRun(t, m, id)
+	if run.failed != nil {
+		t.Fatalf("the clean run failed: %+v", run.failed)
+	}
+	if got := statuses(run.notes); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("clean run after a superseded failing one sent executionStatus %v, want one empty", got)
+	}
+}
+
 // statuses lists the number of diagnostics of each executionStatus.
 func statuses(notes []note) []int {
 	var out []int

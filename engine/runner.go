@@ -157,6 +157,7 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	}()
 
 	st := e.stream(id)
+	st.beginRun()
 	var raw json.RawMessage
 	callErr := e.loadEntryModule(ctx, slot, stack)
 	if callErr == nil {

@@ -29,8 +29,9 @@ type stream struct {
 	carry   [3][]byte                     // guarded by mu: incomplete UTF-8 tail per output stream
 	closed  bool                          // guarded by mu
 	// diagnosed: the run in progress sent diagnostics; diagnosedLast: the
-	// last run that ended did (guarded by mu). A run that ends clean after
-	// one that did not clears the client's problems (PROTOCOL.md 7.6).
+	// client still shows some from an earlier run (guarded by mu). A run
+	// that ends clean while the client shows some clears them
+	// (PROTOCOL.md 7.6).
 	diagnosed, diagnosedLast bool
 }
 
@@ -114,6 +115,18 @@ func (s *stream) send(method string, params any) {
 	}
 	if !s.closed {
 		s.e.notifyContext(s.id, method, params)
+	}
+}
+
+// beginRun starts a run's count of diagnostics. A run that did not end
+// through endRun (superseded by an edit, soft-stopped, moved to another
+// kernel) may have sent diagnostics the clients still show: they count as
+// the previous run's, so a clean run next clears them.
+func (s *stream) beginRun() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.diagnosed {
+		s.diagnosedLast, s.diagnosed = true, false
 	}
 }
 
