@@ -60,8 +60,16 @@ type Engine struct {
 	queue   *queue.Queue
 	pool    Kernels            // from cfg.Launcher
 	watcher *workspace.Watcher // nil unless cfg.Watch
-	python  kernel.Interpreter
-	sources *sourceTable
+	// python is the interpreter the kernels run; Start may replace it (a
+	// launcher's remembered answer that confirm contradicted) before it
+	// starts the queue, after which it is only read.
+	python kernel.Interpreter
+	// confirmPython, when not nil, asks the launcher python came from
+	// again (kernel.FindPythonQuick); Start calls it beside the kernels'
+	// start and clears it.
+	confirmPython func(context.Context) (kernel.Interpreter, error)
+	poolCfg       kernel.PoolConfig // what the pool was made with, for a remake in Start
+	sources       *sourceTable
 	dur     durableState // the state log's ordering (durable.go)
 	crashes kernel.CrashStreak
 
@@ -141,7 +149,17 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", cfg.Root, err)
 	}
-	py, err := kernel.FindPython(ctx, cfg.Python, ws.Root())
+	// A launcher's remembered answer is confirmed by Start, beside the
+	// kernels' start, for the local launcher, whose pool Start can remake;
+	// another launcher's kernels (agents) are made once, on a confirmed
+	// interpreter.
+	var py kernel.Interpreter
+	var confirm func(context.Context) (kernel.Interpreter, error)
+	if _, local := cfg.Launcher.(LocalLauncher); local {
+		py, confirm, err = kernel.FindPythonQuick(ctx, cfg.Python, ws.Root())
+	} else {
+		py, err = kernel.FindPython(ctx, cfg.Python, ws.Root())
+	}
 	if err != nil {
 		ws.Close()
 		return nil, err
@@ -156,8 +174,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		log:       cfg.Logger,
 		ws:        ws,
 		store:     store,
-		python:    py,
-		sources:   newSourceTable(cfg.Kernels),
+		python:        py,
+		confirmPython: confirm,
+		sources:       newSourceTable(cfg.Kernels),
 		clients:   make(map[string]Client),
 		grace:     make(map[string]*time.Timer),
 		streams:   make(map[protocol.ContextID]*stream),
@@ -172,7 +191,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		// kernel rather than wait for it forever.
 		maxStartFailures = batchMaxStartFailures
 	}
-	e.pool = cfg.Launcher.Kernels(kernel.PoolConfig{
+	e.poolCfg = kernel.PoolConfig{
 		Kernel: kernel.Config{
 			Python:           py,
 			Root:             ws.Root(),
@@ -186,7 +205,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		MaxStartFailures: maxStartFailures,
 		OnReady:          e.onKernelReady,
 		OnRestart:        e.onKernelRestart,
-	})
+	}
+	e.pool = cfg.Launcher.Kernels(e.poolCfg)
 	// ExecuteTimeout is applied by execute, not by the queue: its clock
 	// starts when the run's kernel is ready (see execute).
 	e.queue = queue.New(runner{e}, queue.Options{
@@ -216,8 +236,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.bg, e.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-	if err := e.pool.Start(e.bg); err != nil {
-		return fmt.Errorf("start kernels: %w", err)
+	if err := e.startKernels(ctx); err != nil {
+		return err
 	}
 	if err := e.queue.Start(e.bg); err != nil {
 		e.pool.Stop(ctx)
@@ -234,6 +254,59 @@ func (e *Engine) Start(ctx context.Context) error {
 			defer e.wg.Done()
 			e.consumeBatches(e.watcher.Batches())
 		}()
+	}
+	return nil
+}
+
+// startKernels starts the pool. When the interpreter is a launcher's
+// remembered answer, the launcher is asked again meanwhile (its ~85 ms
+// overlap the kernels' start instead of preceding it); if it now names
+// another interpreter, the pool, on which nothing has run yet, is stopped
+// and made again on that one. The caller holds lifeMu.
+func (e *Engine) startKernels(ctx context.Context) error {
+	confirm := e.confirmPython
+	e.confirmPython = nil
+	type answer struct {
+		py  kernel.Interpreter
+		err error
+	}
+	confirmed := make(chan answer, 1)
+	if confirm != nil {
+		go func() { // ends with confirm, which probeTimeout bounds
+			py, err := confirm(ctx)
+			confirmed <- answer{py, err}
+		}()
+	}
+	startErr := e.pool.Start(e.bg)
+	if confirm == nil {
+		if startErr != nil {
+			return fmt.Errorf("start kernels: %w", startErr)
+		}
+		return nil
+	}
+	a := <-confirmed
+	switch {
+	case a.err != nil:
+		if startErr == nil {
+			e.pool.Stop(ctx)
+		}
+		return a.err
+	case a.py == e.python:
+		if startErr != nil {
+			return fmt.Errorf("start kernels: %w", startErr)
+		}
+		return nil
+	}
+	e.log.Info("python: the launcher now runs another interpreter; starting the kernels on it",
+		"was", e.python.Path+" "+e.python.Version, "now", a.py.Path+" "+a.py.Version)
+	if startErr == nil {
+		e.pool.Stop(ctx)
+	}
+	e.python = a.py
+	e.poolCfg.Kernel.Python = a.py
+	e.pool = e.cfg.Launcher.Kernels(e.poolCfg)
+	if err := e.pool.Start(e.bg); err != nil {
+		return fmt.Errorf("start kernels: %w", err)
 	}
 	return nil
 }

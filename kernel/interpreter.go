@@ -44,7 +44,55 @@ const probeScript = "import sys; v = sys.version_info; print(sys.executable); pr
 // candidate is run once, from projectRoot, to read its real executable and
 // version.
 func FindPython(ctx context.Context, flag, projectRoot string) (Interpreter, error) {
-	var path, origin string
+	path, origin, err := candidatePython(flag, projectRoot)
+	if err != nil {
+		return Interpreter{}, err
+	}
+	return confirmPython(ctx, path, origin, projectRoot)
+}
+
+// FindPythonQuick is FindPython for a start that should not wait on a
+// launcher. A pyenv shim answers ~85 ms later than the interpreter it
+// runs, and its answer depends on the directory and the environment, so
+// FindPython asks it every time. When the candidate is a launcher whose
+// answer for this project and environment was remembered (by an earlier
+// FindPython or confirm), FindPythonQuick returns that answer at once and a
+// non-nil confirm, which asks the launcher again: the caller starts
+// kernels on the remembered interpreter, calls confirm meanwhile, and
+// starts them again on confirm's answer in the rare case it differs (the
+// user switched pyenv's version since). Otherwise it is FindPython and
+// confirm is nil.
+func FindPythonQuick(ctx context.Context, flag, projectRoot string) (interp Interpreter, confirm func(context.Context) (Interpreter, error), err error) {
+	path, origin, err := candidatePython(flag, projectRoot)
+	if err != nil {
+		return Interpreter{}, nil, err
+	}
+	if interp, ok := probeCache.lookupLauncher(path, projectRoot); ok {
+		return interp, func(ctx context.Context) (Interpreter, error) {
+			return confirmPython(ctx, path, origin, projectRoot)
+		}, nil
+	}
+	interp, err = confirmPython(ctx, path, origin, projectRoot)
+	return interp, nil, err
+}
+
+// confirmPython probes the candidate path unless it is a real interpreter
+// whose probe is remembered, and remembers what it found.
+func confirmPython(ctx context.Context, path, origin, projectRoot string) (Interpreter, error) {
+	if interp, ok := probeCache.lookup(path); ok {
+		return interp, nil
+	}
+	interp, err := probePython(ctx, path, projectRoot)
+	if err != nil {
+		return Interpreter{}, fmt.Errorf("%w: %s: %w", ErrNoPython, origin, err)
+	}
+	probeCache.remember(path, projectRoot, interp)
+	return interp, nil
+}
+
+// candidatePython is FindPython's choice of a path to run, before it runs
+// it; origin says where the choice came from, for errors.
+func candidatePython(flag, projectRoot string) (path, origin string, err error) {
 	switch {
 	case flag != "":
 		path, origin = flag, "--python "+flag
@@ -67,20 +115,12 @@ func FindPython(ctx context.Context, flag, projectRoot string) (Interpreter, err
 		}
 		found, err := exec.LookPath("python3")
 		if err != nil {
-			return Interpreter{}, fmt.Errorf("%w: no python3 on PATH and no %s; install Python >= %s or choose one with --python or RIPPLE_PYTHON",
+			return "", "", fmt.Errorf("%w: no python3 on PATH and no %s; install Python >= %s or choose one with --python or RIPPLE_PYTHON",
 				ErrNoPython, venv, MinPython)
 		}
 		path, origin = found, "python3 on PATH ("+found+")"
 	}
-	if interp, ok := probeCache.lookup(path); ok {
-		return interp, nil
-	}
-	interp, err := probePython(ctx, path, projectRoot)
-	if err != nil {
-		return Interpreter{}, fmt.Errorf("%w: %s: %w", ErrNoPython, origin, err)
-	}
-	probeCache.remember(path, interp)
-	return interp, nil
+	return path, origin, nil
 }
 
 func probePython(ctx context.Context, path, dir string) (Interpreter, error) {

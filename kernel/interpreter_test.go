@@ -227,3 +227,75 @@ func TestFindPythonProbesLaunchersEveryTime(t *testing.T) {
 		t.Errorf("launcher probed %d times, want 3", n)
 	}
 }
+
+// FindPythonQuick hands out a launcher's remembered answer at once, for
+// the same project and environment only, with a confirm that asks the
+// launcher again; without a remembered answer it is FindPython.
+func TestFindPythonQuickRemembersLaunchersPerProject(t *testing.T) {
+	// Not parallel: it changes the environment.
+	dir := t.TempDir()
+	shim, counter := countingPython(t, dir, python(t).Path)
+	real := Interpreter{Path: python(t).Path, Version: "3.11.0"} // what the shim says
+	ctx := context.Background()
+
+	got, confirm, err := FindPythonQuick(ctx, shim, dir)
+	if err != nil || got != real || confirm != nil {
+		t.Fatalf("first FindPythonQuick = %+v, confirm %v, %v; want a probe's answer %+v and no confirm", got, confirm != nil, err, real)
+	}
+	if n := runs(t, counter); n != 1 {
+		t.Fatalf("launcher probed %d times, want 1", n)
+	}
+	got, confirm, err = FindPythonQuick(ctx, shim, dir)
+	if err != nil || got != real || confirm == nil {
+		t.Fatalf("second FindPythonQuick = %+v, confirm %v, %v; want the remembered %+v and a confirm", got, confirm != nil, err, real)
+	}
+	if n := runs(t, counter); n != 1 {
+		t.Fatalf("launcher probed %d times before confirm, want still 1", n)
+	}
+	if again, err := confirm(ctx); err != nil || again != real {
+		t.Fatalf("confirm = %+v, %v", again, err)
+	}
+	if n := runs(t, counter); n != 2 {
+		t.Fatalf("confirm probed the launcher %d times in all, want 2", n)
+	}
+	// Another project, or another pyenv version asked for, is asked.
+	if _, confirm, _ := FindPythonQuick(ctx, shim, t.TempDir()); confirm != nil {
+		t.Error("a launcher's answer for one project was used for another")
+	}
+	t.Setenv("PYENV_VERSION", "3.99.0")
+	if _, confirm, _ := FindPythonQuick(ctx, shim, dir); confirm != nil {
+		t.Error("a launcher's answer was used after PYENV_VERSION changed")
+	}
+	// FindPython itself still asks the launcher every time.
+	before := runs(t, counter)
+	if _, err := FindPython(ctx, shim, dir); err != nil {
+		t.Fatal(err)
+	}
+	if n := runs(t, counter); n != before+1 {
+		t.Errorf("FindPython of a launcher probed %d times, want 1", n-before)
+	}
+}
+
+// A remembered answer naming an interpreter that has changed since is not
+// handed out.
+func TestFindPythonQuickForgetsChangedInterpreters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// The "interpreter" the launcher names is itself a fake, so the test
+	// can change it.
+	exe, _ := countingPython(t, filepath.Join(dir, "exe"), "")
+	shim, _ := countingPython(t, filepath.Join(dir, "shim"), exe)
+	ctx := context.Background()
+	if _, _, err := FindPythonQuick(ctx, shim, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, confirm, _ := FindPythonQuick(ctx, shim, dir); confirm == nil {
+		t.Fatal("the launcher's answer was not remembered")
+	}
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho \"$0\"; echo 3.12.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, confirm, _ := FindPythonQuick(ctx, shim, dir); confirm != nil {
+		t.Error("the answer was handed out after the interpreter it names changed")
+	}
+}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,13 +11,16 @@ import (
 
 // probeCache remembers what probing an interpreter found, so that starting
 // ripple does not run Python once just to ask its version (~25 ms of every
-// start). Only real interpreters are remembered, keyed by the file they
-// resolve to and its size and modification time: a launcher (a pyenv shim,
-// whose answer depends on the directory and the environment) resolves to
-// another file than the sys.executable it reports, and is probed every
-// time. The cache is one small JSON file in ripple's cache directory,
-// replaced atomically; a lost race or an unreadable file only costs a
-// probe.
+// start). A real interpreter is remembered by its path, and trusted while
+// the file it resolves to keeps its size and modification time. A launcher
+// (a pyenv shim, whose answer depends on the directory and the
+// environment) resolves to another file than the sys.executable it
+// reports: its answer is remembered per project directory and
+// environment, but FindPython still asks it every time; only
+// FindPythonQuick uses the remembered answer, and it has its caller
+// confirm it. The cache is one small JSON file in ripple's cache
+// directory, replaced atomically; a lost race or an unreadable file only
+// costs a probe.
 var probeCache = &interpreterCache{path: func() string {
 	return filepath.Join(cacheBase(), "ripple", "interpreters.json")
 }}
@@ -33,6 +37,25 @@ type probeEntry struct {
 	ModTime int64  `json:"modTime"` // of Real, ns
 	Exe     string `json:"exe"`     // sys.executable
 	Version string `json:"version"`
+	// Of a launcher's entry: the identity of Exe when it answered, so an
+	// interpreter removed or replaced since is not handed out.
+	ExeReal    string `json:"exeReal,omitempty"`
+	ExeSize    int64  `json:"exeSize,omitempty"`
+	ExeModTime int64  `json:"exeModTime,omitempty"`
+}
+
+// launcherEnv lists the environment variables a launcher's answer may
+// depend on (pyenv's and the activated environments').
+var launcherEnv = []string{"PATH", "PYENV_VERSION", "PYENV_ROOT", "PYENV_DIR", "VIRTUAL_ENV", "CONDA_PREFIX"}
+
+// launcherKey is the cache key of a launcher's answer: its path, the
+// directory it runs in and the environment it sees.
+func launcherKey(path, dir string) string {
+	h := sha256.New()
+	for _, v := range launcherEnv {
+		fmt.Fprintf(h, "%s=%s\x00", v, os.Getenv(v))
+	}
+	return fmt.Sprintf("launcher %s in %s env %x", path, dir, h.Sum(nil)[:8])
 }
 
 // identity resolves a candidate path to the file that runs and its stat.
@@ -77,16 +100,43 @@ func (c *interpreterCache) lookup(path string) (Interpreter, bool) {
 	return Interpreter{Path: e.Exe, Version: e.Version}, true
 }
 
-// remember records a probe of path when path is the interpreter itself
-// (its sys.executable resolves to the same file), not a launcher.
-func (c *interpreterCache) remember(path string, interp Interpreter) {
+// lookupLauncher returns the remembered answer of launcher path run in
+// dir with this environment, if the launcher and the interpreter it named
+// are the files they were.
+func (c *interpreterCache) lookupLauncher(path, dir string) (Interpreter, bool) {
+	id, err := identity(path)
+	if err != nil {
+		return Interpreter{}, false
+	}
+	c.mu.Lock()
+	e, ok := c.load()[launcherKey(path, dir)]
+	c.mu.Unlock()
+	if !ok || e.Real != id.Real || e.Size != id.Size || e.ModTime != id.ModTime || e.Exe == "" {
+		return Interpreter{}, false
+	}
+	exe, err := identity(e.Exe)
+	if err != nil || exe.Real != e.ExeReal || exe.Size != e.ExeSize || exe.ModTime != e.ExeModTime {
+		return Interpreter{}, false
+	}
+	return Interpreter{Path: e.Exe, Version: e.Version}, true
+}
+
+// remember records a probe of path run in dir: by path when path is the
+// interpreter itself (its sys.executable resolves to the same file), by
+// launcherKey when it is a launcher.
+func (c *interpreterCache) remember(path, dir string, interp Interpreter) {
 	id, err := identity(path)
 	if err != nil {
 		return
 	}
 	exe, err := identity(interp.Path)
-	if err != nil || exe.Real != id.Real {
-		return // a launcher: probe it every time
+	if err != nil {
+		return
+	}
+	key := path
+	if exe.Real != id.Real {
+		key = launcherKey(path, dir)
+		id.ExeReal, id.ExeSize, id.ExeModTime = exe.Real, exe.Size, exe.ModTime
 	}
 	id.Exe, id.Version = interp.Path, interp.Version
 	c.mu.Lock()
@@ -94,10 +144,14 @@ func (c *interpreterCache) remember(path string, interp Interpreter) {
 	entries := c.load()
 	for p, e := range entries {
 		if _, err := os.Stat(e.Real); err != nil {
-			delete(entries, p) // an interpreter that is gone
+			delete(entries, p) // an interpreter (or launcher) that is gone
+		} else if e.ExeReal != "" {
+			if _, err := os.Stat(e.ExeReal); err != nil {
+				delete(entries, p) // a launcher's answer that is gone
+			}
 		}
 	}
-	entries[path] = id
+	entries[key] = id
 	data, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
 		return
