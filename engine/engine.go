@@ -70,8 +70,8 @@ type Engine struct {
 	confirmPython func(context.Context) (kernel.Interpreter, error)
 	poolCfg       kernel.PoolConfig // what the pool was made with, for a remake in Start
 	sources       *sourceTable
-	dur     durableState // the state log's ordering (durable.go)
-	crashes kernel.CrashStreak
+	dur           durableState // the state log's ordering (durable.go)
+	crashes       kernel.CrashStreak
 
 	// bg is the per-owner context of the engine's own goroutines (watch
 	// batches, kernel drops, grace expiry); Stop cancels it and waits on wg.
@@ -170,20 +170,20 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		ws:        ws,
-		store:     store,
+		cfg:           cfg,
+		log:           cfg.Logger,
+		ws:            ws,
+		store:         store,
 		python:        py,
 		confirmPython: confirm,
 		sources:       newSourceTable(cfg.Kernels),
-		clients:   make(map[string]Client),
-		grace:     make(map[string]*time.Timer),
-		streams:   make(map[protocol.ContextID]*stream),
-		running:   make(map[int]protocol.ContextID),
-		softStops: make(map[protocol.ContextID]*softStop),
-		drops:     newDropQueue(),
-		retired:   make(map[int]bool),
+		clients:       make(map[string]Client),
+		grace:         make(map[string]*time.Timer),
+		streams:       make(map[protocol.ContextID]*stream),
+		running:       make(map[int]protocol.ContextID),
+		softStops:     make(map[protocol.ContextID]*softStop),
+		drops:         newDropQueue(),
+		retired:       make(map[int]bool),
 	}
 	maxStartFailures := 0 // a server keeps trying
 	if cfg.Batch {
