@@ -141,12 +141,15 @@ async function steps(page) {
   await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('total =')); cm.replaceRange('unsaved = 1\\n', {line: i, ch: 0}); cm.focus()");
   await waitFor(page, "the file state to say unsaved", () => document.getElementById("file-state").dataset.state === "dirty");
   await waitAnnotation(page, "main:__main__/unsaved", "1");
-  console.log("RESTART");
-  const next = await stdinLines.next();
-  if (next.done) throw new Error("no page URL after the restart");
+  // The page goes before the server stops: left open, it would reconnect
+  // to the new server (same address) and send its unsaved text there
+  // before the new page asks, and nothing would be left to offer.
   await page.evaluate(() => window.addEventListener("beforeunload", (e) => e.stopImmediatePropagation(), { capture: true }));
   const page2 = await page.context().newPage();
   await page.close({ runBeforeUnload: false });
+  console.log("RESTART");
+  const next = await stdinLines.next();
+  if (next.done) throw new Error("no page URL after the restart");
   await page2.goto(next.value.trim());
   await waitFor(page2, "the recovered text offered", () =>
     [...document.querySelectorAll(".banner")].some((b) => b.textContent.includes("unsaved changes") && b.textContent.includes("Restore")));
