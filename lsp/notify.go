@@ -203,6 +203,11 @@ func (s *session) apply(n note, out *outgoing) {
 			if u.Payload.Type == protocol.PayloadPending && u.Payload.Message == "" {
 				s.runStarted(e, out)
 				delete(e.output, u.ExpressionID) // it runs again: its output is new
+				// What it raised in a run an edit superseded (whose
+				// findings this run carries on) is not this run's: it
+				// says again if it still raises. Not published now, so
+				// a persisting error does not flicker.
+				e.fresh = slices.DeleteFunc(e.fresh, func(d protocol.Diagnostic) bool { return d.ExpressionID == u.ExpressionID })
 			}
 			e.updates[u.ExpressionID] = u
 		}

@@ -291,6 +291,40 @@ func TestPanicDiagnosticClears(t *testing.T) {
 	b.waitUntil("b = 42", func() bool { return slices.Contains(b.labels("main.py")[2], "= 42") })
 }
 
+// TestSupersededRunsDiagnosticIsReplaced: an edit lands while a run that
+// raised is still going; the statement raises something else in the new
+// run. Only the new error is shown once the new run ends: the superseded
+// run's is not carried into it.
+func TestSupersededRunsDiagnosticIsReplaced(t *testing.T) {
+	b := setup(t)
+	b.initialize(lsproto.PositionEncodingKindUTF32)
+	doc := b.uri("main.py")
+	slow := "import time\n\n\ndef main():\n    a = 6\n    b = a // 0\n    time.sleep(60)\n    return a\n"
+	if err := b.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{URI: doc, Version: 1, Text: slow}}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitUntil("the ZeroDivisionError diagnostic while the run sleeps", func() bool {
+		ds, _ := b.ed.diagnostics(doc)
+		return len(ds) == 1 && strings.Contains(diagnosticMessage(ds[0]), "ZeroDivisionError")
+	})
+	fixed := strings.Replace(strings.Replace(slow, "a // 0", "a * nosuch", 1), "    time.sleep(60)\n", "", 1)
+	if err := b.server.DidChange(t.Context(), &lsproto.DidChangeTextDocumentParams{
+		TextDocument:   lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: doc}, Version: 2},
+		ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangeWholeDocument{Text: fixed}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitUntil("the NameError alone, at b's line", func() bool {
+		ds, _ := b.ed.diagnostics(doc)
+		return len(ds) == 1 && ds[0].Range.Start.Line == 5 && strings.Contains(diagnosticMessage(ds[0]), "NameError")
+	})
+}
+
+func diagnosticMessage(d lsproto.Diagnostic) string {
+	m, _ := d.Message.(lsproto.String)
+	return string(m)
+}
+
 // TestShutdownExitDestroysContexts: after shutdown and exit Serve returns
 // nil and the session's contexts are gone from the engine.
 func TestShutdownExitDestroysContexts(t *testing.T) {
