@@ -208,6 +208,7 @@ func (b *bench) overAgents() (sample, error) {
 		}
 	}()
 	var agents []*exec.Cmd
+	var agentLog syncBuffer
 	defer func() {
 		for _, a := range agents {
 			a.Process.Kill()
@@ -224,7 +225,7 @@ func (b *bench) overAgents() (sample, error) {
 			}
 			ac := exec.Command(b.bin, "agent", "--coordinator", a, "--token", token, "--kernels", fmt.Sprint(b.perAgent),
 				"--python", b.python, "--root", dir, "--spare=false", "--log-level", "warn", "--host", fmt.Sprintf("bench%d", i))
-			ac.Stderr = os.Stderr
+			ac.Stderr = &agentLog // shown when the run fails
 			if err := ac.Start(); err != nil {
 				return sample{}, err
 			}
@@ -241,7 +242,7 @@ func (b *bench) overAgents() (sample, error) {
 	text := stderr.String()
 	mu.Unlock()
 	if err != nil {
-		return sample{}, fmt.Errorf("%v\n%s", err, text)
+		return sample{}, fmt.Errorf("%v\n%s\nagents:\n%s", err, text, agentLog.String())
 	}
 	for _, a := range agents {
 		a.Wait() // the run's end shuts them down
@@ -297,3 +298,21 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// syncBuffer is a bytes.Buffer several processes' output goes to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
