@@ -573,3 +573,64 @@ func TestAgentsBatchTestsOnlyAgentLost(t *testing.T) {
 		}
 	}
 }
+
+const faultsModule = `import os
+import time
+
+
+def test_first():
+    pass
+
+
+def test_exits():
+    os._exit(3)
+
+
+def test_middle():
+    assert os.environ["PYTEST_XDIST_WORKER"].startswith("gw")
+
+
+def test_hangs():
+    time.sleep(600)
+
+
+def test_last():
+    pass
+`
+
+// A test that kills its kernel and one past --timeout, on an agent's
+// kernel: the same outcomes as on a local kernel (crashed, timeout), the
+// agent replaces the kernel each time, and the module's other tests run
+// on the replacement.
+func TestAgentsBatchTestsCrashAndTimeout(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	files := map[string]string{"test_faults.py": faultsModule}
+	out := t.TempDir()
+	localJSON, agentsJSON := filepath.Join(out, "local.json"), filepath.Join(out, "agents.json")
+	cmd := exec.Command(buildBinary(t), "run", projectCopy(t, files), "--tests", "--python", py, "--kernels", "1", "--timeout", "5s",
+		"--json", localJSON, "--", "-p", "no:cacheprovider")
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("local run: %v, want exit 1\n%s", err, b)
+	}
+	run := startBatchRun(t, projectCopy(t, files), "--tests", "--python", py, "--kernels", "1", "--timeout", "5s",
+		"--json", agentsJSON, "--", "-p", "no:cacheprovider")
+	startAgent(t, run.addr, projectCopy(t, files), "--host", "mu", "--python", py)
+	if code := run.wait(t); code != 1 {
+		t.Fatalf("ripple run over an agent: exit %d, want 1", code)
+	}
+	_, local := jsonStatuses(t, localJSON)
+	_, agents := jsonStatuses(t, agentsJSON)
+	if d := diffMaps(local, agents); d != "" {
+		t.Errorf("outcomes over an agent differ from the local run's (local / agent):\n%s", d)
+	}
+	want := map[string]string{"test_first": "passed: ", "test_exits": "crashed: the kernel died: exit status 3", "test_middle": "passed: ",
+		"test_hangs": "timeout: timed out after 5s", "test_last": "passed: "}
+	for name, w := range want {
+		if got := agents["test_faults.py::"+name]; got != w {
+			t.Errorf("%s over an agent: %q, want %q", name, got, w)
+		}
+	}
+}
