@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -372,6 +373,11 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	wg.Wait()
 	stopAll := func() { p.stop(ctx) }
 	opts.Logger.Debug("kernels collected", "after", time.Since(started))
+	if p.slots != nil {
+		ws, answers, errs = dropLost(opts.Logger, ws, answers, errs)
+		workers = len(ws)
+		t.workers = workers
+	}
 	if err := errors.Join(errs...); err != nil {
 		stopAll()
 		if ctx.Err() != nil {
@@ -409,7 +415,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	for i, a := range answers[1:] {
 		if d := differ(first.Items, a.Items); d != "" {
 			stopAll()
-			return nil, nil, fmt.Errorf("%w: kernels gw0 and gw%d collected different tests (%d and %d): %s", ErrProject, i+1, len(first.Items), len(a.Items), d)
+			return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
 		}
 	}
 
@@ -587,6 +593,25 @@ loop:
 
 var errFailFast = errors.New("--fail-fast")
 
+// dropLost leaves out of the run the kernels whose agent was lost while
+// they collected, unless none would be left: the others run their share.
+func dropLost(log *slog.Logger, ws []*testWorker, answers []*collectAnswer, errs []error) ([]*testWorker, []*collectAnswer, []error) {
+	var kw []*testWorker
+	var ka []*collectAnswer
+	var ke []error
+	for i, w := range ws {
+		if errs[i] != nil && w.agentLost(errs[i]) {
+			log.Warn("agent lost while its kernel collected: the run goes on without it", "agent", w.agent, "kernel", w.name(), "err", errs[i])
+			continue
+		}
+		kw, ka, ke = append(kw, w), append(ka, answers[i]), append(ke, errs[i])
+	}
+	if len(kw) == 0 {
+		return ws, answers, errs
+	}
+	return kw, ka, ke
+}
+
 // differ says where two collections differ ("" when they do not).
 func differ(a, b []testItem) string {
 	for i := range min(len(a), len(b)) {
@@ -661,6 +686,14 @@ type testWorker struct {
 	output   strings.Builder   // what the running test printed outside pytest's capture
 	timer    *time.Timer
 	cancel   context.CancelCauseFunc
+}
+
+// agentLost reports whether err ended the worker's kernel because its
+// agent was lost (its connection closed, killed, lease expired) or is
+// stopping: not the test's doing, unlike a kernel that died or was
+// restarted.
+func (w *testWorker) agentLost(err error) bool {
+	return w.agent != "" && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) && !errors.Is(err, kernel.ErrKernelDied)
 }
 
 // name is the kernel's name in messages: gw1, or gw1 (agent beta).
@@ -907,7 +940,7 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		if errors.Is(cause, errFailFast) {
 			msg = "stopped by --fail-fast after the first failure"
 		}
-	case w.agent != "" && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) && !errors.Is(err, kernel.ErrKernelDied):
+	case w.agentLost(err):
 		// The agent's connection ended (killed, network, lease) or the
 		// agent is stopping: its kernel's tests run again elsewhere; a
 		// test that was running when a second agent was lost is not

@@ -634,3 +634,51 @@ func TestAgentsBatchTestsCrashAndTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A conftest.py that waits, while pytest collects, for a file the test
+// writes.
+const blockingConftest = `import os
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(HERE, "collecting"), "w").close()
+while not os.path.exists(os.path.join(HERE, "release")):
+    time.sleep(0.01)
+`
+
+// An agent killed while its kernel collects: the run goes on with the
+// other agent's kernel, with pytest's outcomes, and says which agent it
+// lost.
+func TestAgentsBatchTestsAgentLostInCollection(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	files := map[string]string{"conftest.py": blockingConftest, "test_quick.py": quickModule}
+	oracle := projectCopy(t, files)
+	writeFile(t, oracle, "release", "")
+	wantCode, want := pytestRun(t, py, oracle)
+	if wantCode != 0 || len(want) != 2 {
+		t.Fatalf("pytest: exit %d, %v", wantCode, want)
+	}
+	dir := t.TempDir()
+	junit, report := filepath.Join(dir, "agents.xml"), filepath.Join(dir, "agents.json")
+	run := startBatchRun(t, projectCopy(t, files), "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+		"--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1")
+	nu := startAgent(t, run.addr, projectCopy(t, files), "--host", "nu", "--python", py)
+	xi := startAgent(t, run.addr, projectCopy(t, files), "--host", "xi", "--python", py)
+	waitFile(t, "collecting", nu.dir)
+	waitFile(t, "collecting", xi.dir)
+	nu.kill9(t)
+	writeFile(t, xi.dir, "release", "")
+	if code := run.wait(t); code != 0 {
+		t.Fatalf("ripple run: exit %d, want 0 (pytest's)", code)
+	}
+	if d := diffMaps(want, junitOutcomes(t, junit)); d != "" {
+		t.Errorf("JUnit outcomes differ from pytest's (pytest / ripple):\n%s", d)
+	}
+	if n, _ := jsonStatuses(t, report); n != 1 {
+		t.Errorf("the report says %d kernels, want 1 (xi's)", n)
+	}
+	if !regexp.MustCompile(`agent lost while its kernel collected.*agent=nu`).MatchString(run.stderr.String()) {
+		t.Errorf("the loss of agent nu is not said:\n%s", run.stderr.String())
+	}
+}
