@@ -60,7 +60,8 @@
 // that dies or times out is replaced by its agent and the worker takes the
 // slot's next one. When an agent is lost, its worker puts back what its
 // kernel held, the running test included (a test running when a second
-// agent is lost is crashed), and ends; the other kernels run those tests.
+// agent is lost is crashed), and ends; the other kernels run those tests
+// (a kernel whose agent is lost while it collects leaves the run).
 // So that they can, a kernel that finds the queue empty finishes its
 // session and waits until a group is put back or no session is left open
 // (testRun). Tests left with no kernel to run them are crashed, naming
