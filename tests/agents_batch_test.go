@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/agent"
+	"github.com/ripple-run/ripple/batch"
 	"github.com/ripple-run/ripple/internal/syncbuf"
 )
 
@@ -680,5 +682,36 @@ func TestAgentsBatchTestsAgentLostInCollection(t *testing.T) {
 	}
 	if !regexp.MustCompile(`agent lost while its kernel collected.*agent=nu`).MatchString(run.stderr.String()) {
 		t.Errorf("the loss of agent nu is not said:\n%s", run.stderr.String())
+	}
+}
+
+// batch.Run over an in-process agents launcher with a real agent: the
+// run's goroutines (the coordinator's included) end with it, which the
+// package's leak check verifies; the outcomes are pytest's.
+func TestAgentsBatchTestsInProcess(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	files := scopesProject()
+	_, want := pytestRun(t, py, projectCopy(t, files))
+	coord, err := agent.Listen(agent.CoordinatorConfig{Listen: "127.0.0.1:0", Token: agentToken, Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	startAgent(t, coord.Addr(), projectCopy(t, files), "--host", "pi", "--kernels", "2", "--python", py)
+	rep, err := batch.Run(stepCtx(t), batch.Options{Root: projectCopy(t, files), Python: py, Tests: true, Agents: coord, Kernels: 2,
+		PytestArgs: []string{"-p", "no:cacheprovider"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	if err := batch.WriteJUnit(junit, rep); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffMaps(want, junitOutcomes(t, junit)); d != "" {
+		t.Errorf("JUnit outcomes differ from pytest's (pytest / ripple):\n%s", d)
+	}
+	if rep.Kernels != 2 {
+		t.Errorf("%d kernels, want the agent's 2", rep.Kernels)
 	}
 }
