@@ -128,50 +128,35 @@ func junitOutcomes(t *testing.T, path string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// pytest and ripple both write <testsuites><testsuite><testcase>.
 	var doc struct {
-		Cases []struct {
-			Class   string    `xml:"classname,attr"`
-			Name    string    `xml:"name,attr"`
-			Failure *struct{} `xml:"failure"`
-			Error   *struct{} `xml:"error"`
-			Skipped *struct{} `xml:"skipped"`
-		} `xml:"testsuite>testcase"`
+		Suites []struct {
+			Cases []struct {
+				Class   string    `xml:"classname,attr"`
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Error   *struct{} `xml:"error"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
 	}
 	if err := xml.Unmarshal(b, &doc); err != nil {
-		// pytest writes <testsuites><testsuite>; ripple one testsuite per class.
 		t.Fatalf("%s: %v", path, err)
 	}
-	if len(doc.Cases) == 0 {
-		var all struct {
-			Suites []struct {
-				Cases []struct {
-					Class   string    `xml:"classname,attr"`
-					Name    string    `xml:"name,attr"`
-					Failure *struct{} `xml:"failure"`
-					Error   *struct{} `xml:"error"`
-					Skipped *struct{} `xml:"skipped"`
-				} `xml:"testcase"`
-			} `xml:"testsuite"`
-		}
-		if err := xml.Unmarshal(b, &all); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		for _, s := range all.Suites {
-			doc.Cases = append(doc.Cases, s.Cases...)
-		}
-	}
 	out := map[string]string{}
-	for _, c := range doc.Cases {
-		o := "passed"
-		switch {
-		case c.Failure != nil:
-			o = "failure"
-		case c.Error != nil:
-			o = "error"
-		case c.Skipped != nil:
-			o = "skipped"
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			o := "passed"
+			switch {
+			case c.Failure != nil:
+				o = "failure"
+			case c.Error != nil:
+				o = "error"
+			case c.Skipped != nil:
+				o = "skipped"
+			}
+			out[c.Class+"::"+c.Name] = o
 		}
-		out[c.Class+"::"+c.Name] = o
 	}
 	return out
 }
@@ -490,6 +475,20 @@ def test_q2():
     assert 2 + 2 == 4
 `
 
+// releasedOracle runs pytest on a copy of files with the release file in
+// place (nothing waits), which must pass its n tests, and returns its
+// JUnit outcomes.
+func releasedOracle(t *testing.T, py string, files map[string]string, n int) map[string]string {
+	t.Helper()
+	oracle := projectCopy(t, files)
+	writeFile(t, oracle, "release", "")
+	code, want := pytestRun(t, py, oracle)
+	if code != 0 || len(want) != n {
+		t.Fatalf("pytest: exit %d, %v; want 0 and %d tests", code, want, n)
+	}
+	return want
+}
+
 // waitFile waits until one of dirs has file name and returns that dir.
 func waitFile(t *testing.T, name string, dirs ...string) string {
 	t.Helper()
@@ -515,12 +514,7 @@ func TestAgentsBatchTestsAgentLost(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
 	files := map[string]string{"test_block.py": blockingModule, "test_quick.py": quickModule}
-	oracle := projectCopy(t, files)
-	writeFile(t, oracle, "release", "")
-	wantCode, want := pytestRun(t, py, oracle)
-	if wantCode != 0 || len(want) != 5 {
-		t.Fatalf("pytest: exit %d, %v", wantCode, want)
-	}
+	want := releasedOracle(t, py, files, 5)
 	junit := filepath.Join(t.TempDir(), "agents.xml")
 	run := startBatchRun(t, projectCopy(t, files), "--tests", "--python", py, "--kernels", "2", "--junit", junit,
 		"--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1")
@@ -655,12 +649,7 @@ func TestAgentsBatchTestsAgentLostInCollection(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
 	files := map[string]string{"conftest.py": blockingConftest, "test_quick.py": quickModule}
-	oracle := projectCopy(t, files)
-	writeFile(t, oracle, "release", "")
-	wantCode, want := pytestRun(t, py, oracle)
-	if wantCode != 0 || len(want) != 2 {
-		t.Fatalf("pytest: exit %d, %v", wantCode, want)
-	}
+	want := releasedOracle(t, py, files, 2)
 	dir := t.TempDir()
 	junit, report := filepath.Join(dir, "agents.xml"), filepath.Join(dir, "agents.json")
 	run := startBatchRun(t, projectCopy(t, files), "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,

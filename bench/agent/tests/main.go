@@ -44,6 +44,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ripple-run/ripple/internal/syncbuf"
 )
 
 func main() {
@@ -208,7 +210,7 @@ func (b *bench) overAgents() (sample, error) {
 		}
 	}()
 	var agents []*exec.Cmd
-	var agentLog syncBuffer
+	var agentLog syncbuf.Buffer
 	defer func() {
 		for _, a := range agents {
 			a.Process.Kill()
@@ -298,21 +300,3 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-
-// syncBuffer is a bytes.Buffer several processes' output goes to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
