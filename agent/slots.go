@@ -811,12 +811,13 @@ func (s *slots) connLost(c *agentConn, reason string) {
 		ends = appendKernels(ends, st)
 		st.k, st.pending = nil, nil
 	}
-	if !s.stopped {
+	stopping := s.stopped
+	if !stopping {
 		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec) })
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()
-	if !s.bgStopped() {
+	if !stopping { // the coordinator's own shutdown is no loss to warn of
 		s.log.Warn("agent lost; its contexts wait for it", "agent", rec.id, "host", rec.host, "reason", reason, "grace", s.c.cfg.Grace)
 	}
 	for _, k := range ends {

@@ -51,6 +51,22 @@
 // (config.workerinput, PYTEST_XDIST_WORKER): junitxml and the last-failed
 // cache leave the reports to ripple.
 //
+// With Options.Agents (ripple run --agents-listen), the kernels are the
+// launcher's slots instead of children: Run waits for Options.Kernels
+// agent kernels, then drives one worker per slot that has a kernel (every
+// agent kernel connected by then, and the launcher's local kernels). The
+// rules above hold across agents: each kernel collects (each agent needs
+// the project in its root), a module's tests run on one kernel. A kernel
+// that dies or times out is replaced by its agent and the worker takes the
+// slot's next one. When an agent is lost, its worker puts back what its
+// kernel held, the running test included (a test running when a second
+// agent is lost is crashed), and ends; the other kernels run those tests
+// (a kernel whose agent is lost while it collects leaves the run).
+// So that they can, a kernel that finds the queue empty finishes its
+// session and waits until a group is put back or no session is left open
+// (testRun). Tests left with no kernel to run them are crashed, naming
+// why: such a run is never green.
+//
 // Watch (ripple run --tests --watch) keeps the kernels between runs: after
 // the first, each burst of saved changes re-runs the test modules that
 // import a changed file, directly or through other project modules (the

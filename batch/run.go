@@ -49,10 +49,15 @@ type Options struct {
 	// (0 = 10 s); past it they are killed.
 	StopTimeout time.Duration
 	// Agents, when set, provides the kernels instead of local children
-	// (ripple run --agents-listen): the run waits for Kernels of its
-	// kernels to be ready, then spreads the entries over them. Entries
-	// only (not Tests).
+	// (ripple run --agents-listen): the run waits for Kernels (default 1)
+	// of its agent kernels to be ready, then spreads the entries, or the
+	// tests, over every kernel it has then (the launcher's local ones
+	// included). Not with Watch.
 	Agents AgentsLauncher
+	// LocalKernels is the number of local kernels the Agents launcher
+	// serves beside the agents' (agent.CoordinatorConfig.Local; ripple
+	// run --local-kernels): entries count them as kernels of the run.
+	LocalKernels int
 }
 
 // AgentsLauncher is a launcher whose kernels connect by themselves
@@ -136,18 +141,21 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			// (its report of a failure shows the assertion's values).
 			return nil, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
 		}
-		if opts.Agents != nil {
-			return nil, fmt.Errorf("%w: --tests over agents is not built yet (docs/scale-out.md)", ErrUsage)
+		if opts.Agents != nil && opts.Kernels == 0 {
+			kernels = 1 // agent kernels to wait for
 		}
 		return runTests(ctx, opts, kernels)
 	}
 	started := time.Now()
 	ecfg := engine.Config{Root: opts.Root, Python: opts.Python, Kernels: kernels,
 		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger}
+	waitAgents := 0
 	if opts.Agents != nil {
 		if opts.Kernels == 0 {
 			kernels = 1
 		}
+		waitAgents = kernels
+		kernels += opts.LocalKernels // the launcher's own kernels run entries too
 		ecfg.Launcher, ecfg.Kernels = opts.Agents, opts.Agents.Size()
 	}
 	e, err := engine.New(ctx, ecfg)
@@ -167,8 +175,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}()
 	startErr := e.Start(ctx)
 	if startErr == nil && opts.Agents != nil {
-		opts.Logger.Info("waiting for agent kernels", "kernels", kernels)
-		if startErr = opts.Agents.WaitKernels(ctx, kernels); startErr != nil && ctx.Err() == nil {
+		opts.Logger.Info("waiting for agent kernels", "kernels", waitAgents)
+		if startErr = opts.Agents.WaitKernels(ctx, waitAgents); startErr != nil && ctx.Err() == nil {
 			startErr = fmt.Errorf("agents: %w", startErr)
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/kernel"
 )
 
@@ -84,25 +86,42 @@ var errTestTimeout = errors.New("test timed out")
 // handed out by scope group.
 //
 // Ownership: the workers (one goroutine per kernel) own their kernel; the
-// queue of groups and stop are guarded by mu; results go from the workers
-// (and their kernels' reader goroutines) to Run's goroutine over results,
-// which owns the report and the observer.
+// scheduling state below mu is shared by them; results go from the
+// workers (and their kernels' reader goroutines) to Run's goroutine over
+// results, which owns the report and the observer.
+//
+// Scheduling invariant: a worker whose pytest session is open (counted in
+// open) may still put tests back in the queue: those its kernel held when
+// it died, or when its agent was lost. So a worker that finds the queue
+// empty finishes its own session and then waits (more) until a group is
+// put back or no session is open any more; only then does it end. Every
+// change of queue, open or stopped broadcasts more.
 type testRun struct {
 	opts    *Options
 	python  kernel.Interpreter
 	root    string
 	args    []string
 	workers int
-	unit    bool // pytest is missing: unittest's loader runs the tests
+	unit    bool       // pytest is missing: unittest's loader runs the tests
+	items   []testItem // the first kernel's collection: a kernel that collects again must agree
 
 	entries []Entry
 	results chan indexedResult
 
 	mu      sync.Mutex
-	queue   [][]int // groups not started, in collection order
-	stopped bool
-	cancel  context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
-	flags   runFlags
+	more    *sync.Cond // on mu
+	queue   [][]int    // guarded by mu: groups not started, in collection order
+	open    int        // guarded by mu: workers whose session is open
+	stopped bool       // guarded by mu
+	// rerun: guarded by mu: kernel index -> the agent lost while that
+	// test ran; such a test is run again once, elsewhere.
+	rerun map[int]string
+	// gone: guarded by mu: why workers ended before the run did (a
+	// kernel that could not be replaced, an agent lost); the tests left
+	// unrun when no worker is left are reported with it.
+	gone   []string
+	cancel context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
+	flags  runFlags
 }
 
 type indexedResult struct {
@@ -110,23 +129,66 @@ type indexedResult struct {
 	r *Result
 }
 
-// next takes the next group, or nil when the run stops or nothing is left.
-func (t *testRun) next() []int {
+// next takes the next group; nil when the run stops, or when the queue
+// is empty and, with wait, no open session can put tests back any more
+// (see testRun).
+func (t *testRun) next(wait bool) []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || len(t.queue) == 0 {
-		return nil
+	for {
+		switch {
+		case t.stopped:
+			return nil
+		case len(t.queue) > 0:
+			g := t.queue[0]
+			t.queue = t.queue[1:]
+			return g
+		case !wait || t.open == 0:
+			return nil
+		}
+		t.more.Wait()
 	}
-	g := t.queue[0]
-	t.queue = t.queue[1:]
-	return g
 }
 
-// requeue puts back the tests of a group a dead kernel did not run.
+// requeue puts back the tests of a group a dead kernel (or a lost agent)
+// did not run.
 func (t *testRun) requeue(g []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.queue = append([][]int{g}, t.queue...)
+	t.more.Broadcast()
+}
+
+// opened and closed count the workers' open sessions.
+func (t *testRun) opened() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open++
+}
+
+func (t *testRun) closed() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open--
+	t.more.Broadcast()
+}
+
+// left records why a worker ended before the run.
+func (t *testRun) left(why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gone = append(t.gone, why)
+}
+
+// lostWhileRunning records that test i was running when agent was lost;
+// it returns the agent lost the first time when this is the second.
+func (t *testRun) lostWhileRunning(i int, agent string) (before string, again bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if before, again = t.rerun[i]; !again {
+		t.rerun[i] = agent
+	}
+	return before, again
 }
 
 // stop ends the run: no group starts, running calls are interrupted.
@@ -136,6 +198,7 @@ func (t *testRun) stop(cause error) {
 	if !t.stopped {
 		t.stopped = true
 		t.cancel(cause)
+		t.more.Broadcast()
 	}
 }
 
@@ -162,11 +225,24 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 // testPool is the kernels of test runs: one run (runTests), or every run
 // of a watch (Watch), which keeps them warm in between. Run's goroutine
 // (or Watch's) owns it.
+//
+// Its kernels are children of this process (kernel.Start), or, with
+// Options.Agents, the kernels of the launcher's slots: the agents'
+// kernels and the launcher's local ones. A worker then drives one slot:
+// the launcher (an agent's pool, or the local pool) replaces a kernel
+// that dies, and the worker takes the slot's next kernel.
 type testPool struct {
 	python  kernel.Interpreter
 	root    string
 	workers []*testWorker
+	slots   engine.Kernels // the launcher's slots; nil: children
+	stopTO  time.Duration
 }
+
+// replaceTimeout bounds the wait for a slot's next kernel after one died
+// or was restarted (an agent's pool starts it with backoff): a run never
+// waits forever for a kernel.
+const replaceTimeout = time.Minute
 
 func newTestPool(ctx context.Context, opts Options, workers int) (*testPool, error) {
 	root, err := filepath.Abs(opts.Root)
@@ -177,17 +253,74 @@ func newTestPool(ctx context.Context, opts Options, workers int) (*testPool, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
-	p := &testPool{python: py, root: root, workers: make([]*testWorker, workers)}
+	p := &testPool{python: py, root: root, stopTO: cmp.Or(opts.StopTimeout, 10*time.Second)}
+	if opts.Agents != nil {
+		slots, err := p.startSlots(ctx, opts, workers)
+		if err != nil {
+			return nil, err
+		}
+		for i, slot := range slots {
+			p.workers = append(p.workers, &testWorker{id: i, slots: p.slots, slot: slot})
+		}
+		return p, nil
+	}
+	p.workers = make([]*testWorker, workers)
 	for i := range p.workers {
-		p.workers[i] = &testWorker{id: i}
+		p.workers[i] = &testWorker{id: i, slot: -1}
 	}
 	return p, nil
 }
 
-// stop stops every kernel.
+// startSlots starts the agents launcher's slots, waits for n agent
+// kernels and returns the slots that have a kernel ready then (local
+// ones first): every kernel of every agent connected by then, and the
+// launcher's local kernels. Agents that connect later serve no test of
+// this run.
+func (p *testPool) startSlots(ctx context.Context, opts Options, n int) ([]int, error) {
+	p.slots = opts.Agents.Kernels(kernel.PoolConfig{
+		Kernel: kernel.Config{Python: p.python, Root: p.root},
+		Size:   opts.Agents.Size(),
+		// As in a batch run of entries: no spare, and a local slot that
+		// cannot start a kernel gives up rather than wait forever.
+		NoSpare:          true,
+		MaxStartFailures: 3,
+	})
+	if err := p.slots.Start(ctx); err != nil {
+		p.stop(ctx)
+		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
+	opts.Logger.Info("waiting for agent kernels", "kernels", n)
+	if err := opts.Agents.WaitKernels(ctx, n); err != nil {
+		p.stop(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: while waiting for agent kernels", ErrInterrupted)
+		}
+		return nil, fmt.Errorf("%w: agents: %w", ErrProject, err)
+	}
+	// A local slot may still be starting its kernel (its worker waits for
+	// it); an agent slot counts once its kernel is ready.
+	ak, _ := p.slots.(engine.AgentKernels)
+	var slots []int
+	for _, st := range p.slots.Status() {
+		local := ak == nil || ak.SlotAgent(st.Slot) == nil
+		if (local && !p.slots.Retired(st.Slot)) || st.State == kernel.StateReady || st.State == kernel.StateBusy {
+			slots = append(slots, st.Slot)
+		}
+	}
+	slices.Sort(slots)
+	opts.Logger.Debug("agent kernels ready", "slots", slots)
+	return slots, nil
+}
+
+// stop stops every kernel; with agents, it tells them to shut down.
 func (p *testPool) stop(ctx context.Context) {
 	for _, w := range p.workers {
 		w.stopKernel(ctx)
+	}
+	if p.slots != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.stopTO)
+		defer cancel()
+		p.slots.Stop(sctx)
 	}
 }
 
@@ -222,7 +355,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		// the run stops the other kernels.
 		args = append(slices.Clone(args), "--maxfail=1")
 	}
-	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel, flags: flags}
+	t := &testRun{opts: &opts, python: py, root: root, args: args, workers: workers, cancel: cancel, flags: flags,
+		rerun: make(map[int]string)}
+	t.more = sync.NewCond(&t.mu)
 
 	answers := make([]*collectAnswer, workers)
 	errs := make([]error, workers)
@@ -238,6 +373,11 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	wg.Wait()
 	stopAll := func() { p.stop(ctx) }
 	opts.Logger.Debug("kernels collected", "after", time.Since(started))
+	if p.slots != nil {
+		ws, answers, errs = dropLost(opts.Logger, ws, answers, errs)
+		workers = len(ws)
+		t.workers = workers
+	}
 	if err := errors.Join(errs...); err != nil {
 		stopAll()
 		if ctx.Err() != nil {
@@ -275,9 +415,12 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	for i, a := range answers[1:] {
 		if d := differ(first.Items, a.Items); d != "" {
 			stopAll()
-			return nil, nil, fmt.Errorf("%w: kernels gw0 and gw%d collected different tests (%d and %d): %s", ErrProject, i+1, len(first.Items), len(a.Items), d)
+			return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
 		}
 	}
+
+	t.items = first.Items
+	t.open = workers // every kernel collected: its session is open
 
 	// Entries: the collection reports that did not pass, then the items,
 	// in pytest's order.
@@ -428,9 +571,17 @@ loop:
 	case errors.Is(stopReason, ErrStopped):
 		why = stopReason.Error()
 	}
+	notRun := &Result{Status: StatusSkipped, Message: "not run: " + why}
+	if stopReason == nil {
+		// Nothing stopped the run, yet tests did not run: every kernel
+		// that could run them is gone. Not a green run.
+		notRun = &Result{Status: StatusCrashed, Message: "not run: no kernel left to run it: " + strings.Join(t.gone, "; ")}
+	}
 	for i, r := range report.Results {
 		if r == nil {
-			c.complete(i, &Result{Entry: entries[i], Status: StatusSkipped, Message: "not run: " + why})
+			r := *notRun
+			r.Entry = entries[i]
+			c.complete(i, &r)
 		}
 	}
 	report.Duration = time.Since(started)
@@ -441,6 +592,25 @@ loop:
 }
 
 var errFailFast = errors.New("--fail-fast")
+
+// dropLost leaves out of the run the kernels whose agent was lost while
+// they collected, unless none would be left: the others run their share.
+func dropLost(log *slog.Logger, ws []*testWorker, answers []*collectAnswer, errs []error) ([]*testWorker, []*collectAnswer, []error) {
+	var kw []*testWorker
+	var ka []*collectAnswer
+	var ke []error
+	for i, w := range ws {
+		if errs[i] != nil && w.agentLost(errs[i]) {
+			log.Warn("agent lost while its kernel collected: the run goes on without it", "agent", w.agent, "kernel", w.name(), "err", errs[i])
+			continue
+		}
+		kw, ka, ke = append(kw, w), append(ka, answers[i]), append(ke, errs[i])
+	}
+	if len(kw) == 0 {
+		return ws, answers, errs
+	}
+	return kw, ka, ke
+}
 
 // differ says where two collections differ ("" when they do not).
 func differ(a, b []testItem) string {
@@ -502,6 +672,13 @@ type testWorker struct {
 	k       *kernel.Kernel
 	entryOf map[int]int // kernel index -> entry index
 	stopped string      // pytest stopped the session (-x)
+	open    bool        // its pytest session is open (counted in t.open)
+
+	// slots and slot: the launcher slot whose kernels the worker drives
+	// (Options.Agents); slots is nil and slot -1 for a child kernel.
+	slots engine.Kernels
+	slot  int
+	agent string // the host of the slot's agent when the kernel was taken; "" for a local one
 
 	mu       sync.Mutex
 	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
@@ -509,6 +686,22 @@ type testWorker struct {
 	output   strings.Builder   // what the running test printed outside pytest's capture
 	timer    *time.Timer
 	cancel   context.CancelCauseFunc
+}
+
+// agentLost reports whether err ended the worker's kernel because its
+// agent was lost (its connection closed, killed, lease expired) or is
+// stopping: not the test's doing, unlike a kernel that died or was
+// restarted.
+func (w *testWorker) agentLost(err error) bool {
+	return w.agent != "" && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) && !errors.Is(err, kernel.ErrKernelDied)
+}
+
+// name is the kernel's name in messages: gw1, or gw1 (agent beta).
+func (w *testWorker) name() string {
+	if w.agent != "" {
+		return fmt.Sprintf("gw%d (agent %s)", w.id, w.agent)
+	}
+	return fmt.Sprintf("gw%d", w.id)
 }
 
 // begin collects, starting the kernel if it is not up.
@@ -519,8 +712,25 @@ func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 	return w.start(ctx)
 }
 
-// start starts the kernel and collects.
+// start starts the kernel (takes the slot's kernel) and collects.
 func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
+	for w.slots != nil {
+		k, err := w.slots.Kernel(ctx, w.slot)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kernel %s, slot %d: %w", ErrProject, w.name(), w.slot, err)
+		}
+		w.k, w.agent = k, ""
+		if ak, ok := w.slots.(engine.AgentKernels); ok {
+			if ref := ak.SlotAgent(w.slot); ref != nil {
+				w.agent = ref.Host
+			}
+		}
+		a, err := w.collect(ctx)
+		if kernel.WasNotSent(err) && ctx.Err() == nil {
+			continue // the kernel was gone before the request left: the slot's next one
+		}
+		return a, err
+	}
 	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
 		Env: []string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)}}
 	k, err := kernel.Start(ctx, cfg)
@@ -534,6 +744,12 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
 		"purge": w.t.flags.purge, "deps": w.t.flags.deps && w.id == 0}
+	if w.slots != nil {
+		// The launcher started the kernel: it gets the worker variables
+		// a child kernel gets at its start.
+		params["env"] = map[string]string{"PYTEST_XDIST_WORKER": fmt.Sprintf("gw%d", w.id),
+			"PYTEST_XDIST_WORKER_COUNT": fmt.Sprint(w.t.workers)}
+	}
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "collect"}
 	}
@@ -562,45 +778,117 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	}}
 	raw, err := w.k.Call(ctx, "pytest", params, sink)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
+		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
 	var a collectAnswer
 	if err := cmp.Or(json.Unmarshal(raw, &a), bad); err != nil {
-		return nil, fmt.Errorf("%w: kernel gw%d: collect: %w", ErrProject, w.id, err)
+		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
 	a.Items, a.CollectReports, a.Deps = items, reports, deps
 	if len(a.Items) != a.Count {
-		return nil, fmt.Errorf("%w: kernel gw%d: collect: %d items announced, %d received", ErrProject, w.id, a.Count, len(a.Items))
+		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))
 	}
 	return &a, nil
 }
 
+// stopKernel stops a child kernel; a slot's kernel is only let go (its
+// launcher stops it).
 func (w *testWorker) stopKernel(ctx context.Context) {
 	if w.k == nil {
 		return
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	w.k.Stop(sctx)
+	if w.slots == nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		w.k.Stop(sctx)
+	}
 	w.k = nil
 }
 
-// loop runs groups until none is left or the run stops, then finishes the
-// session (the held-back test, session teardown).
+// rejoin gives the worker a kernel with a session of this run again, after
+// its kernel died, timed out or was lost: a child kernel is replaced; a
+// slot's kernel is restarted when it is still alive (restart), else the
+// slot's next kernel is awaited (a lost agent's slot fails at once). The
+// new kernel's collection must be the run's. Its error says why the worker
+// cannot go on.
+func (w *testWorker) rejoin(ctx context.Context, restart bool) error {
+	old := w.k
+	w.stopKernel(ctx)
+	if w.slots != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, replaceTimeout)
+		defer cancel()
+		if restart && old != nil && old.Err() == nil {
+			if err := w.slots.Restart(ctx, w.slot, "test timed out"); err != nil {
+				return fmt.Errorf("kernel %s could not be restarted: %w", w.name(), err)
+			}
+		}
+	}
+	if err := w.join(ctx); err != nil {
+		return fmt.Errorf("kernel %s could not be replaced: %w", w.name(), err)
+	}
+	return nil
+}
+
+// join opens a new session of the run on the worker's kernel (starting
+// it, or taking the slot's, if there is none): its collection must be the
+// run's.
+func (w *testWorker) join(ctx context.Context) error {
+	a, err := w.begin(ctx)
+	switch {
+	case err != nil:
+		return err
+	case a.NoPytest != "" || a.Usage != "":
+		return fmt.Errorf("it cannot run pytest: %s", cmp.Or(a.NoPytest, a.Usage))
+	}
+	if d := differ(w.t.items, a.Items); d != "" && !w.t.unit {
+		return fmt.Errorf("it collected other tests than the run's first kernel: %s", d)
+	}
+	return nil
+}
+
+// loop runs groups until none is left or the run stops: with its session
+// open it takes what the queue has, and finishes the session (the
+// held-back test, session teardown) once the queue is empty; then it
+// waits for tests that another kernel puts back, which it runs in a new
+// session, until no open session is left (testRun's invariant).
 func (w *testWorker) loop(ctx context.Context) {
 	w.assigned = make(map[int]time.Time)
 	w.running = -1
+	w.open = true
+	defer func() {
+		if w.open {
+			w.open = false
+			w.t.closed()
+		}
+	}()
 	for {
-		g := w.t.next()
+		g := w.t.next(!w.open)
 		if g == nil {
-			break
+			if !w.open {
+				return
+			}
+			if !w.t.isStopped() && !w.t.unit && !w.call(ctx, "finish", nil) {
+				return
+			}
+			w.open = false
+			w.t.closed()
+			continue
+		}
+		if !w.open {
+			// Tests put back after this kernel finished its session: a
+			// new session (collection) for them.
+			w.t.opened()
+			w.open = true
+			if err := w.join(ctx); err != nil {
+				w.t.requeue(g)
+				w.t.left(fmt.Sprintf("kernel %s: %v", w.name(), err))
+				return
+			}
 		}
 		if !w.call(ctx, "run", g) {
 			return
 		}
-	}
-	if !w.t.isStopped() && !w.t.unit {
-		w.call(ctx, "finish", nil)
 	}
 }
 
@@ -639,9 +927,11 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		return true
 	}
 	// The call failed: the running test gets the reason, the kernel is
-	// replaced and the rest of what it held runs on the new one.
+	// replaced and the rest of what it held runs on the new one (or on
+	// another kernel).
 	cause := context.Cause(callCtx)
 	status, msg := StatusCrashed, err.Error()
+	lost := false // the kernel's agent was lost: not the test's doing
 	switch {
 	case errors.Is(cause, errTestTimeout):
 		status, msg = StatusTimeout, fmt.Sprintf("timed out after %s", w.t.opts.Timeout)
@@ -650,6 +940,14 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		if errors.Is(cause, errFailFast) {
 			msg = "stopped by --fail-fast after the first failure"
 		}
+	case w.agentLost(err):
+		// The agent's connection ended (killed, network, lease) or the
+		// agent is stopping: its kernel's tests run again elsewhere; a
+		// test that was running when a second agent was lost is not
+		// tried a third time.
+		lost = true
+		w.t.opts.Logger.Warn("agent lost during the run: its kernel's tests go to other kernels", "agent", w.agent, "kernel", w.name(), "err", err)
+		msg = fmt.Sprintf("agent %s was lost while the test ran: %v", w.agent, err)
 	case errors.Is(err, kernel.ErrKernelDied):
 		var ee *kernel.ExitError
 		if errors.As(err, &ee) {
@@ -658,9 +956,19 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	}
 	w.mu.Lock()
 	if running >= 0 {
-		began := w.assigned[running]
-		delete(w.assigned, running)
-		w.send(running, &Result{Status: status, Message: msg, Output: w.output.String(), Duration: time.Since(began)})
+		rerun := false
+		if lost {
+			before, again := w.t.lostWhileRunning(running, w.agent)
+			if again {
+				msg += fmt.Sprintf(" (it had been run again after agent %s was lost)", before)
+			}
+			rerun = !again
+		}
+		if !rerun {
+			began := w.assigned[running]
+			delete(w.assigned, running)
+			w.send(running, &Result{Status: status, Message: msg, Output: w.output.String(), Duration: time.Since(began)})
+		}
 	}
 	var rest []int
 	for i := range w.assigned {
@@ -670,19 +978,22 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	w.running = -1
 	w.mu.Unlock()
 	slices.Sort(rest)
-	w.stopKernel(ctx)
 	if w.t.isStopped() {
+		w.stopKernel(ctx)
 		return false
 	}
 	if len(rest) > 0 {
 		w.t.requeue(rest)
 	}
-	a, err := w.start(ctx)
-	if err == nil && a.NoPytest == "" && a.Usage == "" {
-		return true
+	if err := w.rejoin(ctx, status == StatusTimeout); err != nil {
+		if lost {
+			err = fmt.Errorf("agent %s lost: %w", w.agent, err)
+		}
+		w.t.opts.Logger.Warn("kernel gone: its tests go to other kernels", "kernel", w.name(), "err", err)
+		w.t.left(err.Error())
+		return false
 	}
-	w.t.opts.Logger.Warn("replace kernel", "kernel", w.id, "err", err)
-	return false
+	return true
 }
 
 // event handles a progress frame (the kernel's reader goroutine).

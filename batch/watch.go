@@ -45,6 +45,9 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 	if !opts.Tests || len(opts.Entries) > 0 {
 		return fmt.Errorf("%w: --watch runs the tests: it needs --tests and no --entry", ErrUsage)
 	}
+	if opts.Agents != nil {
+		return fmt.Errorf("%w: --watch over agents is not built (docs/scale-out.md)", ErrUsage)
+	}
 	if opts.ShowValues {
 		return fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,6 +170,56 @@ func kernelOfContext(st protocol.RuntimeStatusResult, id protocol.ContextID) (pr
 	return protocol.KernelStatus{}, false
 }
 
+// agentsSetup is what most agent tests start from: a coordinator serving
+// a project, agents of one kernel each, ready, and an IDE client.
+type agentsSetup struct {
+	*agentsStack
+	agents []*agentProc
+	c      *client
+}
+
+// setupAgents serves files with cfg, starts one agent per host name (a
+// working directory of its own each), waits for their kernels and
+// connects a client.
+func setupAgents(t *testing.T, files map[string]string, cfg agent.CoordinatorConfig, hosts ...string) *agentsSetup {
+	t.Helper()
+	f := &agentsSetup{agentsStack: serveAgents(t, files, cfg)}
+	for _, h := range hosts {
+		f.agents = append(f.agents, startAgent(t, f.coord.Addr(), "", "--host", h))
+	}
+	f.waitStatus(t, fmt.Sprintf("%d agent kernels", len(hosts)), func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == len(hosts) })
+	f.c, _ = connect(t, f.url, "ide")
+	return f
+}
+
+// runFirst runs main:first in a new context and returns it and the
+// kernel runtime/status puts it on.
+func (f *agentsSetup) runFirst(t *testing.T) (protocol.ContextID, protocol.KernelStatus) {
+	t.Helper()
+	a, r := f.c.newContext("main:first")
+	if r.failed != nil {
+		t.Fatalf("first failed: %+v", r.failed)
+	}
+	st, err := f.eng.Status(stepCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernelOfContext(st, a)
+	return a, k
+}
+
+// waitValue waits until context id has a value for expression expr (on
+// kernel kernelID when it is not -1): the run is past that statement.
+func (c *client) waitValue(id protocol.ContextID, expr protocol.ExpressionID, kernelID int) {
+	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		var p protocol.ExpressionUpdatesParams
+		_ = json.Unmarshal(raw, &p)
+		return p.ContextID == id && (kernelID < 0 || p.KernelID == kernelID) && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
+			return u.ExpressionID == expr && u.Payload.Type == protocol.PayloadValue
+		})
+	})
+}
+
 // kernelIDs returns the kernelId of every provenance notification of
 // context id among messages.
 func kernelIDs(t *testing.T, messages []servertest.Message, id protocol.ContextID) map[int]int {
@@ -276,13 +327,7 @@ func TestAgentsSpreadProvenanceInterruptRestart(t *testing.T) {
 
 	// Interrupt through the agent: the run is in its sleep.
 	d, _ := createPushed(c, "main:slow")
-	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
-		var p protocol.ExpressionUpdatesParams
-		_ = json.Unmarshal(raw, &p)
-		return p.ContextID == d && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
-			return u.ExpressionID == "main:slow/n" && u.Payload.Type == protocol.PayloadValue
-		})
-	})
+	c.waitValue(d, "main:slow/n", -1)
 	c.call(protocol.MethodInterrupt, protocol.InterruptParams{ContextID: d}, nil)
 	r := c.waitRun(d)
 	if r.failed == nil || r.failed.Kind != protocol.ResultInterrupted {
@@ -352,30 +397,22 @@ func noKernelRestarted(t *testing.T, what string, messages []servertest.Message)
 // same kernel process.
 func TestAgentsKill9AndReconnect(t *testing.T) {
 	t.Parallel()
-	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: time.Minute})
-	dir := t.TempDir()
-	a1 := startAgent(t, s.coord.Addr(), dir, "--host", "gamma", "--id", "agent-gamma")
-	s.waitStatus(t, "the agent's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
-	c, _ := connect(t, s.url, "ide")
-	a, r := c.newContext("main:first")
-	if r.failed != nil {
-		t.Fatalf("first failed: %+v", r.failed)
-	}
-	st, _ := s.eng.Status(stepCtx(t))
-	k0, _ := kernelOfContext(st, a)
+	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: time.Minute}, "gamma")
+	a1, c := s.agents[0], s.c
+	a, k0 := s.runFirst(t)
 
 	// The connection drops; the agent and its kernel live on.
-	if !s.coord.DropAgent("agent-gamma") {
+	if !s.coord.DropAgent(k0.Agent.ID) {
 		t.Fatal("DropAgent: agent not connected")
 	}
 	s.waitStatus(t, "the agent back", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: a}, nil)
-	r = c.waitRun(a)
+	r := c.waitRun(a)
 	if r.failed != nil {
 		t.Fatalf("recompute after the reconnect: %+v", r.failed)
 	}
 	noKernelRestarted(t, "after a dropped connection", r.messages)
-	st, _ = s.eng.Status(stepCtx(t))
+	st, _ := s.eng.Status(stepCtx(t))
 	if k, _ := kernelOfContext(st, a); k.ID != k0.ID || k.PID != k0.PID {
 		t.Errorf("after the reconnect the context is on kernel %d pid %d, want %d pid %d", k.ID, k.PID, k0.ID, k0.PID)
 	}
@@ -386,7 +423,7 @@ func TestAgentsKill9AndReconnect(t *testing.T) {
 		k, _ := kernelOfContext(st, a)
 		return k.State == "suspended"
 	})
-	startAgent(t, s.coord.Addr(), dir, "--host", "gamma", "--id", "agent-gamma")
+	startAgent(t, s.coord.Addr(), a1.dir, "--host", "gamma") // the same agent: its id is kept in its directory
 	kr := waitKernelRestarted(t, c)
 	if kr.KernelID != k0.ID || kr.StatePreserved || kr.Reason != "agent gamma lost" || !slices.Contains(kr.ContextIDs, a) {
 		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, reason %q, naming %s", kr, k0.ID, "agent gamma lost", a)
@@ -407,25 +444,12 @@ func TestAgentsKill9AndReconnect(t *testing.T) {
 // "agent HOST lost".
 func TestAgentsLostAgentContextsMove(t *testing.T) {
 	t.Parallel()
-	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: 500 * time.Millisecond})
-	a1 := startAgent(t, s.coord.Addr(), "", "--host", "delta")
-	s.waitStatus(t, "delta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
-	c, _ := connect(t, s.url, "ide")
-	a, r := c.newContext("main:first")
-	if r.failed != nil {
-		t.Fatalf("first failed: %+v", r.failed)
-	}
-	st, _ := s.eng.Status(stepCtx(t))
-	k0, _ := kernelOfContext(st, a)
+	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: 500 * time.Millisecond}, "delta")
+	a1, c := s.agents[0], s.c
+	a, k0 := s.runFirst(t)
 	// slow is running on delta when it dies.
 	d, _ := createPushed(c, "main:slow")
-	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
-		var p protocol.ExpressionUpdatesParams
-		_ = json.Unmarshal(raw, &p)
-		return p.ContextID == d && p.KernelID == k0.ID && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
-			return u.ExpressionID == "main:slow/n" && u.Payload.Type == protocol.PayloadValue
-		})
-	})
+	c.waitValue(d, "main:slow/n", k0.ID)
 	startAgent(t, s.coord.Addr(), "", "--host", "epsilon")
 	s.waitStatus(t, "epsilon's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 2 })
 
@@ -467,8 +491,8 @@ func TestAgentsLostAgentContextsMove(t *testing.T) {
 			t.Fatalf("a's re-run on the other agent failed: %s", m.Params)
 		}
 	}
-	r = &run{messages: aMessages}
-	st = s.waitStatus(t, "delta gone from the agents", func(st protocol.RuntimeStatusResult) bool { return len(st.Agents) == 1 })
+	r := &run{messages: aMessages}
+	st := s.waitStatus(t, "delta gone from the agents", func(st protocol.RuntimeStatusResult) bool { return len(st.Agents) == 1 })
 	k1, _ := kernelOfContext(st, a)
 	if k1.Agent == nil || k1.Agent.Host != "epsilon" || k1.ID == k0.ID {
 		t.Fatalf("context on %+v after delta was lost, want epsilon's kernel", k1)
@@ -485,16 +509,9 @@ func TestAgentsLostAgentContextsMove(t *testing.T) {
 // with its kernel, whose state is kept.
 func TestAgentsLeaseExpiryFences(t *testing.T) {
 	t.Parallel()
-	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Lease: time.Second, Heartbeat: 100 * time.Millisecond, Grace: time.Minute})
-	a1 := startAgent(t, s.coord.Addr(), "", "--host", "zeta")
-	s.waitStatus(t, "zeta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
-	c, _ := connect(t, s.url, "ide")
-	a, r := c.newContext("main:first")
-	if r.failed != nil {
-		t.Fatalf("first failed: %+v", r.failed)
-	}
-	st, _ := s.eng.Status(stepCtx(t))
-	k0, _ := kernelOfContext(st, a)
+	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Lease: time.Second, Heartbeat: 100 * time.Millisecond, Grace: time.Minute}, "zeta")
+	a1, c := s.agents[0], s.c
+	a, k0 := s.runFirst(t)
 
 	a1.cmd.Process.Signal(syscall.SIGSTOP)
 	s.waitStatus(t, "zeta fenced", func(st protocol.RuntimeStatusResult) bool {
@@ -506,12 +523,12 @@ func TestAgentsLeaseExpiryFences(t *testing.T) {
 		return readyAgentKernels(st) == 1 && s.coord.FencedFrames() > 0
 	})
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: a}, nil)
-	r = c.waitRun(a)
+	r := c.waitRun(a)
 	if r.failed != nil {
 		t.Fatalf("recompute after the fence: %+v", r.failed)
 	}
 	noKernelRestarted(t, "after the fence", r.messages)
-	st, _ = s.eng.Status(stepCtx(t))
+	st, _ := s.eng.Status(stepCtx(t))
 	if k, _ := kernelOfContext(st, a); k.PID != k0.PID {
 		t.Errorf("kernel pid %d after the fence, want %d (kept)", k.PID, k0.PID)
 	}
@@ -612,18 +629,10 @@ def stubborn():
 // the restart.
 func TestAgentsInterruptTimeoutRestartsKernel(t *testing.T) {
 	t.Parallel()
-	s := serveAgents(t, map[string]string{"main.py": stubbornMain}, agent.CoordinatorConfig{})
-	startAgent(t, s.coord.Addr(), "", "--host", "eta")
-	s.waitStatus(t, "eta's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
-	c, _ := connect(t, s.url, "ide")
+	s := setupAgents(t, map[string]string{"main.py": stubbornMain}, agent.CoordinatorConfig{}, "eta")
+	c := s.c
 	d, _ := createPushed(c, "main:stubborn")
-	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
-		var p protocol.ExpressionUpdatesParams
-		_ = json.Unmarshal(raw, &p)
-		return p.ContextID == d && slices.ContainsFunc(p.Updates, func(u protocol.ExpressionUpdate) bool {
-			return u.ExpressionID == "main:stubborn/n" && u.Payload.Type == protocol.PayloadValue
-		})
-	})
+	c.waitValue(d, "main:stubborn/n", -1)
 	st, _ := s.eng.Status(stepCtx(t))
 	k0, _ := kernelOfContext(st, d)
 	c.call(protocol.MethodInterrupt, protocol.InterruptParams{ContextID: d}, nil)
@@ -648,44 +657,11 @@ func TestAgentsBatchRun(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "main.py", agentsMain)
 	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(buildBinary(t), "run", dir, "--entry", "main:first", "--entry", "main:second",
-		"--agents-listen", "127.0.0.1:0", "--kernels", "2", "--json", report, "--log-level", "info")
-	cmd.Env = append(os.Environ(), "RIPPLE_AGENT_TOKEN="+agentToken)
-	stderr := &syncbuf.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	addr := regexp.MustCompile(`ripple: agents connect to (127\.0\.0\.1:\d+) \(loopback, plain TCP\)`)
-	ctx := stepCtx(t)
-	var m []string
-	for m == nil {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no agents address:\n%s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		m = addr.FindStringSubmatch(stderr.String())
-	}
-	startAgent(t, m[1], "", "--host", "theta")
-	startAgent(t, m[1], "", "--host", "iota")
-	select {
-	case <-done:
-		if waitErr != nil {
-			t.Fatalf("ripple run: %v\n%s", waitErr, stderr.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("ripple run did not end:\n%s", stderr.String())
+	run := startBatchRun(t, dir, "--entry", "main:first", "--entry", "main:second", "--kernels", "2", "--json", report, "--log-level", "info")
+	startAgent(t, run.addr, "", "--host", "theta")
+	startAgent(t, run.addr, "", "--host", "iota")
+	if code := run.wait(t); code != 0 {
+		t.Fatalf("ripple run: exit %d", code)
 	}
 	var rep struct {
 		Kernels int `json:"kernels"`

@@ -154,7 +154,7 @@ type agentsFlags struct {
 
 func addAgentsFlags(fs *flag.FlagSet) *agentsFlags {
 	return &agentsFlags{
-		listen:    fs.String("agents-listen", "", "accept runtime agents (ripple agent) on `address` (host:port); TLS unless it is loopback. With it, --kernels counts local kernels beside the agents' (default 0)"),
+		listen:    fs.String("agents-listen", "", "accept runtime agents (ripple agent) on `address` (host:port); TLS unless it is loopback. With it, serve's --kernels counts local kernels beside the agents' (default 0); run's counts the agent kernels it waits for (default 1)"),
 		token:     fs.String("agents-token", "", "the agents' `token` (prefer --agents-token-file or $RIPPLE_AGENT_TOKEN)"),
 		tokenFile: fs.String("agents-token-file", "", "read the agents' token from `file`"),
 		slots:     fs.Int("agents-slots", 16, "how many agent kernels the coordinator serves at most"),

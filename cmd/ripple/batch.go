@@ -28,10 +28,13 @@ out to the kernels by module (pytest-xdist's loadfile). PATH[::NODE]
 Without pytest in the interpreter, unittest suites run through unittest's
 loader. Without --tests: the --entry functions, or main:main.
 
-With --agents-listen ADDR the entries (not --tests, not built yet) run on the
-kernels of runtime agents (ripple agent --coordinator ADDR): the run waits
-until --kernels of them (default 1) are ready, then spreads the entries
-over them; no local kernel is started.
+With --agents-listen ADDR the entries or the tests run on the kernels of
+runtime agents (ripple agent --coordinator ADDR): the run waits until
+--kernels of them (default 1) are ready, then spreads the entries or the
+tests over every agent kernel connected by then, and over --local-kernels
+local ones (default 0). Tests keep the rules above across agents (a
+module's tests on one kernel); the tests of an agent lost during the run
+run again on other kernels. The agents stop when the run ends.
 
 Exit status (as pytest): 0 all passed, 1 a test failed (or errored, crashed,
 timed out), 2 usage error, collection errors or interrupted, 5 no tests
@@ -105,6 +108,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
 	af := addAgentsFlags(fs)
+	localKernels := fs.Int("local-kernels", 0, "with --agents-listen: local kernels beside the agents' kernels")
 
 	// What follows "--" goes to pytest as it is.
 	var passThrough []string
@@ -173,16 +177,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	// With --agents-listen the entries run on agents' kernels only, and
 	// --kernels is how many the run waits for (default 1).
-	coord, msg := af.open(0, false, opts.Logger)
+	if *localKernels < 0 {
+		return fail(fmt.Errorf("--local-kernels %d: want a positive number", *localKernels))
+	}
+	coord, msg := af.open(*localKernels, true, opts.Logger)
 	if msg != "" {
 		return fail(errors.New(msg))
 	}
+	if coord == nil && *localKernels > 0 {
+		return fail(errors.New("--local-kernels counts local kernels beside the agents': it needs --agents-listen (without it, --kernels counts the kernels)"))
+	}
 	if coord != nil {
 		defer coord.Close()
-		if *tests {
-			return fail(errors.New("--tests over agents (--agents-listen) is not built yet; run the tests with local kernels"))
+		if *watch {
+			return fail(errors.New("--watch over agents (--agents-listen) is not built; watch with local kernels"))
 		}
-		opts.Agents = coord
+		opts.Agents, opts.LocalKernels = coord, *localKernels
 		if fp := coord.Fingerprint(); fp != "" {
 			fmt.Fprintf(stderr, "ripple: agents connect to %s (TLS; --coordinator-fingerprint %s)\n", coord.Addr(), fp)
 		} else {

@@ -5,7 +5,7 @@ unittest and xunit support, assertion rewriting, plugins); this module only
 drives one pytest session per kernel in steps, as a pytest-xdist worker
 does (xdist/remote.py), so that the Go side can hand out groups of tests:
 
-    {"op": "collect", "args": [...], "worker": 0, "workers": 2}
+    {"op": "collect", "args": [...], "worker": 0, "workers": 2, "env": {...}}
         builds the Config from args (pytest's own command line parsing, so
         ini files, addopts, -p plugins, -k, -m), configures it, starts the
         session and collects (pytest_collection: collection, deselection,
@@ -84,6 +84,10 @@ def _collect(api, params):
         return {"noPytest": "%s: %s" % (type(e).__name__, e), "python": sys.executable,
                 "needsPytest": _pytest_style_files(os.getcwd())}
     args = [str(a) for a in params.get("args") or []]
+    # A kernel the run did not start (a runtime agent's) is told its
+    # worker variables here, as a local kernel gets them at its start.
+    for name, value in (params.get("env") or {}).items():
+        os.environ[str(name)] = str(value)
     if params.get("purge"):
         _purge_project_modules(os.getcwd())
     with api.user_code():
