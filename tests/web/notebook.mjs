@@ -90,19 +90,26 @@ async function steps(page) {
   });
 
   log("a click right of a line's end puts the cursor on that line");
-  const line = (await cm(page, "return cm.getValue().split('\\n').findIndex((l) => l.startsWith('total ='))")) ;
-  const ann = page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/total"] .ann-main');
-  const box = await ann.boundingBox();
-  const editorBox = await page.locator(".CodeMirror").boundingBox();
-  // Between the line's text and its value widget, and right of the widget.
-  const right = editorBox.x + editorBox.width - 24; // left of the scrollbar
-  const xs = [box.x - 12];
-  if (box.x + box.width + 12 < right) xs.push((box.x + box.width + right) / 2);
-  for (const x of xs) {
-    await cm(page, "cm.setCursor({line: 0, ch: 0})");
-    await page.mouse.click(x, box.y + box.height / 2);
-    const cur = await cm(page, "return cm.getCursor()");
-    if (cur.line !== line) throw new Error(`a click at x=${Math.round(x)} right of line ${line + 1}'s end put the cursor on line ${cur.line + 1}`);
+  // A short line, and one whose value runs past the editor's right edge.
+  for (const [start, expr] of [["total =", "main:__main__/total"], ["df =", "main:__main__/df"]]) {
+    const line = await cm(page, `return cm.getValue().split('\\n').findIndex((l) => l.startsWith(${JSON.stringify(start)}))`);
+    const ann = page.locator(`.CodeMirror-code .ripple-annotation[data-expr="${expr}"] .ann-main`);
+    const box = await ann.boundingBox();
+    const editorBox = await page.locator(".CodeMirror").boundingBox();
+    // Between the line's text and its value widget, and right of the widget.
+    const right = editorBox.x + editorBox.width - 24; // left of the scrollbar
+    const xs = [box.x - 12];
+    if (box.x + box.width + 12 < right) xs.push((box.x + box.width + right) / 2);
+    for (const x of xs) {
+      await cm(page, "cm.setCursor({line: 0, ch: 0}); cm.scrollTo(0, null)");
+      await page.mouse.click(x, box.y + box.height / 2);
+      const cur = await cm(page, "return cm.getCursor()");
+      if (cur.line !== line) throw new Error(`a click at x=${Math.round(x)} right of line ${line + 1}'s end put the cursor on line ${cur.line + 1}`);
+      // The cursor goes at the text's end, left of the value: the editor
+      // does not scroll sideways to show it past the value widget.
+      const scroll = await cm(page, "return cm.getScrollInfo()");
+      if (scroll.left !== 0) throw new Error(`a click at x=${Math.round(x)} right of line ${line + 1}'s end scrolled the editor ${scroll.left}px sideways (width ${scroll.width}, client ${scroll.clientWidth})`);
+    }
   }
 
   log("autosave: an edit is on disk a second after the last keystroke");
