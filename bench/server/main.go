@@ -75,7 +75,7 @@ func run(bin string, edits, statements, clients, fanEdits, fanStatements int) er
 	add := func(name, value, target string) { rows = append(rows, [3]string{name, value, target}) }
 
 	// Keystroke to value.
-	ks, err := keystroke(bin, filepath.Join(tmp, "keystroke"), statements, edits)
+	ks, cpu, err := keystroke(bin, filepath.Join(tmp, "keystroke"), statements, edits)
 	if err != nil {
 		return fmt.Errorf("keystroke: %w", err)
 	}
@@ -86,6 +86,10 @@ func run(bin string, edits, statements, clients, fanEdits, fanStatements int) er
 	add(name, ms(percentile(ks, 50)), "<= 12 ms")
 	add("keystroke-to-value p99", ms(percentile(ks, 99)), "<= 40 ms")
 	add("keystroke-to-value max", ms(percentile(ks, 100)), "")
+	// CPU time is what a busy machine disturbs least: the latency above
+	// moves with the load, the work per edit much less.
+	add("  CPU per keystroke: server", ms(cpu.server), "user+system, /proc")
+	add("  CPU per keystroke: kernels", ms(cpu.kernels), "")
 
 	if clients == 0 { // -clients 0: the keystroke figures only
 		fmt.Printf("%-62s %-16s %s\n", "ripple serve over WebSockets", "measured", "target")
@@ -333,37 +337,69 @@ func (e *editor) edit(k, value int) (protocol.ApplyEditParams, string) {
 // keystroke right on a write (its cost on the keystroke is what it shows).
 var keystrokePause time.Duration
 
-func keystroke(bin, dir string, statements, edits int) ([]time.Duration, error) {
+// cpuPerEdit is the CPU time the server process and its kernels spent per
+// timed edit.
+type cpuPerEdit struct{ server, kernels time.Duration }
+
+// cpuTime is the user+system time of process pid, from /proc (clock ticks
+// of 10 ms: over hundreds of edits, fine enough).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+func keystroke(bin, dir string, statements, edits int) ([]time.Duration, cpuPerEdit, error) {
+	var cpu cpuPerEdit
 	lines, err := writeMain(dir, statements)
 	if err != nil {
-		return nil, err
+		return nil, cpu, err
 	}
 	p, err := startServe(bin, dir, "--kernels", "1")
 	if err != nil {
-		return nil, err
+		return nil, cpu, err
 	}
 	defer p.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, err := open(ctx, p.url, "keystroke", true)
 	if err != nil {
-		return nil, err
+		return nil, cpu, err
 	}
 	defer s.c.Close()
 	var of protocol.OpenFileResult
 	if err := s.c.Call(ctx, protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: "main.py"}, &of); err != nil {
-		return nil, err
+		return nil, cpu, err
 	}
 	ed := &editor{lines: lines, ver: of.CurrentVersion}
 	r := rand.New(rand.NewPCG(1, 2))
 	var out []time.Duration
+	var server0, kernels0 time.Duration
+	kernelsCPU := func() (t time.Duration) {
+		for _, k := range children(p.cmd.Process.Pid) {
+			t += cpuTime(k)
+		}
+		return t
+	}
 	for i := range edits + 10 { // 10 warm-up edits
+		if i == 10 {
+			server0, kernels0 = cpuTime(p.cmd.Process.Pid), kernelsCPU()
+		}
 		k := r.IntN(statements)
 		params, preview := ed.edit(k, 1_000_000+i)
 		id := protocol.ExpressionID(fmt.Sprintf("main:main/v%d", k))
 		start := time.Now()
 		if err := s.c.Call(ctx, protocol.MethodTextApplyEdit, params, nil); err != nil {
-			return nil, err
+			return nil, cpu, err
 		}
 		m, err := s.c.WaitFor(ctx, func(m servertest.Message) bool {
 			if m.Method != protocol.NotifyExpressionUpdates {
@@ -378,17 +414,19 @@ func keystroke(bin, dir string, statements, edits int) ([]time.Duration, error) 
 			})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("waiting for %s = %s: %w", id, preview, err)
+			return nil, cpu, fmt.Errorf("waiting for %s = %s: %w", id, preview, err)
 		}
 		if i >= 10 {
 			out = append(out, m.Received.Sub(start))
 		}
 		if _, err := s.waitEnd(ctx); err != nil {
-			return nil, err
+			return nil, cpu, err
 		}
 		time.Sleep(keystrokePause)
 	}
-	return out, nil
+	cpu.server = (cpuTime(p.cmd.Process.Pid) - server0) / time.Duration(edits)
+	cpu.kernels = (kernelsCPU() - kernels0) / time.Duration(edits)
+	return out, cpu, nil
 }
 
 type fanoutResult struct {
