@@ -38,7 +38,9 @@ type agentsStack struct {
 
 func serveAgents(t *testing.T, files map[string]string, cfg agent.CoordinatorConfig) *agentsStack {
 	t.Helper()
-	cfg.Listen = "127.0.0.1:0"
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
 	cfg.Token = agentToken
 	if cfg.Slots == 0 {
 		cfg.Slots = 4
@@ -66,12 +68,19 @@ type agentProc struct {
 // empty) with extra flags.
 func startAgent(t *testing.T, addr, dir string, args ...string) *agentProc {
 	t.Helper()
+	return startAgentVia(t, nil, addr, dir, args...)
+}
+
+// startAgentVia is startAgent with the command run through prefix (ip
+// netns exec NS, which execs it: the process is the agent's).
+func startAgentVia(t *testing.T, prefix []string, addr, dir string, args ...string) *agentProc {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
 	bin := buildBinary(t)
-	all := append([]string{"agent", "--coordinator", addr, "--token", agentToken, "--root", dir, "--spare=false"}, args...)
-	p := &agentProc{cmd: exec.Command(bin, all...), dir: dir, stderr: &syncbuf.Buffer{}, done: make(chan struct{}), seen: map[int]bool{}}
+	all := append(append(slices.Clone(prefix), bin, "agent", "--coordinator", addr, "--token", agentToken, "--root", dir, "--spare=false"), args...)
+	p := &agentProc{cmd: exec.Command(all[0], all[1:]...), dir: dir, stderr: &syncbuf.Buffer{}, done: make(chan struct{}), seen: map[int]bool{}}
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
