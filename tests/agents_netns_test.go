@@ -18,6 +18,7 @@ import (
 type netHost struct {
 	name     string // the namespace
 	hostAddr string // this side's address, in the coordinator's namespace
+	link     string // this side's end of the veth pair
 }
 
 // newNetHost makes a namespace with its own address. It needs what `ip
@@ -31,6 +32,7 @@ func newNetHost(t *testing.T) *netHost {
 	n := rand.IntN(200) + 20
 	h := &netHost{name: fmt.Sprintf("ripple-test-%d-%d", os.Getpid(), n), hostAddr: fmt.Sprintf("10.231.%d.1", n)}
 	outer, inner := fmt.Sprintf("rpl%dh%d", n, os.Getpid()%1000), fmt.Sprintf("rpl%da%d", n, os.Getpid()%1000)
+	h.link = outer
 	ip := func(args ...string) error {
 		out, err := exec.Command("ip", args...).CombinedOutput()
 		if err != nil {
@@ -66,6 +68,15 @@ func newNetHost(t *testing.T) *netHost {
 
 // exec is the prefix that runs a command on the second host.
 func (h *netHost) exec() []string { return []string{"ip", "netns", "exec", h.name} }
+
+// setLink takes the link to the second host down or up: down, packets
+// are dropped without a word to either side (a partition, not a close).
+func (h *netHost) setLink(t *testing.T, state string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "link", "set", h.link, state).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s %s: %v: %s", h.link, state, err, out)
+	}
+}
 
 // An agent on another host (a network namespace, so the coordinator's
 // address is not loopback): the coordinator speaks TLS only; an agent
@@ -120,5 +131,50 @@ func TestAgentsOnAnotherHostUseTLS(t *testing.T) {
 		if kid != k.ID {
 			t.Fatalf("%d notifications name kernel %d, the context is on %d", n, kid, k.ID)
 		}
+	}
+}
+
+// A network partition between the coordinator and an agent (the link
+// drops every packet; neither side is told): the agent's lease runs out
+// and it is fenced, its context suspended; when the link comes back the
+// agent reconnects with the same kernels and the context goes on with its
+// state (no kernelRestarted, same kernel process).
+func TestAgentsNetworkPartition(t *testing.T) {
+	t.Parallel()
+	h := newNetHost(t)
+	s := serveAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Listen: h.hostAddr + ":0",
+		Lease: time.Second, Heartbeat: 100 * time.Millisecond, Grace: time.Minute})
+	startAgentVia(t, h.exec(), s.coord.Addr(), "", "--host", "far", "--coordinator-fingerprint", s.coord.Fingerprint())
+	s.waitStatus(t, "the far agent's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c, _ := connect(t, s.url, "ide")
+	id, r := c.newContext("main:first")
+	if r.failed != nil {
+		t.Fatalf("first: %+v", r.failed)
+	}
+	st, err := s.eng.Status(stepCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k0, _ := kernelOfContext(st, id)
+
+	h.setLink(t, "down")
+	s.waitStatus(t, "the partitioned agent fenced", func(st protocol.RuntimeStatusResult) bool {
+		k, _ := kernelOfContext(st, id)
+		return k.State == "suspended"
+	})
+	h.setLink(t, "up")
+	s.waitStatus(t, "the agent back after the partition", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	r = c.waitRun(id)
+	if r.failed != nil {
+		t.Fatalf("recompute after the partition: %+v", r.failed)
+	}
+	noKernelRestarted(t, "after the partition", r.messages)
+	st, err = s.eng.Status(stepCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := kernelOfContext(st, id); k.PID != k0.PID {
+		t.Errorf("kernel pid %d after the partition, want %d (its state kept)", k.PID, k0.PID)
 	}
 }
