@@ -23,7 +23,7 @@ if (!bin || !project || !["utf-16", "utf-32"].includes(encoding)) {
 }
 const deadline = 60_000;
 
-const child = spawn(bin, ["lsp", "--kernels", "1", project], { stdio: ["pipe", "pipe", "inherit"] });
+const child = spawn(bin, ["lsp", "--kernels", "1", "--log-level", "debug", project], { stdio: ["pipe", "pipe", "inherit"] });
 const conn = rpc.createProtocolConnection(new rpc.StreamMessageReader(child.stdout), new rpc.StreamMessageWriter(child.stdin));
 
 // What the server sent us.
