@@ -134,7 +134,16 @@ async function steps(page) {
     await page.press("#entry", "Enter");
     await waitAnnotation(page, "main:__main__/total", "12");
     await waitFor(page, "the plot again", () => !!document.querySelector(".ripple-cell .cell-display img"));
-    await page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main').click();
+    // Clicked where a person can: the value's visible start. (Playwright's
+    // click first scrolls the whole element into view, and at 1024 px
+    // the value runs past the editor's edge: the screenshot would show
+    // the editor scrolled sideways, which no real click does.)
+    await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('df =')); cm.scrollTo(0, null); cm.scrollIntoView({line: i, ch: 0}, 40)");
+    await waitFor(page, "df's value on screen", () => !!document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main'));
+    const dfBox = await page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main').boundingBox();
+    const before = await cm(page, "return cm.getScrollInfo().left");
+    await page.mouse.click(dfBox.x + 20, dfBox.y + dfBox.height / 2);
+    if ((await cm(page, "return cm.getScrollInfo().left")) !== before) throw new Error(`at ${w} px, a click on df's value scrolled the editor sideways`);
     await waitFor(page, "the table again", () => !!document.querySelector("#viz-view iframe.cell-html"));
     for (const sel of ["#entry", "#run-script", "#autosave", "#save", "#interrupt", "#recompute", "#viz-view", "#output", "#file-state"]) {
       if (!(await visibleIn(page, sel, w))) throw new Error(`at ${w} px, ${sel} is not visible`);
