@@ -108,16 +108,8 @@ func TestAgentsOnAnotherHostUseTLS(t *testing.T) {
 		t.Fatalf("agents %+v, want the one on host far", st.Agents)
 	}
 	c, _ := connect(t, s.url, "ide")
-	id, r := c.newContext("main:first")
-	if r.failed != nil {
-		t.Fatalf("first on the far agent: %+v", r.failed)
-	}
-	st, err := s.eng.Status(stepCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ok := kernelOfContext(st, id)
-	if !ok || k.Agent == nil || k.Agent.Host != "far" {
+	id, k, r := (&agentsSetup{agentsStack: s, c: c}).runFirst(t)
+	if k.Agent == nil || k.Agent.Host != "far" {
 		t.Fatalf("the context runs on %+v, want the far agent's kernel", k)
 	}
 	if got := r.updates.Values()["main:first/y"]; got != "12" {
@@ -147,15 +139,7 @@ func TestAgentsNetworkPartition(t *testing.T) {
 	startAgentVia(t, h.exec(), s.coord.Addr(), "", "--host", "far", "--coordinator-fingerprint", s.coord.Fingerprint())
 	s.waitStatus(t, "the far agent's kernel", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 	c, _ := connect(t, s.url, "ide")
-	id, r := c.newContext("main:first")
-	if r.failed != nil {
-		t.Fatalf("first: %+v", r.failed)
-	}
-	st, err := s.eng.Status(stepCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k0, _ := kernelOfContext(st, id)
+	id, k0, _ := (&agentsSetup{agentsStack: s, c: c}).runFirst(t)
 
 	h.setLink(t, "down")
 	s.waitStatus(t, "the partitioned agent fenced", func(st protocol.RuntimeStatusResult) bool {
@@ -165,12 +149,12 @@ func TestAgentsNetworkPartition(t *testing.T) {
 	h.setLink(t, "up")
 	s.waitStatus(t, "the agent back after the partition", func(st protocol.RuntimeStatusResult) bool { return readyAgentKernels(st) == 1 })
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
-	r = c.waitRun(id)
+	r := c.waitRun(id)
 	if r.failed != nil {
 		t.Fatalf("recompute after the partition: %+v", r.failed)
 	}
 	noKernelRestarted(t, "after the partition", r.messages)
-	st, err = s.eng.Status(stepCtx(t))
+	st, err := s.eng.Status(stepCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

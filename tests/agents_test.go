@@ -201,9 +201,9 @@ func setupAgents(t *testing.T, files map[string]string, cfg agent.CoordinatorCon
 	return f
 }
 
-// runFirst runs main:first in a new context and returns it and the
-// kernel runtime/status puts it on.
-func (f *agentsSetup) runFirst(t *testing.T) (protocol.ContextID, protocol.KernelStatus) {
+// runFirst runs main:first in a new context and returns it, the kernel
+// runtime/status puts it on and the run.
+func (f *agentsSetup) runFirst(t *testing.T) (protocol.ContextID, protocol.KernelStatus, *run) {
 	t.Helper()
 	a, r := f.c.newContext("main:first")
 	if r.failed != nil {
@@ -214,7 +214,7 @@ func (f *agentsSetup) runFirst(t *testing.T) (protocol.ContextID, protocol.Kerne
 		t.Fatal(err)
 	}
 	k, _ := kernelOfContext(st, a)
-	return a, k
+	return a, k, r
 }
 
 // waitValue waits until context id has a value for expression expr (on
@@ -408,7 +408,7 @@ func TestAgentsKill9AndReconnect(t *testing.T) {
 	t.Parallel()
 	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: time.Minute}, "gamma")
 	a1, c := s.agents[0], s.c
-	a, k0 := s.runFirst(t)
+	a, k0, _ := s.runFirst(t)
 
 	// The connection drops; the agent and its kernel live on.
 	if !s.coord.DropAgent(k0.Agent.ID) {
@@ -455,7 +455,7 @@ func TestAgentsLostAgentContextsMove(t *testing.T) {
 	t.Parallel()
 	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Grace: 500 * time.Millisecond}, "delta")
 	a1, c := s.agents[0], s.c
-	a, k0 := s.runFirst(t)
+	a, k0, _ := s.runFirst(t)
 	// slow is running on delta when it dies.
 	d, _ := createPushed(c, "main:slow")
 	c.waitValue(d, "main:slow/n", k0.ID)
@@ -520,7 +520,7 @@ func TestAgentsLeaseExpiryFences(t *testing.T) {
 	t.Parallel()
 	s := setupAgents(t, map[string]string{"main.py": agentsMain}, agent.CoordinatorConfig{Lease: time.Second, Heartbeat: 100 * time.Millisecond, Grace: time.Minute}, "zeta")
 	a1, c := s.agents[0], s.c
-	a, k0 := s.runFirst(t)
+	a, k0, _ := s.runFirst(t)
 
 	a1.cmd.Process.Signal(syscall.SIGSTOP)
 	s.waitStatus(t, "zeta fenced", func(st protocol.RuntimeStatusResult) bool {
