@@ -260,7 +260,7 @@ func (s *slots) submitWanted() {
 			job: &jobRec{name: name, state: "SUBMITTING", submitted: time.Now()}}
 		for i, idx := range free[:k] {
 			rec.slots = append(rec.slots, s.nLocal+idx)
-			*s.slot[idx] = agentSlot{owner: rec, index: i, failGen: s.slot[idx].failGen}
+			s.slot[idx].handTo(rec, i)
 		}
 		free = free[k:]
 		need -= k
@@ -309,7 +309,8 @@ func (s *slots) jobFailed(rec *agentRec, err error) {
 	rec.job.ended = true
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]
-		*st = agentSlot{retired: st.retired, failGen: st.failGen + 1, failErr: err}
+		st.handTo(nil, 0)
+		st.failGen, st.failErr = st.failGen+1, err
 	}
 	rec.slots = nil
 	s.jobErr, s.jobErrGen = err, s.jobErrGen+1

@@ -106,6 +106,13 @@ type agentRec struct {
 	job                              *jobRec // the job the coordinator submitted for it; nil for an agent that came by itself
 }
 
+// handTo gives the slot to kernel index of agent rec (nil: frees it),
+// forgetting its kernel; what outlives a change of hands stays: retired,
+// and the waiting runs' waiters, failGen and failErr. Under slots.mu.
+func (st *agentSlot) handTo(rec *agentRec, index int) {
+	*st = agentSlot{owner: rec, index: index, retired: st.retired, waiters: st.waiters, failGen: st.failGen, failErr: st.failErr}
+}
+
 // now reads the lease clock: monotonic nanoseconds since clock0.
 func (s *slots) now() int64 { return int64(time.Since(s.clock0)) }
 
@@ -150,7 +157,7 @@ func (s *slots) Start(ctx context.Context) error {
 			return err
 		}
 		s.advertise, s.coordID = adv, randomHex(3)
-		s.log.Info("submitting agents as jobs", "scheduler", s.c.cfg.Jobs.Scheduler.Name(), "agents dial", adv,
+		s.log.Info("submitting agents as jobs", "scheduler", s.c.cfg.Jobs.Scheduler.Name(), "dial", adv,
 			"maxKernels", len(s.slot), "kernelsPerJob", s.c.cfg.Jobs.KernelsPerJob)
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.jobLoop() }()
@@ -713,6 +720,10 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		if rec.job != nil {
 			rec.job.connected = true // its reserved slots are its own
 			rec.job.idleSince = time.Time{}
+			if !rec.job.ended {
+				// Its agent runs: the job does, whatever the last poll said.
+				rec.job.state, rec.job.reason = "RUNNING", ""
+			}
 		}
 	} else {
 		var free []int
@@ -735,7 +746,7 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		s.agents[h.AgentID] = rec
 		for i, slot := range rec.slots {
 			st := s.slot[slot-s.nLocal]
-			*st = agentSlot{owner: rec, index: i, failGen: st.failGen}
+			st.handTo(rec, i)
 		}
 	}
 	rec.host, rec.launcher, rec.jobID = h.Host, h.Launcher, h.JobID
@@ -941,7 +952,7 @@ func (s *slots) graceExpired(rec *agentRec) {
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]
 		evs = append(evs, kernel.RestartEvent{Slot: slot, OldKernelID: st.kernelID, Reason: reason})
-		*st = agentSlot{retired: st.retired, failGen: st.failGen}
+		st.handTo(nil, 0)
 	}
 	rec.slots = nil
 	s.mu.Unlock()
