@@ -481,13 +481,15 @@ func (s *slots) cancelIdle() {
 	}
 }
 
-// cancelJobs cancels every job not known to have ended (Stop).
+// cancelJobs cancels every job not known to have ended, and not
+// cancelled already, in submission order (Stop).
 func (s *slots) cancelJobs(ctx context.Context) {
 	sched := s.c.cfg.Jobs.Scheduler
 	s.mu.Lock()
 	var ids, names []string
-	for _, rec := range s.agents {
-		if rec.job != nil && rec.job.id != "" && !rec.job.ended {
+	for _, id := range s.order {
+		rec := s.agents[id]
+		if rec.job != nil && rec.job.id != "" && !rec.job.ended && !rec.job.cancelling {
 			ids, names = append(ids, rec.job.id), append(names, rec.id)
 			rec.job.ended = true
 		}
