@@ -347,8 +347,9 @@ func (s *slots) pollJobs() {
 	}
 	s.pollErr = ""
 	type ended struct {
-		rec *agentRec
-		err error // for a job whose agent never connected
+		rec       *agentRec
+		id, state string
+		err       error // for a job whose agent never connected
 	}
 	var ends []ended
 	var late []*agentRec
@@ -371,7 +372,7 @@ func (s *slots) pollJobs() {
 				err = fmt.Errorf("%w: %s job %s (%s) ended %s before its agent connected%s",
 					ErrJobFailed, j.Scheduler.Name(), job.id, job.name, stateText(st), outputTail(job.output))
 			}
-			ends = append(ends, ended{rec, err})
+			ends = append(ends, ended{rec, job.id, stateText(st), err})
 		case !job.connected && !job.cancelling && time.Since(job.submitted) > j.StartTimeout:
 			job.cancelling = true
 			late = append(late, rec)
@@ -384,7 +385,7 @@ func (s *slots) pollJobs() {
 			s.jobFailed(e.rec, e.err)
 			continue
 		}
-		s.log.Warn("job ended: its agent is lost", "job", e.rec.id, "id", e.rec.job.id, "state", e.rec.job.state)
+		s.log.Warn("job ended: its agent is lost", "job", e.rec.id, "id", e.id, "state", e.state)
 		s.jobEnded(e.rec)
 	}
 	for _, rec := range late {
