@@ -39,7 +39,7 @@ func (l *stringList) Set(s string) error {
 func addLauncherFlags(fs *flag.FlagSet) *launcherFlags {
 	f := &launcherFlags{
 		agents:        addAgentsFlags(fs),
-		launcher:      fs.String("launcher", "", "where kernels come from: `local` (children of this process; the default), agents (runtime agents that connect to --agents-listen) or slurm (agents this process submits as Slurm jobs with sbatch)"),
+		launcher:      fs.String("launcher", "", "where kernels come from (a `launcher`): local (children of this process; the default), agents (runtime agents that connect to --agents-listen) or slurm (agents this process submits as Slurm jobs with sbatch)"),
 		maxKernels:    fs.Int("max-kernels", 4, "with --launcher slurm: the most kernels submitted at once (ripple serve)"),
 		kernelsPerJob: fs.Int("kernels-per-job", 1, "with --launcher slurm: kernels of each job's agent (one CPU each)"),
 		idleTimeout:   fs.Duration("idle-timeout", 10*time.Minute, "with --launcher slurm: cancel a job whose kernels have had no context for this long"),
