@@ -190,6 +190,10 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 	if len(s.Agents()) != 0 || s.Retired(0) {
 		t.Fatalf("after the job ended: agents %+v, slot 0 retired %v; want none, open", s.Agents(), s.Retired(0))
 	}
+	// Its agent, still alive for a moment, is not taken back.
+	if _, f := dialFake(t, c.Addr(), h); f.kind != kindRefused || !strings.Contains(errorText(t, f), "not taken back") {
+		t.Fatalf("the ended job's agent again: %s %s", f.kind, f.payload)
+	}
 }
 
 // sbatch failing: the run waiting for the job fails naming its error,

@@ -703,6 +703,11 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		return welcome{}, nil, nil, errors.New("the coordinator is stopping")
 	}
 	rec := s.agents[h.AgentID]
+	if rec != nil && rec.lost && rec.job != nil {
+		// The agent of a job that ended (or was given up) and is still
+		// alive for a moment: it would serve slots until Slurm kills it.
+		return welcome{}, nil, nil, fmt.Errorf("agent %s: its job %s ended (%s): it is not taken back", h.AgentID, rec.job.id, rec.job.state)
+	}
 	if rec != nil && !rec.lost {
 		if len(rec.slots) != h.Kernels {
 			return welcome{}, nil, nil, fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
