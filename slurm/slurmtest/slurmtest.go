@@ -26,7 +26,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +147,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	socket := filepath.Join(c.Dir, "munge.socket")
-	conf := fmt.Sprintf(slurmConf, host, socket, ports[0], ports[1], c.Dir, host)
+	me, err := user.Current()
+	if err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(slurmConf, host, socket, ports[0], ports[1], c.Dir, host, me.Username)
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
 		return err
 	}
@@ -179,11 +185,14 @@ func (c *Cluster) start(ctx context.Context) error {
 // slurmConf: one node of 8 CPUs (config_overrides: whatever the
 // machine has), no accounting, no cgroups (proctrack/linuxproc finds a
 // job's processes by parentage), a job's processes killed 5 s after
-// SIGTERM. Arguments: host, munge socket, ports, dir, host.
+// SIGTERM, the daemons running as this user (as root, as here and in
+// CI; slurmd as another user cannot start jobs: a DaemonError or a
+// failing test says so). Arguments: host, munge socket, ports, dir,
+// host, user.
 const slurmConf = `ClusterName=ripple
 SlurmctldHost=%s(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
+SlurmUser=%[7]s
+SlurmdUser=%[7]s
 AuthType=auth/munge
 AuthInfo=socket=%[2]s
 CredType=cred/munge
@@ -303,6 +312,25 @@ func (c *Cluster) JobState(ctx context.Context, id string) string {
 	return strings.TrimSpace(out)
 }
 
+// cancelAll cancels every job and waits for them to end (bounded by ctx).
+func (c *Cluster) cancelAll(ctx context.Context) {
+	jobs, err := c.Jobs(ctx)
+	if err != nil || len(jobs) == 0 {
+		return
+	}
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j[0])
+	}
+	_ = c.command(ctx, "scancel", ids...)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for len(jobs) > 0 && ctx.Err() == nil {
+		<-tick.C
+		jobs, _ = c.Jobs(ctx)
+	}
+}
+
 // Cancel runs scancel for job id.
 func (c *Cluster) Cancel(ctx context.Context, id string) error {
 	return c.command(ctx, "scancel", id)
@@ -321,18 +349,16 @@ func (c *Cluster) stop() error {
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if jobs, err := c.Jobs(ctx); err == nil && len(jobs) > 0 {
-		var ids []string
-		for _, j := range jobs {
-			ids = append(ids, j[0])
+	ctldUp := slices.ContainsFunc(c.daemons, func(d *daemon) bool {
+		select {
+		case <-d.done:
+			return false
+		default:
+			return d.name == "slurmctld"
 		}
-		_ = c.command(ctx, "scancel", ids...)
-		tick := time.NewTicker(100 * time.Millisecond)
-		for len(jobs) > 0 && ctx.Err() == nil {
-			<-tick.C
-			jobs, _ = c.Jobs(ctx)
-		}
-		tick.Stop()
+	})
+	if ctldUp { // without a controller there is no job, and squeue would retry for seconds
+		c.cancelAll(ctx)
 	}
 	// The daemons in reverse order: slurmd, slurmctld, munged.
 	for i := len(c.daemons) - 1; i >= 0; i-- {
