@@ -497,4 +497,3 @@ func (e *Engine) countContexts() {
 		return len(cs)
 	})
 }
-
