@@ -201,8 +201,8 @@ func TestSlurmServe(t *testing.T) {
 }
 
 // ripple run --launcher slurm: the run submits a job per kernel, runs the
-// entries on them and ends its jobs. A job that sbatch refuses is a clear
-// error naming sbatch's.
+// entries on them and ends its jobs; --tests runs pytest on them. A job
+// that sbatch refuses is a clear error naming sbatch's.
 func TestSlurmBatchRun(t *testing.T) {
 	t.Parallel()
 	cl := startSlurm(t)
@@ -252,6 +252,26 @@ func TestSlurmBatchRun(t *testing.T) {
 			t.Fatalf("jobs left after ripple run: %v", jobs)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+
+	// The project's tests (pytest in the kernels) on two jobs' kernels.
+	writeFile(t, dir, "test_a.py", "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    assert 'a' * 2 == 'aa'\n")
+	writeFile(t, dir, "test_b.py", "def test_three():\n    assert True\n")
+	code, stderr = runRipple(t, cl.Env(), "run", dir, "--tests", "--launcher", "slurm", "--kernels", "2", "--python", pytestPython(t), "--json", report)
+	if code != 0 {
+		t.Fatalf("ripple run --tests: exit %d\n%s", code, stderr)
+	}
+	var trep struct {
+		Kernels int
+		Summary struct{ Total, Passed int }
+	}
+	b, err = os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDecode(t, b, &trep)
+	if trep.Kernels != 2 || trep.Summary.Total != 3 || trep.Summary.Passed != 3 {
+		t.Fatalf("tests report %s", b)
 	}
 
 	// sbatch refuses the job: the run fails naming sbatch's error.
