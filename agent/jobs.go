@@ -518,6 +518,9 @@ func outputTail(path string) string {
 		return ""
 	}
 	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "" // the job never ran
+	}
 	if err != nil {
 		return "; its output " + path + ": " + err.Error()
 	}
