@@ -363,7 +363,11 @@ func (s *slots) pollJobs() {
 		if !ok {
 			st = JobState{State: "ENDED", Reason: "no longer listed by the scheduler", Ended: true}
 		}
-		job.state, job.reason = st.State, st.Reason
+		// A poll that started before the agent connected may say
+		// PENDING or CONFIGURING still: the connection knows better (register).
+		if !job.connected || st.Ended || (st.State != "PENDING" && st.State != "CONFIGURING") {
+			job.state, job.reason = st.State, st.Reason
+		}
 		switch {
 		case st.Ended:
 			job.ended = true

@@ -178,7 +178,7 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the run on the job's kernel: %v", err)
 	}
-	if as := s.Agents(); len(as) != 1 || as[0].JobState != "RUNNING" {
+	if as := s.Agents(); len(as) != 1 || as[0].JobState != "RUNNING" || as[0].JobID != "1" {
 		t.Fatalf("agents %+v, want the job running", as)
 	}
 

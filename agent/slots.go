@@ -754,7 +754,10 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 			st.handTo(rec, i)
 		}
 	}
-	rec.host, rec.launcher, rec.jobID = h.Host, h.Launcher, h.JobID
+	rec.host, rec.launcher = h.Host, h.Launcher
+	if h.JobID != "" || rec.job == nil {
+		rec.jobID = h.JobID // a submitted job's id is known already
+	}
 	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
 	rec.conn = c
 	c.rec, c.epoch = rec, rec.epoch
