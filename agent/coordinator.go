@@ -42,7 +42,11 @@ type CoordinatorConfig struct {
 	// Outbox is the number of frames queued for one agent; an agent whose
 	// outbox fills up is too slow and is dropped (default 4096).
 	Outbox int
-	Log    *slog.Logger
+	// Jobs, with a Scheduler, makes this the slurm launcher: the agents
+	// are batch jobs the coordinator submits (jobs.go). Slots is then the
+	// most kernels it submits (--max-kernels).
+	Jobs JobsConfig
+	Log  *slog.Logger
 }
 
 // Coordinator is the agents launcher (engine.Launcher): its engine slots
@@ -90,6 +94,12 @@ func Listen(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Jobs.Scheduler != nil {
+		cfg.Jobs.withDefaults()
+		if len(cfg.Jobs.Agent) == 0 {
+			return nil, errors.New("agents: a scheduler without the agent's command line (JobsConfig.Agent)")
+		}
+	}
 	c := &Coordinator{cfg: cfg, log: cfg.Log.With("component", "agents")}
 	if cfg.TLS || cfg.CertFile != "" || !IsLoopback(cfg.Listen) {
 		host, _, err := net.SplitHostPort(cfg.Listen)
@@ -119,14 +129,20 @@ func (c *Coordinator) Fingerprint() string { return c.fingerprint }
 // The engine's Config.Kernels must be this.
 func (c *Coordinator) Size() int { return c.cfg.Local + c.cfg.Slots }
 
-// Name is protocol.LauncherAgents.
-func (c *Coordinator) Name() string { return protocol.LauncherAgents }
+// Name is protocol.LauncherAgents, or the Scheduler's name
+// (protocol.LauncherSlurm) when the coordinator submits its agents.
+func (c *Coordinator) Name() string {
+	if c.cfg.Jobs.Scheduler != nil {
+		return c.cfg.Jobs.Scheduler.Name()
+	}
+	return protocol.LauncherAgents
+}
 
 // Kernels returns the engine's slots: 0..Local-1 local, then the agents'.
 // Call it once.
 func (c *Coordinator) Kernels(cfg kernel.PoolConfig) engine.Kernels {
 	s := &slots{c: c, cfg: cfg, nLocal: c.cfg.Local, log: c.log, agents: make(map[string]*agentRec),
-		changed: make(chan struct{}), conns: make(map[*agentConn]bool)}
+		changed: make(chan struct{}), conns: make(map[*agentConn]bool), nudge: make(chan struct{}, 1)}
 	if c.cfg.Local > 0 {
 		lc := cfg
 		lc.Size = c.cfg.Local
@@ -145,7 +161,9 @@ func (c *Coordinator) Kernels(cfg kernel.PoolConfig) engine.Kernels {
 
 // WaitKernels waits until at least n agent kernels are ready (a batch run
 // waits for its agents before it creates contexts); it fails when ctx
-// ends first, naming how many are ready, or when the Kernels stop.
+// ends first, naming how many are ready, or when the Kernels stop. With
+// a Scheduler it submits the jobs for them, and fails (ErrJobFailed) if
+// one cannot be submitted or ends before its agent connects.
 func (c *Coordinator) WaitKernels(ctx context.Context, n int) error {
 	c.mu.Lock()
 	s := c.slots
@@ -153,8 +171,20 @@ func (c *Coordinator) WaitKernels(ctx context.Context, n int) error {
 	if s == nil {
 		return errors.New("agents: WaitKernels before the engine started the kernels")
 	}
+	s.mu.Lock()
+	errGen := s.jobErrGen
+	if c.cfg.Jobs.Scheduler != nil {
+		s.minKernels = max(s.minKernels, n)
+		s.nudgeJobs()
+	}
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
+		if s.jobErrGen != errGen {
+			err := s.jobErr
+			s.mu.Unlock()
+			return err
+		}
 		ready := 0
 		for _, st := range s.slot {
 			if st.owner != nil && st.owner.conn != nil && st.k != nil && st.k.Err() == nil {

@@ -25,4 +25,12 @@
 // contexts are told runtime/kernelRestarted {statePreserved: false,
 // reason: "agent HOST lost"} and re-run, on the agent's new kernels or,
 // after the grace, on other slots.
+//
+// With a Scheduler (CoordinatorConfig.Jobs; package slurm has Slurm's)
+// the Coordinator is the slurm launcher: a run waiting on a slot no
+// agent serves makes it submit `ripple agent` as a batch job, whose agent
+// connects with the job's name for its id and serves the slots reserved
+// for it; a job that ends (cancelled, preempted, at its time limit) is a
+// lost agent at once, and one whose kernels have no context for the idle
+// timeout is cancelled. jobs.go says who moves a job through its states.
 package agent

@@ -27,9 +27,9 @@ import (
 // a waiter of Kernel or Restart may be waiting for.
 //
 // Goroutines, all counted by wg and ended by Stop: the accept loop, the
-// lease checker, per connection its reader (serveConn) and writer, per
-// attached kernel a watcher that wakes waiters when it ends, and the
-// OnReady of each new kernel.
+// lease checker, the job loop (with a Scheduler: jobs.go), per connection
+// its reader (serveConn) and writer, per attached kernel a watcher that
+// wakes waiters when it ends, and the OnReady of each new kernel.
 type slots struct {
 	c      *Coordinator
 	cfg    kernel.PoolConfig
@@ -54,6 +54,18 @@ type slots struct {
 	order   []string             // guarded by mu: agent ids in first-connection order
 	changed chan struct{}        // guarded by mu
 	conns   map[*agentConn]bool  // guarded by mu: every open connection
+
+	// With a Scheduler (jobs.go). nudge wakes the job loop; coordID and
+	// advertise are set by Start; pollErr is the job loop's own.
+	nudge         chan struct{}
+	coordID       string
+	advertise     string
+	pollErr       string
+	countContexts func(slot int) int // guarded by mu: the engine's (CountContexts)
+	jobSeq        int                // guarded by mu: the last job's number
+	minKernels    int                // guarded by mu: kernels WaitKernels wants
+	jobErr        error              // guarded by mu: the last job that failed
+	jobErrGen     uint64             // guarded by mu: bumped with jobErr
 }
 
 // agentSlot is one engine slot served by an agent kernel. Guarded by
@@ -71,6 +83,14 @@ type agentSlot struct {
 	// restartReason is the reason the next replacement is reported with
 	// (a Restart request, or the loss of the agent).
 	restartReason string
+	// With a Scheduler: waiters counts the runs waiting in Call for this
+	// slot's kernel (a free slot with waiters wants a job); failErr is
+	// what they fail with when the job for them failed, failGen bumped
+	// with it (a wait fails if failGen moved since it began). failGen is
+	// kept when the slot changes hands.
+	waiters int
+	failGen uint64
+	failErr error
 }
 
 // agentRec is one agent, kept while it is connected or suspended, and
@@ -83,6 +103,14 @@ type agentRec struct {
 	renewed                          int64      // last lease renewal (slots.now), while suspended
 	grace                            *time.Timer
 	lost                             bool
+	job                              *jobRec // the job the coordinator submitted for it; nil for an agent that came by itself
+}
+
+// handTo gives the slot to kernel index of agent rec (nil: frees it),
+// forgetting its kernel; what outlives a change of hands stays: retired,
+// and the waiting runs' waiters, failGen and failErr. Under slots.mu.
+func (st *agentSlot) handTo(rec *agentRec, index int) {
+	*st = agentSlot{owner: rec, index: index, retired: st.retired, waiters: st.waiters, failGen: st.failGen, failErr: st.failErr}
 }
 
 // now reads the lease clock: monotonic nanoseconds since clock0.
@@ -118,6 +146,21 @@ func (s *slots) Start(ctx context.Context) error {
 		s.log.Info("agents listening (TLS)", "addr", s.c.Addr(), "fingerprint", s.c.fingerprint)
 	} else {
 		s.log.Info("agents listening (loopback, plain TCP)", "addr", s.c.Addr())
+	}
+	if s.c.cfg.Jobs.Scheduler != nil {
+		adv, err := s.c.cfg.Jobs.advertise(s.c.Addr())
+		if err != nil {
+			s.c.ln.Close()
+			if s.local != nil {
+				s.local.Stop(ctx)
+			}
+			return err
+		}
+		s.advertise, s.coordID = adv, randomHex(3)
+		s.log.Info("submitting agents as jobs", "scheduler", s.c.cfg.Jobs.Scheduler.Name(), "dial", adv,
+			"maxKernels", len(s.slot), "kernelsPerJob", s.c.cfg.Jobs.KernelsPerJob)
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.jobLoop() }()
 	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.acceptLoop() }()
@@ -168,6 +211,12 @@ func (s *slots) Stop(ctx context.Context) error {
 		}
 		<-done
 	}
+	if s.c.cfg.Jobs.Scheduler != nil {
+		// After the job loop ended: a job it was submitting is recorded.
+		// Agents told to shut down end their jobs themselves; the rest
+		// (pending, or not connected) are cancelled.
+		s.cancelJobs(ctx)
+	}
 	if s.local != nil {
 		return s.local.Stop(ctx)
 	}
@@ -217,11 +266,42 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 	if err != nil {
 		return nil, err
 	}
+	// A run waits for a slot no agent serves while the job loop submits
+	// one (onDemand): it is counted in waiters, and fails if the job for
+	// it fails (failGen moves).
+	demand := !failSuspended && s.onDemand()
+	s.mu.Lock()
+	gen := st.failGen
+	if demand {
+		st.waiters++
+		defer func() {
+			s.mu.Lock()
+			st.waiters--
+			s.mu.Unlock()
+		}()
+	}
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
 		if s.stopped {
 			s.mu.Unlock()
 			return nil, kernel.ErrPoolStopped
+		}
+		if demand && st.failGen != gen {
+			err := st.failErr
+			s.mu.Unlock()
+			return nil, fmt.Errorf("slot %d: %w", slot, err)
+		}
+		if st.owner == nil && !st.retired && demand {
+			ch := s.changed
+			s.mu.Unlock()
+			s.nudgeJobs()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+			continue
 		}
 		if st.retired || st.owner == nil {
 			s.mu.Unlock()
@@ -373,7 +453,14 @@ func (s *slots) Retired(slot int) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return st.retired || st.owner == nil
+	switch {
+	case st.retired:
+		return true
+	case st.owner == nil:
+		return !s.onDemand() // open: a run on it makes the job loop submit a job
+	default:
+		return st.owner.job != nil && st.owner.job.cancelling
+	}
 }
 
 // Status reports the local kernels, then every agent slot that has an
@@ -391,6 +478,8 @@ func (s *slots) Status() []kernel.KernelStatus {
 		}
 		ks := kernel.KernelStatus{Slot: s.nLocal + i, KernelID: st.kernelID, PID: st.pid}
 		switch {
+		case st.owner.job != nil && !st.owner.job.connected:
+			ks.State = kernel.StateStarting // its job is pending, or its agent starting
 		case st.owner.conn == nil:
 			ks.State = "suspended"
 		case st.k != nil && st.k.Err() == nil && st.k.Busy():
@@ -441,11 +530,21 @@ func (s *slots) Agents() []protocol.AgentStatus {
 		if rec.conn != nil {
 			renewed = rec.conn.lastBeat.Load()
 		}
-		out = append(out, protocol.AgentStatus{
+		as := protocol.AgentStatus{
 			AgentRef:   protocol.AgentRef{ID: rec.id, Host: rec.host, Launcher: rec.launcher, JobID: rec.jobID},
 			Kernels:    append([]int(nil), rec.slots...),
 			LeaseAgeMs: time.Duration(s.now() - renewed).Milliseconds(),
-		})
+		}
+		if job := rec.job; job != nil {
+			as.JobName, as.JobState = job.name, job.state
+			if job.reason != "None" {
+				as.JobReason = job.reason
+			}
+			if !job.connected {
+				as.LeaseAgeMs = 0 // no lease yet
+			}
+		}
+		out = append(out, as)
 	}
 	return out
 }
@@ -604,6 +703,11 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		return welcome{}, nil, nil, errors.New("the coordinator is stopping")
 	}
 	rec := s.agents[h.AgentID]
+	if rec != nil && rec.lost && rec.job != nil {
+		// The agent of a job that ended (or was given up) and is still
+		// alive for a moment: it would serve slots until Slurm kills it.
+		return welcome{}, nil, nil, fmt.Errorf("agent %s: its job %s ended (%s): it is not taken back", h.AgentID, rec.job.id, rec.job.state)
+	}
 	if rec != nil && !rec.lost {
 		if len(rec.slots) != h.Kernels {
 			return welcome{}, nil, nil, fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
@@ -617,6 +721,14 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		if rec.grace != nil {
 			rec.grace.Stop()
 			rec.grace = nil
+		}
+		if rec.job != nil {
+			rec.job.connected = true // its reserved slots are its own
+			rec.job.idleSince = time.Time{}
+			if !rec.job.ended {
+				// Its agent runs: the job does, whatever the last poll said.
+				rec.job.state, rec.job.reason = "RUNNING", ""
+			}
 		}
 	} else {
 		var free []int
@@ -638,10 +750,14 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		rec = &agentRec{id: h.AgentID, slots: free[:h.Kernels], epoch: epoch}
 		s.agents[h.AgentID] = rec
 		for i, slot := range rec.slots {
-			*s.slot[slot-s.nLocal] = agentSlot{owner: rec, index: i}
+			st := s.slot[slot-s.nLocal]
+			st.handTo(rec, i)
 		}
 	}
-	rec.host, rec.launcher, rec.jobID = h.Host, h.Launcher, h.JobID
+	rec.host, rec.launcher = h.Host, h.Launcher
+	if h.JobID != "" || rec.job == nil {
+		rec.jobID = h.JobID // a submitted job's id is known already
+	}
 	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
 	rec.conn = c
 	c.rec, c.epoch = rec, rec.epoch
@@ -844,7 +960,7 @@ func (s *slots) graceExpired(rec *agentRec) {
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]
 		evs = append(evs, kernel.RestartEvent{Slot: slot, OldKernelID: st.kernelID, Reason: reason})
-		*st = agentSlot{retired: st.retired}
+		st.handTo(nil, 0)
 	}
 	rec.slots = nil
 	s.mu.Unlock()

@@ -110,6 +110,9 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 			ks.Launcher = protocol.LauncherLocal
 			if ks.Agent = ak.SlotAgent(k.Slot); ks.Agent != nil {
 				ks.Launcher = protocol.LauncherAgents
+				if e.cfg.Launcher.Name() == protocol.LauncherSlurm && ks.Agent.Launcher == protocol.LauncherSlurm {
+					ks.Launcher = protocol.LauncherSlurm // an agent of a job it submitted
+				}
 			}
 		}
 		if cs, err := e.store.ContextsOnSlot(nil, k.Slot); err == nil {

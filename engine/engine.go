@@ -207,6 +207,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		OnRestart:        e.onKernelRestart,
 	}
 	e.pool = cfg.Launcher.Kernels(e.poolCfg)
+	e.countContexts()
 	// ExecuteTimeout is applied by execute, not by the queue: its clock
 	// starts when the run's kernel is ready (see execute).
 	e.queue = queue.New(runner{e}, queue.Options{
@@ -305,6 +306,7 @@ func (e *Engine) startKernels(ctx context.Context) error {
 	e.python = a.py
 	e.poolCfg.Kernel.Python = a.py
 	e.pool = e.cfg.Launcher.Kernels(e.poolCfg)
+	e.countContexts()
 	if err := e.pool.Start(e.bg); err != nil {
 		return fmt.Errorf("start kernels: %w", err)
 	}
@@ -477,4 +479,21 @@ func journalEnv(cfg Config) []string {
 		env = append(env, fmt.Sprintf("RIPPLE_VALUES_IDLE_MS=%d", cfg.ValueJournalIdle.Milliseconds()))
 	}
 	return env
+}
+
+// countContexts gives a pool that starts kernels on demand and stops idle
+// ones (ContextCounting: the slurm launcher) the count of contexts on a
+// slot, read from the store.
+func (e *Engine) countContexts() {
+	cc, ok := e.pool.(ContextCounting)
+	if !ok {
+		return
+	}
+	cc.CountContexts(func(slot int) int {
+		cs, err := e.store.ContextsOnSlot(nil, slot)
+		if err != nil {
+			return 0
+		}
+		return len(cs)
+	})
 }

@@ -9,8 +9,10 @@ import (
 )
 
 // Launcher is where the engine's kernels come from (docs/scale-out.md):
-// today only LocalLauncher, children of this process. Runtime agents and
-// Slurm are to be launchers too; the engine sees slots, not launchers.
+// LocalLauncher, children of this process (the default), or the agent
+// package's Coordinator, whose kernels are runtime agents' (the agents
+// launcher) and, with a scheduler, agents it submits as Slurm jobs (the
+// slurm launcher). The engine sees slots, not launchers.
 type Launcher interface {
 	// Name is the launcher runtime/status names for each of its kernels
 	// (PROTOCOL.md 7.5).
@@ -55,4 +57,14 @@ type AgentKernels interface {
 	SlotAgent(slot int) *protocol.AgentRef
 	// Agents lists the agents.
 	Agents() []protocol.AgentStatus
+}
+
+// ContextCounting is implemented by Kernels that start kernels on demand
+// and stop idle ones (the slurm launcher): an idle kernel is one no
+// context is on. The engine calls CountContexts once, before Start, with
+// a function that counts the contexts on a slot; it reads the contexts
+// store, so it may be called from any goroutine, with any lock of the
+// launcher's held (it takes none of the engine's).
+type ContextCounting interface {
+	CountContexts(count func(slot int) int)
 }

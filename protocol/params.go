@@ -70,6 +70,7 @@ type RuntimeStatusResult struct {
 const (
 	LauncherLocal  = "local"  // a child of this server process
 	LauncherAgents = "agents" // a kernel of a runtime agent that connected (ripple agent)
+	LauncherSlurm  = "slurm"  // a kernel of a runtime agent the coordinator submitted as a Slurm job
 )
 
 // KernelStatus describes one kernel of the pool. ID is the kernelId that
@@ -79,7 +80,8 @@ type KernelStatus struct {
 	PID      int         `json:"pid"`
 	State    string      `json:"state"`
 	Contexts []ContextID `json:"contexts"`
-	// Launcher started the kernel: LauncherLocal or LauncherAgents.
+	// Launcher started the kernel: LauncherLocal, LauncherAgents or
+	// LauncherSlurm.
 	Launcher string `json:"launcher"`
 	// Agent is the runtime agent that owns the kernel; nil for a local one.
 	Agent *AgentRef `json:"agent,omitempty"`
@@ -95,10 +97,17 @@ type AgentRef struct {
 
 // AgentStatus is one agent of runtime/status: its kernels are the ids of
 // KernelStatus, LeaseAgeMs the time since its lease was last renewed.
+// An agent the coordinator submitted as a batch job (the slurm launcher)
+// is listed from its submission on, with its job's name, state (Slurm's:
+// PENDING, RUNNING, CANCELLED...) and the scheduler's reason; until its
+// agent connects its host is empty and its lease age 0.
 type AgentStatus struct {
 	AgentRef
-	Kernels    []int `json:"kernels"`
-	LeaseAgeMs int64 `json:"leaseAgeMs"`
+	Kernels    []int  `json:"kernels"`
+	LeaseAgeMs int64  `json:"leaseAgeMs"`
+	JobName    string `json:"jobName,omitempty"`
+	JobState   string `json:"jobState,omitempty"`
+	JobReason  string `json:"jobReason,omitempty"`
 }
 
 // QueueStatus counts the scheduler's jobs.

@@ -166,12 +166,9 @@ func addAgentsFlags(fs *flag.FlagSet) *agentsFlags {
 	}
 }
 
-// open opens the agents launcher when --agents-listen is given (nil
-// otherwise); a non-empty message is a usage error.
-func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger) (*agent.Coordinator, string) {
-	if *f.listen == "" {
-		return nil, ""
-	}
+// open opens the agents launcher on --agents-listen (the slurm launcher
+// with jobs' Scheduler); a non-empty message is a usage error.
+func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger, jobs agent.JobsConfig) (*agent.Coordinator, string) {
 	if !localSet {
 		local = 0
 	}
@@ -181,7 +178,7 @@ func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger) (*agent.C
 		return nil, "--agents-token-file: " + err.Error()
 	case tok == "":
 		return nil, "--agents-listen needs the agents' token: --agents-token-file F, --agents-token T or $RIPPLE_AGENT_TOKEN"
-	case *f.slots <= 0:
+	case *f.slots <= 0 && jobs.Scheduler == nil:
 		return nil, fmt.Sprintf("--agents-slots %d: want a positive number", *f.slots)
 	case (*f.cert == "") != (*f.key == ""):
 		return nil, "--agents-cert and --agents-key go together"
@@ -193,7 +190,7 @@ func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger) (*agent.C
 	c, err := agent.Listen(agent.CoordinatorConfig{
 		Listen: *f.listen, Token: tok, Slots: *f.slots, Local: local,
 		TLS: *f.tls, CertFile: *f.cert, KeyFile: *f.key,
-		Lease: *f.lease, Grace: *f.grace, Log: log,
+		Lease: *f.lease, Grace: *f.grace, Jobs: jobs, Log: log,
 	})
 	if err != nil {
 		return nil, err.Error()

@@ -34,7 +34,10 @@ runtime agents (ripple agent --coordinator ADDR): the run waits until
 tests over every agent kernel connected by then, and over --local-kernels
 local ones (default 0). Tests keep the rules above across agents (a
 module's tests on one kernel); the tests of an agent lost during the run
-run again on other kernels. The agents stop when the run ends.
+run again on other kernels. The agents stop when the run ends. With
+--launcher slurm the run submits those agents as Slurm jobs
+(--kernels-per-job kernels each, with --sbatch-arg ARGs) and cancels them
+at its end.
 
 Exit status (as pytest): 0 all passed, 1 a test failed (or errored, crashed,
 timed out), 2 usage error, collection errors or interrupted, 5 no tests
@@ -107,8 +110,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
-	af := addAgentsFlags(fs)
-	localKernels := fs.Int("local-kernels", 0, "with --agents-listen: local kernels beside the agents' kernels")
+	lf := addLauncherFlags(fs)
+	localKernels := fs.Int("local-kernels", 0, "with --agents-listen or --launcher slurm: local kernels beside the agents' kernels")
 
 	// What follows "--" goes to pytest as it is.
 	var passThrough []string
@@ -180,7 +183,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *localKernels < 0 {
 		return fail(fmt.Errorf("--local-kernels %d: want a positive number", *localKernels))
 	}
-	coord, msg := af.open(*localKernels, true, opts.Logger)
+	coord, msg := lf.open(dir, *python, *localKernels, true, max(*kernels, 1), opts.Logger)
 	if msg != "" {
 		return fail(errors.New(msg))
 	}
@@ -193,11 +196,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return fail(errors.New("--watch over agents (--agents-listen) is not built; watch with local kernels"))
 		}
 		opts.Agents, opts.LocalKernels = coord, *localKernels
-		if fp := coord.Fingerprint(); fp != "" {
-			fmt.Fprintf(stderr, "ripple: agents connect to %s (TLS; --coordinator-fingerprint %s)\n", coord.Addr(), fp)
-		} else {
-			fmt.Fprintf(stderr, "ripple: agents connect to %s (loopback, plain TCP)\n", coord.Addr())
-		}
+		printAgentsAddr(stderr, coord)
 	}
 	if *shardFlag != "" {
 		shard, err := batch.ParseShard(*shardFlag)

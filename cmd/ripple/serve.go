@@ -48,7 +48,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
 	fresh := fs.Bool("fresh", false, "start without the state log and value journal of .ripple/ (moved aside to .ripple/state.db.fresh-TIME and values.db.fresh-TIME, not deleted)")
 	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
-	af := addAgentsFlags(fs)
+	lf := addLauncherFlags(fs)
 
 	dir, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
@@ -70,7 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	kernelsSet := false
 	fs.Visit(func(f *flag.Flag) { kernelsSet = kernelsSet || f.Name == "kernels" })
-	coord, msg := af.open(*kernels, kernelsSet, log)
+	coord, msg := lf.open(dir, *python, *kernels, kernelsSet, 0, log)
 	if msg != "" {
 		fmt.Fprintf(stderr, "ripple serve: %s\n", msg)
 		return exitUsage
@@ -79,11 +79,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if coord != nil {
 		defer coord.Close()
 		launcher, *kernels = coord, coord.Size()
-		if fp := coord.Fingerprint(); fp != "" {
-			fmt.Fprintf(stderr, "ripple: agents connect to %s (TLS; --coordinator-fingerprint %s)\n", coord.Addr(), fp)
-		} else {
-			fmt.Fprintf(stderr, "ripple: agents connect to %s (loopback, plain TCP)\n", coord.Addr())
-		}
+		printAgentsAddr(stderr, coord)
 	}
 
 	root, err := projectDir(dir)
