@@ -6,9 +6,11 @@
 //
 // Every event sets or deletes one entry: (Kind, Key) -> Data, Data nil
 // meaning deleted. The state is the fold of the log: the last event of each
-// (Kind, Key) wins. A buffer's event carries its whole current state, so
-// the fold is simple and a lost intermediate event cannot corrupt a later
-// one. Callers that append events for the same (Kind, Key) from several
+// (Kind, Key) wins. A buffer's entry carries its whole state, and the
+// engine's keystrokes write a second entry beside it, the change since
+// that state as one replaced span (engine.KindBufferDelta): each event is
+// still whole in itself, so the fold stays simple and a lost intermediate
+// event cannot corrupt a later one. Callers that append events for the same (Kind, Key) from several
 // goroutines order them themselves (see engine's durable hook: one mutex
 // per key around snapshot-and-append), because the log keeps the order in
 // which Append calls commit.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -24,9 +25,53 @@ type StateLog interface {
 }
 
 // KindBuffer is the durable log's kind of an open buffer with unsaved
-// edits: Key its resolved path, Data its workspace.BufferState as JSON. A
-// buffer that is closed or saved deletes its entry.
+// edits: Key its resolved path, Data a savedBuffer as JSON (its
+// workspace.BufferState and the id deltas name it by). A buffer that is
+// closed or saved deletes its entry.
 const KindBuffer = "buffer"
+
+// KindBufferDelta is the durable log's kind of a buffer's state as a change
+// of its KindBuffer entry: Key the path, Data a bufferDelta as JSON.
+//
+// A keystroke in a 30 KB module would otherwise write the whole buffer
+// again, and the log's commit costs what it writes (about 0.4 ms of CPU
+// per keystroke at 30 KB). The delta is one replaced span of the entry's
+// content, from common prefix and suffix, so it holds what was typed since
+// that entry however many edits it took; the fold keeps the last one. A
+// full entry is written again when the span grows past a quarter of the
+// buffer or after deltasPerBase deltas. A delta applies only to the entry
+// whose BaseID it names (a random id per full entry, not its version: the
+// text may come back to an old entry's version) and only if the result
+// hashes to its Version; otherwise the entry alone is restored. A delta
+// left after its entry was deleted (a save) names no entry and is ignored.
+const KindBufferDelta = "bufferDelta"
+
+// deltasPerBase bounds the deltas written against one full entry.
+const deltasPerBase = 256
+
+// savedBuffer is KindBuffer's Data.
+type savedBuffer struct {
+	workspace.BufferState
+	BaseID string `json:"baseId,omitempty"`
+}
+
+// bufferDelta is KindBufferDelta's Data: the buffer is its KindBuffer
+// entry's content with bytes [Start, End) replaced by Text.
+type bufferDelta struct {
+	BaseID  string               `json:"baseId"`
+	Start   int                  `json:"start"`
+	End     int                  `json:"end"`
+	Text    string               `json:"text"`
+	Version workspace.Version    `json:"version"`
+	Clients []workspace.ClientID `json:"clients"`
+}
+
+// deltaBase is the last full entry written for a path by this process.
+type deltaBase struct {
+	id      string
+	content string
+	deltas  int
+}
 
 // durableState is the engine's side of the state log.
 //
@@ -44,6 +89,33 @@ type durableState struct {
 	// buffer with no entry needs no append, so opening or saving a file
 	// without unsaved edits costs no fsync.
 	recorded map[string]bool
+	// bases holds, per path, the full KindBuffer entry this process wrote
+	// last, which KindBufferDelta entries change (read and written under
+	// the path's stripe only; guarded by mu for the map itself).
+	bases map[string]*deltaBase
+}
+
+// base returns the path's delta base, nil if none. The caller holds the
+// path's stripe.
+func (d *durableState) base(path string) *deltaBase {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bases[path]
+}
+
+// setBase records (or with b nil forgets) the path's delta base. The
+// caller holds the path's stripe.
+func (d *durableState) setBase(path string, b *deltaBase) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b == nil {
+		delete(d.bases, path)
+		return
+	}
+	if d.bases == nil {
+		d.bases = map[string]*deltaBase{}
+	}
+	d.bases[path] = b
 }
 
 func (d *durableState) stripe(path string) *sync.Mutex {
@@ -78,9 +150,9 @@ func (e *Engine) recordBuffer(ctx context.Context, path string) {
 	if !keep && !had {
 		return
 	}
-	ev := durable.Event{Kind: KindBuffer, Key: st.Path}
+	ev, base := durable.Event{Kind: KindBuffer, Key: st.Path}, (*deltaBase)(nil)
 	if keep {
-		if ev.Data, err = json.Marshal(st); err != nil {
+		if ev, base, err = d.bufferEvent(st); err != nil {
 			e.log.Error("state log: encode buffer", "path", st.Path, "err", err)
 			return
 		}
@@ -89,12 +161,82 @@ func (e *Engine) recordBuffer(ctx context.Context, path string) {
 		e.log.Error("state log: buffer change not recorded; a crash now would lose it", "path", st.Path, "err", err)
 		return
 	}
+	if ev.Kind == KindBuffer {
+		d.setBase(st.Path, base) // nil after a delete: the next entry is full
+	}
 	d.mu.Lock()
 	if d.recorded == nil {
 		d.recorded = map[string]bool{}
 	}
 	d.recorded[st.Path] = keep
 	d.mu.Unlock()
+}
+
+// bufferEvent is the event that records st: a delta of the path's base
+// when that is small, else a full entry with a new base (returned, to be
+// set once the append succeeded). The caller holds the path's stripe.
+func (d *durableState) bufferEvent(st workspace.BufferState) (durable.Event, *deltaBase, error) {
+	if b := d.base(st.Path); b != nil && b.deltas < deltasPerBase {
+		start, end, text := replacedSpan(b.content, st.Content)
+		if len(text)+(end-start) <= max(4096, len(st.Content)/4) {
+			data, err := json.Marshal(bufferDelta{BaseID: b.id, Start: start, End: end, Text: text, Version: st.Version, Clients: st.Clients})
+			if err != nil {
+				return durable.Event{}, nil, err
+			}
+			b.deltas++
+			return durable.Event{Kind: KindBufferDelta, Key: st.Path, Data: data}, nil, nil
+		}
+	}
+	base := &deltaBase{id: fmt.Sprintf("%016x", rand.Uint64()), content: st.Content}
+	data, err := json.Marshal(savedBuffer{BufferState: st, BaseID: base.id})
+	if err != nil {
+		return durable.Event{}, nil, err
+	}
+	return durable.Event{Kind: KindBuffer, Key: st.Path, Data: data}, base, nil
+}
+
+// replacedSpan returns the span [start, end) of old that, replaced by
+// text, makes new: what lies between their common prefix and suffix.
+func replacedSpan(old, new string) (start, end int, text string) {
+	n := min(len(old), len(new))
+	for start < n && old[start] == new[start] {
+		start++
+	}
+	suffix := 0
+	for suffix < n-start && old[len(old)-1-suffix] == new[len(new)-1-suffix] {
+		suffix++
+	}
+	return start, len(old) - suffix, new[start : len(new)-suffix]
+}
+
+// savedBufferState folds a buffer's KindBuffer entry and its
+// KindBufferDelta entry (nil when none) into the state to restore. A
+// delta of another entry is ignored; one that does not yield its version
+// is an error, and the entry alone is restored.
+func savedBufferState(key string, full, delta []byte) (workspace.BufferState, error) {
+	var sb savedBuffer
+	if err := json.Unmarshal(full, &sb); err != nil {
+		return workspace.BufferState{}, fmt.Errorf("state log entry for buffer %s: %w", key, err)
+	}
+	if delta == nil {
+		return sb.BufferState, nil
+	}
+	var bd bufferDelta
+	if err := json.Unmarshal(delta, &bd); err != nil {
+		return sb.BufferState, fmt.Errorf("state log delta for buffer %s (its last full state is restored): %w", key, err)
+	}
+	if bd.BaseID == "" || bd.BaseID != sb.BaseID {
+		return sb.BufferState, nil // a delta of an earlier entry
+	}
+	c := sb.Content
+	if bd.Start < 0 || bd.Start > bd.End || bd.End > len(c) {
+		return sb.BufferState, fmt.Errorf("state log delta for buffer %s: span [%d, %d) outside its %d bytes (its last full state is restored)", key, bd.Start, bd.End, len(c))
+	}
+	content := c[:bd.Start] + bd.Text + c[bd.End:]
+	if got := workspace.VersionOf(content); got != bd.Version {
+		return sb.BufferState, fmt.Errorf("state log delta for buffer %s: the result's version %s is not the recorded %s (its last full state is restored)", key, got, bd.Version)
+	}
+	return workspace.BufferState{Path: sb.Path, Content: content, Version: bd.Version, Clients: bd.Clients}, nil
 }
 
 // RestoreBuffers opens again the buffers with unsaved edits that st (the
@@ -110,10 +252,13 @@ func (e *Engine) RestoreBuffers(st durable.State) ([]string, error) {
 	var errs []error
 	clients := map[workspace.ClientID]bool{}
 	for key, data := range st[KindBuffer] {
-		var bs workspace.BufferState
-		if err := json.Unmarshal(data, &bs); err != nil {
-			errs = append(errs, fmt.Errorf("state log entry for buffer %s: %w", key, err))
-			continue
+		delta, _ := st.Get(KindBufferDelta, key)
+		bs, err := savedBufferState(key, data, delta)
+		if err != nil {
+			errs = append(errs, err)
+			if bs.Path == "" {
+				continue // the entry itself is unreadable
+			}
 		}
 		ok, err := e.ws.RestoreBuffer(bs)
 		if err != nil {
@@ -179,6 +324,7 @@ func (e *Engine) ForgetBuffers(ctx context.Context, paths []string) error {
 			e.dur.mu.Lock()
 			delete(e.dur.recorded, p)
 			e.dur.mu.Unlock()
+			e.dur.setBase(p, nil)
 		}
 		lock.Unlock()
 		if err != nil {

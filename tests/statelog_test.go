@@ -20,7 +20,7 @@ type gatedLog struct {
 }
 
 func (l *gatedLog) Append(ctx context.Context, ev durable.Event) error {
-	if ev.Kind == engine.KindBuffer {
+	if ev.Kind == engine.KindBuffer || ev.Kind == engine.KindBufferDelta {
 		select {
 		case <-l.gate:
 		case <-ctx.Done():
@@ -38,7 +38,7 @@ func (l *gatedLog) buffers() int {
 	defer l.mu.Unlock()
 	n := 0
 	for _, ev := range l.appended {
-		if ev.Kind == engine.KindBuffer {
+		if ev.Kind == engine.KindBuffer || ev.Kind == engine.KindBufferDelta {
 			n++
 		}
 	}
