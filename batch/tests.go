@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,11 @@ type testItem struct {
 	Status   string    `json:"status"` // collection reports only
 	Message  string    `json:"message"`
 	Longrepr string    `json:"longrepr"`
+	// With split collection (split.go): the index of the item's (the
+	// report's) file in the kernel's Files (-1: none), and for a report
+	// how many files collection had reached when it came.
+	File int `json:"file"`
+	Pos  int `json:"pos"`
 }
 
 type collectAnswer struct {
@@ -56,6 +62,12 @@ type collectAnswer struct {
 	Items          []testItem          `json:"-"`
 	CollectReports []testItem          `json:"-"`
 	Deps           map[string][]string `json:"-"` // test module -> the project files it imports
+	// Split collection (split.go): the kernel's account, and the test
+	// files collection reached, in order, with each one's share (-1:
+	// every kernel collects it).
+	Split  *splitAnswer `json:"split"`
+	Files  []string     `json:"-"`
+	Owners []int        `json:"-"`
 	Continue       bool                `json:"continueOnCollectionErrors"`
 	CollectOnly    bool                `json:"collectOnly"`
 	Stopped        string              `json:"stopped"`
@@ -95,24 +107,38 @@ var errTestTimeout = errors.New("test timed out")
 // it died, or when its agent was lost. So a worker that finds the queue
 // empty finishes its own session and then waits (more) until a group is
 // put back or no session is open any more; only then does it end. Every
-// change of queue, open or stopped broadcasts more.
+// change of queue, open, holders or stopped broadcasts more.
+//
+// With split collection (split.go) a session has one share of the suite
+// and runs only that share's groups; a worker without a session takes a
+// group only of a share no open session holds (holders), which happens
+// when the share's kernel is gone: it then collects that share itself.
 type testRun struct {
 	opts    *Options
 	python  kernel.Interpreter
 	root    string
 	args    []string
 	workers int
-	unit    bool       // pytest is missing: unittest's loader runs the tests
-	items   []testItem // the first kernel's collection: a kernel that collects again must agree
+	unit    bool // pytest is missing: unittest's loader runs the tests
+	// split: each session collects one share of the shares (split.go);
+	// without split there is one share, the whole suite, in every session.
+	split  bool
+	shares int
+	// shareItems: per share, its collection: a kernel that collects the
+	// share again must agree. entryOf: per share, kernel index -> entry
+	// index. Both are written before the workers run, then only read.
+	shareItems [][]testItem
+	entryOf    []map[int]int
 
 	entries []Entry
 	results chan indexedResult
 
 	mu      sync.Mutex
-	more    *sync.Cond // on mu
-	queue   [][]int    // guarded by mu: groups not started, in collection order
-	open    int        // guarded by mu: workers whose session is open
-	stopped bool       // guarded by mu
+	more    *sync.Cond  // on mu
+	queue   []testGroup // guarded by mu: groups not started, in collection order
+	open    int         // guarded by mu: workers whose session is open
+	holders []int       // guarded by mu: per share, the open sessions that collected it
+	stopped bool        // guarded by mu
 	// rerun: guarded by mu: kernel index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -124,52 +150,64 @@ type testRun struct {
 	flags  runFlags
 }
 
+// testGroup is tests that run in one session, in this order: indices into
+// the collection of share.
+type testGroup struct {
+	share   int
+	indices []int
+}
+
 type indexedResult struct {
 	i int
 	r *Result
 }
 
-// next takes the next group; nil when the run stops, or when the queue
-// is empty and, with wait, no open session can put tests back any more
-// (see testRun).
-func (t *testRun) next(wait bool) []int {
+// next takes the next group for a worker: with its session open (on
+// share), the next group of that share, else none; without a session, the
+// next group of a share no session holds, waiting while sessions are open
+// (they may put tests back, or end). false when the run stops or nothing
+// is left for it (see testRun).
+func (t *testRun) next(share int, open bool) (testGroup, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for {
-		switch {
-		case t.stopped:
-			return nil
-		case len(t.queue) > 0:
-			g := t.queue[0]
-			t.queue = t.queue[1:]
-			return g
-		case !wait || t.open == 0:
-			return nil
+	for !t.stopped {
+		for i, g := range t.queue {
+			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) {
+				continue
+			}
+			t.queue = slices.Delete(t.queue, i, i+1)
+			return g, true
+		}
+		if open || t.open == 0 {
+			break
 		}
 		t.more.Wait()
 	}
+	return testGroup{}, false
 }
 
 // requeue puts back the tests of a group a dead kernel (or a lost agent)
 // did not run.
-func (t *testRun) requeue(g []int) {
+func (t *testRun) requeue(g testGroup) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.queue = append([][]int{g}, t.queue...)
+	t.queue = append([]testGroup{g}, t.queue...)
 	t.more.Broadcast()
 }
 
-// opened and closed count the workers' open sessions.
-func (t *testRun) opened() {
+// opened and closed count the workers' open sessions, by share.
+func (t *testRun) opened(share int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.open++
+	t.holders[share]++
 }
 
-func (t *testRun) closed() {
+func (t *testRun) closed(share int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.open--
+	t.holders[share]--
 	t.more.Broadcast()
 }
 
@@ -359,30 +397,56 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		rerun: make(map[int]string)}
 	t.more = sync.NewCond(&t.mu)
 
+	// Split collection (split.go): kernel i collects share i.
+	t.split = workers > 1 && !opts.CollectAll
+	t.shares = workers
+	for i, w := range ws {
+		w.setShare(0)
+		if t.split {
+			w.setShare(i)
+		}
+	}
 	answers := make([]*collectAnswer, workers)
 	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		w.t = t
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i], errs[i] = w.begin(runCtx)
-		}()
+	// collectAll runs collect on the workers that need it, at once.
+	collectAll := func(need func(i int) bool, step func(w *testWorker) (*collectAnswer, error)) {
+		var wg sync.WaitGroup
+		for i, w := range ws {
+			if !need(i) {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i], errs[i] = step(w)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	for _, w := range ws {
+		w.t = t
+	}
+	collectAll(func(int) bool { return true }, func(w *testWorker) (*collectAnswer, error) { return w.begin(runCtx) })
 	stopAll := func() { p.stop(ctx) }
 	opts.Logger.Debug("kernels collected", "after", time.Since(started))
+	lostShare := false
 	if p.slots != nil {
 		ws, answers, errs = dropLost(opts.Logger, ws, answers, errs)
+		lostShare = len(ws) < workers
 		workers = len(ws)
 		t.workers = workers
 	}
-	if err := errors.Join(errs...); err != nil {
-		stopAll()
-		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+	collectErr := func() error {
+		if err := errors.Join(errs...); err != nil {
+			stopAll()
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+			}
+			return err
 		}
+		return nil
+	}
+	if err := collectErr(); err != nil {
 		return nil, nil, err
 	}
 	first := answers[0]
@@ -394,8 +458,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 				ErrNoPytest, first.Python, py.Version, f[0], f[1], len(first.NeedsPytest), plural(len(first.NeedsPytest), "file", "files"), py.Path)
 		}
 		// unittest's own loader, on the same kernels.
-		t.unit = true
+		t.unit, t.split = true, false
 		for i, w := range ws {
+			w.setShare(0)
 			answers[i], errs[i] = w.collect(runCtx)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -412,21 +477,75 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		stopAll()
 		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
 	}
-	for i, a := range answers[1:] {
-		if d := differ(first.Items, a.Items); d != "" {
-			stopAll()
-			return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
+	if t.split {
+		shares := make([]int, len(ws))
+		for i, w := range ws {
+			shares[i] = w.share
+		}
+		why := splitFallback(answers, shares, t.shares)
+		if lostShare {
+			why = "a kernel was lost while it collected"
+		}
+		if why != "" {
+			// The slow path: the kernels that collected a share collect
+			// everything (a kernel that said "off" already did).
+			opts.Logger.Info("split collection off: every kernel collects the whole suite", "why", why)
+			t.split = false
+			collectAll(func(i int) bool { return answers[i].Split != nil && answers[i].Split.Off == "" },
+				func(w *testWorker) (*collectAnswer, error) { return w.collect(runCtx) })
+			for _, w := range ws {
+				w.setShare(0)
+			}
+			if err := collectErr(); err != nil {
+				return nil, nil, err
+			}
+			first = answers[0]
 		}
 	}
 
-	t.items = first.Items
-	t.open = workers // every kernel collected: its session is open
+	// The suite: without split, the first kernel's collection, which the
+	// others' must equal (as pytest-xdist's workers' must); with it, the
+	// union of the shares.
+	var items, reports []sharedItem
+	deps := first.Deps
+	if t.split {
+		shares := make([]int, len(ws))
+		deps = map[string][]string{}
+		t.shareItems = make([][]testItem, t.shares)
+		for i, w := range ws {
+			shares[i] = w.share
+			t.shareItems[w.share] = answers[i].Items
+			maps.Copy(deps, answers[i].Deps)
+		}
+		items, reports = mergeSplit(answers, shares, t.shares)
+		opts.Logger.Debug("split collection", "files", len(first.Files), "planned", first.Split.Planned, "items", len(items))
+	} else {
+		for i, a := range answers[1:] {
+			if d := differ(first.Items, a.Items); d != "" {
+				stopAll()
+				return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
+			}
+		}
+		t.shareItems = [][]testItem{first.Items}
+		for i, it := range first.Items {
+			items = append(items, sharedItem{it, 0, i})
+		}
+		for i, r := range first.CollectReports {
+			reports = append(reports, sharedItem{r, 0, i})
+		}
+	}
+	// Every kernel collected: its session is open.
+	t.open = workers
+	t.holders = make([]int, len(t.shareItems))
+	for _, w := range ws {
+		t.holders[w.share]++
+	}
 
 	// Entries: the collection reports that did not pass, then the items,
 	// in pytest's order.
 	var entries []Entry
 	var pre []*Result
-	for _, c := range first.CollectReports {
+	for _, c := range reports {
 		en := Entry{NodeID: c.NodeID, Path: c.Path, JUnitClass: c.JUnit[0], JUnitName: c.JUnit[1]}
 		entries = append(entries, en)
 		pre = append(pre, &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr})
@@ -437,23 +556,23 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			collectErrors++
 		}
 	}
-	nItems := len(first.Items)
+	nItems := len(items)
 	runItems := collectErrors == 0 || first.Continue
 	if first.CollectOnly || !runItems {
 		nItems = 0
 	}
-	for _, it := range first.Items[:nItems] {
+	for _, it := range items[:nItems] {
 		entries = append(entries, Entry{NodeID: it.NodeID, Path: it.Path, Line: it.Line + 1, JUnitClass: it.JUnit[0], JUnitName: it.JUnit[1], Scope: it.Scope})
 	}
 	offset := len(pre)
-	// Sharding keeps whole items; the kernels' indices stay those of the
-	// full collection.
-	keep := make([]int, 0, nItems) // kernel index of each kept item entry
+	// Sharding keeps whole items; the kernels' indices stay those of
+	// their collection.
+	keep := make([]sharedItem, 0, nItems) // the item of each kept item entry
 	kept := entries[:offset]
 	for i := offset; i < len(entries); i++ {
 		if opts.Shard.All() || opts.Shard.Has(entries[i].ID()) {
 			kept = append(kept, entries[i])
-			keep = append(keep, i-offset)
+			keep = append(keep, items[i-offset])
 		}
 	}
 	entries = kept
@@ -470,36 +589,34 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		c.complete(i, r)
 	}
 
-	// Groups: consecutive items of one scope (xdist's loadscope), in
-	// collection order. Kernel index -> entry index.
-	entryOf := make(map[int]int, len(keep))
-	for j, k := range keep {
-		entryOf[k] = offset + j
+	// Groups: consecutive items of one scope (xdist's loadscope) and one
+	// share, in collection order. Per share, kernel index -> entry index.
+	t.entryOf = make([]map[int]int, len(t.shareItems))
+	for s := range t.entryOf {
+		t.entryOf[s] = map[int]int{}
 	}
-	for j, k := range keep {
-		if j > 0 && entries[offset+j].Scope == entries[offset+j-1].Scope {
+	for j, it := range keep {
+		t.entryOf[it.share][it.index] = offset + j
+		if j > 0 && entries[offset+j].Scope == entries[offset+j-1].Scope && keep[j-1].share == it.share {
 			last := &t.queue[len(t.queue)-1]
-			*last = append(*last, k)
+			last.indices = append(last.indices, it.index)
 			continue
 		}
-		t.queue = append(t.queue, []int{k})
+		t.queue = append(t.queue, testGroup{share: it.share, indices: []int{it.index}})
 	}
 	if workers > 1 {
 		// Largest module first (by tests; their times are unknown), so
 		// that a big module does not start last and leave the other
 		// kernels idle at the end. A module's tests keep pytest's order.
-		slices.SortStableFunc(t.queue, func(a, b []int) int { return cmp.Compare(len(b), len(a)) })
+		slices.SortStableFunc(t.queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
 	}
-	for _, w := range ws {
-		w.entryOf = entryOf
-	}
-	opts.Logger.Debug("tests", "collected", len(first.Items), "groups", len(t.queue), "kernels", workers)
+	opts.Logger.Debug("tests", "collected", len(items), "groups", len(t.queue), "kernels", workers, "split", t.split)
 
 	var runErr error
 	if !runItems {
 		stopAll()
 		report.Duration = time.Since(started)
-		return report, first.Deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
+		return report, deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
@@ -585,10 +702,10 @@ loop:
 		}
 	}
 	report.Duration = time.Since(started)
-	if runErr == nil && len(first.Items) == 0 && len(pre) == 0 {
+	if runErr == nil && len(items) == 0 && len(pre) == 0 {
 		runErr = ErrNoTests
 	}
-	return report, first.Deps, runErr
+	return report, deps, runErr
 }
 
 var errFailFast = errors.New("--fail-fast")
@@ -670,9 +787,8 @@ type testWorker struct {
 	t       *testRun
 	id      int
 	k       *kernel.Kernel
-	entryOf map[int]int // kernel index -> entry index
-	stopped string      // pytest stopped the session (-x)
-	open    bool        // its pytest session is open (counted in t.open)
+	stopped string // pytest stopped the session (-x)
+	open    bool   // its pytest session is open (counted in t.open)
 
 	// slots and slot: the launcher slot whose kernels the worker drives
 	// (Options.Agents); slots is nil and slot -1 for a child kernel.
@@ -680,7 +796,10 @@ type testWorker struct {
 	slot  int
 	agent string // the host of the slot's agent when the kernel was taken; "" for a local one
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// share: the share its session collects (split.go; 0 without split).
+	// Written by its goroutine under mu, read under mu by send.
+	share    int
 	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
 	running  int               // kernel index of the test running, -1 none
 	output   strings.Builder   // what the running test printed outside pytest's capture
@@ -694,6 +813,13 @@ type testWorker struct {
 // restarted.
 func (w *testWorker) agentLost(err error) bool {
 	return w.agent != "" && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) && !errors.Is(err, kernel.ErrKernelDied)
+}
+
+// setShare sets the share of the worker's next session (its goroutine).
+func (w *testWorker) setShare(s int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.share = s
 }
 
 // name is the kernel's name in messages: gw1, or gw1 (agent beta).
@@ -742,8 +868,13 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 }
 
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
+	// Without split the first kernel's dependencies are the suite's; with
+	// it, each kernel tells its share's.
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
-		"purge": w.t.flags.purge, "deps": w.t.flags.deps && w.id == 0}
+		"purge": w.t.flags.purge, "deps": w.t.flags.deps && (w.id == 0 || w.t.split)}
+	if w.t.split {
+		params["split"] = map[string]int{"share": w.share, "shares": w.t.shares}
+	}
 	if w.slots != nil {
 		// The launcher started the kernel: it gets the worker variables
 		// a child kernel gets at its start.
@@ -754,6 +885,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 		params = map[string]any{"op": "unittest", "step": "collect"}
 	}
 	var items, reports []testItem
+	var files []string
+	var owners []int
 	deps := map[string][]string{}
 	var bad error
 	sink := kernel.SinkFuncs{ProgressFunc: func(raw json.RawMessage) {
@@ -763,6 +896,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			Report testItem   `json:"report"`
 			Path   string     `json:"path"`
 			Deps   []string   `json:"deps"`
+			Files  []string   `json:"files"`
+			Owners []int      `json:"owners"`
 		}
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			bad = err
@@ -774,6 +909,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			reports = append(reports, ev.Report)
 		case "deps":
 			deps[ev.Path] = ev.Deps
+		case "files":
+			files = append(files, ev.Files...)
+			owners = append(owners, ev.Owners...)
 		}
 	}}
 	raw, err := w.k.Call(ctx, "pytest", params, sink)
@@ -784,7 +922,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	if err := cmp.Or(json.Unmarshal(raw, &a), bad); err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
-	a.Items, a.CollectReports, a.Deps = items, reports, deps
+	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = items, reports, deps, files, owners
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))
 	}
@@ -832,7 +970,7 @@ func (w *testWorker) rejoin(ctx context.Context, restart bool) error {
 
 // join opens a new session of the run on the worker's kernel (starting
 // it, or taking the slot's, if there is none): its collection must be the
-// run's.
+// run's (with split collection, that of the worker's share).
 func (w *testWorker) join(ctx context.Context) error {
 	a, err := w.begin(ctx)
 	switch {
@@ -841,8 +979,8 @@ func (w *testWorker) join(ctx context.Context) error {
 	case a.NoPytest != "" || a.Usage != "":
 		return fmt.Errorf("it cannot run pytest: %s", cmp.Or(a.NoPytest, a.Usage))
 	}
-	if d := differ(w.t.items, a.Items); d != "" && !w.t.unit {
-		return fmt.Errorf("it collected other tests than the run's first kernel: %s", d)
+	if d := differ(w.t.shareItems[w.share], a.Items); d != "" && !w.t.unit {
+		return fmt.Errorf("it collected other tests than the run's kernels did: %s", d)
 	}
 	return nil
 }
@@ -859,12 +997,12 @@ func (w *testWorker) loop(ctx context.Context) {
 	defer func() {
 		if w.open {
 			w.open = false
-			w.t.closed()
+			w.t.closed(w.share)
 		}
 	}()
 	for {
-		g := w.t.next(!w.open)
-		if g == nil {
+		g, ok := w.t.next(w.share, w.open)
+		if !ok {
 			if !w.open {
 				return
 			}
@@ -872,13 +1010,15 @@ func (w *testWorker) loop(ctx context.Context) {
 				return
 			}
 			w.open = false
-			w.t.closed()
+			w.t.closed(w.share)
 			continue
 		}
 		if !w.open {
-			// Tests put back after this kernel finished its session: a
-			// new session (collection) for them.
-			w.t.opened()
+			// Tests put back after this kernel finished its session (or
+			// the share of a kernel that is gone): a new session
+			// (collection) for them.
+			w.setShare(g.share)
+			w.t.opened(w.share)
 			w.open = true
 			if err := w.join(ctx); err != nil {
 				w.t.requeue(g)
@@ -886,7 +1026,7 @@ func (w *testWorker) loop(ctx context.Context) {
 				return
 			}
 		}
-		if !w.call(ctx, "run", g) {
+		if !w.call(ctx, "run", g.indices) {
 			return
 		}
 	}
@@ -983,7 +1123,7 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		return false
 	}
 	if len(rest) > 0 {
-		w.t.requeue(rest)
+		w.t.requeue(testGroup{share: w.share, indices: rest})
 	}
 	if err := w.rejoin(ctx, status == StatusTimeout); err != nil {
 		if lost {
@@ -1052,7 +1192,7 @@ func (w *testWorker) output1(_ kernel.Stream, data []byte) {
 
 // send hands a result to Run's goroutine (w.mu held).
 func (w *testWorker) send(i int, r *Result) {
-	j, ok := w.entryOf[i]
+	j, ok := w.t.entryOf[w.share][i]
 	if !ok {
 		return
 	}
