@@ -487,11 +487,11 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			why = "a kernel was lost while it collected"
 		}
 		if why != "" {
-			// The slow path: the kernels that collected a share collect
-			// everything (a kernel that said "off" already did).
+			// The slow path: the kernels that collected a share (or
+			// failed to) collect everything; one that said "off" did.
 			opts.Logger.Info("split collection off: every kernel collects the whole suite", "why", why)
 			t.split = false
-			collectAll(func(i int) bool { return answers[i].Split != nil && answers[i].Split.Off == "" },
+			collectAll(func(i int) bool { return answers[i].Split == nil || answers[i].Split.Off == "" },
 				func(w *testWorker) (*collectAnswer, error) { return w.collect(runCtx) })
 			for _, w := range ws {
 				w.setShare(0)

@@ -477,6 +477,12 @@ class _Split:
         self.owners = []  # each one's share; -1: every kernel collects it
         self.rank = {}  # file node id -> its index in files
         self.unsafe = ""
+        # Files named with a node (path::name) on the command line: every
+        # kernel collects them (the Go side reports their items once), as
+        # pytest fails the run when it does not find a named node.
+        invocation = str(config.invocation_params.dir)
+        self.everywhere = {os.path.abspath(os.path.join(invocation, str(a).split("::", 1)[0]))
+                           for a in config.args if "::" in str(a)}
 
     def answer(self):
         if self.off:
@@ -512,7 +518,7 @@ class _Split:
 
     @_hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path, parent):
-        if self.share < 0 or module_path.name == "__init__.py":
+        if self.share < 0 or module_path.name == "__init__.py" or str(module_path) in self.everywhere:
             return None
         if self.owner(module_path) == self.share:
             return None
