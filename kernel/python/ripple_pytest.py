@@ -518,7 +518,10 @@ class _Split:
 
     @_hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path, parent):
-        if self.share < 0 or module_path.name == "__init__.py" or str(module_path) in self.everywhere:
+        # A package's __init__.py and a conftest.py (when python_files
+        # makes it a test module) are every kernel's: they hold fixtures
+        # and hooks, and a package's set-up.
+        if self.share < 0 or module_path.name in ("__init__.py", "conftest.py") or str(module_path) in self.everywhere:
             return None
         if self.owner(module_path) == self.share:
             return None

@@ -1,0 +1,337 @@
+package batch_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/batch"
+)
+
+// logImport is the head of every test module of these projects: it
+// appends "file pid" to imports.log in the working directory (the project
+// root, for pytest and for the kernels) when the module is imported.
+const logImport = `import os
+
+with open("imports.log", "a") as _log:
+    _log.write("%s %d\n" % (os.path.basename(__file__), os.getpid()))
+`
+
+// splitProject is a suite with pytest.ini's testpaths, python_files and
+// norecursedirs, a conftest.py with a session fixture, a package, module-
+// and class-scoped fixtures, parametrize, unittest, skip, xfail, a
+// failure, a module that fails to import, and modules pytest must not
+// collect (outside testpaths, in a norecursedirs directory).
+func splitProject(t *testing.T) string {
+	return project(t, map[string]string{
+		"pytest.ini": "[pytest]\ntestpaths = tests\npython_files = test_*.py check_*.py\nnorecursedirs = skipme .*\n",
+		"tests/conftest.py": `import pytest
+
+
+@pytest.fixture(scope="session")
+def session_value():
+    return 42
+`,
+		"tests/test_alpha.py": logImport + `import pytest
+
+
+@pytest.fixture(scope="module")
+def module_value():
+    return 1
+
+
+class TestAlpha:
+    def test_one(self, module_value, session_value):
+        assert module_value + session_value == 43
+
+    def test_fails(self):
+        assert 1 + 1 == 3
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_param(n):
+    assert n > 0
+
+
+def test_deselected():
+    pass
+`,
+		"tests/test_beta.py": logImport + `import unittest
+
+
+class TestBeta(unittest.TestCase):
+    def test_b(self):
+        self.assertEqual(2, 2)
+
+    def test_a(self):
+        self.assertTrue(True)
+`,
+		"tests/sub/check_gamma.py": logImport + `import pytest
+
+
+def test_gamma():
+    pass
+
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+`,
+		"tests/pkg/__init__.py": "",
+		"tests/pkg/test_delta.py": logImport + `import pytest
+
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert False
+
+
+def test_delta():
+    pass
+`,
+		"tests/pkg/test_broken.py": logImport + "import no_such_module_anywhere\n",
+		"tests/test_big.py": logImport + "# " + strings.Repeat("padding ", 400) + `
+
+
+def test_big_1():
+    pass
+
+
+def test_big_2():
+    pass
+
+
+class TestBig:
+    def test_3(self):
+        pass
+
+    def test_4(self, session_value):
+        assert session_value == 42
+`,
+		"tests/test_eps.py": logImport + `
+def test_eps():
+    pass
+`,
+		"tests/skipme/test_never.py": logImport + "def test_never():\n    pass\n",
+		"outside/test_outside.py":    logImport + "def test_outside():\n    pass\n",
+	})
+}
+
+// imports reads imports.log: file -> the pids that imported it, in order.
+func imports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "imports.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		file, pid, _ := strings.Cut(line, " ")
+		m[file] = append(m[file], pid)
+	}
+	return m
+}
+
+// pytestOracle runs pytest itself in root with args: its exit status, its
+// JUnit testcases (junitOutcomes) and its items in order (--collect-only).
+// It leaves no imports.log behind.
+func pytestOracle(t *testing.T, py, root string, args ...string) (int, []string, []string) {
+	t.Helper()
+	junit := filepath.Join(t.TempDir(), "pytest.xml")
+	cmd := exec.Command(py, append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", junit, "-o", "junit_family=xunit1"}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("pytest: %v\n%s", err, out)
+	}
+	outcomes := junitOutcomes(t, junit)
+	cmd = exec.Command(py, append([]string{"-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only"}, args...)...)
+	cmd.Dir = root
+	out, _ = cmd.CombinedOutput()
+	var order []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "::") && !strings.ContainsAny(line, " \t") {
+			order = append(order, line)
+		}
+	}
+	if len(order) == 0 {
+		t.Fatalf("pytest --collect-only listed nothing:\n%s", out)
+	}
+	os.Remove(filepath.Join(root, "imports.log"))
+	return code, outcomes, order
+}
+
+// reportIDs lists a JSON report's entry ids in report order.
+func reportIDs(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Entries []struct {
+			ID string `json:"id"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range doc.Entries {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// items keeps the ids of items (not those of collection reports).
+func items(ids []string) []string {
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !strings.Contains(id, "::") })
+}
+
+// Two kernels split the collection: each test module is imported once, by
+// one of the two kernels, and each kernel imports some; modules pytest
+// does not collect are imported by none; the outcomes, the exit status,
+// the report's order, -k's deselection and the collection error (reported
+// once) are pytest's.
+func TestPytestSplitCollection(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := splitProject(t)
+	args := []string{"-k", "not deselected", "--continue-on-collection-errors"}
+	wantCode, want, wantOrder := pytestOracle(t, py, root, args...)
+	dir := t.TempDir()
+	junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+	code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+		"--", "-p", "no:cacheprovider"}, args...)...)
+	if code != wantCode {
+		t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)
+	}
+	if d := diffLines(want, junitOutcomes(t, junit)); d != "" {
+		t.Errorf("JUnit testcases differ from pytest's (-pytest +ripple):\n%s", d)
+	}
+	ids := reportIDs(t, report)
+	if got := items(ids); !slices.Equal(got, wantOrder) {
+		t.Errorf("report order:\n%s\npytest's:\n%s", strings.Join(got, "\n"), strings.Join(wantOrder, "\n"))
+	}
+	if n := strings.Count(strings.Join(ids, "\n")+"\n", "tests/pkg/test_broken.py\n"); n != 1 {
+		t.Errorf("collection error reported %d times, want once: %q", n, ids)
+	}
+	got := imports(t, root)
+	pids := map[string]bool{}
+	for _, f := range []string{"test_alpha.py", "test_beta.py", "check_gamma.py", "test_delta.py", "test_broken.py", "test_big.py", "test_eps.py"} {
+		if len(got[f]) != 1 {
+			t.Errorf("%s imported by %v, want by one kernel", f, got[f])
+		}
+		for _, pid := range got[f] {
+			pids[pid] = true
+		}
+	}
+	if len(pids) != 2 {
+		t.Errorf("the test modules were imported by %d kernels, want 2 (each its share): %v", len(pids), got)
+	}
+	for _, f := range []string{"test_never.py", "test_outside.py"} {
+		if len(got[f]) != 0 {
+			t.Errorf("%s imported by %v: pytest does not collect it", f, got[f])
+		}
+	}
+}
+
+// When the split cannot be applied every kernel collects the whole suite
+// (each imports every module), and the outcomes and the report's order
+// are still pytest's: an option that needs the whole collection
+// (--keep-duplicates: the kernel says so before collecting), a hook that
+// reorders the items by the whole collection (found after collecting: the
+// kernels collect again), and Options.CollectAll.
+func TestPytestSplitFallback(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	modules := map[string]string{}
+	for _, m := range []string{"one", "two", "three"} {
+		modules["test_"+m+".py"] = logImport + "\n\ndef test_" + m + "_a():\n    pass\n\n\ndef test_" + m + "_b():\n    assert '" + m + "' != 'two'\n"
+	}
+	everyKernel := func(t *testing.T, root string) {
+		t.Helper()
+		got := imports(t, root)
+		for m := range modules {
+			if pids := got[m]; len(pids) != 2 || pids[0] == pids[1] {
+				t.Errorf("%s imported by %v, want by both kernels", m, pids)
+			}
+		}
+	}
+	cases := []struct {
+		name  string
+		files map[string]string
+		args  []string
+	}{
+		{"keep-duplicates", nil, []string{"--keep-duplicates"}},
+		{"reordering hook", map[string]string{"conftest.py": "def pytest_collection_modifyitems(items):\n    items.reverse()\n"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			files := maps(modules, c.files)
+			root := project(t, files)
+			wantCode, want, wantOrder := pytestOracle(t, py, root, c.args...)
+			dir := t.TempDir()
+			junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+				"--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"}, c.args...)...)
+			if code != wantCode {
+				t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)
+			}
+			if d := diffLines(want, junitOutcomes(t, junit)); d != "" {
+				t.Errorf("JUnit testcases differ from pytest's (-pytest +ripple):\n%s", d)
+			}
+			if got := items(reportIDs(t, report)); !slices.Equal(got, wantOrder) {
+				t.Errorf("report order:\n%s\npytest's:\n%s", strings.Join(got, "\n"), strings.Join(wantOrder, "\n"))
+			}
+			everyKernel(t, root)
+		})
+	}
+	t.Run("CollectAll", func(t *testing.T) {
+		t.Parallel()
+		root := project(t, modules)
+		os.Remove(filepath.Join(root, "imports.log"))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		rep, err := batch.Run(ctx, batch.Options{Root: root, Python: py, Tests: true, Kernels: 2, CollectAll: true,
+			PytestArgs: []string{"-p", "no:cacheprovider"}})
+		if err != nil && rep == nil {
+			t.Fatal(err)
+		}
+		if got := len(rep.Results); got != 6 {
+			t.Errorf("%d results, want 6", got)
+		}
+		for _, r := range rep.Results {
+			want := batch.StatusPassed
+			if r.Entry.NodeID == "test_two.py::test_two_b" {
+				want = batch.StatusFailed
+			}
+			if r.Status != want {
+				t.Errorf("%s: %s, want %s", r.Entry.NodeID, r.Status, want)
+			}
+		}
+		everyKernel(t, root)
+	})
+}
+
+// maps is the union of two file sets.
+func maps(a, b map[string]string) map[string]string {
+	m := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
