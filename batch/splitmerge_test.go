@@ -18,12 +18,14 @@ func TestMergeSplit(t *testing.T) {
 	h.Write([]byte("doc.txt"))
 	docShare := int(h.Sum64() % 2)
 	item := func(id string, file int) testItem { return testItem{NodeID: id, File: file} }
-	report := func(id string, file, pos int) testItem { return testItem{NodeID: id, File: file, Pos: pos, Status: "error"} }
+	report := func(id string, file, pos int) testItem {
+		return testItem{NodeID: id, File: file, Pos: pos, Status: "error"}
+	}
 	k0 := &collectAnswer{Split: &splitAnswer{Share: 0, Shares: 2}, Files: files, Owners: owners,
 		Items:          []testItem{item("b/test_y.py::t2", 1), item("b/test_y.py::t1", 1), item("doc.txt::d", 2)},
 		CollectReports: []testItem{report("a", -1, 1)}}
 	k1 := &collectAnswer{Split: &splitAnswer{Share: 1, Shares: 2}, Files: files, Owners: owners,
-		Items: []testItem{item("a/test_x.py::t", 0), item("doc.txt::d", 2), item("test_z.py::C::t", 3), item("test_z.py::C::s", 3)},
+		Items:          []testItem{item("a/test_x.py::t", 0), item("doc.txt::d", 2), item("test_z.py::C::t", 3), item("test_z.py::C::s", 3)},
 		CollectReports: []testItem{report("a", -1, 1), report("a/test_x.py::C", 0, 1), report("test_z.py", 3, 4)}}
 	answers, shares := []*collectAnswer{k1, k0}, []int{1, 0}
 	if why := splitFallback(answers, shares, 2); why != "" {

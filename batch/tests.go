@@ -65,12 +65,12 @@ type collectAnswer struct {
 	// Split collection (split.go): the kernel's account, and the test
 	// files collection reached, in order, with each one's share (-1:
 	// every kernel collects it).
-	Split  *splitAnswer `json:"split"`
-	Files  []string     `json:"-"`
-	Owners []int        `json:"-"`
-	Continue       bool                `json:"continueOnCollectionErrors"`
-	CollectOnly    bool                `json:"collectOnly"`
-	Stopped        string              `json:"stopped"`
+	Split       *splitAnswer `json:"split"`
+	Files       []string     `json:"-"`
+	Owners      []int        `json:"-"`
+	Continue    bool         `json:"continueOnCollectionErrors"`
+	CollectOnly bool         `json:"collectOnly"`
+	Stopped     string       `json:"stopped"`
 }
 
 // testEvent is a progress frame of the kernel method "pytest".
