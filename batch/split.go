@@ -2,6 +2,7 @@ package batch
 
 import (
 	"cmp"
+	"fmt"
 	"hash/fnv"
 	"slices"
 )
@@ -40,11 +41,15 @@ import (
 //     kernels that split collect again, everything. Slower, never wrong.
 //
 // Scheduling with shares (testRun.next): a kernel runs only groups of the
-// share its session collected. A kernel that finished its share does not
-// take another share's groups while that share's session is open (it would
-// pay that share's collection again); when a kernel is gone for good (it
-// could not be replaced, its agent was lost), its share has no session
-// left, and the next idle kernel opens a session that collects that share
+// share its session collected. A kernel that finished its share steals:
+// it takes the first (largest) queued group of a share that has more than
+// one group left and opens a session that collects only that group's
+// module (split "only"; its items are mapped to the share's by node id,
+// stolen), runs it and ends that session. The size of a file says little
+// about how long its tests run, so without stealing one kernel could be
+// left with most of the work. When a kernel is gone for good (it could
+// not be replaced, its agent was lost), its share has no session left,
+// and the next idle kernel opens a session that collects that whole share
 // (it must collect the same items) and runs what is left of it.
 
 // splitAnswer is the kernel's account of its split collection.
@@ -142,4 +147,60 @@ func noFile(f int) int {
 		return 1
 	}
 	return 0
+}
+
+// stolen is a session that collected only one module of another kernel's
+// share (work stealing): its kernel indices are not the share's.
+type stolen struct {
+	file  string      // the module's node id
+	want  []int       // the group's tests (the share's kernel indices)
+	share map[int]int // the session's kernel index -> the share's
+	own   map[int]int // the share's kernel index -> the session's
+}
+
+// fileOf is the node id of the module a group's tests are in (a group is
+// one module's tests).
+func (t *testRun) fileOf(g testGroup) string {
+	return t.files[t.shareItems[g.share][g.indices[0]].File]
+}
+
+// index maps the session's collection to the share's by node id (byID:
+// the share's node id -> kernel index).
+func (s *stolen) index(items []testItem, byID map[string]int) error {
+	s.share, s.own = make(map[int]int, len(items)), make(map[int]int, len(items))
+	for i, it := range items {
+		j, ok := byID[it.NodeID]
+		if !ok {
+			return fmt.Errorf("collecting %s alone, it collected %s, which its kernel did not", s.file, it.NodeID)
+		}
+		s.share[i], s.own[j] = j, i
+	}
+	for _, j := range s.want {
+		if _, ok := s.own[j]; !ok {
+			return fmt.Errorf("collecting %s alone, it did not collect a test its kernel did", s.file)
+		}
+	}
+	return nil
+}
+
+// fromShare maps the share's kernel indices to the session's; toShare the
+// other way.
+func (s *stolen) fromShare(indices []int) []int {
+	out := make([]int, 0, len(indices))
+	for _, i := range indices {
+		if j, ok := s.own[i]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (s *stolen) toShare(indices []int) []int {
+	out := make([]int, 0, len(indices))
+	for _, i := range indices {
+		if j, ok := s.share[i]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
 }

@@ -129,6 +129,10 @@ type testRun struct {
 	// index. Both are written before the workers run, then only read.
 	shareItems [][]testItem
 	entryOf    []map[int]int
+	// indexOf: per share (with split), node id -> kernel index; files:
+	// the File collectors' node ids in collection order (testItem.File).
+	indexOf []map[string]int
+	files   []string
 
 	entries []Entry
 	results chan indexedResult
@@ -139,7 +143,7 @@ type testRun struct {
 	open    int         // guarded by mu: workers whose session is open
 	holders []int       // guarded by mu: per share, the open sessions that collected it
 	stopped bool        // guarded by mu
-	// rerun: guarded by mu: kernel index -> the agent lost while that
+	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
 	// gone: guarded by mu: why workers ended before the run did (a
@@ -164,10 +168,12 @@ type indexedResult struct {
 
 // next takes the next group for a worker: with its session open (on
 // share), the next group of that share, else none; without a session, the
-// next group of a share no session holds, waiting while sessions are open
-// (they may put tests back, or end). false when the run stops or nothing
+// next group of a share no session holds, else (split) a group to steal,
+// else it waits while sessions are open (they may put tests back, or end).
+// steal: the group is of a share another session holds; the worker
+// collects only its module (split.go). false when the run stops or nothing
 // is left for it (see testRun).
-func (t *testRun) next(share int, open bool) (testGroup, bool) {
+func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for !t.stopped {
@@ -176,14 +182,31 @@ func (t *testRun) next(share int, open bool) (testGroup, bool) {
 				continue
 			}
 			t.queue = slices.Delete(t.queue, i, i+1)
-			return g, true
+			return g, false, true
+		}
+		if !open && t.split {
+			// Work stealing: the first (largest) group of a share that
+			// has more than one left, so that its own kernel, which
+			// needs no new session, keeps at least one: a steal costs a
+			// session and the module's import, and the run ends only when
+			// the thief's session does.
+			left := make([]int, len(t.holders))
+			for _, g := range t.queue {
+				left[g.share]++
+			}
+			for i, g := range t.queue {
+				if left[g.share] > 1 {
+					t.queue = slices.Delete(t.queue, i, i+1)
+					return g, true, true
+				}
+			}
 		}
 		if open || t.open == 0 {
 			break
 		}
 		t.more.Wait()
 	}
-	return testGroup{}, false
+	return testGroup{}, false, false
 }
 
 // requeue puts back the tests of a group a dead kernel (or a lost agent)
@@ -218,7 +241,7 @@ func (t *testRun) left(why string) {
 	t.gone = append(t.gone, why)
 }
 
-// lostWhileRunning records that test i was running when agent was lost;
+// lostWhileRunning records that test (entry) i was running when agent was lost;
 // it returns the agent lost the first time when this is the second.
 func (t *testRun) lostWhileRunning(i int, agent string) (before string, again bool) {
 	t.mu.Lock()
@@ -534,6 +557,16 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			reports = append(reports, sharedItem{r, 0, i})
 		}
 	}
+	if t.split {
+		t.files = first.Files
+		t.indexOf = make([]map[string]int, t.shares)
+		for s, its := range t.shareItems {
+			t.indexOf[s] = make(map[string]int, len(its))
+			for i, it := range its {
+				t.indexOf[s][it.NodeID] = i
+			}
+		}
+	}
 	// Every kernel collected: its session is open.
 	t.open = workers
 	t.holders = make([]int, len(t.shareItems))
@@ -797,9 +830,12 @@ type testWorker struct {
 	agent string // the host of the slot's agent when the kernel was taken; "" for a local one
 
 	mu sync.Mutex
-	// share: the share its session collects (split.go; 0 without split).
-	// Written by its goroutine under mu, read under mu by send.
+	// share: the share its session collects (split.go; 0 without split);
+	// steal: when the session collected only a stolen group's module, its
+	// kernel indices mapped to the share's. Written by its goroutine under
+	// mu, read under mu by send.
 	share    int
+	steal    *stolen
 	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
 	running  int               // kernel index of the test running, -1 none
 	output   strings.Builder   // what the running test printed outside pytest's capture
@@ -820,6 +856,14 @@ func (w *testWorker) setShare(s int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.share = s
+}
+
+// setSteal sets (nil: clears) the stolen module of the worker's session
+// (its goroutine).
+func (w *testWorker) setSteal(s *stolen) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steal = s
 }
 
 // name is the kernel's name in messages: gw1, or gw1 (agent beta).
@@ -873,7 +917,11 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
 		"purge": w.t.flags.purge, "deps": w.t.flags.deps && (w.id == 0 || w.t.split)}
 	if w.t.split {
-		params["split"] = map[string]int{"share": w.share, "shares": w.t.shares}
+		split := map[string]any{"share": w.share, "shares": w.t.shares}
+		if w.steal != nil {
+			split["only"] = []string{w.steal.file}
+		}
+		params["split"] = split
 	}
 	if w.slots != nil {
 		// The launcher started the kernel: it gets the worker variables
@@ -979,6 +1027,9 @@ func (w *testWorker) join(ctx context.Context) error {
 	case a.NoPytest != "" || a.Usage != "":
 		return fmt.Errorf("it cannot run pytest: %s", cmp.Or(a.NoPytest, a.Usage))
 	}
+	if w.steal != nil {
+		return w.steal.index(a.Items, w.t.indexOf[w.share])
+	}
 	if d := differ(w.t.shareItems[w.share], a.Items); d != "" && !w.t.unit {
 		return fmt.Errorf("it collected other tests than the run's kernels did: %s", d)
 	}
@@ -1001,7 +1052,7 @@ func (w *testWorker) loop(ctx context.Context) {
 		}
 	}()
 	for {
-		g, ok := w.t.next(w.share, w.open)
+		g, steal, ok := w.t.next(w.share, w.open)
 		if !ok {
 			if !w.open {
 				return
@@ -1018,16 +1069,39 @@ func (w *testWorker) loop(ctx context.Context) {
 			// the share of a kernel that is gone): a new session
 			// (collection) for them.
 			w.setShare(g.share)
+			w.setSteal(nil)
+			if steal {
+				w.setSteal(&stolen{file: w.t.fileOf(g), want: g.indices})
+				w.t.opts.Logger.Debug("stealing a module", "kernel", w.name(), "module", w.steal.file, "tests", len(g.indices))
+			}
 			w.t.opened(w.share)
 			w.open = true
 			if err := w.join(ctx); err != nil {
 				w.t.requeue(g)
+				if steal {
+					// Not this kernel's fault: the group goes back to
+					// its share's kernel, the worker ends.
+					w.t.opts.Logger.Warn("work stealing failed", "kernel", w.name(), "err", err)
+				}
 				w.t.left(fmt.Sprintf("kernel %s: %v", w.name(), err))
 				return
 			}
 		}
-		if !w.call(ctx, "run", g.indices) {
+		indices := g.indices
+		if w.steal != nil {
+			indices = w.steal.fromShare(indices)
+		}
+		if !w.call(ctx, "run", indices) {
 			return
+		}
+		if w.steal != nil && w.open {
+			// A stolen module's session ends with it.
+			if !w.t.isStopped() && !w.call(ctx, "finish", nil) {
+				return
+			}
+			w.open = false
+			w.t.closed(w.share)
+			w.setSteal(nil)
 		}
 	}
 }
@@ -1098,7 +1172,8 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	if running >= 0 {
 		rerun := false
 		if lost {
-			before, again := w.t.lostWhileRunning(running, w.agent)
+			j, _ := w.entryIndex(running)
+			before, again := w.t.lostWhileRunning(j, w.agent)
 			if again {
 				msg += fmt.Sprintf(" (it had been run again after agent %s was lost)", before)
 			}
@@ -1113,6 +1188,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	var rest []int
 	for i := range w.assigned {
 		rest = append(rest, i)
+	}
+	if w.steal != nil {
+		rest = w.steal.toShare(rest)
 	}
 	clear(w.assigned)
 	w.running = -1
@@ -1190,9 +1268,22 @@ func (w *testWorker) output1(_ kernel.Stream, data []byte) {
 	}
 }
 
+// entryIndex is the entry of the kernel's item i (w.mu held).
+func (w *testWorker) entryIndex(i int) (int, bool) {
+	if w.steal != nil {
+		s, ok := w.steal.share[i]
+		if !ok {
+			return 0, false
+		}
+		i = s
+	}
+	j, ok := w.t.entryOf[w.share][i]
+	return j, ok
+}
+
 // send hands a result to Run's goroutine (w.mu held).
 func (w *testWorker) send(i int, r *Result) {
-	j, ok := w.t.entryOf[w.share][i]
+	j, ok := w.entryIndex(i)
 	if !ok {
 		return
 	}

@@ -131,7 +131,7 @@ def _collect(api, params):
             config.pluginmanager.register(state, "ripple-kernel")
             split = params.get("split")
             if split:
-                state.split = _Split(config, int(split["share"]), int(split["shares"]))
+                state.split = _Split(config, int(split["share"]), int(split["shares"]), split.get("only"))
                 config.pluginmanager.register(state.split, "ripple-split")
             session = Session.from_config(config)
             session.exitstatus = 0
@@ -466,12 +466,16 @@ class _Split:
     of the test modules (share, of shares), and records the File
     collectors in the order collection reached them."""
 
-    def __init__(self, config, share, shares):
+    def __init__(self, config, share, shares, only=None):
         self.shares = max(1, shares)
         self.off = _split_unsafe(config)
         self.share = -1 if self.off else share
         self.root = str(config.rootpath)
-        self.plan = {} if self.off else _plan(config, self.shares)
+        # only: the node ids of the test modules to collect, instead of
+        # the share's (a kernel that takes a module of another kernel's
+        # share: work stealing).
+        self.only = None if only is None else set(only)
+        self.plan = {} if self.off or self.only is not None else _plan(config, self.shares)
         self.decided = {}  # str(module path) -> its share
         self.files = []  # File collectors' node ids, in collection order
         self.owners = []  # each one's share; -1: every kernel collects it
@@ -523,6 +527,11 @@ class _Split:
         # and hooks, and a package's set-up.
         if self.share < 0 or module_path.name in ("__init__.py", "conftest.py") or str(module_path) in self.everywhere:
             return None
+        if self.only is not None:
+            # A Module is not imported until collected: this one only
+            # tells the node id.
+            stub = _elsewhere_class().from_parent(parent, path=module_path)
+            return None if stub.nodeid in self.only else stub
         if self.owner(module_path) == self.share:
             return None
         return _elsewhere_class().from_parent(parent, path=module_path)
