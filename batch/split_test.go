@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -31,12 +32,19 @@ with open("imports.log", "a") as _log:
 func splitProject(t *testing.T) string {
 	return project(t, map[string]string{
 		"pytest.ini": "[pytest]\ntestpaths = tests\npython_files = test_*.py check_*.py\nnorecursedirs = skipme .*\n",
-		"tests/conftest.py": `import pytest
+		"tests/conftest.py": `import os
+
+import pytest
 
 
 @pytest.fixture(scope="session")
 def session_value():
     return 42
+
+
+def pytest_collection_finish(session):
+    with open("imports.log", "a") as log:
+        log.write("-- %d\n" % os.getpid())
 `,
 		"tests/test_alpha.py": logImport + `import pytest
 
@@ -123,19 +131,30 @@ def test_eps():
 	})
 }
 
-// imports reads imports.log: file -> the pids that imported it, in order.
-func imports(t *testing.T, root string) map[string][]string {
+// imports reads imports.log: file -> the pids that imported it, in order;
+// and per pid, the files it imported in its first collection (before its
+// first "-- pid" line, which splitProject's conftest.py writes when a
+// session's collection ends).
+func imports(t *testing.T, root string) (map[string][]string, map[string][]string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "imports.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string][]string{}
+	m, first := map[string][]string{}, map[string][]string{}
+	done := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		file, pid, _ := strings.Cut(line, " ")
+		if file == "--" {
+			done[pid] = true
+			continue
+		}
 		m[file] = append(m[file], pid)
+		if !done[pid] {
+			first[pid] = append(first[pid], file)
+		}
 	}
-	return m
+	return m, first
 }
 
 // pytestOracle runs pytest itself in root with args: its exit status, its
@@ -197,11 +216,12 @@ func items(ids []string) []string {
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !strings.Contains(id, "::") })
 }
 
-// Two kernels split the collection: each test module is imported once, by
-// one of the two kernels, and each kernel imports some; modules pytest
-// does not collect are imported by none; the outcomes, the exit status,
-// the report's order, -k's deselection and the collection error (reported
-// once) are pytest's.
+// Two kernels split the collection: in its collection each kernel imports
+// only its share of the test modules, the shares make the suite and each
+// kernel has some; later a kernel may import a module of the other's share
+// (work stealing), once; modules pytest does not collect are imported by
+// none; the outcomes, the exit status, the report's order, -k's
+// deselection and the collection error (reported once) are pytest's.
 func TestPytestSplitCollection(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
@@ -225,18 +245,26 @@ func TestPytestSplitCollection(t *testing.T) {
 	if n := strings.Count(strings.Join(ids, "\n")+"\n", "tests/pkg/test_broken.py\n"); n != 1 {
 		t.Errorf("collection error reported %d times, want once: %q", n, ids)
 	}
-	got := imports(t, root)
-	pids := map[string]bool{}
-	for _, f := range []string{"test_alpha.py", "test_beta.py", "check_gamma.py", "test_delta.py", "test_broken.py", "test_big.py", "test_eps.py"} {
-		if len(got[f]) != 1 {
-			t.Errorf("%s imported by %v, want by one kernel", f, got[f])
-		}
-		for _, pid := range got[f] {
-			pids[pid] = true
+	got, first := imports(t, root)
+	if len(first) != 2 {
+		t.Fatalf("%d kernels collected test modules, want 2 (each its share): %v", len(first), first)
+	}
+	share := map[string]string{} // file -> the pid whose collection imported it
+	for pid, files := range first {
+		for _, f := range files {
+			if share[f] != "" {
+				t.Errorf("%s imported by the collections of both kernels", f)
+			}
+			share[f] = pid
 		}
 	}
-	if len(pids) != 2 {
-		t.Errorf("the test modules were imported by %d kernels, want 2 (each its share): %v", len(pids), got)
+	for _, f := range []string{"test_alpha.py", "test_beta.py", "check_gamma.py", "test_delta.py", "test_broken.py", "test_big.py", "test_eps.py"} {
+		switch pids := got[f]; {
+		case share[f] == "":
+			t.Errorf("%s not imported by any kernel's collection (imported by %v)", f, pids)
+		case len(pids) > 2 || (len(pids) == 2 && pids[0] == pids[1]):
+			t.Errorf("%s imported by %v: want by its kernel's collection, and at most once more by the other (stealing it)", f, pids)
+		}
 	}
 	for _, f := range []string{"test_never.py", "test_outside.py"} {
 		if len(got[f]) != 0 {
@@ -260,7 +288,7 @@ func TestPytestSplitFallback(t *testing.T) {
 	}
 	everyKernel := func(t *testing.T, root string) {
 		t.Helper()
-		got := imports(t, root)
+		got, _ := imports(t, root)
 		for m := range modules {
 			if pids := got[m]; len(pids) != 2 || pids[0] == pids[1] {
 				t.Errorf("%s imported by %v, want by both kernels", m, pids)
@@ -334,4 +362,123 @@ func maps(a, b map[string]string) map[string]string {
 		m[k] = v
 	}
 	return m
+}
+
+// padTo pads a module with a comment to exactly size bytes: the
+// kernels deal the test files out by size (largest first, to the least
+// loaded share; ties by path, then to the lowest share).
+func padTo(t *testing.T, text string, size int) string {
+	t.Helper()
+	n := size - len(text) - 3
+	if n < 0 {
+		t.Fatalf("module longer than %d bytes", size)
+	}
+	return text + "\n# " + strings.Repeat("x", n)
+}
+
+// Work stealing: kernel 0's share is test_block.py (its largest group
+// first), test_b.py, test_d.py and test_f.py; test_block.py's last test
+// waits until one of the other three has run (a kernel holds a group's
+// last test back until its next group is known, so kernel 0 then holds
+// one of them too). Kernel 1 runs its share (test_z.py, test_a.py,
+// test_c.py, test_e.py), then steals one of kernel 0's queued modules,
+// which releases test_block.py. Without stealing test_block.py would fail
+// after its deadline. The outcomes and the order are pytest's.
+func TestPytestSplitSteal(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	release := logImport + `
+
+def test_release():
+    open("released", "w").close()
+`
+	quick := logImport + `
+
+def test_quick():
+    pass
+`
+	block := logImport + `import time
+
+
+def test_1():
+    pass
+
+
+def test_2():
+    pass
+
+
+def test_3():
+    pass
+
+
+def test_4():
+    pass
+
+
+def test_5():
+    pass
+
+
+def test_wait_release():
+    deadline = time.monotonic() + 120
+    while not os.path.exists("released") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert os.path.exists("released")
+`
+	z := logImport + `
+
+def test_z1():
+    pass
+
+
+def test_z2():
+    pass
+
+
+def test_z3():
+    pass
+
+
+def test_z4():
+    pass
+`
+	root := project(t, map[string]string{
+		"test_block.py": padTo(t, block, 10000),
+		"test_z.py":     padTo(t, z, 9000),
+		"test_a.py":     padTo(t, quick, 1000),
+		"test_b.py":     padTo(t, release, 1000),
+		"test_c.py":     padTo(t, quick, 1000),
+		"test_d.py":     padTo(t, release, 1000),
+		"test_e.py":     padTo(t, quick, 1000),
+		"test_f.py":     padTo(t, release, 1000),
+	})
+	wantCode, want, wantOrder := pytestOracle(t, py, root)
+	os.Remove(filepath.Join(root, "released"))
+	dir := t.TempDir()
+	junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+		"--log-level", "debug", "--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1")
+	if code != wantCode || code != 0 {
+		t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)
+	}
+	if d := diffLines(want, junitOutcomes(t, junit)); d != "" {
+		t.Errorf("JUnit testcases differ from pytest's (-pytest +ripple):\n%s", d)
+	}
+	if got := items(reportIDs(t, report)); !slices.Equal(got, wantOrder) {
+		t.Errorf("report order:\n%s\npytest's:\n%s", strings.Join(got, "\n"), strings.Join(wantOrder, "\n"))
+	}
+	m := regexp.MustCompile(`msg="stealing a module" kernel=gw1 module=(test_[bdf].py)`).FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("kernel gw1 did not steal a module of gw0's:\n%s", errOut)
+	}
+	got, _ := imports(t, root)
+	if pids := got[m[1]]; len(pids) != 2 || pids[0] == pids[1] {
+		t.Errorf("%s imported by %v, want by both kernels (its share's collection, the steal)", m[1], pids)
+	}
+	for _, f := range []string{"test_block.py", "test_z.py", "test_a.py", "test_c.py", "test_e.py"} {
+		if len(got[f]) != 1 {
+			t.Errorf("%s imported by %v, want by its share's kernel only", f, got[f])
+		}
+	}
 }
