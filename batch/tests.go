@@ -111,8 +111,9 @@ var errTestTimeout = errors.New("test timed out")
 //
 // With split collection (split.go) a session has one share of the suite
 // and runs only that share's groups; a worker without a session takes a
-// group only of a share no open session holds (holders), which happens
-// when the share's kernel is gone: it then collects that share itself.
+// group of a share no open session holds (holders: the share's kernel is
+// gone), collecting that share itself, else steals a group of a share
+// that has more than one left, collecting only its module.
 type testRun struct {
 	opts    *Options
 	python  kernel.Interpreter
@@ -152,6 +153,10 @@ type testRun struct {
 	gone   []string
 	cancel context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
 	flags  runFlags
+	// running: the workers run the tests (set before they start): a
+	// collection from then on (a kernel replaced, a stolen module) is
+	// not the run's first, so it does not purge or report dependencies.
+	running bool
 }
 
 // testGroup is tests that run in one session, in this order: indices into
@@ -492,13 +497,11 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		}
 		first = answers[0]
 	}
-	if first.Usage != "" {
-		stopAll()
-		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
-	}
-	if first.Interrupted != "" {
-		stopAll()
-		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
+	if t.split && !slices.ContainsFunc(answers, func(a *collectAnswer) bool { return a.Split != nil }) {
+		// No kernel split (a usage error, pytest.exit while collecting):
+		// every kernel's answer is that. When only some did not, the
+		// split may be why: they all collect everything (below).
+		t.split = false
 	}
 	if t.split {
 		shares := make([]int, len(ws))
@@ -524,6 +527,14 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			}
 			first = answers[0]
 		}
+	}
+	if first.Usage != "" {
+		stopAll()
+		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
+	}
+	if first.Interrupted != "" {
+		stopAll()
+		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
 	}
 
 	// The suite: without split, the first kernel's collection, which the
@@ -651,6 +662,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		report.Duration = time.Since(started)
 		return report, deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
+	t.running = true
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
 	for _, w := range ws {
@@ -915,7 +927,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	// Without split the first kernel's dependencies are the suite's; with
 	// it, each kernel tells its share's.
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
-		"purge": w.t.flags.purge, "deps": w.t.flags.deps && (w.id == 0 || w.t.split)}
+		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running}
 	if w.t.split {
 		split := map[string]any{"share": w.share, "shares": w.t.shares}
 		if w.steal != nil {
