@@ -30,7 +30,9 @@ import (
 //
 // The split is off, and every kernel collects the whole suite as before,
 // when:
-//   - Options.CollectAll, or the run has one kernel, or pytest is missing;
+//   - Options.CollectAll, or -p no:ripple-split among pytest's arguments
+//     (or the ini file's addopts), or the run has one kernel, or pytest is
+//     missing;
 //   - a kernel says an option needs the whole collection (--collect-only,
 //     --lf, --ff, --nf, --sw, --doctest-modules, --keep-duplicates,
 //     --pyargs, a reordering plugin such as pytest-randomly): it then

@@ -276,9 +276,10 @@ func TestPytestSplitCollection(t *testing.T) {
 // When the split cannot be applied every kernel collects the whole suite
 // (each imports every module), and the outcomes and the report's order
 // are still pytest's: an option that needs the whole collection
-// (--keep-duplicates: the kernel says so before collecting), a hook that
-// reorders the items by the whole collection (found after collecting: the
-// kernels collect again), and Options.CollectAll.
+// (--keep-duplicates: the kernel says so before collecting), the user's
+// -p no:ripple-split, a hook that reorders the items by the whole
+// collection (found after collecting: the kernels collect again), and
+// Options.CollectAll.
 func TestPytestSplitFallback(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
@@ -301,6 +302,7 @@ func TestPytestSplitFallback(t *testing.T) {
 		args  []string
 	}{
 		{"keep-duplicates", nil, []string{"--keep-duplicates"}},
+		{"no:ripple-split", nil, []string{"-p", "no:ripple-split"}},
 		{"reordering hook", map[string]string{"conftest.py": "def pytest_collection_modifyitems(items):\n    items.reverse()\n"}, nil},
 	}
 	for _, c := range cases {

@@ -368,6 +368,10 @@ _REORDERING_PLUGINS = ("randomly", "pytest_randomly", "random_order", "pytest_ra
 
 def _split_unsafe(config):
     """Why this session must collect every test module, or ""."""
+    if config.pluginmanager.is_blocked("ripple-split"):
+        # The user's way to turn it off: -p no:ripple-split (on the
+        # command line after --, or in the ini file's addopts).
+        return "-p no:ripple-split"
     opt = config.option
     if getattr(opt, "collectonly", False):
         return "--collect-only lists the whole collection"
