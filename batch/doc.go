@@ -20,14 +20,18 @@
 // rewriting. Run (tests.go) starts Kernels kernels with the project's
 // interpreter; the kernel method "pytest" (kernel/python/ripple_pytest.py)
 // drives one pytest session per kernel in steps, as a pytest-xdist worker
-// does: each kernel builds its Config from Options.PytestArgs and collects
-// (collection is per kernel, in parallel, as xdist's workers collect; the
-// node ids must agree, else the run stops naming the first difference).
-// The tests are then handed out in groups, one per module (xdist's
-// loadfile: a module's tests, its classes' included, run on one kernel in
-// pytest's order, so module state that tests share, and module- and
-// class-scoped fixtures, are as under pytest: set up once), in collection
-// order, each group to the first kernel that is free. A kernel holds back the last test of a group until its
+// does: each kernel builds its Config from Options.PytestArgs and collects,
+// in parallel. With more than one kernel each collects (imports) only its
+// share of the test modules, decided in the kernels before anything is
+// imported, and the run merges the shares in pytest's order (split.go,
+// which also says when every kernel collects the whole suite instead, and
+// the node ids must then agree, else the run stops naming the first
+// difference). The tests are then handed out in groups, one per module
+// (xdist's loadfile: a module's tests, its classes' included, run on one
+// kernel in pytest's order, so module state that tests share, and module-
+// and class-scoped fixtures, are as under pytest: set up once), in
+// collection order, each group to the first kernel that is free among
+// those that collected it. A kernel holds back the last test of a group until its
 // next group (or the end) is known, so that it runs with pytest's nextitem
 // and session fixtures live as long as the kernel's session.
 //
@@ -61,10 +65,12 @@
 // slot's next one. When an agent is lost, its worker puts back what its
 // kernel held, the running test included (a test running when a second
 // agent is lost is crashed), and ends; the other kernels run those tests
-// (a kernel whose agent is lost while it collects leaves the run).
-// So that they can, a kernel that finds the queue empty finishes its
-// session and waits until a group is put back or no session is left open
-// (testRun). Tests left with no kernel to run them are crashed, naming
+// (a kernel whose agent is lost while it collects leaves the run, and
+// the others collect everything). So that they can, a kernel that finds
+// the queue empty finishes its session and waits until a group is put
+// back or no session is left open (testRun); with split collection it
+// takes a lost kernel's groups once no session holds that share, and
+// collects that share first. Tests left with no kernel to run them are crashed, naming
 // why: such a run is never green.
 //
 // Watch (ripple run --tests --watch) keeps the kernels between runs: after

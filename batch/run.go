@@ -40,6 +40,10 @@ type Options struct {
 	ShowValues bool
 	// Shard runs a deterministic part of the entries (zero: all).
 	Shard Shard
+	// CollectAll makes every kernel of a test run collect (import) the
+	// whole suite, as before split collection (see split.go); by default
+	// each kernel collects only the test modules it runs.
+	CollectAll bool
 	// Observer is told of each result, in report order, and of progress
 	// (nil: nobody).
 	Observer Observer

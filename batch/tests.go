@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,11 @@ type testItem struct {
 	Status   string    `json:"status"` // collection reports only
 	Message  string    `json:"message"`
 	Longrepr string    `json:"longrepr"`
+	// With split collection (split.go): the index of the item's (the
+	// report's) file in the kernel's Files (-1: none), and for a report
+	// how many files collection had reached when it came.
+	File int `json:"file"`
+	Pos  int `json:"pos"`
 }
 
 type collectAnswer struct {
@@ -56,9 +62,15 @@ type collectAnswer struct {
 	Items          []testItem          `json:"-"`
 	CollectReports []testItem          `json:"-"`
 	Deps           map[string][]string `json:"-"` // test module -> the project files it imports
-	Continue       bool                `json:"continueOnCollectionErrors"`
-	CollectOnly    bool                `json:"collectOnly"`
-	Stopped        string              `json:"stopped"`
+	// Split collection (split.go): the kernel's account, and the test
+	// files collection reached, in order, with each one's share (-1:
+	// every kernel collects it).
+	Split       *splitAnswer `json:"split"`
+	Files       []string     `json:"-"`
+	Owners      []int        `json:"-"`
+	Continue    bool         `json:"continueOnCollectionErrors"`
+	CollectOnly bool         `json:"collectOnly"`
+	Stopped     string       `json:"stopped"`
 }
 
 // testEvent is a progress frame of the kernel method "pytest".
@@ -95,25 +107,44 @@ var errTestTimeout = errors.New("test timed out")
 // it died, or when its agent was lost. So a worker that finds the queue
 // empty finishes its own session and then waits (more) until a group is
 // put back or no session is open any more; only then does it end. Every
-// change of queue, open or stopped broadcasts more.
+// change of queue, open, holders or stopped broadcasts more.
+//
+// With split collection (split.go) a session has one share of the suite
+// and runs only that share's groups; a worker without a session takes a
+// group of a share no open session holds (holders: the share's kernel is
+// gone), collecting that share itself, else steals a group of a share
+// that has more than one left, collecting only its module.
 type testRun struct {
 	opts    *Options
 	python  kernel.Interpreter
 	root    string
 	args    []string
 	workers int
-	unit    bool       // pytest is missing: unittest's loader runs the tests
-	items   []testItem // the first kernel's collection: a kernel that collects again must agree
+	unit    bool // pytest is missing: unittest's loader runs the tests
+	// split: each session collects one share of the shares (split.go);
+	// without split there is one share, the whole suite, in every session.
+	split  bool
+	shares int
+	// shareItems: per share, its collection: a kernel that collects the
+	// share again must agree. entryOf: per share, kernel index -> entry
+	// index. Both are written before the workers run, then only read.
+	shareItems [][]testItem
+	entryOf    []map[int]int
+	// indexOf: per share (with split), node id -> kernel index; files:
+	// the File collectors' node ids in collection order (testItem.File).
+	indexOf []map[string]int
+	files   []string
 
 	entries []Entry
 	results chan indexedResult
 
 	mu      sync.Mutex
-	more    *sync.Cond // on mu
-	queue   [][]int    // guarded by mu: groups not started, in collection order
-	open    int        // guarded by mu: workers whose session is open
-	stopped bool       // guarded by mu
-	// rerun: guarded by mu: kernel index -> the agent lost while that
+	more    *sync.Cond  // on mu
+	queue   []testGroup // guarded by mu: groups not started, in collection order
+	open    int         // guarded by mu: workers whose session is open
+	holders []int       // guarded by mu: per share, the open sessions that collected it
+	stopped bool        // guarded by mu
+	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
 	// gone: guarded by mu: why workers ended before the run did (a
@@ -122,6 +153,17 @@ type testRun struct {
 	gone   []string
 	cancel context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
 	flags  runFlags
+	// running: the workers run the tests (set before they start): a
+	// collection from then on (a kernel replaced, a stolen module) is
+	// not the run's first, so it does not purge or report dependencies.
+	running bool
+}
+
+// testGroup is tests that run in one session, in this order: indices into
+// the collection of share.
+type testGroup struct {
+	share   int
+	indices []int
 }
 
 type indexedResult struct {
@@ -129,47 +171,71 @@ type indexedResult struct {
 	r *Result
 }
 
-// next takes the next group; nil when the run stops, or when the queue
-// is empty and, with wait, no open session can put tests back any more
-// (see testRun).
-func (t *testRun) next(wait bool) []int {
+// next takes the next group for a worker: with its session open (on
+// share), the next group of that share, else none; without a session, the
+// next group of a share no session holds, else (split) a group to steal,
+// else it waits while sessions are open (they may put tests back, or end).
+// steal: the group is of a share another session holds; the worker
+// collects only its module (split.go). false when the run stops or nothing
+// is left for it (see testRun).
+func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for {
-		switch {
-		case t.stopped:
-			return nil
-		case len(t.queue) > 0:
-			g := t.queue[0]
-			t.queue = t.queue[1:]
-			return g
-		case !wait || t.open == 0:
-			return nil
+	for !t.stopped {
+		for i, g := range t.queue {
+			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) {
+				continue
+			}
+			t.queue = slices.Delete(t.queue, i, i+1)
+			return g, false, true
+		}
+		if !open && t.split {
+			// Work stealing: the first (largest) group of a share that
+			// has more than one left, so that its own kernel, which
+			// needs no new session, keeps at least one: a steal costs a
+			// session and the module's import, and the run ends only when
+			// the thief's session does.
+			left := make([]int, len(t.holders))
+			for _, g := range t.queue {
+				left[g.share]++
+			}
+			for i, g := range t.queue {
+				if left[g.share] > 1 {
+					t.queue = slices.Delete(t.queue, i, i+1)
+					return g, true, true
+				}
+			}
+		}
+		if open || t.open == 0 {
+			break
 		}
 		t.more.Wait()
 	}
+	return testGroup{}, false, false
 }
 
 // requeue puts back the tests of a group a dead kernel (or a lost agent)
 // did not run.
-func (t *testRun) requeue(g []int) {
+func (t *testRun) requeue(g testGroup) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.queue = append([][]int{g}, t.queue...)
+	t.queue = append([]testGroup{g}, t.queue...)
 	t.more.Broadcast()
 }
 
-// opened and closed count the workers' open sessions.
-func (t *testRun) opened() {
+// opened and closed count the workers' open sessions, by share.
+func (t *testRun) opened(share int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.open++
+	t.holders[share]++
 }
 
-func (t *testRun) closed() {
+func (t *testRun) closed(share int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.open--
+	t.holders[share]--
 	t.more.Broadcast()
 }
 
@@ -180,7 +246,7 @@ func (t *testRun) left(why string) {
 	t.gone = append(t.gone, why)
 }
 
-// lostWhileRunning records that test i was running when agent was lost;
+// lostWhileRunning records that test (entry) i was running when agent was lost;
 // it returns the agent lost the first time when this is the second.
 func (t *testRun) lostWhileRunning(i int, agent string) (before string, again bool) {
 	t.mu.Lock()
@@ -359,30 +425,56 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		rerun: make(map[int]string)}
 	t.more = sync.NewCond(&t.mu)
 
+	// Split collection (split.go): kernel i collects share i.
+	t.split = workers > 1 && !opts.CollectAll
+	t.shares = workers
+	for i, w := range ws {
+		w.setShare(0)
+		if t.split {
+			w.setShare(i)
+		}
+	}
 	answers := make([]*collectAnswer, workers)
 	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		w.t = t
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i], errs[i] = w.begin(runCtx)
-		}()
+	// collectAll runs collect on the workers that need it, at once.
+	collectAll := func(need func(i int) bool, step func(w *testWorker) (*collectAnswer, error)) {
+		var wg sync.WaitGroup
+		for i, w := range ws {
+			if !need(i) {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i], errs[i] = step(w)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	for _, w := range ws {
+		w.t = t
+	}
+	collectAll(func(int) bool { return true }, func(w *testWorker) (*collectAnswer, error) { return w.begin(runCtx) })
 	stopAll := func() { p.stop(ctx) }
 	opts.Logger.Debug("kernels collected", "after", time.Since(started))
+	lostShare := false
 	if p.slots != nil {
 		ws, answers, errs = dropLost(opts.Logger, ws, answers, errs)
+		lostShare = len(ws) < workers
 		workers = len(ws)
 		t.workers = workers
 	}
-	if err := errors.Join(errs...); err != nil {
-		stopAll()
-		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+	collectErr := func() error {
+		if err := errors.Join(errs...); err != nil {
+			stopAll()
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: while the kernels collected", ErrInterrupted)
+			}
+			return err
 		}
+		return nil
+	}
+	if err := collectErr(); err != nil {
 		return nil, nil, err
 	}
 	first := answers[0]
@@ -394,8 +486,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 				ErrNoPytest, first.Python, py.Version, f[0], f[1], len(first.NeedsPytest), plural(len(first.NeedsPytest), "file", "files"), py.Path)
 		}
 		// unittest's own loader, on the same kernels.
-		t.unit = true
+		t.unit, t.split = true, false
 		for i, w := range ws {
+			w.setShare(0)
 			answers[i], errs[i] = w.collect(runCtx)
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -403,6 +496,37 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			return nil, nil, err
 		}
 		first = answers[0]
+	}
+	if t.split && !slices.ContainsFunc(answers, func(a *collectAnswer) bool { return a.Split != nil }) {
+		// No kernel split (a usage error, pytest.exit while collecting):
+		// every kernel's answer is that. When only some did not, the
+		// split may be why: they all collect everything (below).
+		t.split = false
+	}
+	if t.split {
+		shares := make([]int, len(ws))
+		for i, w := range ws {
+			shares[i] = w.share
+		}
+		why := splitFallback(answers, shares, t.shares)
+		if lostShare {
+			why = "a kernel was lost while it collected"
+		}
+		if why != "" {
+			// The slow path: the kernels that collected a share (or
+			// failed to) collect everything; one that said "off" did.
+			opts.Logger.Info("split collection off: every kernel collects the whole suite", "why", why)
+			t.split = false
+			collectAll(func(i int) bool { return answers[i].Split == nil || answers[i].Split.Off == "" },
+				func(w *testWorker) (*collectAnswer, error) { return w.collect(runCtx) })
+			for _, w := range ws {
+				w.setShare(0)
+			}
+			if err := collectErr(); err != nil {
+				return nil, nil, err
+			}
+			first = answers[0]
+		}
 	}
 	if first.Usage != "" {
 		stopAll()
@@ -412,21 +536,60 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		stopAll()
 		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrInterrupted, first.Interrupted)
 	}
-	for i, a := range answers[1:] {
-		if d := differ(first.Items, a.Items); d != "" {
-			stopAll()
-			return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
+
+	// The suite: without split, the first kernel's collection, which the
+	// others' must equal (as pytest-xdist's workers' must); with it, the
+	// union of the shares.
+	var items, reports []sharedItem
+	deps := first.Deps
+	if t.split {
+		shares := make([]int, len(ws))
+		deps = map[string][]string{}
+		t.shareItems = make([][]testItem, t.shares)
+		for i, w := range ws {
+			shares[i] = w.share
+			t.shareItems[w.share] = answers[i].Items
+			maps.Copy(deps, answers[i].Deps)
+		}
+		items, reports = mergeSplit(answers, shares, t.shares)
+		opts.Logger.Debug("split collection", "files", len(first.Files), "planned", first.Split.Planned, "items", len(items))
+	} else {
+		for i, a := range answers[1:] {
+			if d := differ(first.Items, a.Items); d != "" {
+				stopAll()
+				return nil, nil, fmt.Errorf("%w: kernels %s and %s collected different tests (%d and %d): %s", ErrProject, ws[0].name(), ws[i+1].name(), len(first.Items), len(a.Items), d)
+			}
+		}
+		t.shareItems = [][]testItem{first.Items}
+		for i, it := range first.Items {
+			items = append(items, sharedItem{it, 0, i})
+		}
+		for i, r := range first.CollectReports {
+			reports = append(reports, sharedItem{r, 0, i})
 		}
 	}
-
-	t.items = first.Items
-	t.open = workers // every kernel collected: its session is open
+	if t.split {
+		t.files = first.Files
+		t.indexOf = make([]map[string]int, t.shares)
+		for s, its := range t.shareItems {
+			t.indexOf[s] = make(map[string]int, len(its))
+			for i, it := range its {
+				t.indexOf[s][it.NodeID] = i
+			}
+		}
+	}
+	// Every kernel collected: its session is open.
+	t.open = workers
+	t.holders = make([]int, len(t.shareItems))
+	for _, w := range ws {
+		t.holders[w.share]++
+	}
 
 	// Entries: the collection reports that did not pass, then the items,
 	// in pytest's order.
 	var entries []Entry
 	var pre []*Result
-	for _, c := range first.CollectReports {
+	for _, c := range reports {
 		en := Entry{NodeID: c.NodeID, Path: c.Path, JUnitClass: c.JUnit[0], JUnitName: c.JUnit[1]}
 		entries = append(entries, en)
 		pre = append(pre, &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr})
@@ -437,23 +600,23 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			collectErrors++
 		}
 	}
-	nItems := len(first.Items)
+	nItems := len(items)
 	runItems := collectErrors == 0 || first.Continue
 	if first.CollectOnly || !runItems {
 		nItems = 0
 	}
-	for _, it := range first.Items[:nItems] {
+	for _, it := range items[:nItems] {
 		entries = append(entries, Entry{NodeID: it.NodeID, Path: it.Path, Line: it.Line + 1, JUnitClass: it.JUnit[0], JUnitName: it.JUnit[1], Scope: it.Scope})
 	}
 	offset := len(pre)
-	// Sharding keeps whole items; the kernels' indices stay those of the
-	// full collection.
-	keep := make([]int, 0, nItems) // kernel index of each kept item entry
+	// Sharding keeps whole items; the kernels' indices stay those of
+	// their collection.
+	keep := make([]sharedItem, 0, nItems) // the item of each kept item entry
 	kept := entries[:offset]
 	for i := offset; i < len(entries); i++ {
 		if opts.Shard.All() || opts.Shard.Has(entries[i].ID()) {
 			kept = append(kept, entries[i])
-			keep = append(keep, i-offset)
+			keep = append(keep, items[i-offset])
 		}
 	}
 	entries = kept
@@ -470,37 +633,36 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		c.complete(i, r)
 	}
 
-	// Groups: consecutive items of one scope (xdist's loadscope), in
-	// collection order. Kernel index -> entry index.
-	entryOf := make(map[int]int, len(keep))
-	for j, k := range keep {
-		entryOf[k] = offset + j
+	// Groups: consecutive items of one scope (xdist's loadscope) and one
+	// share, in collection order. Per share, kernel index -> entry index.
+	t.entryOf = make([]map[int]int, len(t.shareItems))
+	for s := range t.entryOf {
+		t.entryOf[s] = map[int]int{}
 	}
-	for j, k := range keep {
-		if j > 0 && entries[offset+j].Scope == entries[offset+j-1].Scope {
+	for j, it := range keep {
+		t.entryOf[it.share][it.index] = offset + j
+		if j > 0 && entries[offset+j].Scope == entries[offset+j-1].Scope && keep[j-1].share == it.share {
 			last := &t.queue[len(t.queue)-1]
-			*last = append(*last, k)
+			last.indices = append(last.indices, it.index)
 			continue
 		}
-		t.queue = append(t.queue, []int{k})
+		t.queue = append(t.queue, testGroup{share: it.share, indices: []int{it.index}})
 	}
 	if workers > 1 {
 		// Largest module first (by tests; their times are unknown), so
 		// that a big module does not start last and leave the other
 		// kernels idle at the end. A module's tests keep pytest's order.
-		slices.SortStableFunc(t.queue, func(a, b []int) int { return cmp.Compare(len(b), len(a)) })
+		slices.SortStableFunc(t.queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
 	}
-	for _, w := range ws {
-		w.entryOf = entryOf
-	}
-	opts.Logger.Debug("tests", "collected", len(first.Items), "groups", len(t.queue), "kernels", workers)
+	opts.Logger.Debug("tests", "collected", len(items), "groups", len(t.queue), "kernels", workers, "split", t.split)
 
 	var runErr error
 	if !runItems {
 		stopAll()
 		report.Duration = time.Since(started)
-		return report, first.Deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
+		return report, deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
+	t.running = true
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
 	for _, w := range ws {
@@ -585,10 +747,10 @@ loop:
 		}
 	}
 	report.Duration = time.Since(started)
-	if runErr == nil && len(first.Items) == 0 && len(pre) == 0 {
+	if runErr == nil && len(items) == 0 && len(pre) == 0 {
 		runErr = ErrNoTests
 	}
-	return report, first.Deps, runErr
+	return report, deps, runErr
 }
 
 var errFailFast = errors.New("--fail-fast")
@@ -670,9 +832,8 @@ type testWorker struct {
 	t       *testRun
 	id      int
 	k       *kernel.Kernel
-	entryOf map[int]int // kernel index -> entry index
-	stopped string      // pytest stopped the session (-x)
-	open    bool        // its pytest session is open (counted in t.open)
+	stopped string // pytest stopped the session (-x)
+	open    bool   // its pytest session is open (counted in t.open)
 
 	// slots and slot: the launcher slot whose kernels the worker drives
 	// (Options.Agents); slots is nil and slot -1 for a child kernel.
@@ -680,7 +841,13 @@ type testWorker struct {
 	slot  int
 	agent string // the host of the slot's agent when the kernel was taken; "" for a local one
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// share: the share its session collects (split.go; 0 without split);
+	// steal: when the session collected only a stolen group's module, its
+	// kernel indices mapped to the share's. Written by its goroutine under
+	// mu, read under mu by send.
+	share    int
+	steal    *stolen
 	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
 	running  int               // kernel index of the test running, -1 none
 	output   strings.Builder   // what the running test printed outside pytest's capture
@@ -694,6 +861,21 @@ type testWorker struct {
 // restarted.
 func (w *testWorker) agentLost(err error) bool {
 	return w.agent != "" && errors.Is(err, kernel.ErrStopped) && !errors.Is(err, kernel.ErrKernelRestarted) && !errors.Is(err, kernel.ErrKernelDied)
+}
+
+// setShare sets the share of the worker's next session (its goroutine).
+func (w *testWorker) setShare(s int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.share = s
+}
+
+// setSteal sets (nil: clears) the stolen module of the worker's session
+// (its goroutine).
+func (w *testWorker) setSteal(s *stolen) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steal = s
 }
 
 // name is the kernel's name in messages: gw1, or gw1 (agent beta).
@@ -742,8 +924,17 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 }
 
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
+	// Without split the first kernel's dependencies are the suite's; with
+	// it, each kernel tells its share's.
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
-		"purge": w.t.flags.purge, "deps": w.t.flags.deps && w.id == 0}
+		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running}
+	if w.t.split {
+		split := map[string]any{"share": w.share, "shares": w.t.shares}
+		if w.steal != nil {
+			split["only"] = []string{w.steal.file}
+		}
+		params["split"] = split
+	}
 	if w.slots != nil {
 		// The launcher started the kernel: it gets the worker variables
 		// a child kernel gets at its start.
@@ -754,6 +945,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 		params = map[string]any{"op": "unittest", "step": "collect"}
 	}
 	var items, reports []testItem
+	var files []string
+	var owners []int
 	deps := map[string][]string{}
 	var bad error
 	sink := kernel.SinkFuncs{ProgressFunc: func(raw json.RawMessage) {
@@ -763,6 +956,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			Report testItem   `json:"report"`
 			Path   string     `json:"path"`
 			Deps   []string   `json:"deps"`
+			Files  []string   `json:"files"`
+			Owners []int      `json:"owners"`
 		}
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			bad = err
@@ -774,6 +969,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			reports = append(reports, ev.Report)
 		case "deps":
 			deps[ev.Path] = ev.Deps
+		case "files":
+			files = append(files, ev.Files...)
+			owners = append(owners, ev.Owners...)
 		}
 	}}
 	raw, err := w.k.Call(ctx, "pytest", params, sink)
@@ -784,7 +982,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	if err := cmp.Or(json.Unmarshal(raw, &a), bad); err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
-	a.Items, a.CollectReports, a.Deps = items, reports, deps
+	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = items, reports, deps, files, owners
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))
 	}
@@ -832,7 +1030,7 @@ func (w *testWorker) rejoin(ctx context.Context, restart bool) error {
 
 // join opens a new session of the run on the worker's kernel (starting
 // it, or taking the slot's, if there is none): its collection must be the
-// run's.
+// run's (with split collection, that of the worker's share).
 func (w *testWorker) join(ctx context.Context) error {
 	a, err := w.begin(ctx)
 	switch {
@@ -841,8 +1039,11 @@ func (w *testWorker) join(ctx context.Context) error {
 	case a.NoPytest != "" || a.Usage != "":
 		return fmt.Errorf("it cannot run pytest: %s", cmp.Or(a.NoPytest, a.Usage))
 	}
-	if d := differ(w.t.items, a.Items); d != "" && !w.t.unit {
-		return fmt.Errorf("it collected other tests than the run's first kernel: %s", d)
+	if w.steal != nil {
+		return w.steal.index(a.Items, w.t.indexOf[w.share])
+	}
+	if d := differ(w.t.shareItems[w.share], a.Items); d != "" && !w.t.unit {
+		return fmt.Errorf("it collected other tests than the run's kernels did: %s", d)
 	}
 	return nil
 }
@@ -859,12 +1060,12 @@ func (w *testWorker) loop(ctx context.Context) {
 	defer func() {
 		if w.open {
 			w.open = false
-			w.t.closed()
+			w.t.closed(w.share)
 		}
 	}()
 	for {
-		g := w.t.next(!w.open)
-		if g == nil {
+		g, steal, ok := w.t.next(w.share, w.open)
+		if !ok {
 			if !w.open {
 				return
 			}
@@ -872,22 +1073,47 @@ func (w *testWorker) loop(ctx context.Context) {
 				return
 			}
 			w.open = false
-			w.t.closed()
+			w.t.closed(w.share)
 			continue
 		}
 		if !w.open {
-			// Tests put back after this kernel finished its session: a
-			// new session (collection) for them.
-			w.t.opened()
+			// Tests put back after this kernel finished its session (or
+			// the share of a kernel that is gone): a new session
+			// (collection) for them.
+			w.setShare(g.share)
+			w.setSteal(nil)
+			if steal {
+				w.setSteal(&stolen{file: w.t.fileOf(g), want: g.indices})
+				w.t.opts.Logger.Debug("stealing a module", "kernel", w.name(), "module", w.steal.file, "tests", len(g.indices))
+			}
+			w.t.opened(w.share)
 			w.open = true
 			if err := w.join(ctx); err != nil {
 				w.t.requeue(g)
+				if steal {
+					// Not this kernel's fault: the group goes back to
+					// its share's kernel, the worker ends.
+					w.t.opts.Logger.Warn("work stealing failed", "kernel", w.name(), "err", err)
+				}
 				w.t.left(fmt.Sprintf("kernel %s: %v", w.name(), err))
 				return
 			}
 		}
-		if !w.call(ctx, "run", g) {
+		indices := g.indices
+		if w.steal != nil {
+			indices = w.steal.fromShare(indices)
+		}
+		if !w.call(ctx, "run", indices) {
 			return
+		}
+		if w.steal != nil && w.open {
+			// A stolen module's session ends with it.
+			if !w.t.isStopped() && !w.call(ctx, "finish", nil) {
+				return
+			}
+			w.open = false
+			w.t.closed(w.share)
+			w.setSteal(nil)
 		}
 	}
 }
@@ -958,7 +1184,8 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	if running >= 0 {
 		rerun := false
 		if lost {
-			before, again := w.t.lostWhileRunning(running, w.agent)
+			j, _ := w.entryIndex(running)
+			before, again := w.t.lostWhileRunning(j, w.agent)
 			if again {
 				msg += fmt.Sprintf(" (it had been run again after agent %s was lost)", before)
 			}
@@ -974,6 +1201,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	for i := range w.assigned {
 		rest = append(rest, i)
 	}
+	if w.steal != nil {
+		rest = w.steal.toShare(rest)
+	}
 	clear(w.assigned)
 	w.running = -1
 	w.mu.Unlock()
@@ -983,7 +1213,7 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		return false
 	}
 	if len(rest) > 0 {
-		w.t.requeue(rest)
+		w.t.requeue(testGroup{share: w.share, indices: rest})
 	}
 	if err := w.rejoin(ctx, status == StatusTimeout); err != nil {
 		if lost {
@@ -1050,9 +1280,22 @@ func (w *testWorker) output1(_ kernel.Stream, data []byte) {
 	}
 }
 
+// entryIndex is the entry of the kernel's item i (w.mu held).
+func (w *testWorker) entryIndex(i int) (int, bool) {
+	if w.steal != nil {
+		s, ok := w.steal.share[i]
+		if !ok {
+			return 0, false
+		}
+		i = s
+	}
+	j, ok := w.t.entryOf[w.share][i]
+	return j, ok
+}
+
 // send hands a result to Run's goroutine (w.mu held).
 func (w *testWorker) send(i int, r *Result) {
-	j, ok := w.entryOf[i]
+	j, ok := w.entryIndex(i)
 	if !ok {
 		return
 	}

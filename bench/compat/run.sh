@@ -9,11 +9,15 @@
 #   RUNS=3 bash bench/compat/run.sh               # medians of 3
 #   bash bench/compat/run.sh numpy/linalg/tests   # suites: paths under dist-packages,
 #                                                 # a sub-suite's files joined with ","
+#   BEFORE=/tmp/ripple-before bash bench/compat/run.sh
+#                                                 # also that binary with 2 kernels, in the
+#                                                 # same runs (a before/after comparison)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 PY=${PYTHON:-/usr/bin/python3}
 RUNS=${RUNS:-1}
+BEFORE=${BEFORE:-}
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' 2>/dev/null || true)
 [ -d /usr/lib/python3/dist-packages ] && SITE=/usr/lib/python3/dist-packages
 DEFAULT_SUITES="numpy/lib/tests/test_function_base.py,numpy/lib/tests/test_arraypad.py scipy/special/tests/test_basic.py,scipy/special/tests/test_data.py pandas/tests/series/methods sympy/sets/tests,sympy/logic/tests,sympy/core/tests/test_subs.py,sympy/core/tests/test_relational.py,sympy/core/tests/test_assumptions.py"
@@ -67,10 +71,19 @@ for s in $SUITES; do
       t1=$(now)
       times[ripple$k]+="$(echo "$t1 - $t0" | bc) "
     done
+    if [ -n "$BEFORE" ]; then
+      t0=$(now)
+      "$BEFORE" run "$dir" --tests --python "$PY" --kernels 2 --junit "$dir/before2.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
+        >"$dir/before2.out" 2>&1 || true
+      t1=$(now)
+      times[before2]+="$(echo "$t1 - $t0" | bc) "
+    fi
   done
   p=$(echo "${times[pytest]}" | tr ' ' '\n' | grep . | median)
   r1=$(echo "${times[ripple1]}" | tr ' ' '\n' | grep . | median)
   r2=$(echo "${times[ripple2]}" | tr ' ' '\n' | grep . | median)
+  b2=""
+  [ -n "$BEFORE" ] && b2=$(echo "${times[before2]}" | tr ' ' '\n' | grep . | median)
   label=$(echo "$s" | sed 's/,.*/,.../')
   echo "== $s"
   for k in 1 2; do
@@ -82,11 +95,20 @@ for s in $SUITES; do
   n=$("$PY" -c "import sys, xml.etree.ElementTree as E; print(len(list(E.parse(sys.argv[1]).getroot().iter('testcase'))))" "$dir/pytest.xml")
   d1=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple1.xml" | head -1 | sed 's/.*differ=//')
   d2=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple2.xml" | head -1 | sed 's/.*differ=//')
-  rows+=("$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$d1" "$d2")")
+  row=$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$d1" "$d2")
+  if [ -n "$BEFORE" ]; then
+    echo -n "  before, 2 kernels: "
+    "$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/before2.xml" | sed '2,$s/^/    /' || true
+    db=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/before2.xml" | head -1 | sed 's/.*differ=//')
+    row+=$(printf ' %9.2f %6.2fx %7s' "$b2" "$(echo "$b2 / $p" | bc -l)" "$db")
+  fi
+  rows+=("$row")
   unset times
 done
 echo
-printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s\n' suite tests pytest_s ripple1_s ratio ripple2_s ratio differ1 differ2
+header=$(printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s' suite tests pytest_s ripple1_s ratio ripple2_s ratio differ1 differ2)
+[ -n "$BEFORE" ] && header+=$(printf ' %9s %7s %7s' before2_s ratio differb)
+echo "$header"
 for r in "${rows[@]}"; do echo "$r"; done
 echo "(wall times: medians of $RUNS run(s); targets: ratio 1 kernel <= 1.00, 2 kernels <= 0.60, differ 0)"
 exit $status

@@ -40,6 +40,15 @@ import sys
 
 _SESSION = None
 
+try:
+    from pluggy import HookimplMarker
+
+    _hookimpl = HookimplMarker("pytest")
+except ImportError:  # no pytest (and so no pluggy): the unittest path
+
+    def _hookimpl(**opts):
+        return lambda f: f
+
 
 def handle(api, params):
     op = params.get("op")
@@ -120,6 +129,10 @@ def _collect(api, params):
 
                 tr._tw = TerminalWriter(_Discard())
             config.pluginmanager.register(state, "ripple-kernel")
+            split = params.get("split")
+            if split:
+                state.split = _Split(config, int(split["share"]), int(split["shares"]), split.get("only"))
+                config.pluginmanager.register(state.split, "ripple-split")
             session = Session.from_config(config)
             session.exitstatus = 0
             state.session = session
@@ -139,16 +152,20 @@ def _collect(api, params):
             state.stopped = str(e)
     # The items go as progress frames, a chunk at a time: a result is
     # capped at 64 KiB, a collection of thousands of tests is not.
+    split = state.split
     chunk = []
     for item in state.session.items:
         path, line, domain = item.location
-        chunk.append({
+        entry = {
             "nodeid": item.nodeid,
             "path": path.replace(os.sep, "/"),
             "line": line if line is not None else -1,
             "scope": _scope(item.nodeid),
             "junit": _junit_names(item.nodeid),
-        })
+        }
+        if split is not None and split.share >= 0:
+            entry["file"] = split.rank_of_item(item)
+        chunk.append(entry)
         if len(chunk) == 200:
             api.emit_progress({"event": "items", "items": chunk})
             chunk = []
@@ -159,7 +176,17 @@ def _collect(api, params):
     if params.get("deps"):
         for path, deps in _dependencies(state.session.items, str(config.rootpath)).items():
             api.emit_progress({"event": "deps", "path": path, "deps": deps})
+    answer_split = None
+    if split is not None:
+        answer_split = split.answer()
+        if split.share >= 0:
+            # The visit order can be long (a file per test module): it
+            # goes as progress frames too.
+            for i in range(0, len(split.files), 500):
+                api.emit_progress({"event": "files", "files": split.files[i:i + 500],
+                                   "owners": split.owners[i:i + 500]})
     return {
+        "split": answer_split,
         "count": len(state.session.items),
         "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
         "collectOnly": bool(config.option.collectonly),
@@ -294,6 +321,262 @@ def _dependencies(items, rootdir):
     return result
 
 
+# ---------------------------------------------------------------- split collection
+#
+# Each kernel collects (imports) only its share of the test modules. Which
+# share a module is in is decided before anything is imported, the same
+# way on every kernel of the run:
+#
+#   - a pre-pass (_plan) lists the candidate test files as pytest would
+#     find them (config.args: the command line's paths or the ini's
+#     testpaths; python_files; norecursedirs, --ignore, dot directories)
+#     and deals them out by size, largest first to the least loaded share;
+#   - a test module the pre-pass did not foresee goes to the share its
+#     relative path hashes to (FNV-1a), as the Go side's Shard does.
+#
+# pytest's own collection does the rest: the hook pytest_pycollect_makemodule
+# answers, for a test module of another share, a Module that collects
+# nothing (_Elsewhere), so it is never imported; directories, packages'
+# __init__.py and conftest.py are collected by every kernel as before (the
+# conftest chain, fixtures and hooks are the same everywhere). Every kernel
+# still walks the whole tree, so each one sees the same File collectors in
+# the same order: that order (files, with each file's owning share, -1
+# when every kernel collects it) is what the Go side merges the kernels'
+# items by, and what it checks the kernels agree on.
+#
+# The split is off (the kernel collects everything, answer "off") when an
+# option needs the whole collection (_split_unsafe). A collection the Go
+# side cannot merge in pytest's order (a hook that reordered items, answer
+# "unsafe") makes it collect everything again.
+
+
+def _fnv1a(text):
+    """FNV-1a 64 of text's UTF-8 bytes: the Go side's Shard hash."""
+    h = 0xCBF29CE484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+# Plugins that reorder or select items across modules (so one kernel's
+# share cannot tell where its items go in the whole), or that make a
+# test's outcome depend on tests of other modules run in the same session.
+_REORDERING_PLUGINS = ("randomly", "pytest_randomly", "random_order", "pytest_random_order",
+                       "order", "pytest_order", "ordering", "pytest_ordering",
+                       "dependency", "pytest_dependency", "reverse", "pytest_reverse")
+
+
+def _split_unsafe(config):
+    """Why this session must collect every test module, or ""."""
+    if config.pluginmanager.is_blocked("ripple-split"):
+        # The user's way to turn it off: -p no:ripple-split (on the
+        # command line after --, or in the ini file's addopts).
+        return "-p no:ripple-split"
+    opt = config.option
+    if getattr(opt, "collectonly", False):
+        return "--collect-only lists the whole collection"
+    if getattr(opt, "doctestmodules", False):
+        return "--doctest-modules imports every module"
+    if getattr(opt, "keepduplicates", False):
+        return "--keep-duplicates"
+    for name, flag in (("lf", "--last-failed"), ("failedfirst", "--failed-first"), ("newfirst", "--new-first"),
+                       ("stepwise", "--stepwise"), ("stepwise_skip", "--stepwise-skip")):
+        if getattr(opt, name, False):
+            # They select or reorder by what the whole last run did (and
+            # --lf runs everything when none of the selection failed).
+            return flag + " needs the whole collection"
+    if getattr(opt, "pyargs", False):
+        return "--pyargs: the paths are module names"
+    for name in _REORDERING_PLUGINS:
+        if config.pluginmanager.hasplugin(name):
+            return "plugin %s reorders the whole collection" % name
+    return ""
+
+
+def _rel(path, root):
+    return os.path.relpath(str(path), root).replace(os.sep, "/")
+
+
+def _plan(config, shares):
+    """The pre-pass: {path relative to rootdir: share} for the candidate
+    test files pytest would collect from config.args, dealt out by size."""
+    from fnmatch import fnmatch
+
+    root = str(config.rootpath)
+    invocation = str(config.invocation_params.dir)
+    patterns = config.getini("python_files")
+    norecurse = config.getini("norecursedirs")
+    ignore = {os.path.abspath(os.path.join(invocation, p)) for p in (config.getoption("ignore", None) or [])}
+    ignore_glob = [os.path.abspath(os.path.join(invocation, p)) for p in (config.getoption("ignore_glob", None) or [])]
+
+    def matches(path, pats):
+        name = os.path.basename(path)
+        return any(fnmatch(path if os.sep in p else name, p) for p in pats)
+
+    def ignored(path):
+        return path in ignore or any(fnmatch(path, g) for g in ignore_glob)
+
+    found, seen = [], set()
+
+    def add(path):
+        if path not in seen and path.endswith(".py"):
+            seen.add(path)
+            try:
+                found.append((_rel(path, root), os.path.getsize(path)))
+            except OSError:
+                pass
+
+    for arg in config.args:
+        top = os.path.abspath(os.path.join(invocation, str(arg).split("::", 1)[0]))
+        if os.path.isfile(top):
+            add(top)  # a file named on the command line is collected whatever its name
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if not matches(os.path.join(dirpath, d), norecurse)
+                                 and not ignored(os.path.join(dirpath, d)) and d != "__pycache__")
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                if name not in ("__init__.py", "conftest.py") and matches(path, patterns) and not ignored(path):
+                    add(path)
+    plan, load = {}, [0] * shares
+    for rel, size in sorted(found, key=lambda f: (-f[1], f[0])):
+        share = min(range(shares), key=lambda i: (load[i], i))
+        plan[rel] = share
+        load[share] += size
+    return plan
+
+
+def _elsewhere_class():
+    import pytest
+
+    global _ELSEWHERE
+    if _ELSEWHERE is None:
+        class Elsewhere(pytest.Module):
+            """A test module of another kernel's share: never imported,
+            it collects nothing here."""
+
+            def collect(self):
+                return []
+
+        _ELSEWHERE = Elsewhere
+    return _ELSEWHERE
+
+
+_ELSEWHERE = None
+
+
+class _Split:
+    """The plugin ("ripple-split") that makes a session collect one share
+    of the test modules (share, of shares), and records the File
+    collectors in the order collection reached them."""
+
+    def __init__(self, config, share, shares, only=None):
+        self.shares = max(1, shares)
+        self.off = _split_unsafe(config)
+        self.share = -1 if self.off else share
+        self.root = str(config.rootpath)
+        # only: the node ids of the test modules to collect, instead of
+        # the share's (a kernel that takes a module of another kernel's
+        # share: work stealing).
+        self.only = None if only is None else set(only)
+        self.plan = {} if self.off or self.only is not None else _plan(config, self.shares)
+        self.decided = {}  # str(module path) -> its share
+        self.files = []  # File collectors' node ids, in collection order
+        self.owners = []  # each one's share; -1: every kernel collects it
+        self.rank = {}  # file node id -> its index in files
+        self.unsafe = ""
+        # Files named with a node (path::name) on the command line: every
+        # kernel collects them (the Go side reports their items once), as
+        # pytest fails the run when it does not find a named node.
+        invocation = str(config.invocation_params.dir)
+        self.everywhere = {os.path.abspath(os.path.join(invocation, str(a).split("::", 1)[0]))
+                           for a in config.args if "::" in str(a)}
+
+    def answer(self):
+        if self.off:
+            return {"off": self.off}
+        return {"share": self.share, "shares": self.shares, "planned": len(self.plan), "unsafe": self.unsafe}
+
+    def owner(self, module_path):
+        key = str(module_path)
+        share = self.decided.get(key)
+        if share is None:
+            rel = _rel(module_path, self.root)
+            share = self.plan.get(rel)
+            if share is None:
+                share = _fnv1a(rel) % self.shares
+            self.decided[key] = share
+        return share
+
+    def rank_of_item(self, item):
+        import pytest
+
+        f = item.getparent(pytest.File)
+        return -1 if f is None else self.rank.get(f.nodeid, -1)
+
+    def rank_of_report(self, nodeid):
+        """The file a collection report is about (-1: a directory's, or
+        the session's) and how many files collection had reached then."""
+        r = self.rank.get(nodeid)
+        if r is None:
+            r = self.rank.get(nodeid.split("::", 1)[0], -1) if "::" in nodeid else -1
+        return r, len(self.files)
+
+    # ---- hooks (registered only when the Go side asked for a split)
+
+    @_hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path, parent):
+        # A package's __init__.py and a conftest.py (when python_files
+        # makes it a test module) are every kernel's: they hold fixtures
+        # and hooks, and a package's set-up.
+        if self.share < 0 or module_path.name in ("__init__.py", "conftest.py") or str(module_path) in self.everywhere:
+            return None
+        if self.only is not None:
+            # A Module is not imported until collected: this one only
+            # tells the node id.
+            stub = _elsewhere_class().from_parent(parent, path=module_path)
+            return None if stub.nodeid in self.only else stub
+        if self.owner(module_path) == self.share:
+            return None
+        return _elsewhere_class().from_parent(parent, path=module_path)
+
+    def pytest_collectstart(self, collector):
+        import pytest
+
+        if self.share < 0 or not isinstance(collector, pytest.File) or collector.nodeid in self.rank:
+            return
+        self.rank[collector.nodeid] = len(self.files)
+        self.files.append(collector.nodeid)
+        owner = -1
+        if isinstance(collector, pytest.Module) and not isinstance(collector, pytest.Package):
+            owner = self.decided.get(str(collector.path), -1)
+        self.owners.append(owner)
+
+    @_hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        before = {id(it): i for i, it in enumerate(items)} if self.share >= 0 else None
+        yield
+        if before is None:
+            return
+        # The Go side puts the kernels' items in pytest's order by file
+        # (the collection order above), then by each kernel's order: right
+        # when the hooks only deselected. A hook that reordered may have
+        # done it by the whole collection (a session-scoped parametrized
+        # fixture's grouping, a sort): only one kernel with everything can
+        # tell that order.
+        last = -1
+        for it in items:
+            i = before.get(id(it))
+            if i is None or i < last:
+                self.unsafe = "a pytest_collection_modifyitems hook reordered the items"
+                return
+            last = i
+        for it in items:
+            if self.rank_of_item(it) < 0:
+                self.unsafe = "item %s is in no file" % it.nodeid
+                return
+
+
 def _scope(nodeid):
     """The group a test runs in: its module (its file's part of the node
     id, as xdist's loadfile groups), so that a module's and its classes'
@@ -324,6 +607,7 @@ class _Session:
         self.reports = []
         self.stopped = ""
         self.api = None
+        self.split = None  # _Split: this session collects one share of the test modules
 
     # ---- hooks
 
@@ -332,6 +616,8 @@ class _Session:
             return
         path = report.nodeid.split("::", 1)[0]
         entry = {"nodeid": report.nodeid, "path": path, "junit": _junit_names(report.nodeid)}
+        if self.split is not None and self.split.share >= 0:
+            entry["file"], entry["pos"] = self.split.rank_of_report(report.nodeid)
         if report.failed:
             entry["status"] = "error"
             entry["message"] = _crash_message(report)
