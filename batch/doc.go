@@ -68,7 +68,8 @@
 // (a kernel whose agent is lost while it collects leaves the run, and
 // the others collect everything). So that they can, a kernel that finds
 // the queue empty finishes its session and waits until a group is put
-// back or no session is left open (testRun); with split collection it
+// back or no session is left open (testRun); with split collection
+// (Options.SplitCollection, --split-collection) it
 // takes a lost kernel's groups once no session holds that share, and
 // collects that share first. Tests left with no kernel to run them are crashed, naming
 // why: such a run is never green.

@@ -40,10 +40,13 @@ type Options struct {
 	ShowValues bool
 	// Shard runs a deterministic part of the entries (zero: all).
 	Shard Shard
-	// CollectAll makes every kernel of a test run collect (import) the
-	// whole suite, as before split collection (see split.go); by default
-	// each kernel collects only the test modules it runs.
-	CollectAll bool
+	// SplitCollection makes each kernel of a test run collect (import)
+	// only the test modules it runs (split.go), not the whole suite: faster
+	// where imports are heavy, but a test module's import side effects
+	// then reach only the tests of its kernel, where under pytest every
+	// module is imported before any test runs. Off by default (pytest's
+	// outcomes come first): ripple run --split-collection.
+	SplitCollection bool
 	// Observer is told of each result, in report order, and of progress
 	// (nil: nobody).
 	Observer Observer

@@ -28,9 +28,13 @@ import (
 // (an error of a directory's conftest.py, which every kernel reports, by
 // share 0).
 //
-// The split is off, and every kernel collects the whole suite as before,
-// when:
-//   - Options.CollectAll, or -p no:ripple-split among pytest's arguments
+// The split is asked for (Options.SplitCollection, ripple run
+// --split-collection): a test module's import side effects reach only the
+// tests of the kernel that imported it, where pytest imports every module
+// before it runs any test, so a suite whose tests rely on another
+// module's import would differ. It is off, and every kernel collects the
+// whole suite, when:
+//   - it is not asked for, or -p no:ripple-split among pytest's arguments
 //     (or the ini file's addopts), or the run has one kernel, or pytest is
 //     missing;
 //   - a kernel says an option needs the whole collection (--collect-only,

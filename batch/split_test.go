@@ -230,7 +230,7 @@ func TestPytestSplitCollection(t *testing.T) {
 	wantCode, want, wantOrder := pytestOracle(t, py, root, args...)
 	dir := t.TempDir()
 	junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
-	code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+	code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--split-collection", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
 		"--", "-p", "no:cacheprovider"}, args...)...)
 	if code != wantCode {
 		t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)
@@ -279,7 +279,7 @@ func TestPytestSplitCollection(t *testing.T) {
 // (--keep-duplicates: the kernel says so before collecting), the user's
 // -p no:ripple-split, a hook that reorders the items by the whole
 // collection (found after collecting: the kernels collect again), and
-// Options.CollectAll.
+// a run that does not ask for the split (the default).
 func TestPytestSplitFallback(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
@@ -313,7 +313,7 @@ func TestPytestSplitFallback(t *testing.T) {
 			wantCode, want, wantOrder := pytestOracle(t, py, root, c.args...)
 			dir := t.TempDir()
 			junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
-			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--split-collection", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
 				"--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"}, c.args...)...)
 			if code != wantCode {
 				t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)
@@ -327,13 +327,13 @@ func TestPytestSplitFallback(t *testing.T) {
 			everyKernel(t, root)
 		})
 	}
-	t.Run("CollectAll", func(t *testing.T) {
+	t.Run("NotAskedFor", func(t *testing.T) {
 		t.Parallel()
 		root := project(t, modules)
 		os.Remove(filepath.Join(root, "imports.log"))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		rep, err := batch.Run(ctx, batch.Options{Root: root, Python: py, Tests: true, Kernels: 2, CollectAll: true,
+		rep, err := batch.Run(ctx, batch.Options{Root: root, Python: py, Tests: true, Kernels: 2,
 			PytestArgs: []string{"-p", "no:cacheprovider"}})
 		if err != nil && rep == nil {
 			t.Fatal(err)
@@ -459,7 +459,7 @@ def test_z4():
 	os.Remove(filepath.Join(root, "released"))
 	dir := t.TempDir()
 	junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
-	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
+	code, out, errOut := ripple(t, "run", root, "--tests", "--split-collection", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
 		"--log-level", "debug", "--", "-p", "no:cacheprovider", "-o", "junit_family=xunit1")
 	if code != wantCode || code != 0 {
 		t.Fatalf("exit %d, pytest's %d\nstdout:\n%s\nstderr:\n%s", code, wantCode, out, errOut)

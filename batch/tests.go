@@ -426,7 +426,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	t.more = sync.NewCond(&t.mu)
 
 	// Split collection (split.go): kernel i collects share i.
-	t.split = workers > 1 && !opts.CollectAll
+	t.split = workers > 1 && opts.SplitCollection
 	t.shares = workers
 	for i, w := range ws {
 		w.setShare(0)
