@@ -124,7 +124,7 @@ class Entry:
         self.gwrites = gwrites  # (module, name) of the module globals it rebound (module state)
         # The mutations (mutator id, stamp) that earlier statements had
         # made to the objects it read when it ran, and the frame's layout
-        # then (Runner._seen_mutations); None: not known (the journal).
+        # then (Runner._seen_mutations); None: not known, not checked.
         self.seen = seen
         self.layout = layout
 
