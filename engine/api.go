@@ -550,15 +550,15 @@ func (e *Engine) Pop(ctx context.Context, clientID string, id protocol.ContextID
 	}
 	e.recordContext(ctx, id)
 	if top, err := e.store.TopFrame(nil, id); err == nil {
-		e.resend(id, top.Depth)
+		e.resend(id, top)
 	}
 	e.crashes.Reset(string(id))
 	return e.apply(jobs.Pop{Context: jobs.ContextID(id)})
 }
 
 // resend sends the latest updates of a frame as fromCache.
-func (e *Engine) resend(id protocol.ContextID, depth int) {
-	us, err := e.store.FrameUpdates(nil, id, depth, 0)
+func (e *Engine) resend(id protocol.ContextID, f *contexts.Frame) {
+	us, err := e.currentFrameUpdates(id, f)
 	if err != nil || len(us) == 0 {
 		return
 	}

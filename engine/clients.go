@@ -47,7 +47,7 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		if err != nil {
 			continue // empty stack: nothing to show or run
 		}
-		e.resend(rc.ID, top.Depth)
+		e.resend(rc.ID, top)
 		if rc.LastResult != nil {
 			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
 		}

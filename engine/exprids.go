@@ -78,6 +78,31 @@ func (e *Engine) frameFunction(ctxID protocol.ContextID, f *contexts.Frame) stri
 	return ""
 }
 
+// currentFrameUpdates is the latest update of every expression of frame f
+// that belongs to the function f runs now. The store keeps a frame's
+// updates by expression id for as long as the frame is on the stack, but a
+// LocalCall frame's function can change under it: an edit makes the call
+// statement below call another function (seed 6032 of the invariant test:
+// an inserted a = helpers.h0(k, n) takes the label main:main/a from
+// a = h3(c), so the frame main:main/a now runs h0). The old function's
+// updates stay in the store; sent again on pop they would put h3's values
+// after h0's in the client's view of a frame that a fresh run shows as h0.
+// When the function is not known yet, every update is kept.
+func (e *Engine) currentFrameUpdates(ctxID protocol.ContextID, f *contexts.Frame) ([]protocol.ExpressionUpdate, error) {
+	us, err := e.store.FrameUpdates(nil, ctxID, f.Depth, 0)
+	if err != nil {
+		return nil, err
+	}
+	fn := e.frameFunction(ctxID, f)
+	if fn == "" {
+		return us, nil
+	}
+	return slices.DeleteFunc(us, func(u protocol.ExpressionUpdate) bool {
+		g, _, err := u.ExpressionID.Split()
+		return err != nil || g.String() != fn
+	}), nil
+}
+
 // expressionKnownStatically decides whether expr is a statement of one of
 // frames from the source of the frame's function; decided is false when
 // expr names no frame's function or that function's ids cannot be read

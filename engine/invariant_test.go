@@ -247,6 +247,41 @@ type frameView struct {
 	values   map[protocol.ExpressionID]protocol.ExpressionUpdate
 }
 
+// take applies one update sent while f is the top frame; below is the
+// function of the frame under f ("" for the bottom frame).
+//
+// A LocalCall frame is a call of a statement of the frame below, and an
+// edit can make that statement call another function (seed 6032: an
+// inserted a = helpers.h0(k, n) takes the label main:main/a from
+// a = h3(c), so the pushed frame main:main/a now enters h0, in the
+// fresh engine as in this one). Updates are sent for the top frame
+// (PROTOCOL.md 5.4), so updates of a function that is neither the
+// frame's nor the frame below's (a superseded run of it) mean the frame
+// now runs that function: the IDE's view of the frame starts over with
+// them, as it would for a frame it had just entered.
+func (f *frameView) take(u protocol.ExpressionUpdate, below string) {
+	fn, _, err := u.ExpressionID.Split()
+	if err != nil {
+		return
+	}
+	if name := fn.String(); name != f.function {
+		if f.item.Type != protocol.LocalCall || name == below {
+			return
+		}
+		f.function = name
+		f.values = map[protocol.ExpressionID]protocol.ExpressionUpdate{}
+	}
+	f.values[u.ExpressionID] = u
+}
+
+// below is the function of the frame under frame i, "" for the bottom one.
+func (s *invSession) below(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return s.frames[i-1].function
+}
+
 // invSession is one random session: an engine with one context and the
 // client's view of it.
 type invSession struct {
@@ -366,9 +401,7 @@ func (s *invSession) restartServer() (int, int) {
 			run := h.client.waitRun(t, last, s.id)
 			waitIdle(t, h.e)
 			for _, u := range run.updates {
-				if fn, _, err := u.ExpressionID.Split(); err == nil && fn.String() == f.function {
-					f.values[u.ExpressionID] = u
-				}
+				f.take(u, s.below(i))
 			}
 		}
 	}
@@ -606,9 +639,7 @@ func (s *invSession) finishStepFrom(st invStep, m, runMark int) {
 			continue
 		}
 		for _, u := range p.Updates {
-			if fn, _, err := u.ExpressionID.Split(); err == nil && fn.String() == top.function {
-				top.values[u.ExpressionID] = u
-			}
+			top.take(u, s.below(len(s.frames)-1))
 		}
 	}
 	if run.failed != nil && run.failed.Kind == protocol.ResultInterrupted {

@@ -262,3 +262,49 @@ func TestEditInterruptsAStatementThatDoesNotReachItsBoundary(t *testing.T) {
 		m = h.client.mark()
 	}
 }
+
+// An edit can make the statement a LocalCall frame entered call another
+// function (an inserted a = h0(...) takes the label main:main/a from
+// a = h3(...)); the frame then runs that function, in a fresh engine as
+// here. Popping back to it sends only that function's updates: the old
+// function's, still stored for the frame, would follow them and leave
+// the client showing h3 for a frame that runs h0 (the invariant test's
+// seed 6032).
+func TestPopToRetargetedFrameSendsItsFunctionOnly(t *testing.T) {
+	t.Parallel()
+	helpers := "def h0(a, b):\n    t = a * 4\n    return t + b\n\n\ndef h3(a):\n    v = h0(a, 3)\n    return v + 1\n"
+	main := "from helpers import h0, h3\n\n\ndef main():\n    c = 2\n    a = h3(c)\n"
+	h := setup(t, map[string]string{"helpers.py": helpers, "main.py": main}, engine.Config{Kernels: 1})
+	id, run := h.newContext("main:main")
+	if run.failed != nil {
+		t.Fatalf("first run: %+v", run.failed)
+	}
+	for _, expr := range []protocol.ExpressionID{"main:main/a", "helpers:h3/v"} {
+		m := h.client.mark()
+		must(t, h.e.Push(h.ctx, clientID, protocol.PushParams{ContextID: id, StackItem: protocol.NewLocalCall(expr)}))
+		if run := h.client.waitRun(t, m, id); run.failed != nil {
+			t.Fatalf("push %s: %+v", expr, run.failed)
+		}
+	}
+	m := h.client.mark()
+	h.setText("main.py", "from helpers import h0, h3\n\n\ndef main():\n    c = 2\n    a = h0(c, 1)\n    a = h3(c)\n")
+	// helpers:h3/v is no statement of h0, the function main:main/a calls now.
+	if run := h.client.waitRun(t, m, id); run.failed == nil || run.failed.Kind != protocol.ResultFailure {
+		t.Fatalf("run after the edit: %+v, want a failure", run.failed)
+	}
+	waitIdle(t, h.e)
+	m = h.client.mark()
+	must(t, h.e.Pop(h.ctx, clientID, id))
+	run = h.client.waitRun(t, m, id)
+	if run.failed != nil {
+		t.Fatalf("run after the pop: %+v", run.failed)
+	}
+	got := map[protocol.ExpressionID]string{}
+	for _, u := range run.updates {
+		if !strings.HasPrefix(string(u.ExpressionID), "helpers:h0/") {
+			t.Errorf("after the pop: an update of %s, want only helpers:h0's", u.ExpressionID)
+		}
+		got[u.ExpressionID] = u.Payload.Preview
+	}
+	expect(t, "values after the pop", got, map[protocol.ExpressionID]string{"helpers:h0/t": "8", "helpers:h0/return": "9"})
+}

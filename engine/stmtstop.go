@@ -66,7 +66,7 @@ func (e *Engine) runningStatements(id protocol.ContextID, mods jobs.ModuleSet) (
 			}
 			ids = []string{string(next.Item.ExpressionID)}
 		} else {
-			us, err := e.store.FrameUpdates(nil, id, f.Depth, 0)
+			us, err := e.currentFrameUpdates(id, f)
 			if err != nil {
 				return nil, false
 			}

@@ -438,6 +438,15 @@ class Journal:
                 s = stamp_of.get(mid)
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
             log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
+        # What each restored statement saw of the mutations through calls
+        # (engine_run's _seen_mutations), as the restored log says for this
+        # layout: an edit that later moves a statement across such a
+        # mutation is seen as for an entry of this process.
+        layout = runner._layout(frame, plan)
+        for i in chosen:
+            e = cache[stmts[i].id]
+            e.seen = runner._seen_mutations(plan, frame, i)
+            e.layout = layout
         return len(chosen)
 
     # -- writing ----------------------------------------------------------------------

@@ -107,9 +107,11 @@ class Failure(Exception):
 class Entry:
     """The cached outcome of one statement's last successful run."""
 
-    __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites")
+    __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites",
+                 "seen", "layout")
 
-    def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call, gwrites=()):
+    def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call, gwrites=(),
+                 seen=None, layout=None):
         self.key = key
         self.dep_names = dep_names
         self.sig = sig
@@ -120,6 +122,11 @@ class Entry:
         self.returned = returned
         self.call = call  # (callee, args, kwargs) of a direct call, or None
         self.gwrites = gwrites  # (module, name) of the module globals it rebound (module state)
+        # The mutations (mutator id, stamp) that earlier statements had
+        # made to the objects it read when it ran, and the frame's layout
+        # then (Runner._seen_mutations); None: not known, not checked.
+        self.seen = seen
+        self.layout = layout
 
 
 class PlanStmt:
@@ -598,6 +605,11 @@ class Frame:
         self.gforce = False  # the next pass resets the state (Runner.run)
         self.gnew = None  # index of the first statement that became a writer in this pass
         self.last_rerun = ()  # R of the last pass
+        # Which statement is where (Runner._layout): a token that changes
+        # when a statement id moves to another index.
+        self.layout = object()
+        self.layout_ids = None
+        self.layout_plan = None
         # The value journal was asked for this frame's cache (it is asked
         # once, for a frame new to this kernel: engine_journal).
         self.journal_checked = False
@@ -624,6 +636,9 @@ class Frame:
         self.gforce = False
         self.gnew = None
         self.last_rerun = ()
+        self.layout = object()
+        self.layout_ids = None
+        self.layout_plan = None
         self.journal_checked = False
         self.journal_skip = {}
 
@@ -766,13 +781,25 @@ class Runner:
         cache = frame.cache
         stmts = plan.stmts
         rerun = set()
+        layout = self._layout(frame, plan)
+        moved = []
         for ps in stmts:
             e = cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
+            elif e.layout is not layout and e.seen is not None:
+                # Statements moved since it ran (an edit): the objects it
+                # reads may now come to it through a different set of the
+                # statements that mutate them through calls (they are not
+                # definers, so the signature does not see it).
+                if e.seen != self._seen_mutations(plan, frame, ps.index):
+                    moved.append(ps.index)
+                else:
+                    e.layout = layout
+        rerun.update(moved)
         self._relied = {}
         self._deferred = {}  # index -> names its effects reach, decided when it runs
-        self._soft = set()  # members whose reason to run no signature records
+        self._soft = set(moved)  # members whose reason to run no signature records
         reaches_param = self._close(plan, frame, rerun, list(rerun), module_dict)
         # An alias was ruled out from a statement's cached value (_shares);
         # if that statement joined R since, its value may change: decide
@@ -793,6 +820,66 @@ class Runner:
             rerun |= added
             reaches_param = self._close(plan, frame, rerun, list(added), module_dict) or reaches_param
         return rerun, reaches_param
+
+    @staticmethod
+    def _layout(frame, plan):
+        """The frame's layout token: the same object while every statement
+        id of the function stays at its index."""
+        if frame.layout_plan is not plan:
+            ids = tuple(ps.id for ps in plan.stmts)
+            if ids != frame.layout_ids:
+                frame.layout = object()
+                frame.layout_ids = ids
+            frame.layout_plan = plan
+        return frame.layout
+
+    @staticmethod
+    def _seen_mutations(plan, frame, k):
+        """The mutations (mutator id, stamp) that statements before k made to
+        the objects k reads through its local names and parameters, and to
+        the mutable objects directly inside them, as the mutation log has
+        them.
+
+        A statement that mutates an object through a call
+        (``c = len(xs) + (add_to(xs, 7) or 8)``, ``m = 1 + xs.pop()``) is
+        not a definer of the name, so a reader's signature does not record
+        it; while statements keep their places, a reader after it runs
+        again whenever it does (Runner._effects). An edit can move a
+        cached reader across a cached mutator: deleting the first
+        ``zs = h1(xs)`` hands the label zs, key and all, to the second
+        ``zs = h1(xs)``, after ``m = len(xs) * 0 + xs.pop()`` (the
+        invariant test's seed 7018), and the entry of the first, which saw
+        xs before the pop, would be taken for it. The entry keeps this set
+        as it was when it ran; after a move the set now must be the same.
+        """
+        stmts = plan.stmts
+        cache = frame.cache
+        mutlog = frame.mutlog
+        by_id = plan.by_id
+        out = set()
+        if not mutlog:
+            return frozenset()
+        for name, kind, ref in stmts[k].deps:
+            if kind == LOCAL:
+                e = cache.get(stmts[ref].id)
+                if e is None:
+                    continue
+                obj = _binding(e, name)
+            elif kind == PARAM:
+                obj = frame.params.get(name, DELETED)
+            else:
+                continue
+            if obj is DELETED or _immutable(obj):
+                continue
+            for o in (obj, *_elements(obj)):
+                log = mutlog.get(id(o))
+                if log is None or log[0] is not o:
+                    continue
+                for mutation in log[2]:
+                    m = by_id.get(mutation[0])
+                    if m is not None and m.index < k:
+                        out.add(mutation)
+        return frozenset(out)
 
     def _close(self, plan, frame, rerun, work, module_dict):
         """Grow rerun to its fixed point from the members in work (the
@@ -1462,6 +1549,7 @@ class Runner:
         info = ps.info
         frame.cache.pop(ps.id, None)  # no stale entry survives an interrupt or a panic
         sig = self._current_sig(plan, ps, frame)
+        seen = None if self.run_once else self._seen_mutations(plan, frame, ps.index)
         stamp = self.engine.next_stamp()
         hooks.reset()
         returned = False
@@ -1594,7 +1682,8 @@ class Runner:
                 update["methodCall"] = {"methodPointer": pointer}
             else:
                 call = None
-        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call, gwrites)
+        entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call, gwrites,
+                      seen, frame.layout)
         if not self.run_once:
             frame.cache[ps.id] = entry
         frame.reported[ps.id] = update

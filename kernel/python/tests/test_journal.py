@@ -91,6 +91,20 @@ class JournalTest(unittest.TestCase):
         s.run()
         self.assertEqual(s.latest[0]["main:main/n"]["payload"]["preview"], "10")
 
+    def test_restored_reader_moved_across_a_call_mutator(self):
+        # A restored entry knows what it saw of the mutations through
+        # calls: deleting the first zs = list(xs) hands its label to the
+        # second, after the pop, which must run (engine_run's
+        # _seen_mutations; the invariant test's seed 7018, after a restart).
+        src = "def main():\n    xs = [2, 4, 4]\n    zs = list(xs)\n    m = len(xs) * 0 + xs.pop()\n    zs = list(xs)\n"
+        s = self.session({"main": src})
+        s.run()
+        s = self.session({"main": src})
+        self.assertEqual(s.run().computed(), [])
+        s.compile({"main": src.replace("    zs = list(xs)\n    m", "    b = 0\n    m", 1)})
+        s.run()
+        self.assertEqual(s.latest[0]["main:main/zs"]["payload"]["preview"], "[2, 4]")
+
     def test_recompute_of_a_new_frame_runs_what_it_names(self):
         s = self.session({"main": MAIN})
         s.run()

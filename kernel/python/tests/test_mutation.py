@@ -147,6 +147,26 @@ class Mutation(EngineTestCase):
             body("xs = [1, 2, 3]", "n = len(xs) + xs.pop() + 0", "m = len(xs) + 0"),
         )
 
+    def test_reader_moved_across_a_call_mutator(self):
+        # Deleting the first zs = list(xs) hands its label (and key) to the
+        # second, which reads xs after a pop inside an expression: not a
+        # definer of xs, so the signature is the same; the entry of the
+        # first saw xs before the pop (the invariant test's seed 7018).
+        self.check(
+            body("xs = [2, 4, 4]", "zs = list(xs)", "m = len(xs) * 0 + xs.pop()", "zs = list(xs)"),
+            body("xs = [2, 4, 4]", "b = 0", "m = len(xs) * 0 + xs.pop()", "zs = list(xs)"),
+        )
+        # The same through a project function that mutates its argument.
+        self.check(
+            body("xs = [2, 4]", "n = sum(xs)", "add_to(xs, 5)", "n = sum(xs)"),
+            body("xs = [2, 4]", "add_to(xs, 5)", "n = sum(xs)"),
+        )
+        # And the other way: a reader moved before the mutator.
+        self.check(
+            body("xs = [2, 4]", "k = 0", "add_to(xs, 5)", "n = sum(xs)"),
+            body("xs = [2, 4]", "n = sum(xs)", "add_to(xs, 5)", "k = 0"),
+        )
+
     def test_alias_of_element(self):
         self.check(
             body("grid = [[0], [1]]", "row = grid[0]", "row.append(1)", "n = len(grid[0])"),
