@@ -668,3 +668,28 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	stime, _ := strconv.Atoi(f[12])
 	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
+
+// The project's own modules named like the server's imports (json.py,
+// socket.py) do not shadow them while the kernel starts, as for a script
+// run from its own directory; user code then imports the project's, from
+// the project root, and sys.argv and __file__ are a script's.
+func TestProjectModulesDoNotShadowTheServer(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, name := range []string{"json.py", "socket.py", "marshal.py"} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte("raise SystemExit('the project shadowed the server')\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "mine.py"), []byte("VALUE = 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := startKernel(t, func(c *Config) { c.Root = root })
+	got, err := k.Repr(testCtx(t), "(__import__('mine').VALUE, __import__('sys').argv, __import__('sys').path[0] == "+strconv.Quote(root)+")", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(7, [''], True)"; got != want {
+		t.Fatalf("user code sees %s, want %s", got, want)
+	}
+}
