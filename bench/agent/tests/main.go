@@ -56,8 +56,9 @@ func main() {
 	kernels := flag.Int("kernels", 2, "kernels per agent")
 	repeat := flag.Int("repeat", 3, "runs of each peer (medians)")
 	python := flag.String("python", "/usr/bin/python3", "interpreter with pytest, for every kernel and for pytest")
+	split := flag.Bool("split", false, "run with --split-collection (each kernel imports only its share of the test modules)")
 	flag.Parse()
-	b := &bench{tests: *tests, sleep: *sleep, perModule: *perModule, agents: *agents, perAgent: *kernels, python: *python}
+	b := &bench{tests: *tests, sleep: *sleep, perModule: *perModule, agents: *agents, perAgent: *kernels, python: *python, split: *split}
 	if err := b.run(*repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/agent/tests:", err)
 		os.Exit(1)
@@ -69,6 +70,7 @@ type bench struct {
 	sleep                              time.Duration
 	python                             string
 	tmp, bin, suite                    string
+	split                              bool // ripple run --split-collection
 }
 
 // sample is one run's figures.
@@ -158,8 +160,12 @@ func (b *bench) writeSuite(dir string) error {
 }
 
 func (b *bench) runArgs(report string) []string {
-	return []string{"run", b.suite, "--tests", "--python", b.python, "--kernels", fmt.Sprint(b.agents * b.perAgent),
-		"--json", report, "--log-level", "debug", "--", "-p", "no:cacheprovider"}
+	args := []string{"run", b.suite, "--tests", "--python", b.python, "--kernels", fmt.Sprint(b.agents * b.perAgent),
+		"--json", report, "--log-level", "debug"}
+	if b.split {
+		args = append(args, "--split-collection")
+	}
+	return append(args, "--", "-p", "no:cacheprovider")
 }
 
 // local runs the suite on local kernels.
