@@ -672,6 +672,13 @@ func TestAgentsBatchRun(t *testing.T) {
 	if code := run.wait(t); code != 0 {
 		t.Fatalf("ripple run: exit %d", code)
 	}
+	reportPassed(t, report, 2, 2)
+}
+
+// reportPassed checks the JSON report of a ripple run of entries: it ran
+// on kernels kernels, and its entries entries all passed.
+func reportPassed(t *testing.T, report string, kernels, entries int) {
+	t.Helper()
 	var rep struct {
 		Kernels int `json:"kernels"`
 		Entries []struct {
@@ -684,8 +691,8 @@ func TestAgentsBatchRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustDecode(t, b, &rep)
-	if rep.Kernels != 2 || len(rep.Entries) != 2 {
-		t.Fatalf("report %s", b)
+	if rep.Kernels != kernels || len(rep.Entries) != entries {
+		t.Fatalf("report %s, want %d entries on %d kernels", b, entries, kernels)
 	}
 	for _, r := range rep.Entries {
 		if r.Status != "passed" {

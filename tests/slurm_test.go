@@ -214,26 +214,7 @@ func TestSlurmBatchRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ripple run: exit %d\n%s", code, stderr)
 	}
-	var rep struct {
-		Kernels int `json:"kernels"`
-		Entries []struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
-		} `json:"entries"`
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustDecode(t, b, &rep)
-	if rep.Kernels != 2 || len(rep.Entries) != 2 {
-		t.Fatalf("report %s", b)
-	}
-	for _, r := range rep.Entries {
-		if r.Status != "passed" {
-			t.Errorf("entry %s: %s", r.ID, r.Status)
-		}
-	}
+	reportPassed(t, report, 2, 2)
 	if n := len(regexp.MustCompile(`msg="job submitted"`).FindAllString(stderr, -1)); n != 2 {
 		t.Errorf("%d jobs submitted, want 2:\n%s", n, stderr)
 	}
@@ -265,7 +246,7 @@ func TestSlurmBatchRun(t *testing.T) {
 		Kernels int
 		Summary struct{ Total, Passed int }
 	}
-	b, err = os.ReadFile(report)
+	b, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -852,24 +852,13 @@ class Runner:
         xs before the pop, would be taken for it. The entry keeps this set
         as it was when it ran; after a move the set now must be the same.
         """
-        stmts = plan.stmts
-        cache = frame.cache
         mutlog = frame.mutlog
         by_id = plan.by_id
         out = set()
         if not mutlog:
             return frozenset()
-        for name, kind, ref in stmts[k].deps:
-            if kind == LOCAL:
-                e = cache.get(stmts[ref].id)
-                if e is None:
-                    continue
-                obj = _binding(e, name)
-            elif kind == PARAM:
-                obj = frame.params.get(name, DELETED)
-            else:
-                continue
-            if obj is DELETED or _immutable(obj):
+        for _kind, obj in _read_objects(frame, plan.stmts, k):
+            if _immutable(obj):
                 continue
             for o in (obj, *_elements(obj)):
                 log = mutlog.get(id(o))
@@ -1264,24 +1253,11 @@ class Runner:
         interrupted) the statement that created it must run again.
         Returns (statement indices, whether a parameter object is dirty).
         """
-        stmts = plan.stmts
         cache = frame.cache
         mutlog = frame.mutlog
         out = []
         dirty_param = False
-        ps = stmts[k]
-        for name, kind, ref in ps.deps:
-            if kind == LOCAL:
-                e = cache.get(stmts[ref].id)
-                if e is None:
-                    continue
-                obj = _binding(e, name)
-            elif kind == PARAM:
-                obj = frame.params.get(name, DELETED)
-            else:
-                continue
-            if obj is DELETED:
-                continue
+        for kind, obj in _read_objects(frame, plan.stmts, k):
             # The object and what it directly holds: k may read an element
             # (grid[1]) that a later statement mutated through an alias
             # (ys = grid[1]; ys += [3]) while the container itself was
@@ -2047,6 +2023,26 @@ def _inert(reason, v, value_of, readonly_callee=None):
     if type(v) is types.FunctionType or type(v) is types.MethodType:
         return _stateless_callable(v) if type(v) is types.FunctionType else False
     return _immutable(v)
+
+
+def _read_objects(frame, stmts, k):
+    """(kind, object) of what statement k reads through its local and
+    parameter dependencies, as the frame holds them now: a local's value
+    in its definer's cache entry, a parameter's in the frame (deleted
+    names and definers without an entry left out)."""
+    cache = frame.cache
+    for name, kind, ref in stmts[k].deps:
+        if kind == LOCAL:
+            e = cache.get(stmts[ref].id)
+            if e is None:
+                continue
+            obj = _binding(e, name)
+        elif kind == PARAM:
+            obj = frame.params.get(name, DELETED)
+        else:
+            continue
+        if obj is not DELETED:
+            yield kind, obj
 
 
 def _binding(entry, name):
