@@ -24,8 +24,9 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 	if err != nil {
 		return protocol.InitProtocolConnectionResult{}, err
 	}
+	py := e.interpreter()
 	res := protocol.InitProtocolConnectionResult{Version: protocol.Version, ProjectRoot: e.ws.Root(), Modules: make([]string, 0, len(mods)),
-		Python: &protocol.PythonInfo{Version: e.python.Version, Path: e.python.Path}}
+		Python: &protocol.PythonInfo{Version: py.Version, Path: py.Path}}
 	for _, m := range mods {
 		res.Modules = append(res.Modules, m.Name)
 	}

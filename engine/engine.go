@@ -60,10 +60,11 @@ type Engine struct {
 	queue   *queue.Queue
 	pool    Kernels            // from cfg.Launcher
 	watcher *workspace.Watcher // nil unless cfg.Watch
-	// python is the interpreter the kernels run; Start may replace it (a
-	// launcher's remembered answer that confirm contradicted) before it
-	// starts the queue, after which it is only read.
-	python kernel.Interpreter
+	// python is the interpreter the kernels start on; Start, or later the
+	// launcher's answer (confirmLater), may replace it. Guarded by
+	// pythonMu; read it through interpreter().
+	pythonMu sync.Mutex
+	python   kernel.Interpreter
 	// confirmPython, when not nil, asks the launcher python came from
 	// again (kernel.FindPythonQuick); Start calls it beside the kernels'
 	// start and clears it.
@@ -224,7 +225,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 func (e *Engine) Root() string { return e.ws.Root() }
 
 // Python is the interpreter the kernels run.
-func (e *Engine) Python() kernel.Interpreter { return e.python }
+func (e *Engine) Python() kernel.Interpreter { return e.interpreter() }
 
 // Start starts the kernels, the queue and, if configured, the watcher. It
 // returns once the queue accepts work; kernels finish starting in the
@@ -260,10 +261,25 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 // startKernels starts the pool. When the interpreter is a launcher's
-// remembered answer, the launcher is asked again meanwhile (its ~85 ms
-// overlap the kernels' start instead of preceding it); if it now names
-// another interpreter, the pool, on which nothing has run yet, is stopped
-// and made again on that one. The caller holds lifeMu.
+// remembered answer (kernel.FindPythonQuick), the launcher is asked again
+// meanwhile: a pyenv shim takes 100-300 ms to answer, longer than a
+// kernel's start, so waiting for it would put it on the path of every
+// start (a restart's restored values among them).
+//
+// So a server (not a batch run) speculates: once the pool is up, Start
+// returns and the launcher's answer arrives in the background
+// (confirmLater). The remembered answer is keyed by the launcher's path,
+// the project and the environment (kernel/probecache.go), so it is
+// nearly always still right; when it is not (pyenv was pointed at another
+// version since), the kernels are restarted on the interpreter the
+// launcher names now, as a reset: contexts re-run there, and clients are
+// told why (runtime/kernelRestarted). What ran on the old interpreter in
+// between (at most the launcher's answer time) is discarded with the
+// kernels' state. A batch run, whose results must all come from the right
+// interpreter, waits for the answer; so does a start whose pool failed
+// (the remembered interpreter may be gone): if the launcher now names
+// another, the pool, on which nothing has run, is made again on that one.
+// The caller holds lifeMu.
 func (e *Engine) startKernels(ctx context.Context) error {
 	confirm := e.confirmPython
 	e.confirmPython = nil
@@ -273,8 +289,8 @@ func (e *Engine) startKernels(ctx context.Context) error {
 	}
 	confirmed := make(chan answer, 1)
 	if confirm != nil {
-		go func() { // ends with confirm, which probeTimeout bounds
-			py, err := confirm(ctx)
+		go func() { // ends with confirm, which probeTimeout (or Stop) bounds
+			py, err := confirm(e.bg)
 			confirmed <- answer{py, err}
 		}()
 	}
@@ -285,25 +301,42 @@ func (e *Engine) startKernels(ctx context.Context) error {
 		}
 		return nil
 	}
-	a := <-confirmed
+	if startErr == nil && !e.cfg.Batch {
+		if sw, ok := e.pool.(pythonSwitcher); ok {
+			e.wg.Add(1)
+			go func() {
+				defer e.wg.Done()
+				a := <-confirmed
+				e.confirmLater(sw, a.py, a.err)
+			}()
+			return nil
+		}
+	}
+	var a answer
+	select {
+	case a = <-confirmed:
+	case <-ctx.Done():
+		a.err = context.Cause(ctx)
+	}
 	switch {
 	case a.err != nil:
 		if startErr == nil {
 			e.pool.Stop(ctx)
 		}
 		return a.err
-	case a.py == e.python:
+	case a.py == e.interpreter():
 		if startErr != nil {
 			return fmt.Errorf("start kernels: %w", startErr)
 		}
 		return nil
 	}
+	was := e.interpreter()
 	e.log.Info("python: the launcher now runs another interpreter; starting the kernels on it",
-		"was", e.python.Path+" "+e.python.Version, "now", a.py.Path+" "+a.py.Version)
+		"was", was.Path+" "+was.Version, "now", a.py.Path+" "+a.py.Version)
 	if startErr == nil {
 		e.pool.Stop(ctx)
 	}
-	e.python = a.py
+	e.setInterpreter(a.py)
 	e.poolCfg.Kernel.Python = a.py
 	e.pool = e.cfg.Launcher.Kernels(e.poolCfg)
 	e.countContexts()
@@ -311,6 +344,58 @@ func (e *Engine) startKernels(ctx context.Context) error {
 		return fmt.Errorf("start kernels: %w", err)
 	}
 	return nil
+}
+
+// pythonSwitcher is a pool whose kernels can be moved to another
+// interpreter while it runs (kernel.Pool).
+type pythonSwitcher interface {
+	SetPython(kernel.Interpreter)
+}
+
+// confirmLater takes the launcher's answer for a server that did not wait
+// for it (startKernels): the same interpreter changes nothing; another
+// one restarts every slot on it (a reset, told to clients with the
+// reason); a launcher that fails now leaves the kernels on the interpreter
+// it named before, which runs, and says so in the log.
+func (e *Engine) confirmLater(sw pythonSwitcher, py kernel.Interpreter, err error) {
+	if e.bg.Err() != nil {
+		return
+	}
+	was := e.interpreter()
+	switch {
+	case err != nil:
+		e.log.Error("python: asking the launcher again failed; the kernels keep running the interpreter it named before",
+			"python", was.Path+" "+was.Version, "err", err)
+		return
+	case py == was:
+		return
+	}
+	e.log.Info("python: the launcher now runs another interpreter; restarting the kernels on it",
+		"was", was.Path+" "+was.Version, "now", py.Path+" "+py.Version)
+	e.setInterpreter(py)
+	sw.SetPython(py)
+	reason := fmt.Sprintf("python: the launcher now runs %s (%s), not %s", py.Path, py.Version, was.Path)
+	for i := range e.pool.Size() {
+		if e.pool.Retired(i) {
+			continue
+		}
+		if err := e.pool.Restart(e.bg, i, reason); err != nil && e.bg.Err() == nil {
+			e.log.Warn("python: restarting a kernel on the new interpreter failed; its slot keeps trying", "slot", i, "err", err)
+		}
+	}
+}
+
+// interpreter is the interpreter kernels start on (see python).
+func (e *Engine) interpreter() kernel.Interpreter {
+	e.pythonMu.Lock()
+	defer e.pythonMu.Unlock()
+	return e.python
+}
+
+func (e *Engine) setInterpreter(py kernel.Interpreter) {
+	e.pythonMu.Lock()
+	defer e.pythonMu.Unlock()
+	e.python = py
 }
 
 // Stop stops the watcher, cancels running jobs (ErrShutdown), stops the

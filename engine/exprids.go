@@ -45,7 +45,7 @@ func (e *Engine) staticIDs(fn protocol.MethodPointer) (ids []string, ok bool) {
 	entry, hit := c.m[fn.Module]
 	c.mu.Unlock()
 	if !hit || entry.source != source {
-		all, err := kernel.StatementIDs(context.Background(), e.python, fn.Module, source)
+		all, err := kernel.StatementIDs(context.Background(), e.interpreter(), fn.Module, source)
 		if err != nil {
 			e.log.Debug("statement ids from source", "module", fn.Module, "err", err)
 			all = nil

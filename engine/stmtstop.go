@@ -119,7 +119,7 @@ func (e *Engine) runningStatements(id protocol.ContextID, mods jobs.ModuleSet) (
 func (e *Engine) checkRunningStatements(id protocol.ContextID, job jobs.ID, checks []stmtCheck) {
 	e.goBackground(func(ctx context.Context) {
 		for _, chk := range checks {
-			affected, why, err := kernel.StatementsAffected(ctx, e.python, chk.module, chk.old, chk.new, chk.frames)
+			affected, why, err := kernel.StatementsAffected(ctx, e.interpreter(), chk.module, chk.old, chk.new, chk.frames)
 			if ctx.Err() != nil {
 				return
 			}

@@ -12,10 +12,11 @@
 //	err = k.Eval(ctx, "print('hi')", sink)          // output streams to sink
 //	raw, err := k.Call(ctx, "execute", params, sink) // engine methods
 //
-// A server that should not wait ~85 ms on a pyenv shim at every start uses
-// FindPythonQuick instead: the shim's remembered answer at once, and a
-// confirm to call while the kernels start (the engine does, and starts
-// them again on confirm's answer if the shim now runs another Python);
+// A server that should not wait 100-300 ms on a pyenv shim at every start
+// uses FindPythonQuick instead: the shim's remembered answer at once, and
+// a confirm to call while the kernels start and run (the engine does, and
+// moves a running pool to confirm's answer with Pool.SetPython and a
+// restart of each slot if the shim now runs another Python);
 //
 // or, for many kernels under supervision:
 //

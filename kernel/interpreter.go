@@ -52,15 +52,15 @@ func FindPython(ctx context.Context, flag, projectRoot string) (Interpreter, err
 }
 
 // FindPythonQuick is FindPython for a start that should not wait on a
-// launcher. A pyenv shim answers ~85 ms later than the interpreter it
+// launcher. A pyenv shim answers 100-300 ms later than the interpreter it
 // runs, and its answer depends on the directory and the environment, so
 // FindPython asks it every time. When the candidate is a launcher whose
 // answer for this project and environment was remembered (by an earlier
 // FindPython or confirm), FindPythonQuick returns that answer at once and a
 // non-nil confirm, which asks the launcher again: the caller starts
 // kernels on the remembered interpreter, calls confirm meanwhile, and
-// starts them again on confirm's answer in the rare case it differs (the
-// user switched pyenv's version since). Otherwise it is FindPython and
+// restarts them on confirm's answer in the rare case it differs (the user
+// switched pyenv's version since). Otherwise it is FindPython and
 // confirm is nil.
 func FindPythonQuick(ctx context.Context, flag, projectRoot string) (interp Interpreter, confirm func(context.Context) (Interpreter, error), err error) {
 	path, origin, err := candidatePython(flag, projectRoot)
@@ -126,7 +126,10 @@ func candidatePython(flag, projectRoot string) (path, origin string, err error) 
 func probePython(ctx context.Context, path, dir string) (Interpreter, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-c", probeScript)
+	// -S: the executable and the version do not depend on site, whose
+	// .pth files cost a pyenv Python ~40 ms (certifi) of a probe that
+	// competes with the kernels' start for the CPU.
+	cmd := exec.CommandContext(ctx, path, "-S", "-c", probeScript)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -124,6 +124,10 @@ type Pool struct {
 	stopped  bool    // guarded by mu
 	spare    *Kernel // guarded by mu: the warm spare, nil while none is ready
 	spareErr error   // guarded by mu: the spare keeper's last start failure
+	// python: guarded by mu: the interpreter of every kernel started from
+	// now on (cfg.Kernel.Python until SetPython). A kernel started on
+	// another one is never handed to a slot as the spare.
+	python Interpreter
 
 	// ownerCtx is the per-owner context of every goroutine of the pool;
 	// Stop cancels it. killCtx is cancelled when Stop's own ctx ends,
@@ -165,6 +169,7 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	p := &Pool{
 		cfg:        cfg,
+		python:     cfg.Kernel.Python,
 		spareTaken: make(chan struct{}, 1),
 		spareTick:  make(chan struct{}, 1),
 		starting:   make(chan struct{}, cfg.StartConcurrency),
@@ -418,9 +423,40 @@ func (p *Pool) Status() []KernelStatus {
 	return out
 }
 
-// startKernel starts a kernel with the next id.
+// SetPython makes every kernel started from now on run py. Kernels
+// already running keep theirs until they are replaced (the caller restarts
+// the slots, Restart); the warm spare, if it runs another interpreter, is
+// stopped and the keeper starts one on py.
+func (p *Pool) SetPython(py Interpreter) {
+	p.mu.Lock()
+	p.python = py
+	k := p.spare
+	if k != nil && k.cfg.Python != py {
+		p.spare = nil // as a slot takes it: the keeper starts another
+	} else {
+		k = nil
+	}
+	p.mu.Unlock()
+	if k != nil {
+		select {
+		case p.spareTaken <- struct{}{}:
+		default:
+		}
+		p.stopAsync(k)
+	}
+}
+
+// currentPython is the interpreter of kernels started now.
+func (p *Pool) currentPython() Interpreter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.python
+}
+
+// startKernel starts a kernel with the next id, on the current interpreter.
 func (p *Pool) startKernel(ctx context.Context) (*Kernel, error) {
 	cfg := p.cfg.Kernel
+	cfg.Python = p.currentPython()
 	prefix := cfg.ID
 	if prefix == "" {
 		prefix = "k"
@@ -461,6 +497,10 @@ func (p *Pool) takeSpare() *Kernel {
 	if k.Err() != nil {
 		return nil // died as a spare; the keeper starts another
 	}
+	if k.cfg.Python != p.currentPython() {
+		p.stopAsync(k) // started before SetPython: the keeper starts another
+		return nil
+	}
 	return k
 }
 
@@ -497,6 +537,13 @@ func (p *Pool) keepSpare(ctx context.Context) {
 			}
 			failures = 0
 			p.mu.Lock()
+			if k.cfg.Python != p.python {
+				// SetPython came during its start: start one on the new
+				// interpreter instead.
+				p.mu.Unlock()
+				p.stopAsync(k)
+				continue
+			}
 			p.spare, p.spareErr, held = k, nil, k
 			p.mu.Unlock()
 		}
