@@ -35,6 +35,15 @@
 // next group (or the end) is known, so that it runs with pytest's nextitem
 // and session fixtures live as long as the kernel's session.
 //
+// Each kernel's session shares the project directory and the machine with
+// the others, where pytest has one session: a session- or package-scoped
+// fixture that takes a fixed resource (a directory it refuses to reuse,
+// a port) fails in every session but the first. Such a failure, while
+// another session is open, is not reported: that kernel leaves the run
+// and the tests it had not reported run on the others (testWorker.clash);
+// in the last open session it is reported, as pytest reports a fixture
+// that is broken.
+//
 // Each test's outcome is pytest's (its setup, call and teardown reports):
 // passed, failed, skipped, xfailed, xpassed, error (its setup or teardown
 // failed); the message is pytest's one-line reason (the assertion message

@@ -57,6 +57,14 @@ func TestPytestProjects(t *testing.T) {
 		{"bigclass", 0, map[string]batch.Status{"test_big.py::TestBig::test_0000": batch.StatusPassed, "test_big.py::TestBig::test_4999": batch.StatusPassed}, 5000},
 		{"repr_mutates", 0, map[string]batch.Status{"test_repr.py::test_repr_not_called": batch.StatusPassed}, 1},
 		{"collect_error", 2, map[string]batch.Status{"test_bad.py": batch.StatusError}, 1},
+		// A session fixture that fails when another session holds its
+		// directory: each kernel's session would fail it but the first.
+		{"session_clash", 0, map[string]batch.Status{"test_a.py::test_a_one": batch.StatusPassed, "test_b.py::test_b_one": batch.StatusPassed,
+			"test_c.py::test_c_two": batch.StatusPassed, "test_d.py::test_d_two": batch.StatusPassed}, 8},
+		// A session fixture that fails everywhere: its tests are errors,
+		// the others pass, as under pytest.
+		{"session_broken", 1, map[string]batch.Status{"test_a.py::test_a_needs_service": batch.StatusError, "test_c.py::test_c_needs_service": batch.StatusError,
+			"test_b.py::test_b_plain": batch.StatusPassed}, 6},
 	}
 	for _, c := range cases {
 		t.Run(c.dir, func(t *testing.T) {

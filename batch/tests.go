@@ -88,6 +88,10 @@ type testEvent struct {
 
 type runAnswer struct {
 	Stopped string `json:"stopped"`
+	// Clash: a session- or package-scoped fixture failed in this session
+	// while other sessions ran (yieldWide): the kernel reported neither
+	// the test whose setup failed nor the rest of the call (clash).
+	Clash string `json:"clash"`
 }
 
 // errTestTimeout is the cause of a call cancelled because its running
@@ -212,6 +216,33 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 		t.more.Wait()
 	}
 	return testGroup{}, false, false
+}
+
+// retire takes a session whose wide fixture failed (testWorker.clash) out
+// of the run when another session is still open: g, its tests not yet
+// reported, goes back to the queue for the others, and the session no
+// longer counts as open (the worker must not call closed). false when it
+// is the last open session (or the run stops): it runs them itself.
+func (t *testRun) retire(g testGroup) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.open < 2 {
+		return false
+	}
+	if len(g.indices) > 0 {
+		t.queue = append([]testGroup{g}, t.queue...)
+	}
+	t.open--
+	t.holders[g.share]--
+	t.more.Broadcast()
+	return true
+}
+
+// othersOpen reports whether another session than the caller's is open.
+func (t *testRun) othersOpen() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.open > 1
 }
 
 // requeue puts back the tests of a group a dead kernel (or a lost agent)
@@ -834,6 +865,9 @@ type testWorker struct {
 	k       *kernel.Kernel
 	stopped string // pytest stopped the session (-x)
 	open    bool   // its pytest session is open (counted in t.open)
+	// stay: its session failed a wide fixture when no other was left
+	// (clash): it reports such failures from then on, as pytest would.
+	stay bool
 
 	// slots and slot: the launcher slot whose kernels the worker drives
 	// (Options.Agents); slots is nil and slot -1 for a child kernel.
@@ -1130,6 +1164,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	w.cancel = cancel
 	w.mu.Unlock()
 	params := map[string]any{"op": op, "indices": group}
+	if !w.stay && (op == "run" || op == "finish") && w.t.othersOpen() {
+		params["yieldWide"] = true
+	}
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "run", "indices": group}
 	}
@@ -1149,6 +1186,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 			w.stopped = a.Stopped
 			w.t.stop(ErrStopped)
 			return false
+		}
+		if a.Clash != "" {
+			return w.clash(ctx, op, a.Clash)
 		}
 		return true
 	}
@@ -1222,6 +1262,56 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		w.t.opts.Logger.Warn("kernel gone: its tests go to other kernels", "kernel", w.name(), "err", err)
 		w.t.left(err.Error())
 		return false
+	}
+	return true
+}
+
+// clash handles a session whose session- or package-scoped fixture failed
+// while other sessions ran beside it. Under pytest there is one session;
+// here each kernel has one, in the same directory and on the same
+// machine, so such a fixture that takes a fixed resource (IPython's
+// creates ./tmp-ipython-pytest-profiledir and fails when it exists, a
+// server fixture binds a fixed port) fails in all but the first session:
+// an error pytest would never report. So the session leaves the run: the
+// tests it had not reported (the one whose setup failed included) go to
+// the other kernels, and it is torn down (the worker ends). A fixture
+// that is broken fails in every session, so the last one reports it,
+// as pytest does: with no other session open, this one runs the tests
+// again here (the failing fixture's error is pytest's, for each of them)
+// and reports such failures from then on.
+func (w *testWorker) clash(ctx context.Context, op, why string) bool {
+	w.mu.Lock()
+	var held []int
+	for i := range w.assigned {
+		held = append(held, i)
+	}
+	slices.Sort(held)
+	toShare := held
+	if w.steal != nil {
+		toShare = w.steal.toShare(held)
+	}
+	clear(w.assigned)
+	w.running = -1
+	w.mu.Unlock()
+	if w.t.isStopped() {
+		return false
+	}
+	if w.t.retire(testGroup{share: w.share, indices: toShare}) {
+		w.open = false
+		w.t.opts.Logger.Info("a session-wide fixture failed in this kernel's pytest session while other kernels ran theirs: its tests go to them",
+			"kernel", w.name(), "fixture", why, "tests", len(held))
+		w.t.left(fmt.Sprintf("kernel %s left the run: %s, while other kernels ran", w.name(), why))
+		if !w.call(ctx, "finish", nil) {
+			return false
+		}
+		return false
+	}
+	w.stay = true
+	if !w.call(ctx, "run", held) {
+		return false
+	}
+	if op == "finish" {
+		return w.call(ctx, "finish", nil)
 	}
 	return true
 }

@@ -57,11 +57,11 @@ def handle(api, params):
     if op == "run":
         if _SESSION is None:
             raise RuntimeError("pytest: run before collect")
-        return _SESSION.run(api, params.get("indices") or [])
+        return _SESSION.run(api, params.get("indices") or [], bool(params.get("yieldWide")))
     if op == "finish":
         if _SESSION is None:
             return {}
-        return _SESSION.finish(api)
+        return _SESSION.finish(api, bool(params.get("yieldWide")))
     if op == "unittest":
         return _unittest(api, params)
     raise ValueError("pytest: unknown op %r" % (op,))
@@ -608,6 +608,19 @@ class _Session:
         self.stopped = ""
         self.api = None
         self.split = None  # _Split: this session collects one share of the test modules
+        # wide: the exceptions of session- or package-scoped fixtures whose
+        # setup raised in this session, by id, with what to say of them
+        # ("name (scope): error"); pytest keeps such an exception for the
+        # fixture's scope and raises the same object in every test that
+        # needs it. setup_clash: the running item's setup raised one of
+        # them. When other sessions run beside this one (yieldWide), such
+        # a failure is most often theirs colliding with this one (a fixed
+        # directory, a port): the run stops without reporting the item,
+        # and the Go side runs this session's tests elsewhere
+        # (batch/tests.go, clash).
+        self.wide = {}
+        self.setup_clash = ""
+        self.clash = ""
 
     # ---- hooks
 
@@ -630,10 +643,30 @@ class _Session:
     def pytest_runtest_logreport(self, report):
         self.reports.append(report)
 
+    @_hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        outcome = yield
+        if outcome.excinfo is None or fixturedef.scope not in ("session", "package"):
+            return
+        exc = outcome.excinfo[1]
+        import pytest
+
+        if isinstance(exc, (pytest.skip.Exception, pytest.xfail.Exception)):
+            return
+        if id(exc) not in self.wide:
+            self.wide[id(exc)] = (exc, "%s (%s-scoped) raised %s: %s" % (fixturedef.argname, fixturedef.scope, type(exc).__name__, exc))
+
+    def pytest_runtest_makereport(self, item, call):
+        if call.when == "setup" and call.excinfo is not None:
+            hit = self.wide.get(id(call.excinfo.value))
+            if hit is not None and hit[0] is call.excinfo.value:
+                self.setup_clash = hit[1]
+
     # ---- steps
 
-    def run(self, api, indices):
+    def run(self, api, indices, yield_wide=False):
         self.api = api
+        self.clash = ""
         items = self.session.items
         queue = [items[i] for i in indices]
         if self.pending is not None:
@@ -643,34 +676,49 @@ class _Session:
         with api.user_code():
             while len(queue) > 1:
                 item = queue.pop(0)
-                if not self._run_one(item, queue[0], index[id(item)]):
+                if not self._run_one(item, queue[0], index[id(item)], yield_wide):
+                    if self.clash:
+                        # Neither this item nor the queue is reported:
+                        # the Go side runs them elsewhere, or here again
+                        # (yieldWide off) when no other session is left.
+                        return {"clash": self.clash}
                     return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
         self.pending = queue[0] if queue else None
         return {}
 
-    def finish(self, api):
+    def finish(self, api, yield_wide=False):
         self.api = api
+        self.clash = ""
         answer = {}
+        close = True
         try:
             with api.user_code():
                 if self.pending is not None and not self.stopped:
                     item, self.pending = self.pending, None
                     index = self.session.items.index(item)
-                    if not self._run_one(item, None, index):
+                    if not self._run_one(item, None, index, yield_wide):
+                        if self.clash:
+                            close = False  # the Go side decides (run)
+                            return {"clash": self.clash}
                         answer = {"stopped": self.stopped}
         finally:
-            self.close()
+            if close:
+                self.close()
         return answer
 
-    def _run_one(self, item, nextitem, i):
+    def _run_one(self, item, nextitem, i, yield_wide=False):
         api = self.api
         api.emit_progress({"event": "start", "i": i})
         self.reports = []
+        self.setup_clash = ""
         # An interrupt (KeyboardInterrupt out of the protocol) sends no
         # outcome: the Go side knows which item was running.
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         reports, self.reports = self.reports, []
         api.flush_output()
+        if yield_wide and self.setup_clash:
+            self.clash = self.setup_clash
+            return False
         api.emit_progress(_outcome(i, reports))
         s = self.session
         if s.shouldfail or s.shouldstop:

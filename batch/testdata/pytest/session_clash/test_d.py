@@ -1,0 +1,12 @@
+import os
+import time
+
+
+def test_d_one(work_dir):
+    time.sleep(0.3)
+    assert os.path.isdir(work_dir)
+
+
+def test_d_two():
+    time.sleep(0.3)
+    assert os.path.isdir("work-dir")
