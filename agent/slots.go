@@ -937,7 +937,7 @@ func (s *slots) connLost(c *agentConn, reason string) {
 		s.log.Warn("agent lost; its contexts wait for it", "agent", rec.id, "host", rec.host, "reason", reason, "grace", s.c.cfg.Grace)
 	}
 	for _, k := range ends {
-		k.EndRemote(fmt.Errorf("kernel %s: %w: agent %s lost (%s)", k.ID(), kernel.ErrStopped, rec.host, reason))
+		k.EndRemote(fmt.Errorf("kernel %s: %w: %w", k.ID(), kernel.ErrStopped, &kernel.AgentLostError{Host: rec.host, Reason: reason}))
 	}
 }
 

@@ -234,7 +234,9 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		// none left, the run fails saying why.
 		if _, err := e.assignSlot(id); err == nil {
 			st.flush()
-			e.rerun(id, jobs.ReasonRestart)
+			if err := e.apply(jobs.Move{Context: jobs.ContextID(id)}); err != nil && !errors.Is(err, jobs.ErrShutdown) {
+				e.log.Warn("re-run on another kernel", "context", id, "err", err)
+			}
 			break
 		}
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
@@ -259,12 +261,23 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 	case cause != nil && errors.Is(cause, jobs.ErrTimeout):
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
 	case errors.Is(callErr, kernel.ErrStopped) && cause == nil:
-		// The pool replaced the kernel (restartKernel): run again on the
-		// new one. Batch mode re-runs nothing: the run fails, so that
-		// ripple run gets its result.
+		// The pool replaced the kernel (restartKernel), or the kernel's
+		// agent was lost: run again on the new one. Batch mode re-runs
+		// nothing: the run fails, so that ripple run gets its result.
 		if e.cfg.Batch {
 			e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
 				Message: "the kernel was replaced while running this context: " + callErr.Error()})
+			break
+		}
+		if host, lost := agentLost(callErr); lost && !e.crashes.Observe(string(id), fmt.Errorf("%w: agent %s lost", kernel.ErrKernelDied, host)) {
+			// The crash-loop rule (PROTOCOL.md 5.6) for agents: a run
+			// that was in flight when its agent was lost, twice in a
+			// row, is not run a third time. The run may be what ends
+			// its agent (a Slurm job killed for its memory, a statement
+			// that kills the agent); each re-run would otherwise cost a
+			// new agent (a new batch job) forever.
+			e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied,
+				Message: fmt.Sprintf("agent %s was lost while running this context, the second time in a row: not run again until you edit, recompute or push", host)})
 			break
 		}
 		st.flush()
@@ -284,6 +297,17 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: msg})
 	}
 	return callErr
+}
+
+// agentLost reports whether a call failed because its kernel's runtime
+// agent was lost (its connection ended, its lease expired, its job
+// ended), naming its host; a restart that was asked for is not a loss.
+func agentLost(callErr error) (host string, lost bool) {
+	var a *kernel.AgentLostError
+	if !errors.As(callErr, &a) {
+		return "", false
+	}
+	return a.Host, true
 }
 
 // interruptMessage adds the state loss to an interrupt that restarted the

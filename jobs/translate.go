@@ -199,6 +199,23 @@ func (c Recompute) Plan(cs Contexts) (Plan, error) {
 		AbortContext(c.Context, ErrRecomputed)), nil
 }
 
+// Move is the run of a context the engine moved to another kernel slot
+// (its slot closed: an agent's, lost for good): no abort (nothing of it
+// runs), EnsureCompiled(bottom module) on the new slot, whose kernel may
+// never have had it (an agent's kernel imports nothing from disk: its
+// host has its own directory), and Execute(all).
+type Move struct{ Context ContextID }
+
+// Plan implements Call.
+func (c Move) Plan(cs Contexts) (Plan, error) {
+	info, err := cs.lookup("move", c.Context)
+	if err != nil {
+		return Plan{}, err
+	}
+	return runContext(info, Execute{Context: c.Context, Expressions: All[ExpressionID](),
+		Priority: PriorityUser, Reason: ReasonRestart}), nil
+}
+
 // AttachVisualization is executionContext/attachVisualization: no abort;
 // EnsureCompiled(bottom module) and Execute(the visualized expression) at
 // PriorityInteractive. The engine applies the visualization from the cache

@@ -40,6 +40,19 @@ var (
 	ErrNoPython = errors.New("no usable Python interpreter")
 )
 
+// AgentLostError ends a remote kernel (Attach) whose runtime agent was
+// lost: its connection ended, its lease expired or its batch job ended.
+// It is wrapped with ErrStopped; the engine tells such a loss from a
+// restart someone asked for (the crash-loop rule counts it).
+type AgentLostError struct {
+	Host   string // the agent's host
+	Reason string // why the connection ended
+}
+
+func (e *AgentLostError) Error() string {
+	return fmt.Sprintf("agent %s lost (%s)", e.Host, e.Reason)
+}
+
 // ExitError reports a kernel process that ended unexpectedly. It matches
 // ErrKernelDied with errors.Is.
 type ExitError struct {

@@ -700,3 +700,70 @@ func reportPassed(t *testing.T, report string, kernels, entries int) {
 		}
 	}
 }
+
+// killerMain's statement kills the agent that runs its kernel (the
+// kernel's parent), as a Slurm job killed for the memory a run takes would.
+const killerMain = `import os, time
+
+
+def boom():
+    n = 1
+    os.kill(os.getppid(), 9)
+    time.sleep(30)
+`
+
+// The crash-loop rule for agents: a run in flight when its agent is lost
+// is run again on another kernel once; lost a second time in a row, it
+// fails (kernelDied, naming the agent) and is not run a third time, so a
+// run that ends its agents does not consume them (or batch jobs) forever.
+func TestAgentsRunThatKillsItsAgentTwiceStops(t *testing.T) {
+	t.Parallel()
+	s := setupAgents(t, map[string]string{"main.py": killerMain}, agent.CoordinatorConfig{Grace: 300 * time.Millisecond}, "eta", "theta", "iota")
+	c := s.c
+	id, err := createPushed(c, "main:boom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.waitFor(protocol.NotifyExecutionFailed, func(raw json.RawMessage) bool {
+		var p protocol.ExecutionFailedParams
+		_ = json.Unmarshal(raw, &p)
+		return p.ContextID == id
+	})
+	var failed protocol.ExecutionFailedParams
+	mustDecode(t, m.Params, &failed)
+	if failed.Result.Kind != protocol.ResultKernelDied || !strings.Contains(failed.Result.Message, "the second time in a row") {
+		t.Fatalf("executionFailed %+v, want kernelDied naming the second loss in a row", failed.Result)
+	}
+	// Two agents were lost, the third is untouched and never ran it.
+	st := s.waitStatus(t, "two agents gone", func(st protocol.RuntimeStatusResult) bool { return len(st.Agents) == 1 })
+	alive := 0
+	for _, a := range s.agents {
+		select {
+		case <-a.done:
+		default:
+			alive++
+		}
+	}
+	if alive != 1 {
+		t.Fatalf("%d agents alive, want 1 (status %+v)", alive, st.Agents)
+	}
+	// Nothing more of the context: no third run.
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	for {
+		m, err := c.c.Next(ctx)
+		if err != nil {
+			break
+		}
+		var p struct {
+			ContextID protocol.ContextID `json:"contextId"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if m.IsNotification() && p.ContextID == id {
+			t.Errorf("after the failure: %s %s", m.Method, trim(string(m.Params)))
+		}
+	}
+	if st, err := s.eng.Status(stepCtx(t)); err != nil || len(st.Agents) != 1 {
+		t.Fatalf("after the failure: agents %+v, err %v; want the third one still there", st.Agents, err)
+	}
+}

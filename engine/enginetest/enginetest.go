@@ -6,6 +6,7 @@ package enginetest
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,11 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 func Start(t testing.TB, dir string, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	cfg.Root = dir
+	// RIPPLE_DEBUG_LOG=1 go test ... shows the engine's debug log (run
+	// starts and ends, kernel restarts) of a failing end-to-end test.
+	if os.Getenv("RIPPLE_DEBUG_LOG") != "" && cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if cfg.Kernels == 0 {
 		cfg.Kernels = 1
 	}
