@@ -51,7 +51,10 @@ How (the lead's design, with the refinements marked *):
 """
 
 import ast
+import bisect
 import builtins
+import itertools
+import operator
 import sys
 import time
 import types
@@ -168,6 +171,18 @@ class Plan:
         "carried",
         "writes",
         "args_dump",
+        "serial",
+        "parent",
+        "changed",
+        "nodes",
+        "ids",
+        "layout_token",
+        "users",
+        "imports",
+        "has_writes",
+        "declared",
+        "import_nodes",
+        "definers",
     )
 
     def __init__(self, module, qualname, generation, filename, path):
@@ -188,6 +203,32 @@ class Plan:
         # rebinds (`nonlocal`): a statement reading such a name may call it.
         self.writes = []
         self.args_dump = ""
+        # How this plan relates to the one it was made from, for the
+        # frame's incremental bookkeeping (Runner._sync): serial names the
+        # plan; parent is the serial of the plan _update_plan derived it
+        # from (None: built from scratch, nothing is known to be shared)
+        # and changed the indices whose PlanStmt differs from the parent's
+        # (every other index holds the parent's very PlanStmt object).
+        self.serial = next(_PLAN_SERIALS)
+        self.parent = None
+        self.changed = None
+        self.nodes = []  # the body's statement nodes (PlanStmt.node), in order
+        self.ids = []  # the statements' ids, in order
+        # The same object for plans whose ids are the same, in the same
+        # order (Runner._layout); _update_plan passes it on.
+        self.layout_token = object()
+        self.users = {}  # module global name -> indices of the statements with a GLOBAL dep on it
+        self.imports = ()  # indices of the statements with an IMPORT dep (scripts)
+        self.import_nodes = ()  # indices of import statements (scripts: build_script_plan)
+        # name -> ascending indices of the statements whose defines hold it
+        # (the last definer before k: bisect); _update_plan shares it, as
+        # it keeps every statement's defines.
+        self.definers = {}
+        self.has_writes = False  # any(writes)
+        self.declared = None  # _declared_globals(self), once computed
+
+
+_PLAN_SERIALS = itertools.count(1)
 
 
 def find_function(src, qualname):
@@ -253,6 +294,8 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     last = {}
     carried = []
     writes = []
+    users = {}
+    definers = {}
     rdeps = [[] for _ in func.body]
     for i, node in enumerate(func.body):
         info = infos[i]
@@ -290,6 +333,9 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         ps.deps = deps
         ps.dep_names = tuple(d[0] for d in deps)
         ps.dep_of = resolved
+        for name, kind, _ in deps:
+            if kind == GLOBAL:
+                users.setdefault(name, []).append(i)
         local = sorted({ref for _, kind, ref in deps if kind == LOCAL})
         ps.local_deps = tuple(local)
         for j in local:
@@ -304,6 +350,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         writes.append(frozenset(wr) if wr else frozenset())
         for name in ps.defines:
             last[name] = i
+            definers.setdefault(name, []).append(i)
         bound |= info.binds
         plan.stmts.append(ps)
         plan.by_id[ps.id] = ps
@@ -311,6 +358,11 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     plan.rdeps = rdeps
     plan.carried = carried
     plan.writes = writes
+    plan.has_writes = any(writes)
+    plan.users = {name: tuple(idx) for name, idx in users.items()}
+    plan.definers = definers
+    plan.nodes = list(func.body)
+    plan.ids = [ps.id for ps in plan.stmts]
     plan.flags = analysis.future_flags(source.tree)
     return plan
 
@@ -338,22 +390,67 @@ def build_script_plan(analyzer, source, module, modules, previous=None):
     """
     plan = build_plan(analyzer, source, module, SCRIPT, _ScriptBody(source.tree), previous)
     stmts = plan.stmts
+    rec = modules.records.get(module)
+    if (
+        previous is not None
+        and plan.parent == previous.serial
+        and all(_script_base(stmts[k]) == _script_base(previous.stmts[k]) for k in plan.changed)
+    ):
+        # One statement at most changed, binding the same names under the
+        # same label (_update_plan), and its script label base is the same:
+        # every label stays. Only import statements need a look, as below.
+        changed = set(plan.changed)
+        import_nodes = [k for k in previous.import_nodes if k not in changed]
+        import_nodes += [k for k in changed if isinstance(stmts[k].node, (ast.Import, ast.ImportFrom))]
+        import_nodes.sort()
+        for k in import_nodes:
+            _add_import_dep(stmts[k], rec, modules)
+        plan.import_nodes = tuple(import_nodes)
+        plan.imports = tuple(k for k in import_nodes if stmts[k].deps and stmts[k].deps[-1][1] == IMPORT)
+        return plan
     labels = script_labels(stmts)
     prefix = "%s:%s/" % (module, SCRIPT)
     relabel = False
-    rec = modules.records.get(module)
+    import_nodes = []
     for ps, label in zip(stmts, labels):
         if ps.id != prefix + label:
             ps.id = prefix + label
             relabel = True
-        if isinstance(ps.node, (ast.Import, ast.ImportFrom)) and not (ps.deps and ps.deps[-1][1] == IMPORT):
-            targets = _import_targets(ps.node, rec, modules)
-            if targets:
-                ps.deps = ps.deps + (("\0import", IMPORT, targets),)
-                ps.dep_names = ps.dep_names + ("\0import",)
+        if isinstance(ps.node, (ast.Import, ast.ImportFrom)):
+            import_nodes.append(ps.index)
+            _add_import_dep(ps, rec, modules)
     if relabel:
         plan.by_id = {ps.id: ps for ps in stmts}
+        plan.ids = [ps.id for ps in stmts]
+        plan.layout_token = object()
+        plan.parent = None  # other ids: nothing is carried over (Runner._sync)
+        plan.changed = None
+    plan.import_nodes = tuple(import_nodes)
+    plan.imports = tuple(k for k in import_nodes if stmts[k].deps and stmts[k].deps[-1][1] == IMPORT)
     return plan
+
+
+def _add_import_dep(ps, rec, modules):
+    """Give an import statement of a script its IMPORT dep (once)."""
+    if not (ps.deps and ps.deps[-1][1] == IMPORT):
+        targets = _import_targets(ps.node, rec, modules)
+        if targets:
+            ps.deps = ps.deps + (("\0import", IMPORT, targets),)
+            ps.dep_names = ps.dep_names + ("\0import",)
+
+
+def _script_base(ps):
+    """The base of a statement's script label (script_labels)."""
+    base = ps.info.label
+    node = ps.node
+    if base is None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            base = node.name
+        elif isinstance(node, ast.Import):
+            base = ",".join(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ",".join(a.asname or a.name for a in node.names if a.name != "*") or None
+    return base
 
 
 def script_labels(stmts):
@@ -363,15 +460,7 @@ def script_labels(stmts):
     other = 0
     out = []
     for ps in stmts:
-        base = ps.info.label
-        node = ps.node
-        if base is None:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                base = node.name
-            elif isinstance(node, ast.Import):
-                base = ",".join(a.asname or a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = ",".join(a.asname or a.name for a in node.names if a.name != "*") or None
+        base = _script_base(ps)
         if base is None:
             other += 1
             out.append("#%d" % other)
@@ -410,11 +499,14 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
         or previous.filename != source.filename
         or len(body) != len(old)
         or previous.args_dump != args_dump
-        or any(previous.writes)
+        or previous.has_writes
     ):
         return None
-    changed = [i for i, node in enumerate(body) if node is not old[i].node]
-    if len(changed) > 1:
+    # Which nodes the incremental parse replaced, compared by identity
+    # without a Python loop over the body (an edit of a long function).
+    moved = list(map(operator.is_not, body, previous.nodes))
+    count = moved.count(True)
+    if count > 1:
         return None
     plan = Plan(module, qualname, source.generation, source.filename, source.path)
     plan.args_dump = args_dump
@@ -423,13 +515,24 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     plan.flags = analysis.future_flags(source.tree)
     plan.carried = previous.carried
     plan.writes = previous.writes
-    if not changed:
+    # The ids stay (labels and defined names are unchanged, else the plan
+    # is built again), and so does the layout.
+    plan.ids = previous.ids
+    plan.layout_token = previous.layout_token
+    plan.imports = previous.imports
+    plan.parent = previous.serial
+    plan.definers = previous.definers
+    if not count:
         plan.stmts = previous.stmts
         plan.rdeps = previous.rdeps
         plan.by_id = previous.by_id
         plan.node_memo = previous.node_memo
+        plan.nodes = previous.nodes
+        plan.users = previous.users
+        plan.declared = previous.declared
+        plan.changed = ()
         return plan
-    p = changed[0]
+    p = moved.index(True)
     node = body[p]
     text = source.segment(node)
     info = analyzer.info(text, node)
@@ -451,13 +554,12 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     resolved = {}
     queue = list(names)
     carry = set(info.lazy)
+    definers = previous.definers
     while queue:
         name = queue.pop()
         if name in resolved:
             continue
-        j = p - 1
-        while j >= 0 and name not in old[j].defines:
-            j -= 1
+        j = _last_before(definers, name, p)
         if j >= 0:
             resolved[name] = (LOCAL, j)
             extra = previous.carried[j]
@@ -478,11 +580,33 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     stmts = list(old)
     stmts[p] = ps
     plan.stmts = stmts
-    rdeps = list(previous.rdeps)
-    for j in before.local_deps:
-        rdeps[j] = [k for k in rdeps[j] if k != p]
-    for j in ps.local_deps:
-        rdeps[j] = rdeps[j] + [p]
+    nodes = list(previous.nodes)
+    nodes[p] = node
+    plan.nodes = nodes
+    plan.changed = (p,)
+    users = previous.users
+    gone = [name for name, kind, _ in before.deps if kind == GLOBAL]
+    added = [name for name, kind, _ in deps if kind == GLOBAL]
+    if gone or added:
+        users = dict(users)
+        for name in gone:
+            rest = tuple(k for k in users.get(name, ()) if k != p)
+            if rest:
+                users[name] = rest
+            else:
+                users.pop(name, None)
+        for name in added:
+            users[name] = users.get(name, ()) + (p,)
+    plan.users = users
+    if "global" not in before.text and "global" not in text:
+        plan.declared = previous.declared  # the same statements say `global` (_declared_globals)
+    rdeps = previous.rdeps
+    if before.local_deps != ps.local_deps:
+        rdeps = list(rdeps)
+        for j in before.local_deps:
+            rdeps[j] = [k for k in rdeps[j] if k != p]
+        for j in ps.local_deps:
+            rdeps[j] = rdeps[j] + [p]
     plan.rdeps = rdeps
     by_id = dict(previous.by_id)
     by_id[ps.id] = ps
@@ -493,6 +617,15 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     memo[id(node)] = (node, text, info)
     plan.node_memo = memo
     return plan
+
+
+def _last_before(definers, name, k):
+    """The index of the last statement before k defining name (Plan.definers), or -1."""
+    idx = definers.get(name)
+    if not idx:
+        return -1
+    at = bisect.bisect_left(idx, k)
+    return idx[at - 1] if at else -1
 
 
 def _immutable(value, depth=0):
@@ -588,7 +721,6 @@ class Frame:
         # statements' zero-argument super() (compile_statement).
         self.func_class = None
         self.self_name = None
-        self.declared_globals = None  # (plan, names it declares global)
         # True for a script frame (module:__main__), the script's namespace
         # for a function a script defined, else None (the module's globals).
         self.script_globals = None
@@ -610,6 +742,7 @@ class Frame:
         self.layout = object()
         self.layout_ids = None
         self.layout_plan = None
+        self.layout_token = None
         # The value journal was asked for this frame's cache (it is asked
         # once, for a frame new to this kernel: engine_journal).
         self.journal_checked = False
@@ -639,6 +772,7 @@ class Frame:
         self.layout = object()
         self.layout_ids = None
         self.layout_plan = None
+        self.layout_token = None
         self.journal_checked = False
         self.journal_skip = {}
 
@@ -764,7 +898,9 @@ class Runner:
             raise Failure("failure", "%s:%s is a coroutine function; ripple runs plain functions" % (rec.name, qualname))
         reuse = plan if plan is not None and plan.module == rec.name else None
         plan = build_plan(self.analyzer, src, rec.name, qualname, func, reuse)
-        for ps in plan.stmts:
+        # A plan derived from frame.plan (which passed this check) can only
+        # differ in its changed statements (and _update_plan refuses yields).
+        for ps in plan.stmts if plan.changed is None else [plan.stmts[k] for k in plan.changed]:
             if ps.info.yields:
                 raise Failure(
                     "failure",
@@ -826,10 +962,12 @@ class Runner:
         """The frame's layout token: the same object while every statement
         id of the function stays at its index."""
         if frame.layout_plan is not plan:
-            ids = tuple(ps.id for ps in plan.stmts)
-            if ids != frame.layout_ids:
-                frame.layout = object()
-                frame.layout_ids = ids
+            if plan.layout_token is not frame.layout_token:
+                ids = tuple(plan.ids)
+                if ids != frame.layout_ids:
+                    frame.layout = object()
+                    frame.layout_ids = ids
+                frame.layout_token = plan.layout_token
             frame.layout_plan = plan
         return frame.layout
 
@@ -1084,9 +1222,7 @@ class Runner:
         got = stmts[at].dep_of.get(name)
         if got is not None:
             return got
-        j = at - 1
-        while j >= 0 and name not in stmts[j].defines:
-            j -= 1
+        j = _last_before(plan.definers, name, at)
         if j >= 0:
             return (LOCAL, j)
         if name in plan.params:
@@ -1672,11 +1808,12 @@ class Runner:
 
     @staticmethod
     def _declared(frame, plan):
-        """_declared_globals of the frame's plan, computed once per plan."""
-        declared = frame.declared_globals
-        if declared is None or declared[0] is not plan:
-            declared = frame.declared_globals = (plan, _declared_globals(plan))
-        return declared[1]
+        """_declared_globals of the frame's plan, computed once per plan
+        (or passed on by _update_plan)."""
+        declared = plan.declared
+        if declared is None:
+            declared = plan.declared = _declared_globals(plan)
+        return declared
 
     def _write_globals(self, frame, plan, text, ns, module_dict, size, before):
         """Carry a statement's writes of module globals to the module, as
