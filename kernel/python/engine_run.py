@@ -68,6 +68,7 @@ LOCAL, PARAM, GLOBAL = 0, 1, 2
 IMPORT = 3
 SCRIPT = "__main__"  # the qualname of a module's top level run as a script (7.1)
 DELETED = object()  # binding mark: the name was unbound after the statement
+BLOCK = 32  # statements per block of merged bindings (Frame.blocks)
 PENDING = "pending"  # reported-state marks (identity compared)
 NOT_REACHED = "not reached"
 
@@ -111,7 +112,7 @@ class Entry:
     """The cached outcome of one statement's last successful run."""
 
     __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites",
-                 "seen", "layout")
+                 "seen", "layout", "deletes")
 
     def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call, gwrites=(),
                  seen=None, layout=None):
@@ -130,6 +131,64 @@ class Entry:
         # then (Runner._seen_mutations); None: not known, not checked.
         self.seen = seen
         self.layout = layout
+        # A binding is DELETED: the run loop applies it on its own
+        # (Runner._apply_clean merges only plain bindings).
+        self.deletes = any(v is DELETED for _, v in bindings)
+
+
+class TrackedDict(dict):
+    """A dict that notes which keys were set or removed since its owner
+    last looked (touched; cleared: everything may have changed).
+
+    A Frame's cache and reported are TrackedDicts: Runner._sync folds what
+    changed since the last run into the frame's incremental bookkeeping
+    (the statements to check, to visit one by one, the merged bindings),
+    then empties touched. Every way of changing the dict records it; a
+    key noted that did not change (a pop of a missing key) only costs a
+    look."""
+
+    __slots__ = ("touched", "cleared")
+
+    def __init__(self):
+        super().__init__()
+        self.touched = set()
+        self.cleared = False
+
+    def __setitem__(self, key, value):
+        self.touched.add(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        self.touched.add(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key, *default):
+        self.touched.add(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key, default=None):
+        self.touched.add(key)
+        return dict.setdefault(self, key, default)
+
+    def popitem(self):
+        self.cleared = True
+        return dict.popitem(self)
+
+    def clear(self):
+        self.cleared = True
+        self.touched.clear()
+        dict.clear(self)
+
+    def update(self, *args, **kwargs):
+        self.cleared = True
+        dict.update(self, *args, **kwargs)
+
+    def __ior__(self, other):
+        self.cleared = True
+        return dict.__ior__(self, other)
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
 
 
 class PlanStmt:
@@ -703,8 +762,8 @@ class Frame:
         self.item_key = item_key  # what the stack item said
         self.item = None  # the stack item of the current request
         self.pointer = None  # (module, qualname) of the function it runs
-        self.cache = {}  # expression id -> Entry
-        self.reported = {}  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
+        self.cache = TrackedDict()  # expression id -> Entry
+        self.reported = TrackedDict()  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
         self.namespace = {}  # persistent across runs (see the module doc)
         self.plan = None
         self.params = {}
@@ -749,6 +808,46 @@ class Frame:
         # id -> stamp of entries the journal found it cannot store (they do
         # not pickle, or are too large): not tried again while unchanged.
         self.journal_skip = {}
+        self._forget_sync()
+
+    def _forget_sync(self):
+        """The incremental bookkeeping of the runs (Runner._sync), empty.
+
+        An edit's run costs what changed, not the length of the function,
+        by carrying these from one run of the frame to the next. They
+        describe sync_plan, with the layout sync_layout, the parameter
+        stamp sync_param and the module globals' versions sync_globals, as
+        of the last Runner._sync; the changes since then are the plan's
+        (Plan.parent, Plan.changed), the keys touched in cache and reported
+        (TrackedDict), and the differences of those values. Only _sync and
+        the run it serves update them; sync_plan None: nothing is known,
+        the next run checks and visits every statement.
+
+        - unverified: indices of the statements rerun_set's check found
+          failing (no entry, another key, signature, a move) last time.
+          Every other statement passed, and its check cannot change until
+          one of its inputs does: its entry, its definers' entries, its
+          PlanStmt, the parameter stamp, a global's version, an import.
+        - dirty: indices the run loop must visit one by one. Every other
+          statement is clean: it has an entry that returned nothing and
+          unbinds nothing, and reported holds that entry's update with its
+          range, so visiting it changes nothing but the namespace and
+          reached (Runner._apply_clean).
+        - blocks: per block of BLOCK statements (index // BLOCK), the merged
+          bindings of their entries, or None; valid while none of their
+          entries changes (an entry set or removed drops its block).
+        - stale_keys: cache or reported may hold ids that are not the
+          plan's (set by _sync when the ids changed or such a key was
+          touched; cleared by the run that removed them).
+        """
+        self.sync_plan = None
+        self.sync_layout = None
+        self.sync_param = None
+        self.sync_globals = {}
+        self.unverified = set()
+        self.dirty = set()
+        self.blocks = []
+        self.stale_keys = True
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -775,6 +874,7 @@ class Frame:
         self.layout_token = None
         self.journal_checked = False
         self.journal_skip = {}
+        self._forget_sync()
 
 
 class _Return(BaseException):
@@ -919,7 +1019,11 @@ class Runner:
         rerun = set()
         layout = self._layout(frame, plan)
         moved = []
-        for ps in stmts:
+        # Only the statements whose check may have changed since the last
+        # run are checked (Runner._sync); every other one passed then and
+        # would pass now.
+        candidates = self._sync(frame, plan, layout)
+        for ps in stmts if candidates is None else [stmts[k] for k in candidates]:
             e = cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
@@ -933,6 +1037,9 @@ class Runner:
                 else:
                     e.layout = layout
         rerun.update(moved)
+        # The check is done: what failed it is checked again next time.
+        frame.unverified = set(rerun)
+        frame.sync_plan = plan
         self._relied = {}
         self._deferred = {}  # index -> names its effects reach, decided when it runs
         self._soft = set(moved)  # members whose reason to run no signature records
@@ -956,6 +1063,72 @@ class Runner:
             rerun |= added
             reaches_param = self._close(plan, frame, rerun, list(added), module_dict) or reaches_param
         return rerun, reaches_param
+
+    def _sync(self, frame, plan, layout):
+        """Fold the changes since the frame's last run into its incremental
+        bookkeeping (Frame._forget_sync); returns the sorted indices of the
+        statements whose check (rerun_set) may have changed, or None for
+        all of them.
+
+        The changes: statements the plan replaced (Plan.changed, when it
+        derives from the last run's plan), cache entries set or removed
+        (and so the signatures of the statements that read them), updates
+        reported, the parameter stamp, module globals' versions, the
+        versions of the modules a script imports (always checked). A new
+        plan of other ids, a cleared cache, or nothing known: everything.
+        """
+        cache, reported = frame.cache, frame.reported
+        stmts = plan.stmts
+        n = len(stmts)
+        base = frame.sync_plan
+        # Not known again until the check is done (rerun_set): a check cut
+        # short leaves everything to check next time.
+        frame.sync_plan = None
+        if base is plan:
+            changed = ()
+        elif base is not None and plan.parent == base.serial:
+            changed = plan.changed
+        else:
+            changed = None
+        if changed is None or cache.cleared or reported.cleared or frame.sync_layout is not layout:
+            frame.dirty = set(range(n))
+            frame.blocks = [None] * (n // BLOCK)
+            frame.stale_keys = True
+            candidates = None
+        else:
+            by_id = plan.by_id
+            if not by_id.keys() >= cache.touched or not by_id.keys() >= reported.touched:
+                frame.stale_keys = True
+            touched = {by_id[k].index for k in cache.touched if k in by_id}
+            shown = {by_id[k].index for k in reported.touched if k in by_id}
+            dirty = frame.dirty
+            dirty.update(touched, shown, changed)
+            blocks = frame.blocks
+            for k in touched.union(changed):
+                if k // BLOCK < len(blocks):
+                    blocks[k // BLOCK] = None
+            candidates = frame.unverified
+            candidates.update(touched, changed, plan.imports)
+            rdeps = plan.rdeps
+            for k in touched:
+                candidates.update(rdeps[k])
+        cache.touched.clear()
+        cache.cleared = False
+        reported.touched.clear()
+        reported.cleared = False
+        if frame.sync_param != frame.param_stamp:
+            candidates = None
+        frame.sync_param = frame.param_stamp
+        frame.sync_layout = layout
+        old = frame.sync_globals
+        versions = {}
+        for name, users in plan.users.items():
+            v = versions[name] = self._global_version(plan.module, name)
+            if candidates is not None and old.get(name, old) != v:
+                candidates.update(users)
+        frame.sync_globals = versions
+        frame.unverified = set()
+        return None if candidates is None else sorted(candidates)
 
     @staticmethod
     def _layout(frame, plan):
@@ -1537,9 +1710,9 @@ class Runner:
         ns.clear()
         ns.update(module_dict)
         declared = self._declared(frame, plan)
-        for name in plan.bound:
+        for name in plan.bound.intersection(ns):
             if name not in declared:  # a `global` name is the module's
-                ns.pop(name, None)
+                del ns[name]
         ns.update(frame.params)
         hooks = _Hooks()
         if frame.func_class is not None:
@@ -1574,16 +1747,36 @@ class Runner:
                 self.emit({"type": "updates", "depth": depth, "updates": batch[:]})
                 batch.clear()
 
-        for i in order:
+        # The statements visited one by one, in order: those of R, those
+        # with a visualization, and the dirty ones (Frame._forget_sync). A
+        # full run applies the clean statements between them in bulk
+        # (_apply_clean): for them a visit would change nothing else. A
+        # partial run visits exactly what it wants.
+        dirty = frame.dirty
+        n = len(stmts)
+        if wanted is None:
+            visits = set(rerun)
+            visits.update(dirty)
+            for vis_id in vis_by_id:
+                vps = plan.by_id.get(vis_id)
+                if vps is not None:
+                    visits.add(vps.index)
+            todo = sorted(visits)
+        else:
+            todo = list(order)
+            visits = set(todo)
+        pos = 0
+        prev = -1
+        rest = ()  # the statements after a return, each to report not reached
+        while True:
+            i = todo[pos] if pos < len(todo) else n
+            if wanted is None and i > prev + 1:
+                self._apply_clean(frame, plan, ns, reached, prev + 1, i)
+            if i >= n:
+                break
+            pos += 1
+            prev = i
             ps = stmts[i]
-            if returned:
-                # Sent again when the statement moved: the client's range
-                # of a not-reached statement must follow edits too.
-                if reported.get(ps.id) != (NOT_REACHED, ps.range):
-                    reported[ps.id] = (NOT_REACHED, ps.range)
-                    flush()
-                    self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
-                continue
             if i not in rerun:
                 e = frame.cache[ps.id]
                 for name, value in e.bindings:
@@ -1599,12 +1792,19 @@ class Runner:
                     cached["fromCache"] = True
                     reported[ps.id] = e.update
                     batch.append(cached)
+                if e.returned or e.deletes:
+                    dirty.add(i)
+                else:
+                    dirty.discard(i)
                 if top and ps.id in vis_by_id:
                     flush()
                     self._visualize(vis_by_id[ps.id], e.value, ns, module_dict, plan, fresh=False)
                 if e.returned:
                     returned = True
+                    rest = range(i + 1, n) if wanted is None else todo[pos:]
+                    break
                 continue
+            dirty.add(i)
             origins = []
             for j in ps.local_deps:
                 p = panics.get(j)
@@ -1634,6 +1834,9 @@ class Runner:
                     if j not in rerun and (wanted is None or j in order):
                         rerun.add(j)
                         frame.cache.pop(stmts[j].id, None)
+                        if j not in visits:
+                            visits.add(j)
+                            bisect.insort(todo, j, pos)
             if self.kernel.stop_requested():
                 # An edit asked the run to end at a statement boundary
                 # (kernel/PROTOCOL.md): this statement's value is cached;
@@ -1642,11 +1845,25 @@ class Runner:
                 # goes on from here.
                 stopped = True
                 break
+            if returned:
+                rest = range(i + 1, n) if wanted is None else todo[pos:]
+                break
+        for k in rest:
+            # Sent again when the statement moved: the client's range
+            # of a not-reached statement must follow edits too.
+            ps = stmts[k]
+            dirty.add(k)
+            if reported.get(ps.id) != (NOT_REACHED, ps.range):
+                reported[ps.id] = (NOT_REACHED, ps.range)
+                flush()
+                self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
         flush()
-        for stale in [k for k in frame.cache if k not in plan.by_id]:
-            del frame.cache[stale]
-        for stale in [k for k in reported if k not in plan.by_id]:
-            del reported[stale]
+        if frame.stale_keys:
+            for stale in frame.cache.keys() - plan.by_id.keys():
+                del frame.cache[stale]
+            for stale in reported.keys() - plan.by_id.keys():
+                del reported[stale]
+            frame.stale_keys = False
         self._prune_mutlog(frame)
         for vis_id, items in vis_by_id.items():
             if vis_id not in plan.by_id and top:
@@ -1655,6 +1872,30 @@ class Runner:
                         self._vis_failed(vis, "expression %s is not a statement of %s:%s" % (vis_id, plan.module, plan.qualname))
         if stopped:
             raise Failure("stopped", "stopped at a statement boundary by an edit")
+
+    @staticmethod
+    def _apply_clean(frame, plan, ns, reached, a, b):
+        """Visit the clean statements a..b-1 (Frame._forget_sync) in bulk:
+        their bindings into the namespace, in order, and their ids into
+        reached; a whole block at a time where one fits (Frame.blocks)."""
+        cache = frame.cache
+        ids = plan.ids
+        blocks = frame.blocks
+        k = a
+        while k < b:
+            if k % BLOCK == 0 and k + BLOCK <= b:
+                merged = blocks[k // BLOCK]
+                if merged is None:
+                    merged = {}
+                    for e in map(cache.__getitem__, ids[k:k + BLOCK]):
+                        merged.update(e.bindings)
+                    blocks[k // BLOCK] = merged
+                ns.update(merged)
+                k += BLOCK
+            else:
+                ns.update(cache[ids[k]].bindings)
+                k += 1
+        reached.update(ids[a:b])
 
     def _run_statement(self, frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict):
         """Run one statement of R; returns whether it returned from the frame."""
