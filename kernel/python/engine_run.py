@@ -644,8 +644,9 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     plan.nodes = nodes
     plan.changed = (p,)
     users = previous.users
-    gone = [name for name, kind, _ in before.deps if kind == GLOBAL]
-    added = [name for name, kind, _ in deps if kind == GLOBAL]
+    was_global = {name for name, kind, _ in before.deps if kind == GLOBAL}
+    is_global = {name for name, kind, _ in deps if kind == GLOBAL}
+    gone, added = was_global - is_global, is_global - was_global
     if gone or added:
         users = dict(users)
         for name in gone:
@@ -1643,18 +1644,24 @@ class Runner:
         cache, reached = frame.cache, frame.reached
         out = set()
         for obj, creator, mutations in frame.mutlog.values():
-            if creator is None or not mutations or creator not in reached:
+            if creator is None or not mutations:
                 continue
-            entry = cache.get(creator)
-            if entry is None or not any(value is obj for _, value in entry.bindings):
-                continue  # not the creator's current object: nothing holds it
+            # The mutations first: most objects carry only mutations of
+            # statements still cached as they made them (the cheap test).
             for mutator, stamp in mutations:
                 if stamp > first_stamp:
                     continue  # made by this run
                 m = cache.get(mutator)
-                if mutator not in reached or m is None or m.stamp != stamp:
-                    out.add(creator)
+                if m is None or m.stamp != stamp or mutator not in reached:
                     break
+            else:
+                continue
+            if creator in out or creator not in reached:
+                continue
+            entry = cache.get(creator)
+            if entry is None or not any(value is obj for _, value in entry.bindings):
+                continue  # not the creator's current object: nothing holds it
+            out.add(creator)
         return out
 
     def _run_pass(self, frame, depth, rec, qualname, top, wanted, visualizations):
