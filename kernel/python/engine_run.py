@@ -1871,6 +1871,16 @@ class Runner:
             for stale in reported.keys() - plan.by_id.keys():
                 del reported[stale]
             frame.stale_keys = False
+        # A block merged from an entry this run replaced or removed lets go
+        # of its values now, not at the next run (a large object would
+        # live on); touched stays for the next _sync.
+        blocks = frame.blocks
+        if blocks:
+            by_id = plan.by_id
+            for key in frame.cache.touched:
+                tps = by_id.get(key)
+                if tps is not None and tps.index // BLOCK < len(blocks):
+                    blocks[tps.index // BLOCK] = None
         self._prune_mutlog(frame)
         for vis_id, items in vis_by_id.items():
             if vis_id not in plan.by_id and top:
