@@ -48,6 +48,12 @@ How (the lead's design, with the refinements marked *):
   through the rules above), keeps everything computed before, and re-raises.
   Statements of R after it keep their old entries: the reason they were in R
   (a stamp or key mismatch, a missing entry) is still there next run.
+- * An edit's run costs what changed, not the body's length (issue 16),
+  with the outcome of the rules above unchanged: a Plan derived from the
+  last one says which statements it replaced, and the Frame carries from
+  run to run which statements may fail the check and which the loop must
+  visit one by one (Frame._forget_sync, Runner._sync); the cached ones in
+  between are applied in bulk (Runner._apply_clean).
 """
 
 import ast
