@@ -48,10 +48,19 @@ How (the lead's design, with the refinements marked *):
   through the rules above), keeps everything computed before, and re-raises.
   Statements of R after it keep their old entries: the reason they were in R
   (a stamp or key mismatch, a missing entry) is still there next run.
+- * An edit's run costs what changed, not the body's length (issue 16),
+  with the outcome of the rules above unchanged: a Plan derived from the
+  last one says which statements it replaced, and the Frame carries from
+  run to run which statements may fail the check and which the loop must
+  visit one by one (Frame._forget_sync, Runner._sync); the cached ones in
+  between are applied in bulk (Runner._apply_clean).
 """
 
 import ast
+import bisect
 import builtins
+import itertools
+import operator
 import sys
 import time
 import types
@@ -65,6 +74,7 @@ LOCAL, PARAM, GLOBAL = 0, 1, 2
 IMPORT = 3
 SCRIPT = "__main__"  # the qualname of a module's top level run as a script (7.1)
 DELETED = object()  # binding mark: the name was unbound after the statement
+BLOCK = 32  # statements per block of merged bindings (Frame.blocks)
 PENDING = "pending"  # reported-state marks (identity compared)
 NOT_REACHED = "not reached"
 
@@ -108,7 +118,7 @@ class Entry:
     """The cached outcome of one statement's last successful run."""
 
     __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites",
-                 "seen", "layout")
+                 "seen", "layout", "deletes")
 
     def __init__(self, key, dep_names, sig, stamp, bindings, update, value, returned, call, gwrites=(),
                  seen=None, layout=None):
@@ -127,6 +137,64 @@ class Entry:
         # then (Runner._seen_mutations); None: not known, not checked.
         self.seen = seen
         self.layout = layout
+        # A binding is DELETED: the run loop applies it on its own
+        # (Runner._apply_clean merges only plain bindings).
+        self.deletes = any(v is DELETED for _, v in bindings)
+
+
+class TrackedDict(dict):
+    """A dict that notes which keys were set or removed since its owner
+    last looked (touched; cleared: everything may have changed).
+
+    A Frame's cache and reported are TrackedDicts: Runner._sync folds what
+    changed since the last run into the frame's incremental bookkeeping
+    (the statements to check, to visit one by one, the merged bindings),
+    then empties touched. Every way of changing the dict records it; a
+    key noted that did not change (a pop of a missing key) only costs a
+    look."""
+
+    __slots__ = ("touched", "cleared")
+
+    def __init__(self):
+        super().__init__()
+        self.touched = set()
+        self.cleared = False
+
+    def __setitem__(self, key, value):
+        self.touched.add(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        self.touched.add(key)
+        dict.__delitem__(self, key)
+
+    def pop(self, key, *default):
+        self.touched.add(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key, default=None):
+        self.touched.add(key)
+        return dict.setdefault(self, key, default)
+
+    def popitem(self):
+        self.cleared = True
+        return dict.popitem(self)
+
+    def clear(self):
+        self.cleared = True
+        self.touched.clear()
+        dict.clear(self)
+
+    def update(self, *args, **kwargs):
+        self.cleared = True
+        dict.update(self, *args, **kwargs)
+
+    def __ior__(self, other):
+        self.cleared = True
+        return dict.__ior__(self, other)
+
+    def __reduce__(self):
+        return (dict, (dict(self),))
 
 
 class PlanStmt:
@@ -168,6 +236,18 @@ class Plan:
         "carried",
         "writes",
         "args_dump",
+        "serial",
+        "parent",
+        "changed",
+        "nodes",
+        "ids",
+        "layout_token",
+        "users",
+        "imports",
+        "has_writes",
+        "declared",
+        "import_nodes",
+        "definers",
     )
 
     def __init__(self, module, qualname, generation, filename, path):
@@ -188,6 +268,32 @@ class Plan:
         # rebinds (`nonlocal`): a statement reading such a name may call it.
         self.writes = []
         self.args_dump = ""
+        # How this plan relates to the one it was made from, for the
+        # frame's incremental bookkeeping (Runner._sync): serial names the
+        # plan; parent is the serial of the plan _update_plan derived it
+        # from (None: built from scratch, nothing is known to be shared)
+        # and changed the indices whose PlanStmt differs from the parent's
+        # (every other index holds the parent's very PlanStmt object).
+        self.serial = next(_PLAN_SERIALS)
+        self.parent = None
+        self.changed = None
+        self.nodes = []  # the body's statement nodes (PlanStmt.node), in order
+        self.ids = []  # the statements' ids, in order
+        # The same object for plans whose ids are the same, in the same
+        # order (Runner._layout); _update_plan passes it on.
+        self.layout_token = object()
+        self.users = {}  # module global name -> indices of the statements with a GLOBAL dep on it
+        self.imports = ()  # indices of the statements with an IMPORT dep (scripts)
+        self.import_nodes = ()  # indices of import statements (scripts: build_script_plan)
+        # name -> ascending indices of the statements whose defines hold it
+        # (the last definer before k: bisect); _update_plan shares it, as
+        # it keeps every statement's defines.
+        self.definers = {}
+        self.has_writes = False  # any(writes)
+        self.declared = None  # _declared_globals(self), once computed
+
+
+_PLAN_SERIALS = itertools.count(1)
 
 
 def find_function(src, qualname):
@@ -253,6 +359,8 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     last = {}
     carried = []
     writes = []
+    users = {}
+    definers = {}
     rdeps = [[] for _ in func.body]
     for i, node in enumerate(func.body):
         info = infos[i]
@@ -290,6 +398,9 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         ps.deps = deps
         ps.dep_names = tuple(d[0] for d in deps)
         ps.dep_of = resolved
+        for name, kind, _ in deps:
+            if kind == GLOBAL:
+                users.setdefault(name, []).append(i)
         local = sorted({ref for _, kind, ref in deps if kind == LOCAL})
         ps.local_deps = tuple(local)
         for j in local:
@@ -304,6 +415,7 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
         writes.append(frozenset(wr) if wr else frozenset())
         for name in ps.defines:
             last[name] = i
+            definers.setdefault(name, []).append(i)
         bound |= info.binds
         plan.stmts.append(ps)
         plan.by_id[ps.id] = ps
@@ -311,6 +423,11 @@ def build_plan(analyzer, source, module, qualname, func, previous=None):
     plan.rdeps = rdeps
     plan.carried = carried
     plan.writes = writes
+    plan.has_writes = any(writes)
+    plan.users = {name: tuple(idx) for name, idx in users.items()}
+    plan.definers = definers
+    plan.nodes = list(func.body)
+    plan.ids = [ps.id for ps in plan.stmts]
     plan.flags = analysis.future_flags(source.tree)
     return plan
 
@@ -338,22 +455,67 @@ def build_script_plan(analyzer, source, module, modules, previous=None):
     """
     plan = build_plan(analyzer, source, module, SCRIPT, _ScriptBody(source.tree), previous)
     stmts = plan.stmts
+    rec = modules.records.get(module)
+    if (
+        previous is not None
+        and plan.parent == previous.serial
+        and all(_script_base(stmts[k]) == _script_base(previous.stmts[k]) for k in plan.changed)
+    ):
+        # One statement at most changed, binding the same names under the
+        # same label (_update_plan), and its script label base is the same:
+        # every label stays. Only import statements need a look, as below.
+        changed = set(plan.changed)
+        import_nodes = [k for k in previous.import_nodes if k not in changed]
+        import_nodes += [k for k in changed if isinstance(stmts[k].node, (ast.Import, ast.ImportFrom))]
+        import_nodes.sort()
+        for k in import_nodes:
+            _add_import_dep(stmts[k], rec, modules)
+        plan.import_nodes = tuple(import_nodes)
+        plan.imports = tuple(k for k in import_nodes if stmts[k].deps and stmts[k].deps[-1][1] == IMPORT)
+        return plan
     labels = script_labels(stmts)
     prefix = "%s:%s/" % (module, SCRIPT)
     relabel = False
-    rec = modules.records.get(module)
+    import_nodes = []
     for ps, label in zip(stmts, labels):
         if ps.id != prefix + label:
             ps.id = prefix + label
             relabel = True
-        if isinstance(ps.node, (ast.Import, ast.ImportFrom)) and not (ps.deps and ps.deps[-1][1] == IMPORT):
-            targets = _import_targets(ps.node, rec, modules)
-            if targets:
-                ps.deps = ps.deps + (("\0import", IMPORT, targets),)
-                ps.dep_names = ps.dep_names + ("\0import",)
+        if isinstance(ps.node, (ast.Import, ast.ImportFrom)):
+            import_nodes.append(ps.index)
+            _add_import_dep(ps, rec, modules)
     if relabel:
         plan.by_id = {ps.id: ps for ps in stmts}
+        plan.ids = [ps.id for ps in stmts]
+        plan.layout_token = object()
+        plan.parent = None  # other ids: nothing is carried over (Runner._sync)
+        plan.changed = None
+    plan.import_nodes = tuple(import_nodes)
+    plan.imports = tuple(k for k in import_nodes if stmts[k].deps and stmts[k].deps[-1][1] == IMPORT)
     return plan
+
+
+def _add_import_dep(ps, rec, modules):
+    """Give an import statement of a script its IMPORT dep (once)."""
+    if not (ps.deps and ps.deps[-1][1] == IMPORT):
+        targets = _import_targets(ps.node, rec, modules)
+        if targets:
+            ps.deps = ps.deps + (("\0import", IMPORT, targets),)
+            ps.dep_names = ps.dep_names + ("\0import",)
+
+
+def _script_base(ps):
+    """The base of a statement's script label (script_labels)."""
+    base = ps.info.label
+    node = ps.node
+    if base is None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            base = node.name
+        elif isinstance(node, ast.Import):
+            base = ",".join(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ",".join(a.asname or a.name for a in node.names if a.name != "*") or None
+    return base
 
 
 def script_labels(stmts):
@@ -363,15 +525,7 @@ def script_labels(stmts):
     other = 0
     out = []
     for ps in stmts:
-        base = ps.info.label
-        node = ps.node
-        if base is None:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                base = node.name
-            elif isinstance(node, ast.Import):
-                base = ",".join(a.asname or a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = ",".join(a.asname or a.name for a in node.names if a.name != "*") or None
+        base = _script_base(ps)
         if base is None:
             other += 1
             out.append("#%d" % other)
@@ -410,11 +564,14 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
         or previous.filename != source.filename
         or len(body) != len(old)
         or previous.args_dump != args_dump
-        or any(previous.writes)
+        or previous.has_writes
     ):
         return None
-    changed = [i for i, node in enumerate(body) if node is not old[i].node]
-    if len(changed) > 1:
+    # Which nodes the incremental parse replaced, compared by identity
+    # without a Python loop over the body (an edit of a long function).
+    moved = list(map(operator.is_not, body, previous.nodes))
+    count = moved.count(True)
+    if count > 1:
         return None
     plan = Plan(module, qualname, source.generation, source.filename, source.path)
     plan.args_dump = args_dump
@@ -423,13 +580,24 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     plan.flags = analysis.future_flags(source.tree)
     plan.carried = previous.carried
     plan.writes = previous.writes
-    if not changed:
+    # The ids stay (labels and defined names are unchanged, else the plan
+    # is built again), and so does the layout.
+    plan.ids = previous.ids
+    plan.layout_token = previous.layout_token
+    plan.imports = previous.imports
+    plan.parent = previous.serial
+    plan.definers = previous.definers
+    if not count:
         plan.stmts = previous.stmts
         plan.rdeps = previous.rdeps
         plan.by_id = previous.by_id
         plan.node_memo = previous.node_memo
+        plan.nodes = previous.nodes
+        plan.users = previous.users
+        plan.declared = previous.declared
+        plan.changed = ()
         return plan
-    p = changed[0]
+    p = moved.index(True)
     node = body[p]
     text = source.segment(node)
     info = analyzer.info(text, node)
@@ -451,13 +619,12 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     resolved = {}
     queue = list(names)
     carry = set(info.lazy)
+    definers = previous.definers
     while queue:
         name = queue.pop()
         if name in resolved:
             continue
-        j = p - 1
-        while j >= 0 and name not in old[j].defines:
-            j -= 1
+        j = _last_before(definers, name, p)
         if j >= 0:
             resolved[name] = (LOCAL, j)
             extra = previous.carried[j]
@@ -478,11 +645,34 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     stmts = list(old)
     stmts[p] = ps
     plan.stmts = stmts
-    rdeps = list(previous.rdeps)
-    for j in before.local_deps:
-        rdeps[j] = [k for k in rdeps[j] if k != p]
-    for j in ps.local_deps:
-        rdeps[j] = rdeps[j] + [p]
+    nodes = list(previous.nodes)
+    nodes[p] = node
+    plan.nodes = nodes
+    plan.changed = (p,)
+    users = previous.users
+    was_global = {name for name, kind, _ in before.deps if kind == GLOBAL}
+    is_global = {name for name, kind, _ in deps if kind == GLOBAL}
+    gone, added = was_global - is_global, is_global - was_global
+    if gone or added:
+        users = dict(users)
+        for name in gone:
+            rest = tuple(k for k in users.get(name, ()) if k != p)
+            if rest:
+                users[name] = rest
+            else:
+                users.pop(name, None)
+        for name in added:
+            users[name] = users.get(name, ()) + (p,)
+    plan.users = users
+    if "global" not in before.text and "global" not in text:
+        plan.declared = previous.declared  # the same statements say `global` (_declared_globals)
+    rdeps = previous.rdeps
+    if before.local_deps != ps.local_deps:
+        rdeps = list(rdeps)
+        for j in before.local_deps:
+            rdeps[j] = [k for k in rdeps[j] if k != p]
+        for j in ps.local_deps:
+            rdeps[j] = rdeps[j] + [p]
     plan.rdeps = rdeps
     by_id = dict(previous.by_id)
     by_id[ps.id] = ps
@@ -493,6 +683,15 @@ def _update_plan(analyzer, source, module, qualname, func, previous, args_dump):
     memo[id(node)] = (node, text, info)
     plan.node_memo = memo
     return plan
+
+
+def _last_before(definers, name, k):
+    """The index of the last statement before k defining name (Plan.definers), or -1."""
+    idx = definers.get(name)
+    if not idx:
+        return -1
+    at = bisect.bisect_left(idx, k)
+    return idx[at - 1] if at else -1
 
 
 def _immutable(value, depth=0):
@@ -570,8 +769,8 @@ class Frame:
         self.item_key = item_key  # what the stack item said
         self.item = None  # the stack item of the current request
         self.pointer = None  # (module, qualname) of the function it runs
-        self.cache = {}  # expression id -> Entry
-        self.reported = {}  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
+        self.cache = TrackedDict()  # expression id -> Entry
+        self.reported = TrackedDict()  # expression id -> last update sent, PENDING, or (NOT_REACHED, range)
         self.namespace = {}  # persistent across runs (see the module doc)
         self.plan = None
         self.params = {}
@@ -588,7 +787,6 @@ class Frame:
         # statements' zero-argument super() (compile_statement).
         self.func_class = None
         self.self_name = None
-        self.declared_globals = None  # (plan, names it declares global)
         # True for a script frame (module:__main__), the script's namespace
         # for a function a script defined, else None (the module's globals).
         self.script_globals = None
@@ -610,12 +808,53 @@ class Frame:
         self.layout = object()
         self.layout_ids = None
         self.layout_plan = None
+        self.layout_token = None
         # The value journal was asked for this frame's cache (it is asked
         # once, for a frame new to this kernel: engine_journal).
         self.journal_checked = False
         # id -> stamp of entries the journal found it cannot store (they do
         # not pickle, or are too large): not tried again while unchanged.
         self.journal_skip = {}
+        self._forget_sync()
+
+    def _forget_sync(self):
+        """The incremental bookkeeping of the runs (Runner._sync), empty.
+
+        An edit's run costs what changed, not the length of the function,
+        by carrying these from one run of the frame to the next. They
+        describe sync_plan, with the layout sync_layout, the parameter
+        stamp sync_param and the module globals' versions sync_globals, as
+        of the last Runner._sync; the changes since then are the plan's
+        (Plan.parent, Plan.changed), the keys touched in cache and reported
+        (TrackedDict), and the differences of those values. Only _sync and
+        the run it serves update them; sync_plan None: nothing is known,
+        the next run checks and visits every statement.
+
+        - unverified: indices of the statements rerun_set's check found
+          failing (no entry, another key, signature, a move) last time.
+          Every other statement passed, and its check cannot change until
+          one of its inputs does: its entry, its definers' entries, its
+          PlanStmt, the parameter stamp, a global's version, an import.
+        - dirty: indices the run loop must visit one by one. Every other
+          statement is clean: it has an entry that returned nothing and
+          unbinds nothing, and reported holds that entry's update with its
+          range, so visiting it changes nothing but the namespace and
+          reached (Runner._apply_clean).
+        - blocks: per block of BLOCK statements (index // BLOCK), the merged
+          bindings of their entries, or None; valid while none of their
+          entries changes (an entry set or removed drops its block).
+        - stale_keys: cache or reported may hold ids that are not the
+          plan's (set by _sync when the ids changed or such a key was
+          touched; cleared by the run that removed them).
+        """
+        self.sync_plan = None
+        self.sync_layout = None
+        self.sync_param = None
+        self.sync_globals = {}
+        self.unverified = set()
+        self.dirty = set()
+        self.blocks = []
+        self.stale_keys = True
 
     def reset(self, pointer):
         self.pointer = pointer
@@ -639,8 +878,10 @@ class Frame:
         self.layout = object()
         self.layout_ids = None
         self.layout_plan = None
+        self.layout_token = None
         self.journal_checked = False
         self.journal_skip = {}
+        self._forget_sync()
 
 
 class _Return(BaseException):
@@ -764,7 +1005,9 @@ class Runner:
             raise Failure("failure", "%s:%s is a coroutine function; ripple runs plain functions" % (rec.name, qualname))
         reuse = plan if plan is not None and plan.module == rec.name else None
         plan = build_plan(self.analyzer, src, rec.name, qualname, func, reuse)
-        for ps in plan.stmts:
+        # A plan derived from frame.plan (which passed this check) can only
+        # differ in its changed statements (and _update_plan refuses yields).
+        for ps in plan.stmts if plan.changed is None else [plan.stmts[k] for k in plan.changed]:
             if ps.info.yields:
                 raise Failure(
                     "failure",
@@ -783,7 +1026,11 @@ class Runner:
         rerun = set()
         layout = self._layout(frame, plan)
         moved = []
-        for ps in stmts:
+        # Only the statements whose check may have changed since the last
+        # run are checked (Runner._sync); every other one passed then and
+        # would pass now.
+        candidates = self._sync(frame, plan, layout)
+        for ps in stmts if candidates is None else [stmts[k] for k in candidates]:
             e = cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.sig != self._current_sig(plan, ps, frame):
                 rerun.add(ps.index)
@@ -797,6 +1044,9 @@ class Runner:
                 else:
                     e.layout = layout
         rerun.update(moved)
+        # The check is done: what failed it is checked again next time.
+        frame.unverified = set(rerun)
+        frame.sync_plan = plan
         self._relied = {}
         self._deferred = {}  # index -> names its effects reach, decided when it runs
         self._soft = set(moved)  # members whose reason to run no signature records
@@ -821,15 +1071,83 @@ class Runner:
             reaches_param = self._close(plan, frame, rerun, list(added), module_dict) or reaches_param
         return rerun, reaches_param
 
+    def _sync(self, frame, plan, layout):
+        """Fold the changes since the frame's last run into its incremental
+        bookkeeping (Frame._forget_sync); returns the sorted indices of the
+        statements whose check (rerun_set) may have changed, or None for
+        all of them.
+
+        The changes: statements the plan replaced (Plan.changed, when it
+        derives from the last run's plan), cache entries set or removed
+        (and so the signatures of the statements that read them), updates
+        reported, the parameter stamp, module globals' versions, the
+        versions of the modules a script imports (always checked). A new
+        plan of other ids, a cleared cache, or nothing known: everything.
+        """
+        cache, reported = frame.cache, frame.reported
+        stmts = plan.stmts
+        n = len(stmts)
+        base = frame.sync_plan
+        # Not known again until the check is done (rerun_set): a check cut
+        # short leaves everything to check next time.
+        frame.sync_plan = None
+        if base is plan:
+            changed = ()
+        elif base is not None and plan.parent == base.serial:
+            changed = plan.changed
+        else:
+            changed = None
+        if changed is None or cache.cleared or reported.cleared or frame.sync_layout is not layout:
+            frame.dirty = set(range(n))
+            frame.blocks = [None] * (n // BLOCK)
+            frame.stale_keys = True
+            candidates = None
+        else:
+            by_id = plan.by_id
+            if not by_id.keys() >= cache.touched or not by_id.keys() >= reported.touched:
+                frame.stale_keys = True
+            touched = {by_id[k].index for k in cache.touched if k in by_id}
+            shown = {by_id[k].index for k in reported.touched if k in by_id}
+            dirty = frame.dirty
+            dirty.update(touched, shown, changed)
+            blocks = frame.blocks
+            for k in touched.union(changed):
+                if k // BLOCK < len(blocks):
+                    blocks[k // BLOCK] = None
+            candidates = frame.unverified
+            candidates.update(touched, changed, plan.imports)
+            rdeps = plan.rdeps
+            for k in touched:
+                candidates.update(rdeps[k])
+        cache.touched.clear()
+        cache.cleared = False
+        reported.touched.clear()
+        reported.cleared = False
+        if frame.sync_param != frame.param_stamp:
+            candidates = None
+        frame.sync_param = frame.param_stamp
+        frame.sync_layout = layout
+        old = frame.sync_globals
+        versions = {}
+        for name, users in plan.users.items():
+            v = versions[name] = self._global_version(plan.module, name)
+            if candidates is not None and old.get(name, old) != v:
+                candidates.update(users)
+        frame.sync_globals = versions
+        frame.unverified = set()
+        return None if candidates is None else sorted(candidates)
+
     @staticmethod
     def _layout(frame, plan):
         """The frame's layout token: the same object while every statement
         id of the function stays at its index."""
         if frame.layout_plan is not plan:
-            ids = tuple(ps.id for ps in plan.stmts)
-            if ids != frame.layout_ids:
-                frame.layout = object()
-                frame.layout_ids = ids
+            if plan.layout_token is not frame.layout_token:
+                ids = tuple(plan.ids)
+                if ids != frame.layout_ids:
+                    frame.layout = object()
+                    frame.layout_ids = ids
+                frame.layout_token = plan.layout_token
             frame.layout_plan = plan
         return frame.layout
 
@@ -1084,9 +1402,7 @@ class Runner:
         got = stmts[at].dep_of.get(name)
         if got is not None:
             return got
-        j = at - 1
-        while j >= 0 and name not in stmts[j].defines:
-            j -= 1
+        j = _last_before(plan.definers, name, at)
         if j >= 0:
             return (LOCAL, j)
         if name in plan.params:
@@ -1334,18 +1650,24 @@ class Runner:
         cache, reached = frame.cache, frame.reached
         out = set()
         for obj, creator, mutations in frame.mutlog.values():
-            if creator is None or not mutations or creator not in reached:
+            if creator is None or not mutations:
                 continue
-            entry = cache.get(creator)
-            if entry is None or not any(value is obj for _, value in entry.bindings):
-                continue  # not the creator's current object: nothing holds it
+            # The mutations first: most objects carry only mutations of
+            # statements still cached as they made them (the cheap test).
             for mutator, stamp in mutations:
                 if stamp > first_stamp:
                     continue  # made by this run
                 m = cache.get(mutator)
-                if mutator not in reached or m is None or m.stamp != stamp:
-                    out.add(creator)
+                if m is None or m.stamp != stamp or mutator not in reached:
                     break
+            else:
+                continue
+            if creator in out or creator not in reached:
+                continue
+            entry = cache.get(creator)
+            if entry is None or not any(value is obj for _, value in entry.bindings):
+                continue  # not the creator's current object: nothing holds it
+            out.add(creator)
         return out
 
     def _run_pass(self, frame, depth, rec, qualname, top, wanted, visualizations):
@@ -1401,9 +1723,9 @@ class Runner:
         ns.clear()
         ns.update(module_dict)
         declared = self._declared(frame, plan)
-        for name in plan.bound:
+        for name in plan.bound.intersection(ns):
             if name not in declared:  # a `global` name is the module's
-                ns.pop(name, None)
+                del ns[name]
         ns.update(frame.params)
         hooks = _Hooks()
         if frame.func_class is not None:
@@ -1438,16 +1760,36 @@ class Runner:
                 self.emit({"type": "updates", "depth": depth, "updates": batch[:]})
                 batch.clear()
 
-        for i in order:
+        # The statements visited one by one, in order: those of R, those
+        # with a visualization, and the dirty ones (Frame._forget_sync). A
+        # full run applies the clean statements between them in bulk
+        # (_apply_clean): for them a visit would change nothing else. A
+        # partial run visits exactly what it wants.
+        dirty = frame.dirty
+        n = len(stmts)
+        if wanted is None:
+            visits = set(rerun)
+            visits.update(dirty)
+            for vis_id in vis_by_id:
+                vps = plan.by_id.get(vis_id)
+                if vps is not None:
+                    visits.add(vps.index)
+            todo = sorted(visits)
+        else:
+            todo = list(order)
+            visits = set(todo)
+        pos = 0
+        prev = -1
+        rest = ()  # the statements after a return, each to report not reached
+        while True:
+            i = todo[pos] if pos < len(todo) else n
+            if wanted is None and i > prev + 1:
+                self._apply_clean(frame, plan, ns, reached, prev + 1, i)
+            if i >= n:
+                break
+            pos += 1
+            prev = i
             ps = stmts[i]
-            if returned:
-                # Sent again when the statement moved: the client's range
-                # of a not-reached statement must follow edits too.
-                if reported.get(ps.id) != (NOT_REACHED, ps.range):
-                    reported[ps.id] = (NOT_REACHED, ps.range)
-                    flush()
-                    self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
-                continue
             if i not in rerun:
                 e = frame.cache[ps.id]
                 for name, value in e.bindings:
@@ -1463,12 +1805,19 @@ class Runner:
                     cached["fromCache"] = True
                     reported[ps.id] = e.update
                     batch.append(cached)
+                if e.returned or e.deletes:
+                    dirty.add(i)
+                else:
+                    dirty.discard(i)
                 if top and ps.id in vis_by_id:
                     flush()
                     self._visualize(vis_by_id[ps.id], e.value, ns, module_dict, plan, fresh=False)
                 if e.returned:
                     returned = True
+                    rest = range(i + 1, n) if wanted is None else todo[pos:]
+                    break
                 continue
+            dirty.add(i)
             origins = []
             for j in ps.local_deps:
                 p = panics.get(j)
@@ -1498,6 +1847,9 @@ class Runner:
                     if j not in rerun and (wanted is None or j in order):
                         rerun.add(j)
                         frame.cache.pop(stmts[j].id, None)
+                        if j not in visits:
+                            visits.add(j)
+                            bisect.insort(todo, j, pos)
             if self.kernel.stop_requested():
                 # An edit asked the run to end at a statement boundary
                 # (kernel/PROTOCOL.md): this statement's value is cached;
@@ -1506,11 +1858,35 @@ class Runner:
                 # goes on from here.
                 stopped = True
                 break
+            if returned:
+                rest = range(i + 1, n) if wanted is None else todo[pos:]
+                break
+        for k in rest:
+            # Sent again when the statement moved: the client's range
+            # of a not-reached statement must follow edits too.
+            ps = stmts[k]
+            dirty.add(k)
+            if reported.get(ps.id) != (NOT_REACHED, ps.range):
+                reported[ps.id] = (NOT_REACHED, ps.range)
+                flush()
+                self.emit({"type": "updates", "depth": depth, "updates": [_update(ps, {"type": "Pending", "message": "not reached"})]})
         flush()
-        for stale in [k for k in frame.cache if k not in plan.by_id]:
-            del frame.cache[stale]
-        for stale in [k for k in reported if k not in plan.by_id]:
-            del reported[stale]
+        if frame.stale_keys:
+            for stale in frame.cache.keys() - plan.by_id.keys():
+                del frame.cache[stale]
+            for stale in reported.keys() - plan.by_id.keys():
+                del reported[stale]
+            frame.stale_keys = False
+        # A block merged from an entry this run replaced or removed lets go
+        # of its values now, not at the next run (a large object would
+        # live on); touched stays for the next _sync.
+        blocks = frame.blocks
+        if blocks:
+            by_id = plan.by_id
+            for key in frame.cache.touched:
+                tps = by_id.get(key)
+                if tps is not None and tps.index // BLOCK < len(blocks):
+                    blocks[tps.index // BLOCK] = None
         self._prune_mutlog(frame)
         for vis_id, items in vis_by_id.items():
             if vis_id not in plan.by_id and top:
@@ -1519,6 +1895,30 @@ class Runner:
                         self._vis_failed(vis, "expression %s is not a statement of %s:%s" % (vis_id, plan.module, plan.qualname))
         if stopped:
             raise Failure("stopped", "stopped at a statement boundary by an edit")
+
+    @staticmethod
+    def _apply_clean(frame, plan, ns, reached, a, b):
+        """Visit the clean statements a..b-1 (Frame._forget_sync) in bulk:
+        their bindings into the namespace, in order, and their ids into
+        reached; a whole block at a time where one fits (Frame.blocks)."""
+        cache = frame.cache
+        ids = plan.ids
+        blocks = frame.blocks
+        k = a
+        while k < b:
+            if k % BLOCK == 0 and k + BLOCK <= b:
+                merged = blocks[k // BLOCK]
+                if merged is None:
+                    merged = {}
+                    for e in map(cache.__getitem__, ids[k:k + BLOCK]):
+                        merged.update(e.bindings)
+                    blocks[k // BLOCK] = merged
+                ns.update(merged)
+                k += BLOCK
+            else:
+                ns.update(cache[ids[k]].bindings)
+                k += 1
+        reached.update(ids[a:b])
 
     def _run_statement(self, frame, plan, ps, depth, ns, hooks, frame_names, panics, top, vis_by_id, module_dict):
         """Run one statement of R; returns whether it returned from the frame."""
@@ -1672,11 +2072,12 @@ class Runner:
 
     @staticmethod
     def _declared(frame, plan):
-        """_declared_globals of the frame's plan, computed once per plan."""
-        declared = frame.declared_globals
-        if declared is None or declared[0] is not plan:
-            declared = frame.declared_globals = (plan, _declared_globals(plan))
-        return declared[1]
+        """_declared_globals of the frame's plan, computed once per plan
+        (or passed on by _update_plan)."""
+        declared = plan.declared
+        if declared is None:
+            declared = plan.declared = _declared_globals(plan)
+        return declared
 
     def _write_globals(self, frame, plan, text, ns, module_dict, size, before):
         """Carry a statement's writes of module globals to the module, as
