@@ -1665,8 +1665,10 @@ class Runner:
             if creator in out or creator not in reached:
                 continue
             entry = cache.get(creator)
-            if entry is None or not any(value is obj for _, value in entry.bindings):
-                continue  # not the creator's current object: nothing holds it
+            if entry is None or not any(value is obj or any(x is obj for x in _elements(value)) for _, value in entry.bindings):
+                # Not the creator's current object, nor directly inside it
+                # (grid's row, _register_objects): nothing holds it.
+                continue
             out.add(creator)
         return out
 
@@ -2141,6 +2143,8 @@ class Runner:
         for e in frame.cache.values():
             for _, obj in e.bindings:
                 live.add(id(obj))
+                for inner in _elements(obj):  # registered with their container's creator
+                    live.add(id(inner))
         for obj in frame.params.values():
             live.add(id(obj))
         mutlog = frame.mutlog
