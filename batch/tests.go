@@ -153,6 +153,9 @@ type testRun struct {
 	gone   []string
 	cancel context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
 	flags  runFlags
+	// lost: guarded by mu: a kernel was replaced during the run; what its
+	// predecessor recorded for --watch's hot path is gone.
+	lost bool
 	// running: the workers run the tests (set before they start): a
 	// collection from then on (a kernel replaced, a stolen module) is
 	// not the run's first, so it does not purge or report dependencies.
@@ -239,6 +242,23 @@ func (t *testRun) closed(share int) {
 	t.more.Broadcast()
 }
 
+// replaced records that a worker's kernel is being replaced.
+func (t *testRun) replaced() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lost = true
+}
+
+// clean reports whether the run left every kernel's session open and
+// whole, with what each test reached recorded: it ran to its end (not
+// stopped, no worker gone, no kernel replaced), without split collection
+// or unittest. Only then can a watch's hot path use the sessions.
+func (t *testRun) clean() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.stopped && !t.lost && len(t.gone) == 0 && !t.split && !t.unit
+}
+
 // left records why a worker ended before the run.
 func (t *testRun) left(why string) {
 	t.mu.Lock()
@@ -303,6 +323,10 @@ type testPool struct {
 	workers []*testWorker
 	slots   engine.Kernels // the launcher's slots; nil: children
 	stopTO  time.Duration
+	// session: the open pytest sessions a watch's last run left in the
+	// kernels, for the hot path (hot.go); nil when that run was not clean
+	// (testRun.clean), which sends the next change down the module path.
+	session *hotSession
 }
 
 // replaceTimeout bounds the wait for a slot's next kernel after one died
@@ -400,9 +424,17 @@ type runFlags struct {
 	// keep: the kernels stay up after the run.
 	keep bool
 	// kernels, when above 0, is how many of the pool's kernels the run
-	// uses (a watch's re-run of one module needs one: the others would
-	// only collect).
+	// uses.
 	kernels int
+	// watch: the kernels record which project functions each test
+	// reaches (kernel/python/ripple_watchfn.py) and keep their pytest
+	// sessions open after the run, for the hot path (hot.go).
+	watch bool
+	// only, when not nil, keeps the tests of these test files (paths
+	// relative to the root): a watch's module path collects the whole
+	// suite, so that the sessions it leaves open hold every test, and runs
+	// the affected modules.
+	only map[string]bool
 }
 
 // run collects with args in every kernel (starting those that are not
@@ -614,7 +646,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	keep := make([]sharedItem, 0, nItems) // the item of each kept item entry
 	kept := entries[:offset]
 	for i := offset; i < len(entries); i++ {
-		if opts.Shard.All() || opts.Shard.Has(entries[i].ID()) {
+		if (opts.Shard.All() || opts.Shard.Has(entries[i].ID())) && (flags.only == nil || flags.only[entries[i].Path]) {
 			kept = append(kept, entries[i])
 			keep = append(keep, items[i-offset])
 		}
@@ -656,12 +688,31 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	opts.Logger.Debug("tests", "collected", len(items), "groups", len(t.queue), "kernels", workers, "split", t.split)
 
-	var runErr error
 	if !runItems {
 		stopAll()
 		report.Duration = time.Since(started)
 		return report, deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
+	runErr := p.drive(ctx, runCtx, t, ws, c)
+	if flags.watch {
+		p.session = nil
+		if t.clean() {
+			p.session = &hotSession{args: args, items: first.Items, workers: workers}
+		}
+	}
+	if runErr == nil && len(items) == 0 && len(pre) == 0 {
+		runErr = ErrNoTests
+	}
+	return report, deps, runErr
+}
+
+// drive runs the queued groups of t on the workers ws, whose sessions are
+// open, hands the results to c until every worker ended, and completes
+// what did not run (skipped when the run was stopped, crashed when no
+// kernel was left to run it).
+func (p *testPool) drive(ctx, runCtx context.Context, t *testRun, ws []*testWorker, c *completer) error {
+	opts, report, entries := t.opts, c.report, t.entries
+	var runErr error
 	t.running = true
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
@@ -670,7 +721,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		go func() {
 			defer wwg.Done()
 			w.loop(runCtx)
-			if !flags.keep {
+			if !t.flags.keep {
 				w.stopKernel(ctx)
 			}
 		}()
@@ -746,11 +797,8 @@ loop:
 			c.complete(i, &r)
 		}
 	}
-	report.Duration = time.Since(started)
-	if runErr == nil && len(items) == 0 && len(pre) == 0 {
-		runErr = ErrNoTests
-	}
-	return report, deps, runErr
+	report.Duration = time.Since(c.started)
+	return runErr
 }
 
 var errFailFast = errors.New("--fail-fast")
@@ -927,7 +975,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	// Without split the first kernel's dependencies are the suite's; with
 	// it, each kernel tells its share's.
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
-		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running}
+		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running,
+		"watch": w.t.flags.watch}
 	if w.t.split {
 		split := map[string]any{"share": w.share, "shares": w.t.shares}
 		if w.steal != nil {
@@ -1022,6 +1071,7 @@ func (w *testWorker) rejoin(ctx context.Context, restart bool) error {
 			}
 		}
 	}
+	w.t.replaced()
 	if err := w.join(ctx); err != nil {
 		return fmt.Errorf("kernel %s could not be replaced: %w", w.name(), err)
 	}
@@ -1130,6 +1180,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	w.cancel = cancel
 	w.mu.Unlock()
 	params := map[string]any{"op": op, "indices": group}
+	if op == "finish" && w.t.flags.watch {
+		params["keep"] = true // the hot path runs its items again (hot.go)
+	}
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "run", "indices": group}
 	}
