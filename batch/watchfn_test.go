@@ -46,6 +46,9 @@ func watchProject(t *testing.T, files map[string]string, kernels int) *watching 
 		}
 	})
 	r := w.next("first run")
+	if r.rep == nil {
+		t.Fatalf("first run: %v", r.err)
+	}
 	if r.err != nil || r.rep.Summary().Failing() != 0 {
 		t.Fatalf("first run: %v\n%s", r.err, outline(r.rep))
 	}

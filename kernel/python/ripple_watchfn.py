@@ -81,6 +81,7 @@ class Recorder:
         self.module_of = {}  # absolute path -> module name
         self._trees = {}  # absolute path -> (source, parsed units)
         self._trace = self._make_trace()
+        self._tool = None  # _Monitor, with sys.monitoring
         self.on = False
 
     # ---- recording
@@ -108,12 +109,12 @@ class Recorder:
                 return None
             if k == 3:
                 return None
-            rec._add(code)
             if k == 1:
                 rec._module_depth += 1
             else:
                 rec._cache_depth += 1
             rec._switch()
+            rec._add(code)  # a cached function itself is cached
             frame.f_trace_lines = False
             return local
 
@@ -143,15 +144,37 @@ class Recorder:
             self._add = self._test.add
 
     def start(self):
-        """Records from now on, in this thread and in threads started later."""
+        """Records from now on: with sys.monitoring (3.12+) in every
+        thread, else with sys.settrace in this thread and in threads
+        started later."""
         self.on = True
+        if _MONITORING:
+            self._tool = _Monitor(self)
+            return
         sys.settrace(self._trace)
         threading.settrace(self._trace)
 
     def stop(self):
         self.on = False
+        if self._tool is not None:
+            self._tool.close()
+            self._tool = None
+            return
         sys.settrace(None)
         threading.settrace(None)
+
+    def _intact(self):
+        """Whether the recording still runs (a test may replace the trace
+        function, or free the monitoring tool id); it restarts it if not."""
+        if self._tool is not None:
+            if self._tool.intact():
+                return True
+            self._tool = _Monitor(self)
+            return False
+        if sys.gettrace() is self._trace:
+            return True
+        sys.settrace(self._trace)
+        return False
 
     def collecting(self, on):
         """Everything that runs during a "collect" op counts as import."""
@@ -167,8 +190,8 @@ class Recorder:
         self._switch()
 
     def begin_test(self, nodeid):
-        if self.on and sys.gettrace() is not self._trace:
-            sys.settrace(self._trace)
+        if self.on:
+            self._intact()
         self._test, self._test_id = set(), nodeid
         self._module_depth = self._cache_depth = self._wide_depth = 0
         self._switch()
@@ -180,11 +203,10 @@ class Recorder:
         self._switch()
         if nodeid is None:
             return
-        if self.on and sys.gettrace() is not self._trace:
+        if self.on and not self._intact():
             # The test (or a tool) replaced the trace function: its record
             # is cut short.
             self.untraced.add(nodeid)
-            sys.settrace(self._trace)
         else:
             self.untraced.discard(nodeid)
         units = frozenset(u for u in map(self.unit, codes) if u is not None)
@@ -261,6 +283,8 @@ class Recorder:
         for code in cached:
             if self._kind.get(code) == 0:
                 self._kind[code] = 2
+                if self._tool is not None:
+                    self._tool.special(code)
 
     # ---- a saved change
 
@@ -348,6 +372,77 @@ class Recorder:
                 f.__code__ = c
         for rel, new in files:
             self.sources[os.path.join(self.root, rel)] = new
+
+
+_MONITORING = hasattr(sys, "monitoring") and os.environ.get("RIPPLE_WATCH_SETTRACE") != "1"
+
+
+class _Monitor:
+    """The recorder on sys.monitoring (3.12+): PY_START and PY_RESUME of
+    every function, disabled for good at code that is not the project's
+    (so only project calls cost a callback, and no frame objects are
+    made); PY_RETURN and PY_YIELD only on the special codes (module code,
+    cached functions) whose depth the recorder counts, PY_UNWIND (global
+    only in sys.monitoring) filtered to them."""
+
+    NAME = "ripple-watch"
+
+    def __init__(self, rec):
+        mon = sys.monitoring
+        self.rec, self.mon = rec, mon
+        self.id = None
+        for i in range(mon.PROFILER_ID, 6):
+            if mon.get_tool(i) is None:
+                mon.use_tool_id(i, self.NAME)
+                self.id = i
+                break
+        if self.id is None:
+            raise RuntimeError("no free sys.monitoring tool id for --watch's recorder")
+        ev = mon.events
+        kind_of, disable = rec._kind, mon.DISABLE
+        special = self.special
+
+        def start(code, offset):
+            k = kind_of.get(code)
+            if k is None:
+                k = rec._classify(code)
+                if k == 1 or k == 2:
+                    special(code)
+            if k == 3:
+                return disable
+            if k == 1:
+                rec._module_depth += 1
+                rec._switch()
+            elif k == 2:
+                rec._cache_depth += 1
+                rec._switch()
+            rec._add(code)  # a cached function itself is cached
+
+        def leave(code, offset, arg):
+            k = kind_of.get(code)
+            if k == 1:
+                rec._module_depth -= 1
+                rec._switch()
+            elif k == 2:
+                rec._cache_depth -= 1
+                rec._switch()
+
+        for e, f in ((ev.PY_START, start), (ev.PY_RESUME, start), (ev.PY_RETURN, leave),
+                     (ev.PY_YIELD, leave), (ev.PY_UNWIND, leave)):
+            mon.register_callback(self.id, e, f)
+        mon.set_events(self.id, ev.PY_START | ev.PY_RESUME | ev.PY_UNWIND)
+
+    def special(self, code):
+        ev = self.mon.events
+        self.mon.set_local_events(self.id, code, ev.PY_RETURN | ev.PY_YIELD)
+
+    def intact(self):
+        return self.mon.get_tool(self.id) == self.NAME
+
+    def close(self):
+        if self.intact():
+            self.mon.set_events(self.id, 0)
+            self.mon.free_tool_id(self.id)
 
 
 class _Units:
