@@ -715,6 +715,9 @@ class _Session:
         finally:
             if not keep or self.stopped:
                 self.close()
+            elif _RECORDER is not None and _RECORDER.on:
+                # Modules the tests imported: their sources, for the hot path.
+                _RECORDER.snapshot()
         return answer
 
     def _run_one(self, item, nextitem, i):

@@ -80,6 +80,7 @@ class Recorder:
         self.sources = {}  # absolute path -> source the kernel runs (None: unknown)
         self.module_of = {}  # absolute path -> module name
         self._trees = {}  # absolute path -> (source, parsed units)
+        self._snap_ns = 0
         self._trace = self._make_trace()
         self._tool = None  # _Monitor, with sys.monitoring
         self.on = False
@@ -256,12 +257,20 @@ class Recorder:
 
     # ---- after a collection
 
-    def snapshot(self, started_ns):
-        """Notes the source of each project module the kernel has
-        imported, and the functions caches wrap. A file changed since the
-        collection started (started_ns) may not be what was imported: its
-        source is unknown (a change to it falls back)."""
-        cached = set()
+    def snapshot(self, started_ns=None):
+        """Notes the source of each project module the kernel imported,
+        and the functions caches wrap. At the end of a collection
+        (started_ns: when it started) it looks at every module; at the end
+        of a run (None), at the modules imported since the last snapshot.
+        A file changed since the collection started (or since the last
+        snapshot began) may not be what was imported: its source is
+        unknown (a change to it falls back)."""
+        import time
+
+        full = started_ns is not None
+        bound = started_ns if full else self._snap_ns
+        self._snap_ns = time.time_ns()
+        cached = set() if full else self._cached_codes
         for name, mod in list(sys.modules.items()):
             f = getattr(mod, "__file__", None)
             if not f or not isinstance(f, str) or not f.endswith(".py"):
@@ -269,16 +278,18 @@ class Recorder:
             f = os.path.abspath(f)
             if not f.startswith(self.prefix) or "site-packages" in f or "dist-packages" in f:
                 continue
-            if f not in self.sources:
+            new = f not in self.sources
+            if new:
                 try:
                     st = os.stat(f)
                     with open(f, "rb") as fh:
                         data = fh.read()
-                    self.sources[f] = data.decode("utf-8") if st.st_mtime_ns < started_ns else None
+                    self.sources[f] = data.decode("utf-8") if st.st_mtime_ns < bound else None
                 except (OSError, UnicodeDecodeError):
                     self.sources[f] = None
                 self.module_of[f] = name
-            _cached_functions(mod, cached)
+            if full or new:
+                _cached_functions(mod, cached)
         self._cached_codes = cached
         for code in cached:
             if self._kind.get(code) == 0:
@@ -315,39 +326,64 @@ class Recorder:
 
     def _plan_file(self, path, rel, new):
         old = self.sources.get(path)
+        if old is None and path not in self.sources and _loaded(path) is None:
+            # Not imported in this kernel: nothing to patch; it imports
+            # the saved source if a test needs it. Unless a test it ran
+            # reached it before a purge: then its changed units are not
+            # known here.
+            mark = rel + "::"
+            if any(u.startswith(mark) and t for u, t in self.by_unit.items()):
+                raise Fallback("%s: tests reached it in this kernel, which no longer has it imported" % rel)
+            return [], [], []
         if old is None:
-            why = "not imported by the kernels" if path not in self.sources else "its source at import is not known"
-            raise Fallback("%s: %s" % (rel, why))
+            raise Fallback("%s: its source at import is not known (imported where no snapshot saw it, or changed since)" % rel)
         if old == new:
             return [], [], []
-        try:
-            new_tree = ast.parse(new, path)
-        except SyntaxError as e:
-            e.filename = rel
-            raise
         cached = self._trees.get(path)
         if cached is None or cached[0] != old:
+            # The first change of this module: its units as imported.
             cached = (old, _Units(ast.parse(old, path)))
-        old_u, new_u = cached[1], _Units(new_tree)
-        if old_u.skeleton != new_u.skeleton:
-            raise Fallback("%s: module-level code, a class body, a decorator or a signature changed" % rel)
-        if old_u.ambiguous or new_u.ambiguous:
-            raise Fallback("%s: %s is defined twice" % (rel, sorted(old_u.ambiguous | new_u.ambiguous)[0]))
+        old_u = cached[1]
+        edits = _edit_in_body(old_u, old, new, path)
+        if edits is None:
+            # Not one edit inside one function body: the whole module.
+            try:
+                new_tree = ast.parse(new, path)
+            except SyntaxError as e:
+                e.filename = rel
+                raise
+            new_u = _Units(new_tree)
+            if old_u.skeleton != new_u.skeleton:
+                raise Fallback("%s: module-level code, a class body, a decorator or a signature changed" % rel)
+            if old_u.ambiguous or new_u.ambiguous:
+                raise Fallback("%s: %s is defined twice" % (rel, sorted(old_u.ambiguous | new_u.ambiguous)[0]))
+            edits = []
+            for q, node in new_u.nodes.items():
+                if old_u.bodies[q] != new_u.bodies[q]:
+                    edits.append((q, node, 0))
+                    continue
+                (f0, _, e0), (f1, _, e1) = old_u.spans[q], new_u.spans[q]
+                if (f0, e0) != (f1, e1):
+                    edits.append((q, node, f1 - f0) if e1 - f1 == e0 - f0 else (q, node, 0))
+        else:
+            edits, new_u = edits
         mod = sys.modules.get(self.module_of.get(path, ""))
         if mod is None or os.path.abspath(getattr(mod, "__file__", "") or "") != path:
             raise Fallback("%s: its module is not loaded" % rel)
         if type(getattr(mod, "__loader__", None)).__name__ == "AssertionRewritingHook":
             raise Fallback("%s: pytest rewrote its asserts (a test module, conftest or registered for rewriting)" % rel)
         patches, changed, moved = [], [], []
-        for q, node in new_u.nodes.items():
-            o = old_u.nodes[q]
+        for q, node, shift in edits:
             same = old_u.bodies[q] == new_u.bodies[q]
-            if same and (o.lineno, o.end_lineno) == (node.lineno, node.end_lineno):
-                continue
             unit = "%s::%s" % (rel, q)
-            fn = _locate(mod, q, path, _first_line(o))
+            fn = _locate(mod, q, path, old_u.spans[q][0])
             if fn is None:
                 raise Fallback("%s: cannot find the live function %s" % (rel, q))
+            if same and shift:
+                # Only moved: the same code, its lines shifted.
+                patches.append((fn, _shifted(fn.__code__, shift), None, False, []))
+                moved.append(unit)
+                continue
             code = _compile_unit(new_u, q, node, path)
             if code is None:
                 raise Fallback("%s: %s did not compile to one function" % (rel, q))
@@ -356,7 +392,7 @@ class Recorder:
             if code.co_flags != fn.__code__.co_flags:
                 raise Fallback("%s: %s changed kind (generator, coroutine) or its flags" % (rel, q))
             nested = []
-            if not same and _nested_defs(o) != _nested_defs(node):
+            if not same and _nested_defs(old_u.nodes[q]) != _nested_defs(node):
                 nested = _stale_closures(fn.__code__, code)
             patches.append((fn, code, ast.get_docstring(node, clean=False) if not same else None, not same, nested))
             (moved if same else changed).append(unit)
@@ -445,13 +481,25 @@ class _Monitor:
             self.mon.free_tool_id(self.id)
 
 
+def _loaded(path):
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and os.path.abspath(f) == path:
+            return mod
+    return None
+
+
 class _Units:
     """A module's function units: per qualname its def node and the dump
     of its body (no positions); the skeleton is the dump of everything
     else (bodies replaced by pass)."""
 
     def __init__(self, tree):
-        self.nodes, self.bodies, self.ambiguous = {}, {}, set()
+        # spans: per qualname (first line, decorators included; first line
+        # of the body; last line), kept true when an edit moves the unit
+        # (the nodes of units an edit did not touch keep their old
+        # positions: only their dumps, which have none, are read).
+        self.nodes, self.bodies, self.spans, self.ambiguous = {}, {}, {}, set()
         self.future = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
         body = self._strip(tree.body, "")
         self.skeleton = ast.dump(ast.Module(body=body, type_ignores=[]))
@@ -465,6 +513,7 @@ class _Units:
                     self.ambiguous.add(q)
                 self.nodes[q] = node
                 self.bodies[q] = ast.dump(ast.Module(body=node.body, type_ignores=[]))
+                self.spans[q] = (_first_line(node), node.body[0].lineno, node.end_lineno)
                 stub = type(node)(**{f: getattr(node, f, None) for f in node._fields})
                 stub.body = [ast.Pass()]
                 out.append(stub)
@@ -475,6 +524,76 @@ class _Units:
             else:
                 out.append(node)
         return out
+
+
+def _edit_in_body(units, old, new, path):
+    """The fast path of a one-place edit: when the lines that differ
+    between old and new lie inside one unit's body, only that unit's new
+    text is parsed (a module of thousands of lines costs tens of ms to
+    parse and dump whole). Returns ([(qualname, new def node, 0)] plus the
+    units after the edit with the lines they moved by, the updated units),
+    or None: take the whole module."""
+    a, b = old.splitlines(True), new.splitlines(True)
+    lo = 0
+    n = min(len(a), len(b))
+    while lo < n and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < n - lo and a[len(a) - 1 - hi] == b[len(b) - 1 - hi]:
+        hi += 1
+    first, last = lo + 1, len(a) - hi  # old lines first..last differ (1-based; none when last < first)
+    delta = len(b) - len(a)
+    hit = None
+    for q, (f, body, end) in units.spans.items():
+        if body <= first and max(first, last) <= end:
+            if body == f or hit is not None:
+                return None  # body on the def's line, or nesting we do not handle
+            hit = q
+    if hit is None or hit in units.ambiguous:
+        return None
+    f, body, end = units.spans[hit]
+    seg = "".join(b[f - 1:end + delta])
+    node = units.nodes[hit]
+    indented = seg[:1] in (" ", "\t")
+    try:
+        tree = ast.parse(("if 1:\n" + seg) if indented else seg, path)
+    except SyntaxError:
+        return None  # the whole module says where
+    ast.increment_lineno(tree, f - 2 if indented else f - 1)
+    stmts = tree.body[0].body if indented and len(tree.body) == 1 and isinstance(tree.body[0], ast.If) else tree.body
+    if len(stmts) != 1 or type(stmts[0]) is not type(node) or stmts[0].name != node.name:
+        return None
+    new_node = stmts[0]
+    if new_node.end_lineno != end + delta or _signature(new_node) != _signature(node):
+        return None
+    out = _copy_units(units)
+    out.nodes[hit] = new_node
+    out.bodies[hit] = ast.dump(ast.Module(body=new_node.body, type_ignores=[]))
+    out.spans[hit] = (_first_line(new_node), new_node.body[0].lineno, new_node.end_lineno)
+    edits = [(hit, new_node, 0)]
+    if delta:
+        for q, (f2, body2, end2) in units.spans.items():
+            if f2 > end:
+                out.spans[q] = (f2 + delta, body2 + delta, end2 + delta)
+                edits.append((q, units.nodes[q], delta))
+    return edits, out
+
+
+def _copy_units(units):
+    out = _Units.__new__(_Units)
+    out.nodes, out.bodies, out.spans = dict(units.nodes), dict(units.bodies), dict(units.spans)
+    out.ambiguous, out.future, out.skeleton = units.ambiguous, units.future, units.skeleton
+    return out
+
+
+def _signature(node):
+    return ast.dump(type(node)(**{f: getattr(node, f, None) for f in node._fields if f != "body"}))
+
+
+def _shifted(code, delta):
+    """code with its lines (and its nested code objects') moved by delta."""
+    consts = tuple(_shifted(c, delta) if hasattr(c, "co_code") else c for c in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + delta, co_consts=consts)
 
 
 def _first_line(node):
