@@ -72,6 +72,7 @@ func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep 
 	if s == nil {
 		return nil, "the last run left no open sessions", nil
 	}
+	began := time.Now()
 	ws := p.workers[:s.workers]
 	answers := make([]hotAnswer, len(ws))
 	errs := make([]error, len(ws))
@@ -113,7 +114,7 @@ func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep 
 			tests[id] = true
 		}
 	}
-	opts.Logger.Debug("hot patch", "changed", answers[0].Changed, "moved", answers[0].Moved, "tests", len(tests))
+	opts.Logger.Debug("hot patch", "changed", answers[0].Changed, "moved", len(answers[0].Moved), "tests", len(tests), "took", time.Since(began))
 	var indices []int
 	for i, it := range s.items {
 		if tests[it.NodeID] {
@@ -124,6 +125,7 @@ func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep 
 		return &Report{Project: p.root, Python: p.python, Kernels: len(ws), Started: time.Now()}, "", nil
 	}
 	rep, err = p.rerun(ctx, opts, s, indices)
+	opts.Logger.Debug("hot re-run", "tests", len(indices), "took", time.Since(began))
 	return rep, "", err
 }
 

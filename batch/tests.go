@@ -441,6 +441,9 @@ type runFlags struct {
 // up), then runs the tests; see runTests.
 func (p *testPool) run(ctx context.Context, opts Options, args []string, flags runFlags) (*Report, map[string][]string, error) {
 	started := time.Now()
+	if flags.watch {
+		p.session = nil // a new collection: set again below when the run ends clean
+	}
 	ws := p.workers
 	if flags.kernels > 0 && flags.kernels < len(ws) {
 		ws = ws[:flags.kernels]
@@ -695,7 +698,6 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	runErr := p.drive(ctx, runCtx, t, ws, c)
 	if flags.watch {
-		p.session = nil
 		if t.clean() {
 			p.session = &hotSession{args: args, items: first.Items, workers: workers}
 		}

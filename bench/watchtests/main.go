@@ -18,7 +18,7 @@
 // Saves alternate with nothing else; each waits for the previous
 // results. Run it from the repository root:
 //
-//	go run ./bench/watchtests          # -edits 20 -fallback-edits 3 -kernels 2 -func ... -suite ...
+//	go run ./bench/watchtests          # -edits 20 -fallback-edits 1 -kernels 2 -func ... -suite ...
 package main
 
 import (
@@ -52,18 +52,23 @@ type ran struct {
 func main() {
 	python := flag.String("python", "/usr/bin/python3", "interpreter with pytest and sympy")
 	suite := flag.String("suite", defaultSuite, "test paths under the sympy copy, comma-separated")
-	fn := flag.String("func", "sympy/logic/boolalg.py::is_literal", "the library function to edit: path::qualname (a top-level function)")
+	fn := flag.String("func", "sympy/logic/boolalg.py::disjuncts", "the library function to edit: path::qualname (a top-level function)")
 	edits := flag.Int("edits", 20, "hot edits")
-	fallbacks := flag.Int("fallback-edits", 3, "module-level edits (the module path)")
+	fallbacks := flag.Int("fallback-edits", 1, "module-level edits (the module path; each re-runs every test module that imports the file)")
 	kernels := flag.Int("kernels", 2, "kernels")
+	verbose := flag.Bool("v", false, "the watch's debug log on stderr")
 	flag.Parse()
-	if err := run(*python, strings.Split(*suite, ","), *fn, *edits, *fallbacks, *kernels); err != nil {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if err := run(logger, *python, strings.Split(*suite, ","), *fn, *edits, *fallbacks, *kernels); err != nil {
 		fmt.Fprintln(os.Stderr, "watchtests:", err)
 		os.Exit(1)
 	}
 }
 
-func run(python string, suite []string, fn string, edits, fallbacks, kernels int) error {
+func run(logger *slog.Logger, python string, suite []string, fn string, edits, fallbacks, kernels int) error {
 	out, err := exec.Command(python, "-c", "import sympy, pytest, os; print(os.path.dirname(sympy.__file__))").Output()
 	if err != nil {
 		return fmt.Errorf("%s cannot import sympy and pytest (apt install python3-sympy python3-pytest): %w", python, err)
@@ -97,7 +102,7 @@ func run(python string, suite []string, fn string, edits, fallbacks, kernels int
 	go func() {
 		done <- batch.Watch(ctx, batch.Options{Root: root, Tests: true, Python: python, Kernels: kernels,
 			PytestArgs: append(slices.Clone(suite), "-p", "no:cacheprovider"),
-			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))},
+			Logger:     logger},
 			batch.WatchHooks{
 				Ran:      func(rep *batch.Report, err error, _ []string) { runs <- ran{rep: rep, err: err, at: time.Now()} },
 				Skipped:  func([]string) { runs <- ran{at: time.Now()} },
