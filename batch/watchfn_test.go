@@ -125,6 +125,10 @@ def make_adder(n):
     def add(x):
         return x + n
     return add
+
+
+def unused():
+    return 0
 `
 
 var hotProject = map[string]string{
@@ -185,6 +189,20 @@ func TestWatchHotReruns(t *testing.T) {
 			t.Errorf("%s: after mending it: %v\n%s", c.name, r.err, got)
 		}
 	}
+	// A function no test reached: patched, nothing re-runs.
+	writeFile(t, w.root, "pkg/lib.py", strings.Replace(hotLib, "return 0", "return 1", 1))
+	select {
+	case c := <-w.skipped:
+		if len(c) != 1 || c[0] != "pkg/lib.py" {
+			t.Errorf("skipped %v", c)
+		}
+	case r := <-w.runs:
+		t.Errorf("an edit of a function no test reached ran:\n%s", outline(r.rep))
+	case why := <-w.fallbacks:
+		t.Errorf("an edit of a function no test reached fell back: %s", why)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no word on the edit of unused")
+	}
 }
 
 // A hot change that also moves functions (lines added above them):
@@ -227,7 +245,7 @@ func TestWatchHotSyntaxError(t *testing.T) {
 
 // What the hot path must not patch takes the module path: a module-level
 // constant, a function that ran at import, a function a module-scoped
-// fixture called, a test module. The module path re-runs the modules that
+// fixture called in its setup or in its teardown, a test module. The module path re-runs the modules that
 // import the file, with the code as saved.
 func TestWatchHotFallsBack(t *testing.T) {
 	t.Parallel()
@@ -245,6 +263,10 @@ def base():
     return 10
 
 
+def done():
+    return None
+
+
 def scale(x):
     return x * FACTOR
 `
@@ -257,7 +279,8 @@ from pkg import lib
 
 @pytest.fixture(scope="module")
 def start():
-    return lib.base()
+    yield lib.base()
+    lib.done()
 
 
 def test_base(start):
@@ -279,6 +302,7 @@ def test_table():
 		{"constant", "FACTOR = 2", "FACTOR = 3", "module-level", "test_fix.py::test_base passed\ntest_fix.py::test_scale failed\ntest_fix.py::test_table passed\n"},
 		{"import", `return {"a": 1}`, `return {"a": 2}`, "imported", "test_fix.py::test_base passed\ntest_fix.py::test_scale passed\ntest_fix.py::test_table failed\n"},
 		{"fixture", "return 10", "return 11", "module, class, package or session scope", "test_fix.py::test_base failed\ntest_fix.py::test_scale passed\ntest_fix.py::test_table passed\n"},
+		{"fixture teardown", "return None", "return 1", "module, class, package or session scope", "test_fix.py::test_base passed\ntest_fix.py::test_scale passed\ntest_fix.py::test_table passed\n"},
 	} {
 		r, why := w.save("pkg/lib.py", strings.Replace(lib, c.from, c.to, 1), false)
 		if !strings.Contains(why, c.why) {
@@ -306,5 +330,47 @@ def test_table():
 	case why := <-w.fallbacks:
 		t.Errorf("a test module tried the hot path: %s", why)
 	default:
+	}
+}
+
+// A plain run records nothing: the kernels neither load the recorder nor
+// trace; a watch's do (the same test fails there).
+func TestPlainRunDoesNotRecord(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := project(t, map[string]string{
+		"test_plain.py": `import sys
+
+
+def test_not_recording():
+    assert "_ripple_watchfn" not in sys.modules
+    assert sys.gettrace() is None
+    assert getattr(sys, "monitoring", None) is None or all(sys.monitoring.get_tool(i) is None for i in range(6))
+`,
+	})
+	rep := run(t, batch.Options{Root: root, Tests: true, Python: py, Kernels: 1})
+	if got := outline(rep); got != "test_plain.py::test_not_recording passed\n" {
+		t.Errorf("plain run:\n%s%s", got, rep.Results[0].Message)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := make(chan *batch.Report, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- batch.Watch(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: 1}, batch.WatchHooks{
+			Ran: func(rep *batch.Report, _ error, _ []string) { runs <- rep },
+		})
+	}()
+	select {
+	case rep := <-runs:
+		if got := outline(rep); got != "test_plain.py::test_not_recording failed\n" {
+			t.Errorf("watch run: the recorder is not on:\n%s", got)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no watch run")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Watch: %v", err)
 	}
 }
