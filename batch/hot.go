@@ -60,13 +60,17 @@ type hotAnswer struct {
 //
 // The re-run keeps the sessions open and runs the items again, rather
 // than a new pytest session restricted to the node ids in the warm
-// kernels: measured on sympy (two cheap tests of sets/tests/test_sets.py,
-// in-process, alternated, 4 each, 2-core machine under another load), a
-// new session cost 36-48 ms and running the items again 24-33 ms (a
-// test alone ~8 ms here, after its module's fixtures): the new session
-// pays pytest's configuration and the collection of the affected modules
-// (Function items, fixture closures) on every save, which grows with the
-// module, where the items need only their own setup and teardown.
+// kernels, by measurement (bench/watchtests/rerun.py: 3 cheap sympy tests,
+// in one process, the two ways alternated; 2-core machine under another
+// session's load, so minima are the steadier figure): test_sets.py (111
+// tests) new session median 57 ms / min 48 ms against items 38 / 33 ms,
+// again 91 / 75 against 58 / 43 ms; test_boolalg.py (82 tests) 159 / 96
+// against 33 / 29 ms over 31 rounds (49 / 43 against 57 / 33 over 15).
+// A new session pays pytest's configuration and the collection of the
+// affected modules (Function items, fixture closures) on every save, and
+// that grows with the module; the open session's items pay only their own
+// setup and teardown (runtestprotocol resets an item's request after each
+// run, which pytest-rerunfailures relies on too).
 func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep *Report, why string, err error) {
 	s := p.session
 	if s == nil {

@@ -16,6 +16,7 @@ same either way; the difference is the overhead).
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -32,14 +33,22 @@ def main():
     ap.add_argument("-n", type=int, default=3, help="tests re-run")
     ap.add_argument("-r", type=int, default=15, help="rounds of each way")
     a = ap.parse_args()
-    items = []
+    items, root, ran = [], [], []
 
     class Keep:
         def pytest_collection_finish(self, session):
-            items[:] = session.items
+            if not items:
+                items[:] = session.items
+                root.append(str(session.config.rootpath))
 
-    args = ["-q", "-p", "no:cacheprovider", "-p", "no:terminal"]
-    pytest.main(args + [a.module], plugins=[Keep()])
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call":
+                ran.append(report.nodeid)
+
+    args = ["-q", "-p", "no:cacheprovider"]
+    quiet = open(os.devnull, "w")
+    with contextlib.redirect_stdout(quiet):
+        pytest.main(args + [a.module], plugins=[Keep()])
     timed = []
     for it in items:
         t0 = time.perf_counter()
@@ -49,12 +58,17 @@ def main():
     sel = [it for _, it in timed[: a.n]]
     sel.sort(key=items.index)
     ids = [it.nodeid for it in sel]
+    os.chdir(root[0])  # node ids are relative to the rootdir
     times = {"session": [], "items": []}
     for _ in range(a.r):
         for way in ("session", "items"):
             t0 = time.perf_counter()
             if way == "session":
-                pytest.main(args + ids, plugins=[Keep()])
+                del ran[:]
+                with contextlib.redirect_stdout(quiet):
+                    rc = pytest.main(args + ids, plugins=[Keep()])
+                if rc != 0 or len(ran) != len(ids):
+                    sys.exit("the new session ran %d of the %d tests (exit %s)" % (len(ran), len(ids), rc))
             else:
                 for i, it in enumerate(sel):
                     runtestprotocol(it, log=False, nextitem=sel[i + 1] if i + 1 < len(sel) else None)
