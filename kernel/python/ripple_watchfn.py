@@ -684,7 +684,10 @@ def _functions(obj, depth):
         for f in (obj.fget, obj.fset, obj.fdel):
             yield from _functions(f, depth + 1)
         return
-    d = getattr(obj, "__dict__", None)
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except Exception:  # no __dict__; never the object's own __getattr__
+        return
     if isinstance(d, dict) and "__wrapped__" in d:
         yield from _functions(d["__wrapped__"], depth + 1)
 
