@@ -66,6 +66,14 @@ var configFiles = []string{"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini
 //     modules' tests. It discards what the hot path patched.
 //   - all: a configuration file changed: every test, after the purge.
 //
+// What the hot path does not see, and so does not guard against: state
+// that earlier runs left in project modules (a global a test changed, a
+// cache other than functools'-style ones found at collection, a
+// generator suspended in old code), and function objects copied from a
+// function's code rather than wrapping it; a new pytest session (the
+// module path) would start from a fresh import. A test during which
+// something replaced the recorder is re-run on every hot change.
+//
 // The record of which test reached what is the kernels' (each holds that
 // of the tests it ran, and keeps it across purges: it names functions by
 // path and qualname); Watch owns the module-level map (deps) and asks the
