@@ -23,8 +23,10 @@ A unit is "path::qualname" with the qualname cut at its first ".<locals>"
 (a nested function belongs to its top-level function or method). On 3.11
 the record is a sys.settrace global function that returns None for every
 frame but the few it must see return (module code, cached functions), so
-no line events are traced; it costs a watch's runs about 2x on call-heavy
-suites (sympy), nothing once the watch is not recording. A test during
+no line events are traced; on 3.12+ sys.monitoring (_Monitor), where
+settrace costs ~4x more. Either way a watch's runs take about 2.2-2.5x as
+long on call-heavy suites (sympy, bench/README.md); a plain run loads
+none of this. A test during
 which something else replaced the trace function is "untraced": every
 hot change re-runs it.
 
@@ -76,7 +78,10 @@ class Recorder:
         self._cache_depth = 0
         self._wide_depth = 0
         self._collecting = False
-        self._add = self._wide.add
+        # _add[0]: the add of the set the running context records into
+        # (a list read from the trace functions' closures: cheaper per
+        # call than an attribute of the recorder).
+        self._add = [self._wide.add]
         self.sources = {}  # absolute path -> source the kernel runs (None: unknown)
         self.module_of = {}  # absolute path -> module name
         self._trees = {}  # absolute path -> (source, parsed units)
@@ -100,14 +105,19 @@ class Recorder:
                 rec._switch()
             return local
 
+        get, add = kind_of.get, self._add
+
         def trace(frame, event, arg):
             code = frame.f_code
-            k = kind_of.get(code)
+            k = get(code)
+            if k == 0:
+                add[0](code)
+                return None
             if k is None:
                 k = rec._classify(code)
-            if k == 0:
-                rec._add(code)
-                return None
+                if k == 0:
+                    add[0](code)
+                    return None
             if k == 3:
                 return None
             if k == 1:
@@ -115,7 +125,7 @@ class Recorder:
             else:
                 rec._cache_depth += 1
             rec._switch()
-            rec._add(code)  # a cached function itself is cached
+            add[0](code)  # a cached function itself is cached
             frame.f_trace_lines = False
             return local
 
@@ -136,13 +146,13 @@ class Recorder:
 
     def _switch(self):
         if self._module_depth > 0 or self._collecting:
-            self._add = self._import.add
+            self._add[0] = self._import.add
         elif self._cache_depth > 0:
-            self._add = self._cached.add
+            self._add[0] = self._cached.add
         elif self._wide_depth > 0 or self._test is None:
-            self._add = self._wide.add
+            self._add[0] = self._wide.add
         else:
-            self._add = self._test.add
+            self._add[0] = self._test.add
 
     def start(self):
         """Records from now on: with sys.monitoring (3.12+) in every
@@ -435,11 +445,14 @@ class _Monitor:
         if self.id is None:
             raise RuntimeError("no free sys.monitoring tool id for --watch's recorder")
         ev = mon.events
-        kind_of, disable = rec._kind, mon.DISABLE
+        kind_of, disable, add = rec._kind, mon.DISABLE, rec._add
         special = self.special
 
         def start(code, offset):
             k = kind_of.get(code)
+            if k == 0:
+                add[0](code)
+                return None
             if k is None:
                 k = rec._classify(code)
                 if k == 1 or k == 2:
@@ -452,7 +465,7 @@ class _Monitor:
             elif k == 2:
                 rec._cache_depth += 1
                 rec._switch()
-            rec._add(code)  # a cached function itself is cached
+            add[0](code)  # a cached function itself is cached
 
         def leave(code, offset, arg):
             k = kind_of.get(code)
