@@ -279,7 +279,7 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 			return console
 		},
 		Ran: func(rep *batch.Report, err error, changed []string) {
-			if len(changed) > 0 {
+			if len(changed) > 0 && rep != nil {
 				fmt.Fprintf(stdout, "ripple run: %s changed: re-ran in %s\n", strings.Join(changed, ", "), time.Since(started).Round(time.Millisecond))
 			}
 			if rep != nil {
