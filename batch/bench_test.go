@@ -71,11 +71,14 @@ func BenchmarkRunBigClass(b *testing.B) {
 }
 
 // BenchmarkWatchEdit is ripple run --tests --watch after a one-line edit
-// of a library function: from the save to the affected tests' results
-// (the Ran hook), on 2 kernels, in a project of 40 test modules of 25
-// tests each of which 2 import the library. Reported: p50 and max of the
-// save-to-results time, and how many tests each re-run ran (must be 50:
-// the unaffected ones are not re-run).
+// of a library function's body (the hot path: the function is patched in
+// the kernels and the tests that reached it run again in the open
+// sessions): from the save to the affected tests' results (the Ran hook),
+// on 2 kernels, in a project of 40 test modules of 25 tests each of which
+// 2 import the library and call the function. Reported: p50 and max of
+// the save-to-results time; each re-run must run 50 tests (the
+// unaffected ones are not re-run). bench/watchtests does the same on
+// sympy.
 func BenchmarkWatchEdit(b *testing.B) {
 	py := pytestPython(b)
 	root := b.TempDir()

@@ -83,13 +83,24 @@
 // collects that share first. Tests left with no kernel to run them are crashed, naming
 // why: such a run is never green.
 //
-// Watch (ripple run --tests --watch) keeps the kernels between runs: after
-// the first, each burst of saved changes re-runs the test modules that
-// import a changed file, directly or through other project modules (the
-// first kernel reports each test module's project imports, read with ast,
-// conftest.py files of its directories included), or every test when a
-// configuration file changed; each run is a new pytest session, after the
-// kernels forgot the project's modules (installed packages stay imported).
+// Watch (ripple run --tests --watch) keeps the kernels between runs and
+// their pytest sessions open after each, and during every run the kernels
+// record which project functions each test reached, apart from those that
+// ran at import or collection, in fixtures wider than a test, or under a
+// cache (kernel/python/ripple_watchfn.py; a plain run records nothing).
+// After the first run, each burst of saved changes takes one of three
+// paths (watch.go has the rules): the hot path (hot.go) for library
+// modules whose source changed only in function bodies none of which ran
+// in those wider contexts: the kernels replace those functions' code in
+// place and re-run, in their open sessions, only the tests that reached
+// one of them; the module path for everything else and whenever the hot
+// path is in doubt: the test modules that import a changed file, directly
+// or through other project modules (the first kernel reports each test
+// module's project imports, read with ast, conftest.py files of its
+// directories included), in a new pytest session after the kernels forgot
+// the project's modules (installed packages stay imported), which collects
+// the whole suite and runs those modules; and every test when a
+// configuration file changed.
 //
 // Without pytest in the interpreter, the same kernels run unittest's own
 // loader (discover from the project root, pattern test*.py) and a class's

@@ -157,6 +157,9 @@ type testRun struct {
 	gone   []string
 	cancel context.CancelCauseFunc // ends every kernel's call: Ctrl-C, --fail-fast, -x
 	flags  runFlags
+	// lost: guarded by mu: a kernel was replaced during the run; what its
+	// predecessor recorded for --watch's hot path is gone.
+	lost bool
 	// running: the workers run the tests (set before they start): a
 	// collection from then on (a kernel replaced, a stolen module) is
 	// not the run's first, so it does not purge or report dependencies.
@@ -270,6 +273,23 @@ func (t *testRun) closed(share int) {
 	t.more.Broadcast()
 }
 
+// replaced records that a worker's kernel is being replaced.
+func (t *testRun) replaced() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lost = true
+}
+
+// clean reports whether the run left every kernel's session open and
+// whole, with what each test reached recorded: it ran to its end (not
+// stopped, no worker gone, no kernel replaced), without split collection
+// or unittest. Only then can a watch's hot path use the sessions.
+func (t *testRun) clean() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.stopped && !t.lost && len(t.gone) == 0 && !t.split && !t.unit
+}
+
 // left records why a worker ended before the run.
 func (t *testRun) left(why string) {
 	t.mu.Lock()
@@ -334,6 +354,10 @@ type testPool struct {
 	workers []*testWorker
 	slots   engine.Kernels // the launcher's slots; nil: children
 	stopTO  time.Duration
+	// session: the open pytest sessions a watch's last run left in the
+	// kernels, for the hot path (hot.go); nil when that run was not clean
+	// (testRun.clean), which sends the next change down the module path.
+	session *hotSession
 }
 
 // replaceTimeout bounds the wait for a slot's next kernel after one died
@@ -431,15 +455,26 @@ type runFlags struct {
 	// keep: the kernels stay up after the run.
 	keep bool
 	// kernels, when above 0, is how many of the pool's kernels the run
-	// uses (a watch's re-run of one module needs one: the others would
-	// only collect).
+	// uses.
 	kernels int
+	// watch: the kernels record which project functions each test
+	// reaches (kernel/python/ripple_watchfn.py) and keep their pytest
+	// sessions open after the run, for the hot path (hot.go).
+	watch bool
+	// only, when not nil, keeps the tests of these test files (paths
+	// relative to the root): a watch's module path collects the whole
+	// suite, so that the sessions it leaves open hold every test, and runs
+	// the affected modules.
+	only map[string]bool
 }
 
 // run collects with args in every kernel (starting those that are not
 // up), then runs the tests; see runTests.
 func (p *testPool) run(ctx context.Context, opts Options, args []string, flags runFlags) (*Report, map[string][]string, error) {
 	started := time.Now()
+	if flags.watch {
+		p.session = nil // a new collection: set again below when the run ends clean
+	}
 	ws := p.workers
 	if flags.kernels > 0 && flags.kernels < len(ws) {
 		ws = ws[:flags.kernels]
@@ -645,7 +680,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	keep := make([]sharedItem, 0, nItems) // the item of each kept item entry
 	kept := entries[:offset]
 	for i := offset; i < len(entries); i++ {
-		if opts.Shard.All() || opts.Shard.Has(entries[i].ID()) {
+		if (opts.Shard.All() || opts.Shard.Has(entries[i].ID())) && (flags.only == nil || flags.only[entries[i].Path]) {
 			kept = append(kept, entries[i])
 			keep = append(keep, items[i-offset])
 		}
@@ -687,12 +722,30 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	opts.Logger.Debug("tests", "collected", len(items), "groups", len(t.queue), "kernels", workers, "split", t.split)
 
-	var runErr error
 	if !runItems {
 		stopAll()
 		report.Duration = time.Since(started)
 		return report, deps, fmt.Errorf("%w: %d %s", ErrCollection, collectErrors, plural(collectErrors, "error", "errors"))
 	}
+	runErr := p.drive(ctx, runCtx, t, ws, c)
+	if flags.watch {
+		if t.clean() {
+			p.session = &hotSession{args: args, items: first.Items, workers: workers}
+		}
+	}
+	if runErr == nil && len(items) == 0 && len(pre) == 0 {
+		runErr = ErrNoTests
+	}
+	return report, deps, runErr
+}
+
+// drive runs the queued groups of t on the workers ws, whose sessions are
+// open, hands the results to c until every worker ended, and completes
+// what did not run (skipped when the run was stopped, crashed when no
+// kernel was left to run it).
+func (p *testPool) drive(ctx, runCtx context.Context, t *testRun, ws []*testWorker, c *completer) error {
+	opts, report, entries := t.opts, c.report, t.entries
+	var runErr error
 	t.running = true
 	done := make(chan struct{})
 	var wwg sync.WaitGroup
@@ -701,7 +754,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		go func() {
 			defer wwg.Done()
 			w.loop(runCtx)
-			if !flags.keep {
+			if !t.flags.keep {
 				w.stopKernel(ctx)
 			}
 		}()
@@ -777,11 +830,8 @@ loop:
 			c.complete(i, &r)
 		}
 	}
-	report.Duration = time.Since(started)
-	if runErr == nil && len(items) == 0 && len(pre) == 0 {
-		runErr = ErrNoTests
-	}
-	return report, deps, runErr
+	report.Duration = time.Since(c.started)
+	return runErr
 }
 
 var errFailFast = errors.New("--fail-fast")
@@ -867,7 +917,9 @@ type testWorker struct {
 	open    bool   // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
-	stay bool
+	// retired: it left the run for that reason; its session is closed,
+	// also in a watch.
+	stay, retired bool
 
 	// slots and slot: the launcher slot whose kernels the worker drives
 	// (Options.Agents); slots is nil and slot -1 for a child kernel.
@@ -961,7 +1013,8 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	// Without split the first kernel's dependencies are the suite's; with
 	// it, each kernel tells its share's.
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
-		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running}
+		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running,
+		"watch": w.t.flags.watch}
 	if w.t.split {
 		split := map[string]any{"share": w.share, "shares": w.t.shares}
 		if w.steal != nil {
@@ -1056,6 +1109,7 @@ func (w *testWorker) rejoin(ctx context.Context, restart bool) error {
 			}
 		}
 	}
+	w.t.replaced()
 	if err := w.join(ctx); err != nil {
 		return fmt.Errorf("kernel %s could not be replaced: %w", w.name(), err)
 	}
@@ -1166,6 +1220,9 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 	params := map[string]any{"op": op, "indices": group}
 	if !w.stay && (op == "run" || op == "finish") && w.t.othersOpen() {
 		params["yieldWide"] = true
+	}
+	if op == "finish" && w.t.flags.watch && !w.retired {
+		params["keep"] = true // the hot path runs its items again (hot.go)
 	}
 	if w.t.unit {
 		params = map[string]any{"op": "unittest", "step": "run", "indices": group}
@@ -1297,7 +1354,7 @@ func (w *testWorker) clash(ctx context.Context, op, why string) bool {
 		return false
 	}
 	if w.t.retire(testGroup{share: w.share, indices: toShare}) {
-		w.open = false
+		w.open, w.retired = false, true
 		w.t.opts.Logger.Info("a session-wide fixture failed in this kernel's pytest session while other kernels ran theirs: its tests go to them",
 			"kernel", w.name(), "fixture", why, "tests", len(held))
 		w.t.left(fmt.Sprintf("kernel %s left the run: %s, while other kernels ran", w.name(), why))

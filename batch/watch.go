@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ripple-run/ripple/workspace"
 )
@@ -23,8 +26,13 @@ type WatchHooks struct {
 	// and error, and the changed files that caused it (none for the
 	// first run).
 	Ran func(rep *Report, err error, changed []string)
-	// Skipped is told the changed files no test depends on.
+	// Skipped is told the changed files no test depends on: no test
+	// module imports them, or (the hot path) no test reached a function
+	// whose body changed.
 	Skipped func(changed []string)
+	// Fallback is told why a change of library modules could not take
+	// the hot path (function granularity): the module path follows.
+	Fallback func(changed []string, why string)
 }
 
 // configFiles are pytest's configuration files: a change to one re-runs
@@ -32,15 +40,46 @@ type WatchHooks struct {
 var configFiles = []string{"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", ".pytest.ini"}
 
 // Watch is ripple run --tests --watch: it runs the tests (Options.Tests
-// must be set) and then, on each change saved in the project, the tests
-// of the test modules that import a changed file, directly or through
-// other project modules (conftest.py files included), or every test when
-// a configuration file changed; until ctx ends, which is not an error.
+// must be set) and then re-runs, on each burst of changes saved in the
+// project, the tests that depend on them; until ctx ends, which is not an
+// error. The kernels stay up between runs (imports of installed packages
+// are paid once) and record, during every run, which project functions
+// each test reached (kernel/python/ripple_watchfn.py).
 //
-// The kernels stay up between runs (imports of installed packages are
-// paid once); each run is a new pytest session in them, after the
-// kernels forgot the project's own modules, so that it sees the code as
-// saved.
+// A change takes one of three paths:
+//
+//   - hot (function granularity, hot.go): library modules (not test
+//     modules, conftest.py or configuration) whose saved source differs
+//     from what the kernels run only in function or method bodies, none
+//     of which ran at import, collection, in a fixture wider than a test
+//     or under a cache. Each kernel replaces those functions' code in
+//     place and the tests any kernel saw reach one of them run again in
+//     the kernels' open pytest sessions; the others are not re-run. A
+//     module that does not parse is reported (ErrSyntax) and the kernels
+//     keep the code they had, so the next save is diffed against it.
+//   - module (the fallback, and every change the hot path does not
+//     take): the tests of the test modules that import a changed file,
+//     directly or through other project modules (conftest.py files
+//     included), after the kernels forgot the project's modules; a new
+//     pytest session that collects the whole suite as the first run did
+//     (so that the sessions it leaves open hold every test) and runs those
+//     modules' tests. It discards what the hot path patched.
+//   - all: a configuration file changed: every test, after the purge.
+//
+// What the hot path does not see, and so does not guard against: state
+// that earlier runs left in project modules (a global a test changed, a
+// cache other than functools'-style ones found at collection, a
+// generator suspended in old code), and function objects copied from a
+// function's code rather than wrapping it; a new pytest session (the
+// module path) would start from a fresh import. A test during which
+// something replaced the recorder is re-run on every hot change.
+//
+// The record of which test reached what is the kernels' (each holds that
+// of the tests it ran, and keeps it across purges: it names functions by
+// path and qualname); Watch owns the module-level map (deps) and asks the
+// kernels for the rest on each hot change. A run that did not end cleanly
+// (stopped, a kernel replaced: its record is lost) leaves no open
+// sessions, and later changes take the module path.
 func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 	if !opts.Tests || len(opts.Entries) > 0 {
 		return fmt.Errorf("%w: --watch runs the tests: it needs --tests and no --entry", ErrUsage)
@@ -68,7 +107,9 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 		return fmt.Errorf("%w: %w", ErrProject, err)
 	}
 	defer ws.Close()
-	watcher := workspace.NewWatcher(ws, workspace.WatchOptions{})
+	// A short debounce: an editor's save is one write (or a write and a
+	// rename), and the hot path's whole budget is ~100 ms.
+	watcher := workspace.NewWatcher(ws, workspace.WatchOptions{Debounce: watchDebounce})
 	if err := watcher.Start(ctx); err != nil {
 		return fmt.Errorf("%w: watch %s: %w", ErrProject, p.root, err)
 	}
@@ -77,20 +118,26 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 	// deps: test module -> the project files it imports (itself
 	// included), from the last run that collected it.
 	deps := map[string][]string{}
-	runOnce := func(args []string, purge bool, changed []string, modules int) {
+	observer := func() Options {
 		o := opts
 		if hooks.Observer != nil {
 			o.Observer = hooks.Observer()
 		}
-		rep, d, err := p.run(ctx, o, args, runFlags{purge: purge, deps: true, keep: true, kernels: modules})
-		for k, v := range d {
-			deps[k] = v
-		}
+		return o
+	}
+	ran := func(rep *Report, err error, changed []string) {
 		if hooks.Ran != nil && ctx.Err() == nil {
 			hooks.Ran(rep, err, changed)
 		}
 	}
-	runOnce(opts.PytestArgs, false, nil, 0)
+	runOnce := func(purge bool, changed []string, only map[string]bool) {
+		rep, d, err := p.run(ctx, observer(), opts.PytestArgs, runFlags{purge: purge, deps: true, keep: true, watch: true, only: only})
+		for k, v := range d {
+			deps[k] = v
+		}
+		ran(rep, err, changed)
+	}
+	runOnce(false, nil, nil)
 	for {
 		var b workspace.Batch
 		var ok bool
@@ -117,7 +164,7 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 			continue
 		}
 		if all {
-			runOnce(opts.PytestArgs, true, changed, 0)
+			runOnce(true, changed, nil)
 			continue
 		}
 		affected := affectedTests(deps, b.Changes)
@@ -127,11 +174,50 @@ func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
 			}
 			continue
 		}
-		// The options of the first run (-k, -m, what followed --), the
-		// affected modules instead of its paths.
-		args := append(optionArgs(opts.PytestArgs), affected...)
-		runOnce(args, true, changed, len(affected))
+		if files, ok := hotCandidates(deps, b.Changes); ok {
+			rep, why, err := hotChange(ctx, p, observer, files)
+			if why == "" {
+				if err == nil && rep != nil && len(rep.Results) == 0 {
+					if hooks.Skipped != nil {
+						hooks.Skipped(changed)
+					}
+					continue
+				}
+				ran(rep, err, changed)
+				continue
+			}
+			opts.Logger.Info("module path", "changed", changed, "why", why)
+			if hooks.Fallback != nil {
+				hooks.Fallback(changed, why)
+			}
+		}
+		only := map[string]bool{}
+		for _, a := range affected {
+			only[a] = true
+		}
+		runOnce(true, changed, only)
 	}
+}
+
+// watchDebounce is how long the project must stay quiet after a save
+// before a watch acts on it.
+const watchDebounce = 20 * time.Millisecond
+
+// hotChange reads the saved files and tries the hot path (testPool.hot);
+// a file that cannot be read sends the change down the module path.
+func hotChange(ctx context.Context, p *testPool, observer func() Options, paths []string) (*Report, string, error) {
+	files := make([]hotFile, 0, len(paths))
+	for _, rel := range paths {
+		data, err := os.ReadFile(filepath.Join(p.root, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, fmt.Sprintf("%s: %v", rel, err), nil
+		}
+		files = append(files, hotFile{Path: rel, Source: string(data)})
+	}
+	if p.session == nil {
+		return nil, "the last run did not leave its sessions open (not clean)", nil
+	}
+	return p.hot(ctx, observer(), files)
 }
 
 // affectedTests are the test modules that import a changed file, and the
@@ -162,28 +248,5 @@ func affectedTests(deps map[string][]string, changes []workspace.Change) []strin
 		out = append(out, t)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// optionArgs drops the positional arguments (paths, node ids) of a pytest
-// command line, keeping its options and their values. An option's value
-// is taken as the next argument when the option is one of pytest's that
-// take one and is not written -o=value.
-func optionArgs(args []string) []string {
-	withValue := map[string]bool{"-k": true, "-m": true, "-p": true, "-o": true, "-c": true, "-W": true, "--maxfail": true,
-		"--rootdir": true, "--confcutdir": true, "--deselect": true, "--ignore": true, "--ignore-glob": true, "--basetemp": true,
-		"--override-ini": true, "--import-mode": true, "--tb": true, "-r": true, "--durations": true, "--junitxml": true, "--log-level": true}
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		out = append(out, a)
-		if withValue[a] && i+1 < len(args) {
-			out = append(out, args[i+1])
-			i++
-		}
-	}
 	return out
 }

@@ -279,7 +279,7 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 			return console
 		},
 		Ran: func(rep *batch.Report, err error, changed []string) {
-			if len(changed) > 0 {
+			if len(changed) > 0 && rep != nil {
 				fmt.Fprintf(stdout, "ripple run: %s changed: re-ran in %s\n", strings.Join(changed, ", "), time.Since(started).Round(time.Millisecond))
 			}
 			if rep != nil {
@@ -291,7 +291,10 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 			fmt.Fprintln(stdout, "ripple run: watching for changes (Ctrl-C to stop)")
 		},
 		Skipped: func(changed []string) {
-			fmt.Fprintf(stdout, "ripple run: %s changed: no test imports it\n", strings.Join(changed, ", "))
+			fmt.Fprintf(stdout, "ripple run: %s changed: no test depends on it\n", strings.Join(changed, ", "))
+		},
+		Fallback: func(changed []string, why string) {
+			fmt.Fprintf(stdout, "ripple run: %s changed: re-running the test modules that import it (%s)\n", strings.Join(changed, ", "), why)
 		},
 	}
 	if err := batch.Watch(ctx, opts, hooks); err != nil {

@@ -18,9 +18,18 @@ does (xdist/remote.py), so that the Go side can hand out groups of tests:
         the next "run" or "finish": its nextitem is then known, so fixtures
         that the next item shares (session, package, module, class scope)
         are not torn down in between.
-    {"op": "finish"}
+    {"op": "finish", "keep": false}
         runs the held item with nextitem None (everything is torn down),
-        then pytest_sessionfinish and unconfigure.
+        then pytest_sessionfinish and unconfigure; with keep (--watch) the
+        session stays open instead, so that "hot" and "run" can run its
+        items again (as pytest's runtestprotocol allows: it resets an
+        item's request after each run).
+    {"op": "hot", "files": [{"path": rel, "source": text}]}
+        --watch at function granularity (ripple_watchfn.py): patches the
+        changed function bodies in place and answers the node ids of the
+        tests that reached them, or {"fallback": why} (nothing patched),
+        or {"syntaxError": "path: line N: msg"}. A "collect" with
+        "watch": true starts the recording that this needs.
     {"op": "unittest"}
         without pytest: unittest's own loader (see _unittest_*).
 
@@ -39,6 +48,20 @@ import os
 import sys
 
 _SESSION = None
+_RECORDER = None  # ripple_watchfn.Recorder: --watch only
+
+
+def _watchfn():
+    mod = sys.modules.get("_ripple_watchfn")
+    if mod is None:
+        import importlib.util
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("_ripple_watchfn", os.path.join(here, "ripple_watchfn.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["_ripple_watchfn"] = mod
+        spec.loader.exec_module(mod)
+    return mod
 
 try:
     from pluggy import HookimplMarker
@@ -61,7 +84,9 @@ def handle(api, params):
     if op == "finish":
         if _SESSION is None:
             return {}
-        return _SESSION.finish(api, bool(params.get("yieldWide")))
+        return _SESSION.finish(api, bool(params.get("keep")), bool(params.get("yieldWide")))
+    if op == "hot":
+        return _hot(params)
     if op == "unittest":
         return _unittest(api, params)
     raise ValueError("pytest: unknown op %r" % (op,))
@@ -78,7 +103,7 @@ class _Discard(io.TextIOBase):
 
 
 def _collect(api, params):
-    global _SESSION
+    global _SESSION, _RECORDER
     if _SESSION is not None:
         # A session left open (its run was stopped): tear it down without
         # running its held-back test.
@@ -87,8 +112,6 @@ def _collect(api, params):
         _SESSION = None
     try:
         import pytest  # noqa: F401
-        from _pytest.config import _prepareconfig
-        from _pytest.main import Session
     except ImportError as e:
         return {"noPytest": "%s: %s" % (type(e).__name__, e), "python": sys.executable,
                 "needsPytest": _pytest_style_files(os.getcwd())}
@@ -97,8 +120,35 @@ def _collect(api, params):
     # worker variables here, as a local kernel gets them at its start.
     for name, value in (params.get("env") or {}).items():
         os.environ[str(name)] = str(value)
+    import time
+
+    started_ns = time.time_ns()
+    rec = None
+    if params.get("watch"):
+        if _RECORDER is None:
+            _RECORDER = _watchfn().Recorder(os.getcwd())
+            _patch_fixture_finish()
+        rec = _RECORDER
+        if params.get("purge"):
+            rec.forget_sources()
+        if not rec.on:
+            rec.start()
+        rec.collecting(True)
     if params.get("purge"):
         _purge_project_modules(os.getcwd())
+    try:
+        return _collect_session(api, params, args, rec, started_ns)
+    finally:
+        if rec is not None:
+            rec.collecting(False)
+
+
+def _collect_session(api, params, args, rec, started_ns):
+    global _SESSION
+    import pytest
+    from _pytest.config import _prepareconfig
+    from _pytest.main import Session
+
     with api.user_code():
         try:
             with _cached_distributions():
@@ -129,6 +179,8 @@ def _collect(api, params):
 
                 tr._tw = TerminalWriter(_Discard())
             config.pluginmanager.register(state, "ripple-kernel")
+            if rec is not None:
+                config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
             split = params.get("split")
             if split:
                 state.split = _Split(config, int(split["share"]), int(split["shares"]), split.get("only"))
@@ -176,6 +228,8 @@ def _collect(api, params):
     if params.get("deps"):
         for path, deps in _dependencies(state.session.items, str(config.rootpath)).items():
             api.emit_progress({"event": "deps", "path": path, "deps": deps})
+    if rec is not None:
+        rec.snapshot(started_ns)
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -686,7 +740,7 @@ class _Session:
         self.pending = queue[0] if queue else None
         return {}
 
-    def finish(self, api, yield_wide=False):
+    def finish(self, api, keep=False, yield_wide=False):
         self.api = api
         self.clash = ""
         answer = {}
@@ -702,8 +756,11 @@ class _Session:
                             return {"clash": self.clash}
                         answer = {"stopped": self.stopped}
         finally:
-            if close:
+            if close and (not keep or self.stopped):
                 self.close()
+            elif close and _RECORDER is not None and _RECORDER.on:
+                # Modules the tests imported: their sources, for the hot path.
+                _RECORDER.snapshot()
         return answer
 
     def _run_one(self, item, nextitem, i, yield_wide=False):
@@ -713,7 +770,14 @@ class _Session:
         self.setup_clash = ""
         # An interrupt (KeyboardInterrupt out of the protocol) sends no
         # outcome: the Go side knows which item was running.
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        rec = _RECORDER if _RECORDER is not None and _RECORDER.on else None
+        if rec is not None:
+            rec.begin_test(item.nodeid)
+        try:
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        finally:
+            if rec is not None:
+                rec.end_test()
         reports, self.reports = self.reports, []
         api.flush_output()
         if yield_wide and self.setup_clash:
@@ -741,6 +805,69 @@ class _Session:
                 config._ensure_unconfigure()
             if _SESSION is self:
                 _SESSION = None
+
+
+class _WideFixtures:
+    """--watch: while a fixture of a wider scope than function sets up,
+    what runs is not the test's own (its value is shared by later tests):
+    the recorder counts it apart. Its teardown: _patch_fixture_finish."""
+
+    def __init__(self, rec):
+        self.rec = rec
+
+    @_hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        wide = getattr(fixturedef, "scope", "function") != "function"
+        if wide:
+            self.rec.wide(1)
+        try:
+            yield
+        finally:
+            if wide:
+                self.rec.wide(-1)
+
+
+def _patch_fixture_finish():
+    """The teardown of a wider-scoped fixture (FixtureDef.finish, which
+    runs its finalizers) counts as wide too: pytest has no hook around it.
+    Patched once per kernel, and only by a watch."""
+    from _pytest.fixtures import FixtureDef
+
+    orig = FixtureDef.finish
+
+    def finish(self, request):
+        rec = _RECORDER
+        wide = rec is not None and rec.on and getattr(self, "scope", "function") != "function"
+        if wide:
+            rec.wide(1)
+        try:
+            return orig(self, request)
+        finally:
+            if wide:
+                rec.wide(-1)
+
+    FixtureDef.finish = finish
+
+
+def _hot(params):
+    """The "hot" op: see the module doc and ripple_watchfn.py."""
+    rec, state = _RECORDER, _SESSION
+    if rec is None or not rec.on or state is None or state.session is None or not state.started:
+        return {"fallback": "no open watch session in this kernel"}
+    wf = _watchfn()
+    files = [(str(f["path"]), str(f["source"])) for f in params.get("files") or []]
+    try:
+        patches, changed, moved = rec.plan(files)
+    except SyntaxError as e:
+        return {"syntaxError": "%s: line %s: %s" % (e.filename, e.lineno, e.msg)}
+    except wf.Fallback as e:
+        return {"fallback": str(e)}
+    rec.apply(files, patches)
+    s = state.session
+    s.testsfailed = 0
+    s.shouldfail = s.shouldstop = False
+    state.stopped = ""
+    return {"changed": changed, "moved": moved, "tests": sorted(rec.affected(changed))}
 
 
 def _crash_message(report):
