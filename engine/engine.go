@@ -203,6 +203,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		// A batch run restarts a kernel only after a crash: a spare would
 		// cost a start and a stop on every run for a rare case.
 		NoSpare:          cfg.Batch,
+		SpareDelay:       spareDelay,
 		MaxStartFailures: maxStartFailures,
 		OnReady:          e.onKernelReady,
 		OnRestart:        e.onKernelRestart,
@@ -259,6 +260,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// spareDelay holds a server's warm spare back at start (PoolConfig): a
+// restart's restored values wait on the first kernel's compile and run,
+// which a spare booting beside them slowed by ~50 ms on 2 cores
+// (bench/durable).
+const spareDelay = time.Second
 
 // startKernels starts the pool. When the interpreter is a launcher's
 // remembered answer (kernel.FindPythonQuick), the launcher is asked again

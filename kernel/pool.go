@@ -20,6 +20,11 @@ type PoolConfig struct {
 	Size int
 	// NoSpare turns off the warm spare kernel that makes a restart cheap.
 	NoSpare bool
+	// SpareDelay holds the spare's first start back this long after Start
+	// returns: at a server's start the first kernel's compile and run are
+	// what a user waits for, and a spare booting beside them on a small
+	// machine takes the CPU they need.
+	SpareDelay time.Duration
 	// OnReady runs on every new kernel of a slot (a fresh start or the
 	// promoted spare) before the slot serves requests with it. An error
 	// counts as a failed start: the kernel is stopped and the slot tries
@@ -509,6 +514,9 @@ func (p *Pool) takeSpare() *Kernel {
 // (set it to nil). The keeper stops the spare it holds when the pool stops.
 func (p *Pool) keepSpare(ctx context.Context) {
 	defer p.wg.Done()
+	if p.cfg.SpareDelay > 0 && !sleepCtx(ctx, p.cfg.SpareDelay) {
+		return
+	}
 	failures := 0
 	var held *Kernel // the kernel the keeper last published
 	for {
