@@ -267,6 +267,22 @@ func (e *Engine) Start(ctx context.Context) error {
 // (bench/durable).
 const spareDelay = time.Second
 
+// confirmDelay is how long a server runs on a launcher's remembered
+// interpreter before it asks the launcher again (startKernels).
+const confirmDelay = time.Second
+
+// sleepCtx sleeps d, or less when ctx ends first (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // startKernels starts the pool. When the interpreter is a launcher's
 // remembered answer (kernel.FindPythonQuick), the launcher is asked again
 // meanwhile: a pyenv shim takes 100-300 ms to answer, longer than a
@@ -274,8 +290,9 @@ const spareDelay = time.Second
 // start (a restart's restored values among them).
 //
 // So a server (not a batch run) speculates: once the pool is up, Start
-// returns and the launcher's answer arrives in the background
-// (confirmLater). The remembered answer is keyed by the launcher's path,
+// returns, and the launcher is asked confirmDelay later, in the background
+// (confirmLater): its shell and Python would otherwise take the CPU of the
+// start's first compile and run. The remembered answer is keyed by the launcher's path,
 // the project and the environment (kernel/probecache.go), so it is
 // nearly always still right; when it is not (pyenv was pointed at another
 // version since), the kernels are restarted on the interpreter the
@@ -295,11 +312,16 @@ func (e *Engine) startKernels(ctx context.Context) error {
 		err error
 	}
 	confirmed := make(chan answer, 1)
-	if confirm != nil {
+	ask := func() {
 		go func() { // ends with confirm, which probeTimeout (or Stop) bounds
 			py, err := confirm(e.bg)
 			confirmed <- answer{py, err}
 		}()
+	}
+	sw, speculate := e.pool.(pythonSwitcher)
+	speculate = speculate && confirm != nil && !e.cfg.Batch
+	if confirm != nil && !speculate {
+		ask() // beside the kernels' start
 	}
 	startErr := e.pool.Start(e.bg)
 	if confirm == nil {
@@ -308,16 +330,23 @@ func (e *Engine) startKernels(ctx context.Context) error {
 		}
 		return nil
 	}
-	if startErr == nil && !e.cfg.Batch {
-		if sw, ok := e.pool.(pythonSwitcher); ok {
+	if speculate {
+		if startErr == nil {
+			// The launcher is asked once the start's first compile and
+			// run are past (confirmDelay): its process (a shell script
+			// and a Python) would take the CPU they need.
 			e.wg.Add(1)
 			go func() {
 				defer e.wg.Done()
-				a := <-confirmed
-				e.confirmLater(sw, a.py, a.err)
+				if !sleepCtx(e.bg, confirmDelay) {
+					return
+				}
+				py, err := confirm(e.bg)
+				e.confirmLater(sw, py, err)
 			}()
 			return nil
 		}
+		ask() // the remembered interpreter did not start: ask now, and wait
 	}
 	var a answer
 	select {
