@@ -163,14 +163,26 @@ func Ended(st string) bool {
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = commandEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var err error
+	for attempt := 0; ; attempt++ {
+		stdout.Reset()
+		stderr.Reset()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = commandEnv()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err = cmd.Run()
+		// ETXTBSY: the command's file was just written, and a process
+		// forked meanwhile (by this one) still holds it open for writing
+		// until it execs (golang.org/issue/22315). It passes: try again.
+		if !errors.Is(err, syscall.ETXTBSY) || attempt == 4 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ctx.Err() != nil {

@@ -161,3 +161,25 @@ func TestNewNamesMissingCommand(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// A command file still open for writing somewhere (a process forked while
+// it was being written holds it until it execs: golang.org/issue/22315)
+// fails to start with ETXTBSY for a moment; the command is tried again.
+func TestCommandBusyIsRetried(t *testing.T) {
+	t.Parallel()
+	cfg := fakeCommands(t, map[string]string{"squeue": `printf '7|RUNNING|None\n'`})
+	w, err := os.OpenFile(cfg.Squeue, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(30*time.Millisecond, func() { w.Close() })
+	defer release.Stop()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.States(context.Background(), []string{"7"})
+	if err != nil || st["7"].State != "RUNNING" {
+		t.Fatalf("squeue while its file was busy: %+v, %v", st, err)
+	}
+}
