@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -129,12 +130,25 @@ func probePython(ctx context.Context, path, dir string) (Interpreter, error) {
 	// -S: the executable and the version do not depend on site, whose
 	// .pth files cost a pyenv Python ~40 ms (certifi) of a probe that
 	// competes with the kernels' start for the CPU.
-	cmd := exec.CommandContext(ctx, path, "-S", "-c", probeScript)
-	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	var err error
+	for attempt := 0; ; attempt++ {
+		stdout.Reset()
+		stderr.Reset()
+		cmd := exec.CommandContext(ctx, path, "-S", "-c", probeScript)
+		cmd.Dir = dir
+		cmd.Stdout = &stdout
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+		// ETXTBSY: a launcher script just written is still held open for
+		// writing by a process forked meanwhile, until it execs
+		// (golang.org/issue/22315). It passes: try again.
+		if !errors.Is(err, syscall.ETXTBSY) || attempt == 4 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+	}
+	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ctx.Err() != nil {
 			return Interpreter{}, fmt.Errorf("did not answer within %v", probeTimeout)

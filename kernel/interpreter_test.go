@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakePython writes an executable shell script standing in for Python.
@@ -297,5 +298,27 @@ func TestFindPythonQuickForgetsChangedInterpreters(t *testing.T) {
 	}
 	if _, confirm, _ := FindPythonQuick(ctx, shim, dir); confirm != nil {
 		t.Error("the answer was handed out after the interpreter it names changed")
+	}
+}
+
+// A launcher script still open for writing somewhere (a process forked
+// while it was written holds it until it execs: golang.org/issue/22315)
+// fails to start with ETXTBSY for a moment; the probe tries again.
+func TestProbeRetriesABusyLauncher(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "python3")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho \"$0\"; echo 3.12.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(exe, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(30*time.Millisecond, func() { w.Close() })
+	defer release.Stop()
+	py, err := FindPython(context.Background(), exe, dir)
+	if err != nil || py.Version != "3.12.0" {
+		t.Fatalf("FindPython while the launcher was busy: %+v, %v", py, err)
 	}
 }
