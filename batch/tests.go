@@ -1358,9 +1358,7 @@ func (w *testWorker) clash(ctx context.Context, op, why string) bool {
 		w.t.opts.Logger.Info("a session-wide fixture failed in this kernel's pytest session while other kernels ran theirs: its tests go to them",
 			"kernel", w.name(), "fixture", why, "tests", len(held))
 		w.t.left(fmt.Sprintf("kernel %s left the run: %s, while other kernels ran", w.name(), why))
-		if !w.call(ctx, "finish", nil) {
-			return false
-		}
+		w.call(ctx, "finish", nil) // tears the session down; the worker ends either way
 		return false
 	}
 	w.stay = true

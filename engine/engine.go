@@ -271,18 +271,6 @@ const spareDelay = time.Second
 // interpreter before it asks the launcher again (startKernels).
 const confirmDelay = time.Second
 
-// sleepCtx sleeps d, or less when ctx ends first (false then).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // startKernels starts the pool. When the interpreter is a launcher's
 // remembered answer (kernel.FindPythonQuick), the launcher is asked again
 // meanwhile: a pyenv shim takes 100-300 ms to answer, longer than a
@@ -338,7 +326,9 @@ func (e *Engine) startKernels(ctx context.Context) error {
 			e.wg.Add(1)
 			go func() {
 				defer e.wg.Done()
-				if !sleepCtx(e.bg, confirmDelay) {
+				select {
+				case <-time.After(confirmDelay):
+				case <-e.bg.Done():
 					return
 				}
 				py, err := confirm(e.bg)

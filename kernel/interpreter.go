@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/ripple-run/ripple/internal/busyexec"
 )
 
 // Interpreter is a Python interpreter kernels run on.
@@ -131,23 +132,15 @@ func probePython(ctx context.Context, path, dir string) (Interpreter, error) {
 	// .pth files cost a pyenv Python ~40 ms (certifi) of a probe that
 	// competes with the kernels' start for the CPU.
 	var stdout, stderr bytes.Buffer
-	var err error
-	for attempt := 0; ; attempt++ {
+	err := busyexec.Run(ctx, func() *exec.Cmd {
 		stdout.Reset()
 		stderr.Reset()
 		cmd := exec.CommandContext(ctx, path, "-S", "-c", probeScript)
 		cmd.Dir = dir
 		cmd.Stdout = &stdout
 		cmd.Stderr = &stderr
-		err = cmd.Run()
-		// ETXTBSY: a launcher script just written is still held open for
-		// writing by a process forked meanwhile, until it execs
-		// (golang.org/issue/22315). It passes: try again.
-		if !errors.Is(err, syscall.ETXTBSY) || attempt == 4 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
-	}
+		return cmd
+	})
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ctx.Err() != nil {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/agent"
+	"github.com/ripple-run/ripple/internal/busyexec"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -164,8 +165,7 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	var err error
-	for attempt := 0; ; attempt++ {
+	err := busyexec.Run(ctx, func() *exec.Cmd {
 		stdout.Reset()
 		stderr.Reset()
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -174,15 +174,8 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = 5 * time.Second
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err = cmd.Run()
-		// ETXTBSY: the command's file was just written, and a process
-		// forked meanwhile (by this one) still holds it open for writing
-		// until it execs (golang.org/issue/22315). It passes: try again.
-		if !errors.Is(err, syscall.ETXTBSY) || attempt == 4 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
-	}
+		return cmd
+	})
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ctx.Err() != nil {
