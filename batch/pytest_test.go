@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -374,4 +375,33 @@ func reportStatuses(t *testing.T, path string) map[string]batch.Status {
 		m[e.ID] = e.Status
 	}
 	return m
+}
+
+// A run with several kernels divides the cores among the kernels' native
+// thread pools (threads.go); a variable the user set reaches the tests
+// unchanged.
+func TestPytestThreadLimits(t *testing.T) {
+	t.Setenv("NUMEXPR_NUM_THREADS", "7")
+	for _, v := range []string{"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} {
+		t.Setenv(v, "") // restored after the test
+		os.Unsetenv(v)
+	}
+	py := pytestPython(t)
+	root := project(t, map[string]string{
+		"test_env.py":  "import os\n\n\ndef test_a():\n    print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('NUMEXPR_NUM_THREADS'))\n    assert False\n",
+		"test_env2.py": "import os\n\n\ndef test_b():\n    print(os.environ.get('OMP_NUM_THREADS'))\n    assert False\n",
+	})
+	want := fmt.Sprint(max(runtime.NumCPU()/2, 1))
+	rep := run(t, batch.Options{Root: root, Tests: true, Python: py, Kernels: 2})
+	got := byID(rep)
+	if a := got["test_env.py::test_a"]; a == nil || strings.TrimSpace(a.Stdout) != want+" 7" {
+		t.Errorf("2 kernels: test_a printed %q, want %q", a.Stdout, want+" 7")
+	}
+	if b := got["test_env2.py::test_b"]; b == nil || strings.TrimSpace(b.Stdout) != want {
+		t.Errorf("2 kernels: test_b printed %q, want %q", b.Stdout, want)
+	}
+	rep = run(t, batch.Options{Root: root, Tests: true, Python: py, Kernels: 1})
+	if a := byID(rep)["test_env.py::test_a"]; a == nil || strings.TrimSpace(a.Stdout) != "None 7" {
+		t.Errorf("1 kernel: test_a printed %q, want the libraries' defaults (None 7)", a.Stdout)
+	}
 }

@@ -1000,7 +1000,8 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 		return a, err
 	}
 	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
-		Env: []string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)}}
+		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)},
+			kernelThreadLimits(w.t.workers)...)}
 	k, err := kernel.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
