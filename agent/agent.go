@@ -50,7 +50,9 @@ type Config struct {
 	NoSpare bool
 	// InterruptTimeout: see kernel.Config (default 2 s).
 	InterruptTimeout time.Duration
-	Log              *slog.Logger
+	// Preload: modules every kernel imports at start (kernel.Config).
+	Preload []string
+	Log     *slog.Logger
 }
 
 // Agent is a runtime agent: it owns a kernel.Pool on its host and serves
@@ -122,7 +124,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, tls: tc, runID: randomHex(8), log: cfg.Log.With("agent", cfg.ID),
 		kernels: make([]bootedKernel, cfg.Kernels)}
 	a.pool = kernel.NewPool(kernel.PoolConfig{
-		Kernel:    kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout},
+		Kernel:    kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout, Preload: cfg.Preload},
 		Size:      cfg.Kernels,
 		NoSpare:   cfg.NoSpare,
 		OnReady:   a.kernelReady,

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +33,12 @@ type Config struct {
 	ID string
 	// Env holds extra "KEY=value" entries added to the server's environment.
 	Env []string
+	// Preload names modules the kernel imports at start, before it is
+	// ready: a warm kernel (an agent's kernels for a test run import
+	// pytest before the run needs them). A module that fails to import is
+	// logged in the kernel's start-up log and otherwise ignored: the code
+	// that needs it gets the error when it imports it.
+	Preload []string
 	// LogDir receives the startup logs (the kernel's own stderr); default
 	// <user cache dir>/ripple/logs. A log is removed when its kernel is
 	// stopped on purpose and kept when it dies.
@@ -276,6 +283,9 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 	cmd.Env = append(append(os.Environ(), cfg.Env...),
 		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
 		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
+	if len(cfg.Preload) > 0 {
+		cmd.Env = append(cmd.Env, "RIPPLE_PRELOAD="+strings.Join(cfg.Preload, ","))
+	}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4

@@ -693,3 +693,32 @@ func TestProjectModulesDoNotShadowTheServer(t *testing.T) {
 		t.Fatalf("user code sees %s, want %s", got, want)
 	}
 }
+
+// Config.Preload: the kernel imports the modules before it is ready; one
+// that does not import is logged and the kernel starts anyway.
+func TestPreload(t *testing.T) {
+	t.Parallel()
+	k := startKernel(t, func(c *Config) {
+		if err := os.WriteFile(filepath.Join(c.Root, "loud.py"), []byte("raise SystemExit(3)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Preload = []string{"json.tool", "no_such_module_xyz", "loud"}
+	})
+	ctx := testCtx(t)
+	raw, err := k.Call(ctx, "eval", map[string]string{"code": "[m in __import__('sys').modules for m in ('json.tool', 'no_such_module_xyz', 'loud', 'tomllib')]", "mode": "eval"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(raw); !strings.Contains(got, "[True, False, False, False]") {
+		t.Errorf("modules imported: %s, want json.tool only", got)
+	}
+	log, err := os.ReadFile(k.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"preload no_such_module_xyz: ModuleNotFoundError", "preload loud: SystemExit: 3"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("start-up log lacks %q:\n%s", want, log)
+		}
+	}
+}

@@ -660,19 +660,21 @@ func TestAgentsInterruptTimeoutRestartsKernel(t *testing.T) {
 }
 
 // ripple run --agents-listen: the run waits for two agent kernels, then
-// its entries run on them.
+// its entries run on them. The agents' kernels imported what --preload
+// names when they started.
 func TestAgentsBatchRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "main.py", agentsMain)
+	writeFile(t, dir, "probe.py", "import sys\n\n\ndef preloaded():\n    assert 'json.tool' in sys.modules\n")
 	report := filepath.Join(t.TempDir(), "report.json")
-	run := startBatchRun(t, dir, "--entry", "main:first", "--entry", "main:second", "--kernels", "2", "--json", report, "--log-level", "info")
-	startAgent(t, run.addr, "", "--host", "theta")
-	startAgent(t, run.addr, "", "--host", "iota")
+	run := startBatchRun(t, dir, "--entry", "main:first", "--entry", "main:second", "--entry", "probe:preloaded", "--kernels", "2", "--json", report, "--log-level", "info")
+	startAgent(t, run.addr, "", "--host", "theta", "--preload", "json.tool")
+	startAgent(t, run.addr, "", "--host", "iota", "--preload", "json.tool")
 	if code := run.wait(t); code != 0 {
 		t.Fatalf("ripple run: exit %d", code)
 	}
-	reportPassed(t, report, 2, 2)
+	reportPassed(t, report, 2, 3)
 }
 
 // reportPassed checks the JSON report of a ripple run of entries: it ran

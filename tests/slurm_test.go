@@ -238,9 +238,29 @@ func TestSlurmBatchRun(t *testing.T) {
 	// The project's tests (pytest in the kernels) on two jobs' kernels.
 	writeFile(t, dir, "test_a.py", "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    assert 'a' * 2 == 'aa'\n")
 	writeFile(t, dir, "test_b.py", "def test_three():\n    assert True\n")
+	entryJobs := jobScripts(t, dir)
+	for _, s := range entryJobs {
+		if strings.Contains(s, "--preload") {
+			t.Errorf("an entries run's agent preloads modules:\n%s", s)
+		}
+	}
 	code, stderr = runRipple(t, cl.Env(), "run", dir, "--tests", "--launcher", "slurm", "--kernels", "2", "--python", pytestPython(t), "--json", report)
 	if code != 0 {
 		t.Fatalf("ripple run --tests: exit %d\n%s", code, stderr)
+	}
+	// A test run's agents import pytest as their kernels start.
+	testJobs := 0
+	for name, s := range jobScripts(t, dir) {
+		if _, old := entryJobs[name]; old {
+			continue
+		}
+		testJobs++
+		if !strings.Contains(s, "'--preload' 'pytest'") {
+			t.Errorf("a test run's agent does not preload pytest:\n%s", s)
+		}
+	}
+	if testJobs != 2 {
+		t.Errorf("%d job scripts for the test run, want 2", testJobs)
 	}
 	var trep struct {
 		Kernels int
@@ -280,4 +300,22 @@ func runRipple(t *testing.T, env []string, args ...string) (int, string) {
 		t.Fatalf("ripple %s: %v\n%s", args[0], err, stderr.String())
 	}
 	return 0, stderr.String()
+}
+
+// jobScripts is the slurm launcher's job scripts of project dir, by name.
+func jobScripts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, ".ripple", "slurm", "*.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(p)] = string(b)
+	}
+	return out
 }

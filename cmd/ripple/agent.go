@@ -56,6 +56,7 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jobID := fs.String("job-id", "", "job `id` shown in runtime/status (default: $SLURM_JOB_ID)")
 	grace := fs.Duration("reconnect-grace", 60*time.Second, "how long to keep the kernels while the coordinator is unreachable")
 	spare := fs.Bool("spare", true, "keep a warm spare kernel for fast restarts")
+	preload := fs.String("preload", "", "installed `modules` (comma-separated) every kernel imports when it starts, before it is ready: warm kernels (pytest, for test runs)")
 	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,7 +108,7 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Coordinator: *coord, Token: tok, Kernels: *kernels, Python: py, Root: dir,
 		Fingerprint: *fingerprint, CAFile: *ca, ForceTLS: *forceTLS,
 		ID: *id, Host: *host, Launcher: *launcher, JobID: *jobID,
-		ReconnectGrace: *grace, NoSpare: !*spare, Log: log,
+		ReconnectGrace: *grace, NoSpare: !*spare, Preload: splitList(*preload), Log: log,
 	})
 	if err != nil {
 		if errors.Is(err, agent.ErrInsecure) {
@@ -122,6 +123,17 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// splitList is a comma-separated flag's items, blanks dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readToken returns the token given on the command line, in file, or in

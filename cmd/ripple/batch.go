@@ -185,7 +185,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *localKernels < 0 {
 		return fail(fmt.Errorf("--local-kernels %d: want a positive number", *localKernels))
 	}
-	coord, msg := lf.open(dir, *python, *localKernels, true, max(*kernels, 1), opts.Logger)
+	// The jobs' agents of a test run (--launcher slurm) import pytest
+	// when their kernels start, while the run waits for them.
+	var preload []string
+	if *tests {
+		preload = []string{"pytest"}
+	}
+	coord, msg := lf.open(dir, *python, *localKernels, true, max(*kernels, 1), preload, opts.Logger)
 	if msg != "" {
 		return fail(errors.New(msg))
 	}

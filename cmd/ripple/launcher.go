@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ripple-run/ripple/agent"
@@ -57,7 +58,7 @@ func addLauncherFlags(fs *flag.FlagSet) *launcherFlags {
 // --kernels flag (local kernels beside the agents'), batchKernels the
 // kernels a batch run waits for (0 for serve). A non-empty message is a
 // usage error.
-func (f *launcherFlags) open(root, python string, local int, localSet bool, batchKernels int, log *slog.Logger) (*agent.Coordinator, string) {
+func (f *launcherFlags) open(root, python string, local int, localSet bool, batchKernels int, preload []string, log *slog.Logger) (*agent.Coordinator, string) {
 	name := *f.launcher
 	if name == "" {
 		name = protocol.LauncherLocal
@@ -126,6 +127,9 @@ func (f *launcherFlags) open(root, python string, local int, localSet bool, batc
 	argv := []string{exe, "agent", "--token-file", tokenFile, "--root", abs}
 	if python != "" {
 		argv = append(argv, "--python", python)
+	}
+	if len(preload) > 0 {
+		argv = append(argv, "--preload", strings.Join(preload, ","))
 	}
 	if *f.agents.listen == "" {
 		*f.agents.listen = ":0" // every interface, TLS; agents dial this host's name

@@ -70,7 +70,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	kernelsSet := false
 	fs.Visit(func(f *flag.Flag) { kernelsSet = kernelsSet || f.Name == "kernels" })
-	coord, msg := lf.open(dir, *python, *kernels, kernelsSet, 0, log)
+	coord, msg := lf.open(dir, *python, *kernels, kernelsSet, 0, nil, log)
 	if msg != "" {
 		fmt.Fprintf(stderr, "ripple serve: %s\n", msg)
 		return exitUsage

@@ -1017,6 +1017,20 @@ def _load_engine(api):
         _METHODS[name] = fn
 
 
+def _preload(names):
+    """Import the modules of RIPPLE_PRELOAD (kernel.Config.Preload) at
+    start, so that the first request finds them warm. A module that fails
+    is logged and skipped: whoever imports it later gets the error."""
+    import importlib
+
+    names = [n.strip() for n in names.split(",") if n.strip()]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException as e:  # SystemExit too: a module must not end the kernel
+            _log("preload %s: %s: %s" % (name, type(e).__name__, e))
+
+
 def _pytest_method(api):
     """The kernel method "pytest" (ripple run --tests): ripple_pytest.py,
     loaded on its first call, runs pytest's session in this kernel."""
@@ -1164,6 +1178,10 @@ def main():
     sys.modules["__main__"] = user_main
     _MAIN = user_main.__dict__
 
+    # Preloaded modules (kernel.Config.Preload) load first, as a plain
+    # import from the project's root, before the engine's hooks exist;
+    # they live as long as the kernel, so they are frozen below too.
+    _preload(os.environ.pop("RIPPLE_PRELOAD", ""))
     api = _KernelAPI(root)
     _load_engine(api)
     _METHODS["pytest"] = _pytest_method(api)
