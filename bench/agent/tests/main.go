@@ -8,8 +8,9 @@
 //
 //   - local: ripple run --tests --kernels A*K (children of the run);
 //   - agents: ripple run --tests --agents-listen 127.0.0.1:0 --kernels A*K
-//     with A `ripple agent --kernels K` processes started beside it, each
-//     in a copy of the suite (its own working directory), on loopback.
+//     with A `ripple agent --kernels K --preload pytest` processes started
+//     beside it, each in a copy of the suite (its own working directory),
+//     on loopback (-preload "" for agents whose kernels start cold).
 //
 // What is measured, from the run's own log (--log-level debug) and JSON
 // report: the run's phase starts when it has its kernels (agents: A*K
@@ -57,8 +58,9 @@ func main() {
 	repeat := flag.Int("repeat", 3, "runs of each peer (medians)")
 	python := flag.String("python", "/usr/bin/python3", "interpreter with pytest, for every kernel and for pytest")
 	split := flag.Bool("split", false, "run with --split-collection (each kernel imports only its share of the test modules)")
+	preload := flag.String("preload", "pytest", "the agents' --preload (their kernels import it when they start, as a test run's Slurm agents do); \"\" for cold kernels")
 	flag.Parse()
-	b := &bench{tests: *tests, sleep: *sleep, perModule: *perModule, agents: *agents, perAgent: *kernels, python: *python, split: *split}
+	b := &bench{tests: *tests, sleep: *sleep, perModule: *perModule, agents: *agents, perAgent: *kernels, python: *python, split: *split, preload: *preload}
 	if err := b.run(*repeat); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/agent/tests:", err)
 		os.Exit(1)
@@ -70,7 +72,8 @@ type bench struct {
 	sleep                              time.Duration
 	python                             string
 	tmp, bin, suite                    string
-	split                              bool // ripple run --split-collection
+	split                              bool   // ripple run --split-collection
+	preload                            string // ripple agent --preload
 }
 
 // sample is one run's figures.
@@ -135,7 +138,11 @@ func (b *bench) run(repeat int) error {
 			ms(idealA), 100*float64(idealA)/float64(ph), ms(idealB), 100*float64(idealB)/float64(ph))
 	}
 	row(fmt.Sprintf("local: ripple run --kernels %d (kernel start in collection)", k), local)
-	row(fmt.Sprintf("agents: %d x ripple agent --kernels %d, loopback", b.agents, b.perAgent), remote)
+	agentArgs := fmt.Sprintf("--kernels %d", b.perAgent)
+	if b.preload != "" {
+		agentArgs += " --preload " + b.preload
+	}
+	row(fmt.Sprintf("agents: %d x ripple agent %s, loopback", b.agents, agentArgs), remote)
 	fmt.Fprintf(w, "ideal tests phase: %d x %s / %d kernels\t\t\t%s\t\t\t\t\t\t\n", b.tests, b.sleep, k, ms(work))
 	fmt.Fprintf(w, "one pytest --collect-only process (collection of ideal B)\t%s\t\t\t\t\t\t\t\t\n", ms(cPlain))
 	return w.Flush()
@@ -232,7 +239,8 @@ func (b *bench) overAgents() (sample, error) {
 				return sample{}, err
 			}
 			ac := exec.Command(b.bin, "agent", "--coordinator", a, "--token", token, "--kernels", fmt.Sprint(b.perAgent),
-				"--python", b.python, "--root", dir, "--spare=false", "--log-level", "warn", "--host", fmt.Sprintf("bench%d", i))
+				"--python", b.python, "--root", dir, "--spare=false", "--log-level", "warn", "--host", fmt.Sprintf("bench%d", i),
+				"--preload", b.preload)
 			ac.Stderr = &agentLog // shown when the run fails
 			if err := ac.Start(); err != nil {
 				return sample{}, err
