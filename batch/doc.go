@@ -35,6 +35,12 @@
 // next group (or the end) is known, so that it runs with pytest's nextitem
 // and session fixtures live as long as the kernel's session.
 //
+// With more than one kernel, each local kernel's native thread pools
+// (OpenMP, OpenBLAS, MKL, BLIS, vecLib, numexpr) get the machine's cores
+// divided by the kernels, unless the user set their variables
+// (threads.go): kernels x cores busy threads on the cores made
+// scipy.linalg's suite 35% slower at 2 kernels.
+//
 // Each kernel's session shares the project directory and the machine with
 // the others, where pytest has one session: a session- or package-scoped
 // fixture that takes a fixed resource (a directory it refuses to reuse,
