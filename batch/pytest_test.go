@@ -58,6 +58,10 @@ func TestPytestProjects(t *testing.T) {
 		{"bigclass", 0, map[string]batch.Status{"test_big.py::TestBig::test_0000": batch.StatusPassed, "test_big.py::TestBig::test_4999": batch.StatusPassed}, 5000},
 		{"repr_mutates", 0, map[string]batch.Status{"test_repr.py::test_repr_not_called": batch.StatusPassed}, 1},
 		{"collect_error", 2, map[string]batch.Status{"test_bad.py": batch.StatusError}, 1},
+		// Project modules import as under pytest (package data, loaders,
+		// source), with no trace of the engine's import hooks.
+		{"project_modules", 0, map[string]batch.Status{"tests/test_project_modules.py::test_package_data": batch.StatusPassed,
+			"tests/test_project_modules.py::test_loader_is_pythons": batch.StatusPassed, "tests/test_project_modules.py::test_no_ripple_hooks": batch.StatusPassed}, 5},
 		// A session fixture that fails when another session holds its
 		// directory: each kernel's session would fail it but the first.
 		{"session_clash", 0, map[string]batch.Status{"test_a.py::test_a_one": batch.StatusPassed, "test_b.py::test_b_one": batch.StatusPassed,

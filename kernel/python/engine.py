@@ -98,9 +98,30 @@ Failure = run.Failure
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
 
 
+# The Engine register made: detach takes it out of the kernel.
+_ENGINE = None
+
+
+def detach():
+    """Take the engine out of this kernel for good, so that it is a plain
+    interpreter: the kernel method "pytest" calls it first (ripple run
+    --tests), because under pytest nothing of ripple may be seen. Project
+    modules then import through Python's own machinery (the engine's
+    loader serves its text, which breaks importlib.resources, __loader__
+    and __cached__ as pytest has them), ``import ripple`` fails unless a
+    ``ripple`` is installed, and MPLBACKEND is as the user's environment
+    has it (the engine's backend closes figures on plt.show())."""
+    global _ENGINE
+    engine, _ENGINE = _ENGINE, None
+    if engine is not None:
+        engine.close()
+
+
 def register(kernel):
     """The engine's request handlers, bound to a new Engine for kernel."""
+    global _ENGINE
     engine = Engine(kernel)
+    _ENGINE = engine
     at_exit = getattr(kernel, "at_exit", None)
     set_idle = getattr(kernel, "set_idle", None)
     if engine.journal is not None and set_idle is not None:
@@ -146,7 +167,7 @@ class Engine:
         self.expression = None  # the statement running now (set_expression)
         # The value journal, when the server gave it a file (RIPPLE_VALUES_DB).
         self.journal = journal.from_env(getattr(kernel, "log", None) or _no_log)
-        _install_display(self)
+        self._mplbackend = _install_display(self)
 
     def handlers(self):
         return {
@@ -163,6 +184,8 @@ class Engine:
             self.journal.close()
         self.modules.close()
         sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ not in ("_DisplayFinder", "_IPythonHook")]
+        if self._mplbackend is not None and os.environ.get("MPLBACKEND") == self._mplbackend:
+            del os.environ["MPLBACKEND"]
 
     # -- the value journal (engine_journal) --------------------------------------
 
@@ -639,6 +662,8 @@ class _DisplayFinder:
 
 
 def _install_display(engine):
+    """Install the display finders; answer the MPLBACKEND value it set (None
+    when the user's environment has one), which close takes back."""
     for finder in list(sys.meta_path):
         if isinstance(finder, _DisplayFinder) or type(finder).__name__ == "_DisplayFinder":
             sys.meta_path.remove(finder)
@@ -648,7 +673,10 @@ def _install_display(engine):
             sys.meta_path.remove(finder)
     sys.meta_path.insert(0, _IPythonHook(engine))
     sys.modules.pop("ripple", None)
-    os.environ.setdefault("MPLBACKEND", "module://" + _BACKEND)
+    if "MPLBACKEND" in os.environ:
+        return None  # the user's choice
+    os.environ["MPLBACKEND"] = "module://" + _BACKEND
+    return os.environ["MPLBACKEND"]
 
 
 _IPYTHON_DISPLAY = "IPython.core.display_functions"

@@ -842,6 +842,9 @@ def _method_shutdown(params):
 
 
 _METHODS = {"ping": _method_ping, "eval": _method_eval, "shutdown": _method_shutdown}
+# _ENGINE_METHODS: the names the engine added to _METHODS (_load_engine);
+# a kernel that runs pytest drops them.
+_ENGINE_METHODS = []
 
 
 # ---------------------------------------------------------------- requests
@@ -1015,6 +1018,7 @@ def _load_engine(api):
         if not callable(fn):
             raise TypeError("engine method %r is not callable" % (name,))
         _METHODS[name] = fn
+        _ENGINE_METHODS.append(name)
 
 
 def _preload(names):
@@ -1038,6 +1042,14 @@ def _pytest_method(api):
 
     def method(params):
         if not loaded:
+            # A pytest kernel is a plain interpreter: the engine leaves it
+            # (its import hooks, display finder and matplotlib backend; see
+            # engine.detach) and its methods go with it.
+            engine = sys.modules.get("_ripple_engine")
+            if engine is not None and hasattr(engine, "detach"):
+                engine.detach()
+            for name in _ENGINE_METHODS:
+                _METHODS.pop(name, None)
             import importlib.util
 
             spec = importlib.util.spec_from_file_location("_ripple_pytest", os.path.join(_HERE, "ripple_pytest.py"))

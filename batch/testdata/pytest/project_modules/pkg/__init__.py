@@ -1,0 +1,1 @@
+"""A package of the project, imported by its tests."""

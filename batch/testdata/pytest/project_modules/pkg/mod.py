@@ -1,0 +1,3 @@
+def answer():
+    """The answer."""
+    return 42
