@@ -62,7 +62,11 @@
 // that kills its kernel is crashed, one that runs past Options.Timeout is
 // timeout (the kernel is interrupted, or killed if it ignores that); in
 // both cases the kernel is replaced and the tests it still held run on the
-// new one. FailFast passes --maxfail=1 to every kernel's pytest and stops
+// new one. A test that raises KeyboardInterrupt itself (or sends SIGINT to
+// its own process) ends the run as it ends pytest's session: that test is
+// interrupted, the others stop, the rest is not run, and the run returns
+// ErrInterrupted naming it (exit status 2, as pytest's).
+// FailFast passes --maxfail=1 to every kernel's pytest and stops
 // the other kernels at the first failing result (running tests are
 // interrupted, the rest skipped); pytest's own -x and --maxfail stop the
 // run likewise (ErrStopped). Nothing collected is ErrNoTests (pytest's

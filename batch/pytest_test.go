@@ -409,3 +409,40 @@ func TestPytestThreadLimits(t *testing.T) {
 		t.Errorf("1 kernel: test_a printed %q, want the libraries' defaults (None 7)", a.Stdout)
 	}
 }
+
+// A test that raises KeyboardInterrupt itself (or sends SIGINT to its own
+// process) ends pytest's session: exit status 2, the tests after it not
+// run. ripple's run ends the same way, on one kernel or several.
+func TestPytestTestRaisesKeyboardInterrupt(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := project(t, map[string]string{
+		"test_a.py": "import sys\n\n\ndef test_exit():\n    sys.exit(3)\n\n\ndef test_raises():\n    raise KeyboardInterrupt\n\n\ndef test_after():\n    pass\n",
+		"test_b.py": "import os\nimport signal\nimport time\n\n\ndef test_signals_itself():\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n",
+	})
+	pytestJUnit(t, py, root, 2) // pytest's own exit status
+	for _, kernels := range []string{"1", "2"} {
+		report := filepath.Join(t.TempDir(), "report.json")
+		code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", kernels, "--json", report, "--", "-p", "no:cacheprovider")
+		if code != 2 {
+			t.Fatalf("%s kernels: exit %d, want pytest's 2\nstdout:\n%s\nstderr:\n%s", kernels, code, out, errOut)
+		}
+		st := reportStatuses(t, report)
+		// With 2 kernels test_b.py may interrupt the run before test_exit ran.
+		if kernels == "1" && st["test_a.py::test_exit"] != batch.StatusFailed {
+			t.Errorf("%s kernels: SystemExit in a test is %q, want failed as under pytest", kernels, st["test_a.py::test_exit"])
+		}
+		interrupted := 0
+		for _, id := range []string{"test_a.py::test_raises", "test_b.py::test_signals_itself"} {
+			if st[id] == batch.StatusInterrupted {
+				interrupted++
+			}
+		}
+		if interrupted == 0 || (kernels == "1" && st["test_a.py::test_after"] == batch.StatusPassed) {
+			t.Errorf("%s kernels: %v, want the run interrupted by the test's KeyboardInterrupt and test_after not run", kernels, st)
+		}
+		if !strings.Contains(out, "raised KeyboardInterrupt") {
+			t.Errorf("%s kernels: the console does not say which test interrupted the run:\n%s", kernels, out)
+		}
+	}
+}

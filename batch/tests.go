@@ -803,6 +803,9 @@ loop:
 		break
 	}
 	for _, w := range ws {
+		if w.interrupted != "" && stopReason == nil {
+			stopReason = fmt.Errorf("%w: %s", ErrInterrupted, w.interrupted)
+		}
 		if w.stopped != "" && stopReason == nil {
 			stopReason = fmt.Errorf("%w: %s", ErrStopped, w.stopped)
 			report.StoppedEarly = true
@@ -812,6 +815,9 @@ loop:
 	switch {
 	case errors.Is(stopReason, ErrInterrupted):
 		why = "interrupted (Ctrl-C)"
+		if stopReason != ErrInterrupted {
+			why = "interrupted: " + strings.TrimPrefix(stopReason.Error(), ErrInterrupted.Error()+": ")
+		}
 		report.Interrupted = true
 		runErr = fmt.Errorf("%w: %d of %d tests ended", ErrInterrupted, c.ended, len(entries))
 	case errors.Is(stopReason, ErrStopped):
@@ -914,7 +920,11 @@ type testWorker struct {
 	id      int
 	k       *kernel.Kernel
 	stopped string // pytest stopped the session (-x)
-	open    bool   // its pytest session is open (counted in t.open)
+	// interrupted: the node id of a test that raised KeyboardInterrupt
+	// itself (or sent SIGINT to its own process): pytest ends its session
+	// there, exit status 2, and so does the run.
+	interrupted string
+	open        bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
 	// retired: it left the run for that reason; its session is closed,
@@ -1272,6 +1282,16 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		lost = true
 		w.t.opts.Logger.Warn("agent lost during the run: its kernel's tests go to other kernels", "agent", w.agent, "kernel", w.name(), "err", err)
 		msg = fmt.Sprintf("agent %s was lost while the test ran: %v", w.agent, err)
+	case errors.Is(err, kernel.ErrInterrupted) && cause == nil:
+		// A KeyboardInterrupt ripple did not cause: the test raised it
+		// (or signalled its own process). pytest re-raises it out of the
+		// test's protocol and ends the session, interrupted (exit 2).
+		status, msg = StatusInterrupted, "KeyboardInterrupt raised by the test: pytest ends its session here, and so does the run"
+		w.interrupted = "a test raised KeyboardInterrupt"
+		if j, ok := w.entryIndex(running); ok && running >= 0 {
+			w.interrupted = w.t.entries[j].NodeID + " raised KeyboardInterrupt"
+		}
+		w.t.stop(fmt.Errorf("%w: %s", ErrInterrupted, w.interrupted))
 	case errors.Is(err, kernel.ErrKernelDied):
 		var ee *kernel.ExitError
 		if errors.As(err, &ee) {
