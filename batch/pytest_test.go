@@ -446,3 +446,60 @@ func TestPytestTestRaisesKeyboardInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// --dist: loadfile (the default) runs a module's classes on one kernel,
+// its module fixture set up once; loadscope (xdist's) hands each class to
+// a kernel, so two slow classes run at once, each kernel setting up the
+// module fixture. The outcomes are pytest's either way; an unknown mode is
+// a usage error naming it.
+func TestPytestDist(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "dist"))
+	want := pytestJUnit(t, py, root, 0)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	setups := func() []string {
+		files, err := filepath.Glob(filepath.Join(root, "setups-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counts []string
+		for _, f := range files {
+			counts = append(counts, fmt.Sprint(strings.Count(read(filepath.Base(f)), "setup")))
+			os.Remove(f)
+		}
+		return counts
+	}
+	setups() // pytest's
+	for _, dist := range []string{"", "loadscope"} {
+		args := []string{"run", root, "--tests", "--python", py, "--kernels", "2"}
+		if dist != "" {
+			args = append(args, "--dist", dist)
+		}
+		junit := filepath.Join(t.TempDir(), "junit.xml")
+		code, out, errOut := ripple(t, append(args, "--junit", junit, "--", "-p", "no:cacheprovider")...)
+		if code != 0 {
+			t.Fatalf("--dist %q: exit %d\nstdout:\n%s\nstderr:\n%s", dist, code, out, errOut)
+		}
+		if d := diffLines(want, junitOutcomes(t, junit)); d != "" {
+			t.Errorf("--dist %q: JUnit testcases differ from pytest's (-pytest +ripple):\n%s", dist, d)
+		}
+		first, second, counts := read("pid-TestFirst"), read("pid-TestSecond"), setups()
+		if dist == "" && (first != second || !slices.Equal(counts, []string{"1"})) {
+			t.Errorf("loadfile: classes on kernels %s and %s, module fixture set-ups per kernel %v; want one kernel, one set-up", first, second, counts)
+		}
+		if dist == "loadscope" && (first == second || !slices.Equal(counts, []string{"1", "1"})) {
+			t.Errorf("loadscope: classes on kernels %s and %s, module fixture set-ups per kernel %v; want two kernels, one set-up on each", first, second, counts)
+		}
+	}
+	code, _, errOut := ripple(t, "run", root, "--tests", "--python", py, "--dist", "each")
+	if code != 2 || !strings.Contains(errOut, `--dist "each"`) {
+		t.Errorf("--dist each: exit %d, want 2 naming it:\n%s", code, errOut)
+	}
+}

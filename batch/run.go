@@ -47,6 +47,15 @@ type Options struct {
 	// module is imported before any test runs. Off by default (pytest's
 	// outcomes come first): ripple run --split-collection.
 	SplitCollection bool
+	// Dist is how a test run's tests are grouped over the kernels, with
+	// pytest-xdist's names: DistLoadFile (the default, ""): a module's tests
+	// run on one kernel, its module and class fixtures set up once, as
+	// under pytest; DistLoadScope: a class's tests run on one kernel, a
+	// module's functions on one kernel, so a module's classes may run on
+	// different kernels, each setting up the module's fixtures (faster
+	// when one module holds much of a suite; a test that relies on what
+	// another class of its module did first can differ from pytest).
+	Dist string
 	// Observer is told of each result, in report order, and of progress
 	// (nil: nobody).
 	Observer Observer
@@ -125,6 +134,12 @@ const progressInterval = 250 * time.Millisecond
 // the running entries interrupted and the others skipped, and returns the
 // report with an error wrapping ErrInterrupted. Usage and project errors
 // (ErrUsage, ErrNoEntries, ErrDiscovery, ErrProject) return no report.
+// The groupings of Options.Dist.
+const (
+	DistLoadFile  = "loadfile"
+	DistLoadScope = "loadscope"
+)
+
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Kernels < 0 {
 		return nil, fmt.Errorf("%w: --kernels %d: want a positive number", ErrUsage, opts.Kernels)
@@ -150,6 +165,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		if opts.Agents != nil && opts.Kernels == 0 {
 			kernels = 1 // agent kernels to wait for
+		}
+		if opts.Dist != "" && opts.Dist != DistLoadFile && opts.Dist != DistLoadScope {
+			return nil, fmt.Errorf("%w: --dist %q: want %s or %s", ErrUsage, opts.Dist, DistLoadFile, DistLoadScope)
 		}
 		return runTests(ctx, opts, kernels)
 	}

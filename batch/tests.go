@@ -802,9 +802,10 @@ loop:
 		}
 		break
 	}
+	interruptedBy := "" // a test's own KeyboardInterrupt ended the run
 	for _, w := range ws {
 		if w.interrupted != "" && stopReason == nil {
-			stopReason = fmt.Errorf("%w: %s", ErrInterrupted, w.interrupted)
+			stopReason, interruptedBy = ErrInterrupted, w.interrupted
 		}
 		if w.stopped != "" && stopReason == nil {
 			stopReason = fmt.Errorf("%w: %s", ErrStopped, w.stopped)
@@ -815,8 +816,8 @@ loop:
 	switch {
 	case errors.Is(stopReason, ErrInterrupted):
 		why = "interrupted (Ctrl-C)"
-		if stopReason != ErrInterrupted {
-			why = "interrupted: " + strings.TrimPrefix(stopReason.Error(), ErrInterrupted.Error()+": ")
+		if interruptedBy != "" {
+			why = "interrupted: " + interruptedBy
 		}
 		report.Interrupted = true
 		runErr = fmt.Errorf("%w: %d of %d tests ended", ErrInterrupted, c.ended, len(entries))
@@ -920,9 +921,10 @@ type testWorker struct {
 	id      int
 	k       *kernel.Kernel
 	stopped string // pytest stopped the session (-x)
-	// interrupted: the node id of a test that raised KeyboardInterrupt
-	// itself (or sent SIGINT to its own process): pytest ends its session
-	// there, exit status 2, and so does the run.
+	// interrupted: which test raised KeyboardInterrupt itself (or sent
+	// SIGINT to its own process), "ID raised KeyboardInterrupt": pytest
+	// ends its session there, exit status 2, and so does the run. Written
+	// by the worker's goroutine, read by drive once the workers ended.
 	interrupted string
 	open        bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
@@ -1026,6 +1028,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	params := map[string]any{"op": "collect", "args": w.t.args, "worker": w.id, "workers": w.t.workers,
 		"purge": w.t.flags.purge && !w.t.running, "deps": w.t.flags.deps && (w.id == 0 || w.t.split) && !w.t.running,
 		"watch": w.t.flags.watch}
+	if w.t.opts.Dist == DistLoadScope {
+		params["dist"] = DistLoadScope
+	}
 	if w.t.split {
 		split := map[string]any{"share": w.share, "shares": w.t.shares}
 		if w.steal != nil {

@@ -107,6 +107,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	jsonOut := fs.String("json", "", "write a JSON report to `FILE`")
 	failFast := fs.Bool("fail-fast", false, "stop at the first failing entry")
 	splitCollection := fs.Bool("split-collection", false, "with --tests and several kernels: each kernel imports only the test modules it runs (faster on heavy suites; a module's import side effects then reach only its kernel's tests)")
+	dist := fs.String("dist", batch.DistLoadFile, "with --tests and several kernels, how tests are grouped over the kernels (pytest-xdist's names): `loadfile` (a module's tests on one kernel, its fixtures set up once, as under pytest) or loadscope (a class's tests on one kernel: a module's classes may run on different kernels, each setting up its module fixtures)")
 	showValues := fs.Bool("show-values", false, "print every statement's value")
 	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
@@ -171,7 +172,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	opts := batch.Options{Root: dir, Python: *python, Entries: entries, Tests: *tests, Kernels: *kernels,
 		Timeout: timeout.d, FailFast: *failFast, ShowValues: *showValues, PytestArgs: pytestArgs,
-		SplitCollection: *splitCollection}
+		SplitCollection: *splitCollection, Dist: *dist}
 	if *kernels < 0 {
 		return fail(fmt.Errorf("--kernels %d: want a positive number", *kernels))
 	}

@@ -205,6 +205,7 @@ def _collect_session(api, params, args, rec, started_ns):
     # The items go as progress frames, a chunk at a time: a result is
     # capped at 64 KiB, a collection of thousands of tests is not.
     split = state.split
+    dist = params.get("dist") or "loadfile"
     chunk = []
     for item in state.session.items:
         path, line, domain = item.location
@@ -212,7 +213,7 @@ def _collect_session(api, params, args, rec, started_ns):
             "nodeid": item.nodeid,
             "path": path.replace(os.sep, "/"),
             "line": line if line is not None else -1,
-            "scope": _scope(item.nodeid),
+            "scope": _scope(item, dist),
             "junit": _junit_names(item.nodeid),
         }
         if split is not None and split.share >= 0:
@@ -631,12 +632,28 @@ class _Split:
                 return
 
 
-def _scope(nodeid):
-    """The group a test runs in: its module (its file's part of the node
-    id, as xdist's loadfile groups), so that a module's and its classes'
-    tests run on one kernel, in pytest's order, sharing module state and
-    module- and class-scoped fixtures as they do under pytest."""
-    return nodeid.split("::", 1)[0]
+def _scope(item, dist="loadfile"):
+    """The group a test runs in. loadfile (the default): its module (its
+    file's part of the node id, as xdist's loadfile groups), so that a
+    module's and its classes' tests run on one kernel, in pytest's order,
+    sharing module state and module- and class-scoped fixtures as they do
+    under pytest. loadscope (ripple run --dist loadscope, as xdist's): its
+    outermost class, else its module, taken from the collection tree, not
+    the node id's text (a parametrize id may hold "::")."""
+    module = item.nodeid.split("::", 1)[0]
+    if dist != "loadscope":
+        return module
+    import pytest
+
+    outer = None
+    node = item.parent
+    while node is not None:
+        if isinstance(node, pytest.Class):
+            outer = node
+        elif isinstance(node, pytest.Module):
+            break
+        node = node.parent
+    return outer.nodeid if outer is not None else module
 
 
 def _junit_names(nodeid):
