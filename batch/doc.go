@@ -31,9 +31,13 @@
 // kernel in pytest's order, so module state that tests share, and module-
 // and class-scoped fixtures, are as under pytest: set up once), in
 // collection order, each group to the first kernel that is free among
-// those that collected it. A kernel holds back the last test of a group until its
-// next group (or the end) is known, so that it runs with pytest's nextitem
-// and session fixtures live as long as the kernel's session.
+// those that collected it. With Options.Dist = DistLoadScope (ripple run
+// --dist loadscope, xdist's mode of that name) a group is a class (its
+// outermost one) or a module's functions: a module's classes may then run
+// on different kernels, each of which sets up the module's fixtures. A
+// kernel holds back the last test of a group until its next group (or the
+// end) is known, so that it runs with pytest's nextitem and session
+// fixtures live as long as the kernel's session.
 //
 // With more than one kernel, each local kernel's native thread pools
 // (OpenMP, OpenBLAS, MKL, BLIS, vecLib, numexpr) get the machine's cores
