@@ -10,6 +10,7 @@
 #   bash bench/compat/run.sh numpy/linalg/tests   # suites: paths under dist-packages,
 #                                                 # a sub-suite's files joined with ","
 #   SPLIT=1 bash bench/compat/run.sh             # ripple run --split-collection
+#   DIST=loadscope bash bench/compat/run.sh      # ripple run --dist loadscope
 #   BEFORE=/tmp/ripple-before bash bench/compat/run.sh
 #                                                 # also that binary with 2 kernels, in the
 #                                                 # same runs (a before/after comparison)
@@ -19,8 +20,9 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 RUNS=${RUNS:-1}
 BEFORE=${BEFORE:-}
-SPLIT_ARGS=()
-[ -n "${SPLIT:-}" ] && SPLIT_ARGS=(--split-collection)
+RIPPLE_ARGS=()
+[ -n "${SPLIT:-}" ] && RIPPLE_ARGS=(--split-collection)
+[ -n "${DIST:-}" ] && RIPPLE_ARGS+=(--dist "$DIST")
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' 2>/dev/null || true)
 [ -d /usr/lib/python3/dist-packages ] && SITE=/usr/lib/python3/dist-packages
 DEFAULT_SUITES="numpy/random/tests scipy/linalg/tests pandas/tests/series/methods sympy/sets/tests,sympy/logic/tests,sympy/core/tests/test_subs.py,sympy/core/tests/test_relational.py,sympy/core/tests/test_assumptions.py"
@@ -69,7 +71,7 @@ for s in $SUITES; do
     times[pytest]+="$(echo "$t1 - $t0" | bc) "
     for k in 1 2; do
       t0=$(now)
-      "$work/ripple" run "$dir" --tests "${SPLIT_ARGS[@]}" --python "$PY" --kernels "$k" --junit "$dir/ripple$k.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
+      "$work/ripple" run "$dir" --tests "${RIPPLE_ARGS[@]}" --python "$PY" --kernels "$k" --junit "$dir/ripple$k.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
         >"$dir/ripple$k.out" 2>&1 || true
       t1=$(now)
       times[ripple$k]+="$(echo "$t1 - $t0" | bc) "
