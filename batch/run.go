@@ -124,6 +124,12 @@ const clientID = "ripple-run"
 // ends (a progress bar's clock).
 const progressInterval = 250 * time.Millisecond
 
+// The groupings of Options.Dist.
+const (
+	DistLoadFile  = "loadfile"
+	DistLoadScope = "loadscope"
+)
+
 // Run runs the entries of a project, as ripple run does: it starts an
 // engine (Batch mode: a crash is reported, not retried), discovers the
 // entries, keeps every kernel busy with one entry at a time (each in an
@@ -134,12 +140,6 @@ const progressInterval = 250 * time.Millisecond
 // the running entries interrupted and the others skipped, and returns the
 // report with an error wrapping ErrInterrupted. Usage and project errors
 // (ErrUsage, ErrNoEntries, ErrDiscovery, ErrProject) return no report.
-// The groupings of Options.Dist.
-const (
-	DistLoadFile  = "loadfile"
-	DistLoadScope = "loadscope"
-)
-
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Kernels < 0 {
 		return nil, fmt.Errorf("%w: --kernels %d: want a positive number", ErrUsage, opts.Kernels)

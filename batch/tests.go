@@ -1293,7 +1293,7 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		// test's protocol and ends the session, interrupted (exit 2).
 		status, msg = StatusInterrupted, "KeyboardInterrupt raised by the test: pytest ends its session here, and so does the run"
 		w.interrupted = "a test raised KeyboardInterrupt"
-		if j, ok := w.entryIndex(running); ok && running >= 0 {
+		if j, ok := w.entryIndex(running); running >= 0 && ok {
 			w.interrupted = w.t.entries[j].NodeID + " raised KeyboardInterrupt"
 		}
 		w.t.stop(fmt.Errorf("%w: %s", ErrInterrupted, w.interrupted))

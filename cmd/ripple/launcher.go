@@ -56,8 +56,9 @@ func addLauncherFlags(fs *flag.FlagSet) *launcherFlags {
 // coordinator of the agents or slurm launcher. root and python are the
 // project's (the agents' --root and --python), local and localSet the
 // --kernels flag (local kernels beside the agents'), batchKernels the
-// kernels a batch run waits for (0 for serve). A non-empty message is a
-// usage error.
+// kernels a batch run waits for (0 for serve), preload the modules the
+// kernels of the Slurm jobs' agents import at start (--preload). A
+// non-empty message is a usage error.
 func (f *launcherFlags) open(root, python string, local int, localSet bool, batchKernels int, preload []string, log *slog.Logger) (*agent.Coordinator, string) {
 	name := *f.launcher
 	if name == "" {
