@@ -17,10 +17,16 @@ import (
 // ripple runs the built binary and returns its exit status and output.
 func ripple(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return rippleEnv(t, nil, args...)
+}
+
+// rippleEnv is ripple with env (NAME=value) added to the environment.
+func rippleEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rippleBin, args...)
-	cmd.Env = append(os.Environ(), "CI=true")
+	cmd.Env = append(append(os.Environ(), "CI=true"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -34,7 +34,10 @@
 // those that collected it. With Options.Dist = DistLoadScope (ripple run
 // --dist loadscope, xdist's mode of that name) a group is a class (its
 // outermost one) or a module's functions: a module's classes may then run
-// on different kernels, each of which sets up the module's fixtures. A
+// on different kernels, each of which sets up the module's fixtures. With
+// DistLoad (--dist load, xdist's default mode) the groups are consecutive
+// chunks of the collection that shrink towards its end (loadChunks), so a
+// module's tests run on every kernel that is free. A
 // kernel holds back the last test of a group until its next group (or the
 // end) is known, so that it runs with pytest's nextitem and session
 // fixtures live as long as the kernel's session.

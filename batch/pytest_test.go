@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -450,8 +451,10 @@ func TestPytestTestRaisesKeyboardInterrupt(t *testing.T) {
 // --dist: loadfile (the default) runs a module's classes on one kernel,
 // its module fixture set up once; loadscope (xdist's) hands each class to
 // a kernel, so two slow classes run at once, each kernel setting up the
-// module fixture. The outcomes are pytest's either way; an unknown mode is
-// a usage error naming it.
+// module fixture; load (xdist's default) cuts a module of test functions
+// into chunks for both kernels, each setting up its fixture once. The
+// outcomes are pytest's either way; an unknown mode is a usage error
+// naming it.
 func TestPytestDist(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
@@ -464,8 +467,8 @@ func TestPytestDist(t *testing.T) {
 		}
 		return string(b)
 	}
-	setups := func() []string {
-		files, err := filepath.Glob(filepath.Join(root, "setups-*"))
+	setups := func(prefix string) []string {
+		files, err := filepath.Glob(filepath.Join(root, prefix+"setups-*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,8 +479,24 @@ func TestPytestDist(t *testing.T) {
 		}
 		return counts
 	}
-	setups() // pytest's
-	for _, dist := range []string{"", "loadscope"} {
+	// pids: the distinct kernels that ran the module of test functions.
+	pids := func() []string {
+		files, err := filepath.Glob(filepath.Join(root, "fpid-*"))
+		if err != nil || len(files) != 4 {
+			t.Fatalf("fpid files %v (%v), want 4", files, err)
+		}
+		var ps []string
+		for _, f := range files {
+			ps = append(ps, read(filepath.Base(f)))
+			os.Remove(f)
+		}
+		slices.Sort(ps)
+		return slices.Compact(ps)
+	}
+	setups("") // pytest's
+	setups("f")
+	pids()
+	for _, dist := range []string{"", "loadscope", "load"} {
 		args := []string{"run", root, "--tests", "--python", py, "--kernels", "2"}
 		if dist != "" {
 			args = append(args, "--dist", dist)
@@ -490,16 +509,125 @@ func TestPytestDist(t *testing.T) {
 		if d := diffLines(want, junitOutcomes(t, junit)); d != "" {
 			t.Errorf("--dist %q: JUnit testcases differ from pytest's (-pytest +ripple):\n%s", dist, d)
 		}
-		first, second, counts := read("pid-TestFirst"), read("pid-TestSecond"), setups()
+		first, second, counts := read("pid-TestFirst"), read("pid-TestSecond"), setups("")
 		if dist == "" && (first != second || !slices.Equal(counts, []string{"1"})) {
 			t.Errorf("loadfile: classes on kernels %s and %s, module fixture set-ups per kernel %v; want one kernel, one set-up", first, second, counts)
 		}
 		if dist == "loadscope" && (first == second || !slices.Equal(counts, []string{"1", "1"})) {
 			t.Errorf("loadscope: classes on kernels %s and %s, module fixture set-ups per kernel %v; want two kernels, one set-up on each", first, second, counts)
 		}
+		ran, fcounts := pids(), setups("f")
+		if dist != "load" && (len(ran) != 1 || !slices.Equal(fcounts, []string{"1"})) {
+			t.Errorf("--dist %q: the module of functions ran on kernels %v, its fixture set up %v times per kernel; want one kernel, once", dist, ran, fcounts)
+		}
+		if dist == "load" && (len(ran) != 2 || !slices.Equal(fcounts, []string{"1", "1"})) {
+			t.Errorf("load: the module of functions ran on kernels %v, its fixture set up %v times per kernel; want two kernels, once on each", ran, fcounts)
+		}
 	}
 	code, _, errOut := ripple(t, "run", root, "--tests", "--python", py, "--dist", "each")
 	if code != 2 || !strings.Contains(errOut, `--dist "each"`) {
 		t.Errorf("--dist each: exit %d, want 2 naming it:\n%s", code, errOut)
+	}
+}
+
+// Where pytest cannot cache its assertion rewriting (PYTHONDONTWRITEBYTECODE
+// here; a read-only tree alike), the kernels take it from ripple's cache
+// (kernel/python/ripple_rewrite_cache.py): the second run reads the entry
+// the first wrote (its file is not replaced), an edit of the module
+// replaces it, a corrupt entry is rewritten, "off" writes nothing, and an
+// entry whose source is gone is pruned. The failure message shows the
+// values every time: what runs is pytest's rewritten code.
+func TestPytestRewriteCache(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "rewrite_cache"))
+	cache := filepath.Join(t.TempDir(), "rewrite")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(cache, "0123456789abcdef")
+	if err := os.WriteFile(stale, []byte("ripple-rewrite-2\n/nonexistent/test_gone.py\njunk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PYTHONDONTWRITEBYTECODE=1", "RIPPLE_REWRITE_CACHE=" + cache}
+	run := func(env []string, want string) {
+		t.Helper()
+		code, out, errOut := rippleEnv(t, env, "run", root, "--tests", "--python", py, "--kernels", "2", "--", "-p", "no:cacheprovider")
+		if code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "1 passed") {
+			t.Fatalf("exit %d, want 1 with %q and 1 passed:\n%s\n%s", code, want, out, errOut)
+		}
+	}
+	entry := func() (string, os.FileInfo) {
+		t.Helper()
+		var found []string
+		names, err := os.ReadDir(cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if n.Name() != "pruned" {
+				found = append(found, n.Name())
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("cache holds %v, want one entry (the test module's)", found)
+		}
+		p := filepath.Join(cache, found[0])
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, info
+	}
+	run(env, "assert (2 + 1) == 4")
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the entry of a deleted source was not pruned: %v", err)
+	}
+	path, first := entry()
+	if _, err := os.Stat(filepath.Join(root, "__pycache__")); err == nil {
+		t.Fatal("pytest wrote __pycache__ despite PYTHONDONTWRITEBYTECODE: the cache is not what this run uses")
+	}
+
+	firstData, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(env, "assert (2 + 1) == 4")
+	if _, again := entry(); !os.SameFile(first, again) || !again.ModTime().Equal(first.ModTime()) {
+		t.Error("the second run replaced the entry: it rewrote the module instead of reading the cache")
+	}
+
+	src := filepath.Join(root, "test_values.py")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, []byte(strings.Replace(string(data), "== 4", "== 5", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(env, "assert (2 + 1) == 5")
+	if editedPath, _ := entry(); editedPath != path {
+		t.Errorf("the edited module's entry is %s, want the same name %s (one entry per file)", editedPath, path)
+	}
+	if b, err := os.ReadFile(path); err != nil || bytes.Equal(b, firstData) {
+		t.Errorf("the entry was not replaced after the module changed (%v)", err)
+	}
+
+	if err := os.WriteFile(path, []byte("ripple-rewrite-2\nnot an entry"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(env, "assert (2 + 1) == 5")
+	if b, err := os.ReadFile(path); err != nil || !strings.HasPrefix(string(b), "ripple-rewrite-2\n"+src+"\n") {
+		t.Errorf("a corrupt entry was not rewritten: %q %v", b[:min(len(b), 80)], err)
+	}
+
+	xdg := t.TempDir()
+	run([]string{"PYTHONDONTWRITEBYTECODE=1", "RIPPLE_REWRITE_CACHE=off", "XDG_CACHE_HOME=" + xdg}, "assert (2 + 1) == 5")
+	if _, err := os.Stat(filepath.Join(xdg, "ripple", "pytest-rewrite")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RIPPLE_REWRITE_CACHE=off: the default cache directory exists (%v)", err)
+	}
+	run([]string{"PYTHONDONTWRITEBYTECODE=1", "RIPPLE_REWRITE_CACHE=", "XDG_CACHE_HOME=" + xdg}, "assert (2 + 1) == 5")
+	if names, _ := os.ReadDir(filepath.Join(xdg, "ripple", "pytest-rewrite")); len(names) < 1 {
+		t.Errorf("by default the cache is $XDG_CACHE_HOME/ripple/pytest-rewrite: it holds nothing")
 	}
 }

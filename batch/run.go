@@ -54,7 +54,12 @@ type Options struct {
 	// module's functions on one kernel, so a module's classes may run on
 	// different kernels, each setting up the module's fixtures (faster
 	// when one module holds much of a suite; a test that relies on what
-	// another class of its module did first can differ from pytest).
+	// another class of its module did first can differ from pytest);
+	// DistLoad: consecutive chunks of tests, a module's tests on as many
+	// kernels as are free, each setting up the module's and classes'
+	// fixtures it needs (xdist's default mode: the most even, and a test
+	// that relies on an earlier test of its module can differ from
+	// pytest).
 	Dist string
 	// Observer is told of each result, in report order, and of progress
 	// (nil: nobody).
@@ -128,6 +133,7 @@ const progressInterval = 250 * time.Millisecond
 const (
 	DistLoadFile  = "loadfile"
 	DistLoadScope = "loadscope"
+	DistLoad      = "load"
 )
 
 // Run runs the entries of a project, as ripple run does: it starts an
@@ -166,8 +172,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if opts.Agents != nil && opts.Kernels == 0 {
 			kernels = 1 // agent kernels to wait for
 		}
-		if opts.Dist != "" && opts.Dist != DistLoadFile && opts.Dist != DistLoadScope {
-			return nil, fmt.Errorf("%w: --dist %q: want %s or %s", ErrUsage, opts.Dist, DistLoadFile, DistLoadScope)
+		switch opts.Dist {
+		case "", DistLoadFile, DistLoadScope, DistLoad:
+		default:
+			return nil, fmt.Errorf("%w: --dist %q: want %s, %s or %s", ErrUsage, opts.Dist, DistLoadFile, DistLoadScope, DistLoad)
 		}
 		return runTests(ctx, opts, kernels)
 	}

@@ -11,6 +11,10 @@
 #                                                 # a sub-suite's files joined with ","
 #   SPLIT=1 bash bench/compat/run.sh             # ripple run --split-collection
 #   DIST=loadscope bash bench/compat/run.sh      # ripple run --dist loadscope
+#   DIST=load bash bench/compat/run.sh           # ripple run --dist load (xdist's default)
+#   REWRITE=off bash bench/compat/run.sh         # ripple without its assertion-rewrite cache
+#   PYTEST_PYC=1 bash bench/compat/run.sh        # let pytest cache its rewriting too
+#                                                 # (PYTHONPYCACHEPREFIX in the bench's temp dir)
 #   BEFORE=/tmp/ripple-before bash bench/compat/run.sh
 #                                                 # also that binary with 2 kernels, in the
 #                                                 # same runs (a before/after comparison)
@@ -45,6 +49,33 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/ripple" ./cmd/ripple
+
+# Assertion rewriting, most of collection on assert-heavy suites: pytest
+# keeps it in __pycache__ unless it must not write bytecode or cannot
+# write there; ripple's kernels then keep it in their own cache, here a
+# fresh one per bench run (the first ripple run of a suite fills it).
+if [ -n "${PYTEST_PYC:-}" ]; then
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX="$work/pycache"
+fi
+if [ "${REWRITE:-}" = off ]; then
+  export RIPPLE_REWRITE_CACHE=off
+else
+  export RIPPLE_REWRITE_CACHE="$work/rewrite-cache"
+fi
+pytest_pyc=$("$PY" - "$SITE" <<'PYEOF'
+import os, sys
+if sys.dont_write_bytecode:
+    print("no (PYTHONDONTWRITEBYTECODE is set)")
+elif sys.pycache_prefix:
+    print("yes, in %s" % sys.pycache_prefix)
+elif not os.access(sys.argv[1], os.W_OK):
+    print("no (%s is read-only)" % sys.argv[1])
+else:
+    print("yes, in __pycache__ beside the tests")
+PYEOF
+)
+echo "bench/compat: pytest caches its assertion rewriting: $pytest_pyc; ripple's rewrite cache: $RIPPLE_REWRITE_CACHE" >&2
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -116,4 +147,5 @@ header=$(printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s' suite tests pytest_s rip
 echo "$header"
 for r in "${rows[@]}"; do echo "$r"; done
 echo "(wall times: medians of $RUNS run(s); targets: ratio 1 kernel <= 1.00, 2 kernels <= 0.60, differ 0)"
+echo "(ripple: ${RIPPLE_ARGS[*]:-loadfile}; pytest caches its assertion rewriting: $pytest_pyc; ripple's rewrite cache: ${RIPPLE_REWRITE_CACHE/$work/\$tmp}, filled by each suite's first ripple run)"
 exit $status

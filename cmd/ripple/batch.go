@@ -23,7 +23,7 @@ const runUsage = `usage: ripple run [PROJECT_DIR] [flags]
 Runs the project's entries headless on a pool of kernels and reports for CI.
 With --tests, pytest runs inside the kernels: its configuration, collection,
 fixtures, marks and plugins, its node ids and outcomes; ripple hands the tests
-out to the kernels by module (pytest-xdist's loadfile). PATH[::NODE]
+out to the kernels by module (pytest-xdist's loadfile; see --dist). PATH[::NODE]
 (relative to PROJECT_DIR), -k, -m and the PYTEST_ARGS after -- go to pytest.
 Without pytest in the interpreter, unittest suites run through unittest's
 loader. Without --tests: the --entry functions, or main:main.
@@ -107,7 +107,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	jsonOut := fs.String("json", "", "write a JSON report to `FILE`")
 	failFast := fs.Bool("fail-fast", false, "stop at the first failing entry")
 	splitCollection := fs.Bool("split-collection", false, "with --tests and several kernels: each kernel imports only the test modules it runs (faster on heavy suites; a module's import side effects then reach only its kernel's tests)")
-	dist := fs.String("dist", batch.DistLoadFile, "with --tests and several kernels, how tests are grouped over the kernels (pytest-xdist's names): `loadfile` (a module's tests on one kernel, its fixtures set up once, as under pytest) or loadscope (a class's tests on one kernel: a module's classes may run on different kernels, each setting up its module fixtures)")
+	dist := fs.String("dist", batch.DistLoadFile, "with --tests and several kernels, how tests are grouped over the kernels (pytest-xdist's names): `loadfile` (a module's tests on one kernel, its fixtures set up once, as under pytest), loadscope (a class's tests on one kernel: a module's classes may run on different kernels, each setting up its module fixtures) or load (xdist's default: consecutive chunks of tests to whichever kernel is free, a module's tests on several kernels)")
 	showValues := fs.Bool("show-values", false, "print every statement's value")
 	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")

@@ -51,17 +51,23 @@ _SESSION = None
 _RECORDER = None  # ripple_watchfn.Recorder: --watch only
 
 
-def _watchfn():
-    mod = sys.modules.get("_ripple_watchfn")
+def _sibling(name):
+    """The module name.py beside this one, loaded once as _name (the
+    kernel's directory is not on sys.path: user code must not see it)."""
+    mod = sys.modules.get("_" + name)
     if mod is None:
         import importlib.util
 
         here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.spec_from_file_location("_ripple_watchfn", os.path.join(here, "ripple_watchfn.py"))
+        spec = importlib.util.spec_from_file_location("_" + name, os.path.join(here, name + ".py"))
         mod = importlib.util.module_from_spec(spec)
-        sys.modules["_ripple_watchfn"] = mod
+        sys.modules["_" + name] = mod
         spec.loader.exec_module(mod)
     return mod
+
+
+def _watchfn():
+    return _sibling("ripple_watchfn")
 
 try:
     from pluggy import HookimplMarker
@@ -148,6 +154,9 @@ def _collect_session(api, params, args, rec, started_ns):
     import pytest
     from _pytest.config import _prepareconfig
     from _pytest.main import Session
+
+    # Assertion rewriting cached where pytest cannot cache it itself.
+    _sibling("ripple_rewrite_cache").install()
 
     with api.user_code():
         try:

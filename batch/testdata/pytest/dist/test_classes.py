@@ -28,7 +28,7 @@ class TestSecond:
     def test_two(self, module_resource, n):
         with open("pid-TestSecond", "w") as f:
             f.write(str(os.getpid()))
-        time.sleep(1)
+        time.sleep(2)
         assert module_resource == "resource"
 
 
