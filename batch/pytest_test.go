@@ -230,12 +230,50 @@ func TestNoPytest(t *testing.T) {
 	if !strings.Contains(out, "AssertionError: 1 != 2") {
 		t.Errorf("console lacks the failure:\n%s", out)
 	}
+	// Paths select, as they do for pytest: a directory that is not a
+	// package (discovery from the project does not reach it), a file.
+	for _, sel := range []struct {
+		arg  string
+		code int
+		ids  []string
+	}{
+		{"more", 0, []string{"more/test_more.py::TestMore::test_more"}},
+		{"more/test_more.py", 0, []string{"more/test_more.py::TestMore::test_more"}},
+		{"test_plain.py", 1, []string{"test_plain.py::TestPlain::test_fails", "test_plain.py::TestPlain::test_ok", "test_plain.py::TestPlain::test_skipped"}},
+	} {
+		report := filepath.Join(dir, "sel.json")
+		code, out, errOut := ripple(t, "run", root, "--tests", "--python", plain, "--json", report, sel.arg)
+		var ids []string
+		for id := range reportStatuses(t, report) {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		if code != sel.code || !slices.Equal(ids, sel.ids) {
+			t.Errorf("unittest, path %s: exit %d, tests %v; want %d, %v\n%s\n%s", sel.arg, code, ids, sel.code, sel.ids, out, errOut)
+		}
+	}
+	// What only pytest can do is refused, naming it; a missing path is a
+	// usage error naming it.
+	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain, "-k", "ok")
+	if code != 2 || !strings.Contains(errOut, "-k needs it") || !strings.Contains(errOut, "pip install pytest") {
+		t.Errorf("unittest with -k: exit %d, want 2 saying -k needs pytest\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain, "no_such_dir")
+	if code != 2 || !strings.Contains(errOut, "not found: no_such_dir") {
+		t.Errorf("unittest, a missing path: exit %d, want 2 naming it\n%s\n%s", code, out, errOut)
+	}
 
 	root = copyProject(t, filepath.Join("testdata", "pytest", "nopytest_pytest_style"))
 	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain)
 	if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, plain) ||
 		!strings.Contains(errOut, "cannot import pytest") || !strings.Contains(errOut, "test_style.py") || !strings.Contains(errOut, "pip install pytest") {
 		t.Errorf("pytest-style tests without pytest: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	// The same suite named as a path from another project directory: the
+	// files looked at are those given.
+	code, out, errOut = ripple(t, "run", t.TempDir(), "--tests", "--python", plain, filepath.Join(root, "test_style.py"))
+	if code != 2 || !strings.Contains(errOut, "cannot import pytest") || !strings.Contains(errOut, "test_style.py") {
+		t.Errorf("pytest-style tests given as a path, without pytest: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
 

@@ -551,7 +551,13 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			return nil, nil, fmt.Errorf("%w: %s (%s) cannot import pytest, and %s is written for pytest (%s; %d such %s): install pytest into that interpreter (%s -m pip install pytest, or on Debian apt install python3-pytest)",
 				ErrNoPytest, first.Python, py.Version, f[0], f[1], len(first.NeedsPytest), plural(len(first.NeedsPytest), "file", "files"), py.Path)
 		}
-		// unittest's own loader, on the same kernels.
+		if arg := pytestOnly(args); arg != "" {
+			stopAll()
+			return nil, nil, fmt.Errorf("%w: %s (%s) cannot import pytest, and %s needs it (unittest's loader takes only paths): install pytest into that interpreter (%s -m pip install pytest, or on Debian apt install python3-pytest)",
+				ErrNoPytest, first.Python, py.Version, arg, py.Path)
+		}
+		// unittest's own loader, on the same kernels, on the paths given
+		// (none: the project).
 		t.unit, t.split = true, false
 		for i, w := range ws {
 			w.setShare(0)
@@ -744,6 +750,18 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		runErr = ErrNoTests
 	}
 	return report, deps, runErr
+}
+
+// pytestOnly is the first of pytest's arguments that unittest's loader
+// cannot honour (an option such as -k, or a PATH::NODE id), or "": without
+// pytest such a run is refused, not run as something else.
+func pytestOnly(args []string) string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "::") {
+			return a
+		}
+	}
+	return ""
 }
 
 // loadChunkDiv: a chunk of --dist load is the tests not yet handed out
@@ -1094,7 +1112,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 			"PYTEST_XDIST_WORKER_COUNT": fmt.Sprint(w.t.workers)}
 	}
 	if w.t.unit {
-		params = map[string]any{"op": "unittest", "step": "collect"}
+		params = map[string]any{"op": "unittest", "step": "collect", "paths": w.t.args}
 	}
 	var items, reports []testItem
 	var files []string

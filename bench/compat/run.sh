@@ -15,6 +15,8 @@
 #   REWRITE=off bash bench/compat/run.sh         # ripple without its assertion-rewrite cache
 #   PYTEST_PYC=1 bash bench/compat/run.sh        # let pytest cache its rewriting too
 #                                                 # (PYTHONPYCACHEPREFIX in the bench's temp dir)
+#   ALSO="--dist load" bash bench/compat/run.sh  # also ripple with 2 kernels and these
+#                                                 # arguments, in the same runs (a column)
 #   BEFORE=/tmp/ripple-before bash bench/compat/run.sh
 #                                                 # also that binary with 2 kernels, in the
 #                                                 # same runs (a before/after comparison)
@@ -24,6 +26,7 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
 RUNS=${RUNS:-1}
 BEFORE=${BEFORE:-}
+ALSO=${ALSO:-}
 RIPPLE_ARGS=()
 [ -n "${SPLIT:-}" ] && RIPPLE_ARGS=(--split-collection)
 [ -n "${DIST:-}" ] && RIPPLE_ARGS+=(--dist "$DIST")
@@ -107,6 +110,14 @@ for s in $SUITES; do
       t1=$(now)
       times[ripple$k]+="$(echo "$t1 - $t0" | bc) "
     done
+    if [ -n "$ALSO" ]; then
+      t0=$(now)
+      # shellcheck disable=SC2086 # ALSO is arguments, split on purpose
+      "$work/ripple" run "$dir" --tests $ALSO --python "$PY" --kernels 2 --junit "$dir/also2.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
+        >"$dir/also2.out" 2>&1 || true
+      t1=$(now)
+      times[also2]+="$(echo "$t1 - $t0" | bc) "
+    fi
     if [ -n "$BEFORE" ]; then
       t0=$(now)
       "$BEFORE" run "$dir" --tests --python "$PY" --kernels 2 --junit "$dir/before2.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
@@ -119,6 +130,8 @@ for s in $SUITES; do
   r1=$(echo "${times[ripple1]}" | tr ' ' '\n' | grep . | median)
   r2=$(echo "${times[ripple2]}" | tr ' ' '\n' | grep . | median)
   b2=""
+  a2=""
+  [ -n "$ALSO" ] && a2=$(echo "${times[also2]}" | tr ' ' '\n' | grep . | median)
   [ -n "$BEFORE" ] && b2=$(echo "${times[before2]}" | tr ' ' '\n' | grep . | median)
   label=$(echo "$s" | sed 's/,.*/,.../')
   echo "== $s"
@@ -132,6 +145,12 @@ for s in $SUITES; do
   d1=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple1.xml" | head -1 | sed 's/.*differ=//')
   d2=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple2.xml" | head -1 | sed 's/.*differ=//')
   row=$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$d1" "$d2")
+  if [ -n "$ALSO" ]; then
+    echo -n "  $ALSO, 2 kernels: "
+    "$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/also2.xml" | sed '2,$s/^/    /' || status=1
+    da=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/also2.xml" | head -1 | sed 's/.*differ=//')
+    row+=$(printf ' %9.2f %6.2fx %7s' "$a2" "$(echo "$a2 / $p" | bc -l)" "$da")
+  fi
   if [ -n "$BEFORE" ]; then
     echo -n "  before, 2 kernels: "
     "$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/before2.xml" | sed '2,$s/^/    /' || true
@@ -143,9 +162,10 @@ for s in $SUITES; do
 done
 echo
 header=$(printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s' suite tests pytest_s ripple1_s ratio ripple2_s ratio differ1 differ2)
+[ -n "$ALSO" ] && header+=$(printf ' %9s %7s %7s' also2_s ratio differa)
 [ -n "$BEFORE" ] && header+=$(printf ' %9s %7s %7s' before2_s ratio differb)
 echo "$header"
 for r in "${rows[@]}"; do echo "$r"; done
 echo "(wall times: medians of $RUNS run(s); targets: ratio 1 kernel <= 1.00, 2 kernels <= 0.60, differ 0)"
-echo "(ripple: ${RIPPLE_ARGS[*]:-loadfile}; pytest caches its assertion rewriting: $pytest_pyc; ripple's rewrite cache: ${RIPPLE_REWRITE_CACHE/$work/\$tmp}, filled by each suite's first ripple run)"
+echo "(ripple: ${RIPPLE_ARGS[*]:-loadfile}${ALSO:+; also2: $ALSO}; pytest caches its assertion rewriting: $pytest_pyc; ripple's rewrite cache: ${RIPPLE_REWRITE_CACHE/$work/\$tmp}, filled by each suite's first ripple run)"
 exit $status

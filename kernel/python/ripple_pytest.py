@@ -120,7 +120,7 @@ def _collect(api, params):
         import pytest  # noqa: F401
     except ImportError as e:
         return {"noPytest": "%s: %s" % (type(e).__name__, e), "python": sys.executable,
-                "needsPytest": _pytest_style_files(os.getcwd())}
+                "needsPytest": _pytest_style_files(os.getcwd(), _arg_paths(params.get("args")))}
     args = [str(a) for a in params.get("args") or []]
     # A kernel the run did not start (a runtime agent's) is told its
     # worker variables here, as a local kernel gets them at its start.
@@ -969,7 +969,25 @@ def _outcome(i, reports):
 # ---------------------------------------------------------------- no pytest
 
 
-def _test_files(root):
+def _arg_paths(args):
+    """The paths among pytest's arguments (PATH or PATH::NODE; options and
+    their values are not: the Go side refuses them without pytest)."""
+    return [str(a).split("::", 1)[0] for a in args or [] if not str(a).startswith("-")]
+
+
+def _test_files(root, paths=None):
+    """The test files under root, or under paths (relative to root): a
+    file named counts whatever its name, as pytest collects it."""
+    for top in paths or [root]:
+        top = os.path.join(root, top)
+        if os.path.isfile(top):
+            if top.endswith(".py"):
+                yield top
+            continue
+        yield from _walk_test_files(top)
+
+
+def _walk_test_files(root):
     skip = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build", "dist"}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.startswith("."))
@@ -978,14 +996,15 @@ def _test_files(root):
                 yield os.path.join(dirpath, name)
 
 
-def _pytest_style_files(root):
+def _pytest_style_files(root, paths=None):
     """Test files written for pytest (module-level test functions, Test*
-    classes that are not TestCases, import pytest): without pytest they
-    cannot run as their author meant. [[path, why], ...]"""
+    classes that are not TestCases, import pytest) under root or paths:
+    without pytest they cannot run as their author meant. [[path, why],
+    ...]"""
     import ast
 
     found = []
-    for path in _test_files(root):
+    for path in _test_files(root, paths):
         try:
             with open(path, "rb") as f:
                 tree = ast.parse(f.read(), path)
@@ -1017,10 +1036,22 @@ def _unittest(api, params):
     root = os.getcwd()
     op = params.get("step", "collect")
     if op == "collect":
-        with api.user_code():
-            suite = unittest.defaultTestLoader.discover(root, pattern=params.get("pattern") or "test*.py", top_level_dir=root)
+        pattern = params.get("pattern") or "test*.py"
+        tops = []  # (start directory, pattern, top-level directory)
+        for arg in _arg_paths(params.get("paths")):
+            path = os.path.abspath(os.path.join(root, arg))
+            if not os.path.exists(path):
+                # pytest's words for it (a usage error).
+                return {"usage": "file or directory not found: %s" % arg}
+            if os.path.isdir(path):
+                tops.append((path, pattern, _unittest_top(root, path)))
+            else:
+                start = os.path.dirname(path)
+                tops.append((start, os.path.basename(path), _unittest_top(root, start)))
         tests = []
-        _flatten(suite, tests)
+        with api.user_code():
+            for start, pat, top in tops or [(root, pattern, root)]:
+                _flatten(unittest.defaultTestLoader.discover(start, pattern=pat, top_level_dir=top), tests)
         _UNITTEST = tests
         chunk = []
         for t in tests:
@@ -1053,6 +1084,24 @@ def _unittest(api, params):
 
 
 _UNITTEST = []
+
+
+def _unittest_top(root, start):
+    """The top-level directory unittest discovers start from: the project
+    when start is a package path inside it (its modules then have dotted
+    names from the project, as a discovery of the project gives them),
+    else start itself (python -m unittest discover -s START's default)."""
+    rel = os.path.relpath(start, root)
+    if rel == ".":
+        return root
+    if rel.startswith(".."):
+        return start
+    d = root
+    for part in rel.split(os.sep):
+        d = os.path.join(d, part)
+        if not os.path.isfile(os.path.join(d, "__init__.py")):
+            return start
+    return root
 
 
 def _flatten(suite, out):
