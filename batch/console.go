@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -19,8 +20,15 @@ import (
 // location, traceback and captured output, then the summary.
 //
 // Its methods are called from one goroutine (Run's), so it has no lock.
+//
+// Its lines go through a buffer, written out after each line on a
+// terminal and otherwise at most barRefresh apart while lines come, at
+// each Progress tick (so a line waits at most progressInterval when
+// nothing else happens) and at Finish and Flush: a CI log of thousands
+// of tests costs a write per tenth of a second, not several per test.
 type Console struct {
-	w          io.Writer
+	w          *bufio.Writer
+	lastFlush  time.Time
 	bar        bool
 	showValues bool
 	color      bool
@@ -44,7 +52,15 @@ type ConsoleOptions struct {
 
 // NewConsole returns a Console writing to w.
 func NewConsole(w io.Writer, opts ConsoleOptions) *Console {
-	return &Console{w: w, bar: opts.ProgressBar, showValues: opts.ShowValues, color: opts.Color}
+	return &Console{w: bufio.NewWriterSize(w, 64<<10), bar: opts.ProgressBar, showValues: opts.ShowValues, color: opts.Color}
+}
+
+// Flush writes out what the console holds. Finish does; whoever writes
+// to the same destination in between, or ends without Finish, calls it
+// first.
+func (c *Console) Flush() {
+	c.w.Flush()
+	c.lastFlush = time.Now()
 }
 
 // Interactive reports whether a progress bar suits f: it is a terminal
@@ -72,6 +88,7 @@ func (c *Console) Started(entries []Entry, kernels int) {
 		what = plural(len(entries), "test", "tests")
 	}
 	fmt.Fprintf(c.w, "ripple run: %d %s on %d %s\n", len(entries), what, kernels, plural(kernels, "kernel", "kernels"))
+	c.Flush()
 }
 
 // Result implements Observer.
@@ -100,6 +117,9 @@ func (c *Console) Result(r *Result) {
 		writeValues(c.w, "    ", r.Values)
 	}
 	c.drawBar()
+	if c.bar || time.Since(c.lastFlush) >= barRefresh {
+		c.Flush()
+	}
 }
 
 // Progress implements Observer.
@@ -109,6 +129,7 @@ func (c *Console) Progress(p Progress) {
 		c.clearBar()
 		c.drawBar()
 	}
+	c.Flush()
 }
 
 func (c *Console) drawBar() {
@@ -162,6 +183,7 @@ func (c *Console) Finish(rep *Report) {
 	}
 	fmt.Fprintln(c.w)
 	fmt.Fprintln(c.w, SummaryLine(rep))
+	c.Flush()
 }
 
 // SummaryLine is the one-line outcome of a run: "ripple run: 12 entries

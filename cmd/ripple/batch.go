@@ -237,6 +237,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		interrupted = 2
 	}
 	if rep == nil {
+		console.Flush()
 		if errors.Is(err, batch.ErrInterrupted) {
 			fmt.Fprintf(stderr, "ripple run: %v\n", err)
 			return interrupted
@@ -286,6 +287,9 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 			return console
 		},
 		Ran: func(rep *batch.Report, err error, changed []string) {
+			if console != nil {
+				console.Flush() // its lines before what is written here
+			}
 			if len(changed) > 0 && rep != nil {
 				fmt.Fprintf(stdout, "ripple run: %s changed: re-ran in %s\n", strings.Join(changed, ", "), time.Since(started).Round(time.Millisecond))
 			}

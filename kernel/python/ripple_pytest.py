@@ -684,6 +684,9 @@ class _Session:
         self.started = False
         self.collect_reports = []
         self.pending = None  # the item held back until its nextitem is known
+        # ended: the outcome of the item run last, not yet sent: it goes
+        # with the next item's start, or when run or finish returns.
+        self.ended = None
         self.reports = []
         self.stopped = ""
         self.api = None
@@ -753,16 +756,19 @@ class _Session:
             queue.insert(0, self.pending)
             self.pending = None
         index = {id(it): i for i, it in enumerate(items)}
-        with api.user_code():
-            while len(queue) > 1:
-                item = queue.pop(0)
-                if not self._run_one(item, queue[0], index[id(item)], yield_wide):
-                    if self.clash:
-                        # Neither this item nor the queue is reported:
-                        # the Go side runs them elsewhere, or here again
-                        # (yieldWide off) when no other session is left.
-                        return {"clash": self.clash}
-                    return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
+        try:
+            with api.user_code():
+                while len(queue) > 1:
+                    item = queue.pop(0)
+                    if not self._run_one(item, queue[0], index[id(item)], yield_wide):
+                        if self.clash:
+                            # Neither this item nor the queue is reported:
+                            # the Go side runs them elsewhere, or here again
+                            # (yieldWide off) when no other session is left.
+                            return {"clash": self.clash}
+                        return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
+        finally:
+            self._send_ended()
         self.pending = queue[0] if queue else None
         return {}
 
@@ -772,15 +778,18 @@ class _Session:
         answer = {}
         close = True
         try:
-            with api.user_code():
-                if self.pending is not None and not self.stopped:
-                    item, self.pending = self.pending, None
-                    index = self.session.items.index(item)
-                    if not self._run_one(item, None, index, yield_wide):
-                        if self.clash:
-                            close = False  # the Go side decides (run)
-                            return {"clash": self.clash}
-                        answer = {"stopped": self.stopped}
+            try:
+                with api.user_code():
+                    if self.pending is not None and not self.stopped:
+                        item, self.pending = self.pending, None
+                        index = self.session.items.index(item)
+                        if not self._run_one(item, None, index, yield_wide):
+                            if self.clash:
+                                close = False  # the Go side decides (run)
+                                return {"clash": self.clash}
+                            answer = {"stopped": self.stopped}
+            finally:
+                self._send_ended()
         finally:
             if close and (not keep or self.stopped):
                 self.close()
@@ -789,9 +798,23 @@ class _Session:
                 _RECORDER.snapshot()
         return answer
 
+    def _send_ended(self):
+        """Send the held outcome of the last item run (see _run_one)."""
+        if self.ended is not None:
+            ended, self.ended = self.ended, None
+            self.api.emit_progress(ended)
+
     def _run_one(self, item, nextitem, i, yield_wide=False):
         api = self.api
-        api.emit_progress({"event": "start", "i": i})
+        # The previous item's outcome goes in one write with this start:
+        # nothing runs between them. run and finish send a held outcome
+        # before they return, whatever ends them.
+        start = {"event": "start", "i": i}
+        if self.ended is not None:
+            ended, self.ended = self.ended, None
+            api.emit_progress(ended, start)
+        else:
+            api.emit_progress(start)
         self.reports = []
         self.setup_clash = ""
         # An interrupt (KeyboardInterrupt out of the protocol) sends no
@@ -809,7 +832,7 @@ class _Session:
         if yield_wide and self.setup_clash:
             self.clash = self.setup_clash
             return False
-        api.emit_progress(_outcome(i, reports))
+        self.ended = _outcome(i, reports)
         s = self.session
         if s.shouldfail or s.shouldstop:
             self.stopped = str(s.shouldfail or s.shouldstop)
