@@ -54,6 +54,24 @@ async function waitAnnotation(page, id, text) {
   );
 }
 
+// valueBox is the box of an expression's value on screen, once its
+// annotation is settled (not pending: a re-run redraws it, and while it is
+// redrawn the element can be detached or hidden, with no box).
+async function valueBox(page, expr) {
+  await waitFor(page, `the value of ${expr} settled`, (expr) => {
+    const el = document.querySelector(`.CodeMirror-code .ripple-annotation[data-expr="${CSS.escape(expr)}"]`);
+    return !!el && el.dataset.state !== "pending" && !!el.querySelector(".ann-main");
+  }, expr);
+  const loc = page.locator(`.CodeMirror-code .ripple-annotation[data-expr="${expr}"] .ann-main`);
+  const deadline = Date.now() + STEP_TIMEOUT;
+  for (;;) {
+    const box = await loc.boundingBox();
+    if (box) return box;
+    if (Date.now() > deadline) throw new Error(`the value of ${expr} has no box on the page`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 function cm(page, fn, arg) {
   return page.evaluate(([src, arg]) => new Function("cm", "arg", src)(document.querySelector(".CodeMirror").CodeMirror, arg), [fn, arg]);
 }
@@ -93,8 +111,7 @@ async function steps(page) {
   // A short line, and one whose value runs past the editor's right edge.
   for (const [start, expr] of [["total =", "main:__main__/total"], ["df =", "main:__main__/df"]]) {
     const line = await cm(page, `return cm.getValue().split('\\n').findIndex((l) => l.startsWith(${JSON.stringify(start)}))`);
-    const ann = page.locator(`.CodeMirror-code .ripple-annotation[data-expr="${expr}"] .ann-main`);
-    const box = await ann.boundingBox();
+    const box = await valueBox(page, expr);
     const editorBox = await page.locator(".CodeMirror").boundingBox();
     // Between the line's text and its value widget, and right of the widget.
     const right = editorBox.x + editorBox.width - 24; // left of the scrollbar
@@ -139,8 +156,7 @@ async function steps(page) {
     // the value runs past the editor's edge: the screenshot would show
     // the editor scrolled sideways, which no real click does.)
     await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('df =')); cm.scrollTo(0, null); cm.scrollIntoView({line: i, ch: 0}, 40)");
-    await waitFor(page, "df's value on screen", () => !!document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main'));
-    const dfBox = await page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main').boundingBox();
+    const dfBox = await valueBox(page, "main:__main__/df");
     const before = await cm(page, "return cm.getScrollInfo().left");
     await page.mouse.click(dfBox.x + 20, dfBox.y + dfBox.height / 2);
     if ((await cm(page, "return cm.getScrollInfo().left")) !== before) throw new Error(`at ${w} px, a click on df's value scrolled the editor sideways`);
