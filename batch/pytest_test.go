@@ -259,7 +259,7 @@ func TestNoPytest(t *testing.T) {
 		t.Errorf("unittest with -k: exit %d, want 2 saying -k needs pytest\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain, "no_such_dir")
-	if code != 2 || !strings.Contains(errOut, "not found: no_such_dir") {
+	if code != 2 || !strings.Contains(errOut, "unittest (pytest is not installed): file or directory not found: no_such_dir") {
 		t.Errorf("unittest, a missing path: exit %d, want 2 naming it\n%s\n%s", code, out, errOut)
 	}
 

@@ -602,7 +602,11 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	if first.Usage != "" {
 		stopAll()
-		return nil, nil, fmt.Errorf("%w: pytest: %s", ErrUsage, first.Usage)
+		runner := "pytest"
+		if t.unit {
+			runner = "unittest (pytest is not installed)"
+		}
+		return nil, nil, fmt.Errorf("%w: %s: %s", ErrUsage, runner, first.Usage)
 	}
 	if first.Interrupted != "" {
 		stopAll()
