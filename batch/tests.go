@@ -730,12 +730,13 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 			}
 			t.queue = append(t.queue, testGroup{share: it.share, indices: []int{it.index}})
 		}
-	}
-	if workers > 1 && opts.Dist != DistLoad {
-		// Largest module first (by tests; their times are unknown), so
-		// that a big module does not start last and leave the other
-		// kernels idle at the end. A module's tests keep pytest's order.
-		slices.SortStableFunc(t.queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
+		if workers > 1 {
+			// Largest module first (by tests; their times are unknown),
+			// so that a big module does not start last and leave the
+			// other kernels idle at the end. A module's tests keep
+			// pytest's order.
+			slices.SortStableFunc(t.queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
+		}
 	}
 	opts.Logger.Debug("tests", "collected", len(items), "groups", len(t.queue), "kernels", workers, "split", t.split)
 

@@ -78,6 +78,7 @@ def install():
 
     def _rewrite_test(fn, config):
         try:
+            before = os.stat(fn)
             source = fn.read_bytes()
             hook = bool(config.getini("enable_assertion_pass_hook"))
         except (OSError, ValueError, AttributeError):
@@ -93,14 +94,11 @@ def install():
             except OSError:
                 return original(fn, config)
         stat, co = original(fn, config)
-        # pytest read the file again: store its code only when that read
-        # saw the bytes hashed above (the file did not change in between).
-        if stat.st_size == len(source):
-            try:
-                if fn.read_bytes() == source:
-                    _write(directory, entry, path, digest, co)
-            except OSError:
-                pass
+        # pytest read the file again: store its code only when the file
+        # did not change in between (its stat then and before our read).
+        if (stat.st_mtime_ns, stat.st_size, stat.st_ino) == (before.st_mtime_ns, before.st_size, before.st_ino) \
+                and stat.st_size == len(source):
+            _write(directory, entry, path, digest, co)
         return stat, co
 
     _rewrite_test._ripple_cache = directory
@@ -166,18 +164,23 @@ def prune(directory, now=None):
         if name == "pruned":
             continue
         try:
-            old = now - os.stat(entry).st_mtime > _KEEP_FOR
-            gone = False
-            if not old and not name.endswith(".tmp"):
-                with open(entry, "rb") as f:
-                    head = f.readline()
-                    source = f.readline()[:-1]
-                gone = head != _HEADER or not os.path.exists(os.fsdecode(source))
-            elif name.endswith(".tmp"):
-                old = old or now - os.stat(entry).st_mtime > 3600  # a writer that died
-            if old or gone:
+            age = now - os.stat(entry).st_mtime
+            if name.endswith(".tmp"):
+                stale = age > 3600  # its writer died
+            else:
+                stale = age > _KEEP_FOR or not _source_exists(entry)
+            if stale:
                 os.unlink(entry)
                 removed += 1
         except OSError:
             continue
     return removed
+
+
+def _source_exists(entry):
+    """Whether the source file an entry was written for is still there
+    (an entry that does not start as one is not worth keeping either)."""
+    with open(entry, "rb") as f:
+        head = f.readline()
+        source = f.readline()[:-1]
+    return head == _HEADER and os.path.exists(os.fsdecode(source))

@@ -127,9 +127,13 @@ _MAIN_THREAD = 0  # threading.get_ident() of the main thread
 # ---------------------------------------------------------------- frames
 
 
+def _frame_head(kind, rid, payload):
+    return b"%s %d %d\n" % (kind, rid, len(payload))
+
+
 def _send_frame(kind, rid, payload):
     """Write one frame. The caller holds _SEND_LOCK."""
-    head = b"%s %d %d\n" % (kind, rid, len(payload))
+    head = _frame_head(kind, rid, payload)
     if len(payload) <= SMALL_FRAME:
         _SOCK.sendall(head + payload)
     else:
@@ -971,8 +975,7 @@ class _KernelAPI:
         frames = []
         for o in (obj,) + more:
             data = dumps(o)
-            frames.append(b"prog %d %d\n" % (_S.request, len(data)))
-            frames.append(data)
+            frames += (_frame_head(b"prog", _S.request, data), data)
         with _Critical():
             with _SEND_LOCK:
                 _SOCK.sendall(b"".join(frames))
