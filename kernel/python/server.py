@@ -736,7 +736,8 @@ def _message(exc):
 
 
 def _is_kernel_file(filename):
-    return os.path.dirname(filename) == _HERE
+    d = os.path.dirname(filename)
+    return d == _HERE or d == os.path.join(_HERE, "ripple_kernel")
 
 
 def _trim(te, seen, syntax=False):
@@ -1008,16 +1009,24 @@ def _log(message):
         pass
 
 
-def _load_engine(api):
-    path = os.path.join(_HERE, "engine.py")
-    if not os.path.exists(path):
-        return
-    import importlib.util
+def _kernel_package():
+    """Install the loader of the ripple_kernel package (loader.py, run
+    from its text once: the package cannot load its own loader) and
+    answer the package's engine module."""
+    path = os.path.join(_HERE, "ripple_kernel", "loader.py")
+    namespace = {"__name__": "ripple_kernel_bootstrap", "__file__": path}
+    with open(path, "rb") as f:
+        exec(compile(f.read(), path, "exec", dont_inherit=True), namespace)
+    namespace["install"](_HERE)
+    from ripple_kernel import engine
 
-    spec = importlib.util.spec_from_file_location("_ripple_engine", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_ripple_engine"] = module
-    spec.loader.exec_module(module)
+    return engine
+
+
+def _load_engine(api):
+    if not os.path.exists(os.path.join(_HERE, "ripple_kernel", "engine.py")):
+        return  # a kernel without the engine (tests of the kernel alone)
+    module = _kernel_package()
     methods = module.register(api)
     if not isinstance(methods, dict):
         raise TypeError("engine.register returned %s, want a dict of handlers" % type(methods).__name__)
@@ -1054,9 +1063,9 @@ def _pytest_method(api):
             # A pytest kernel is a plain interpreter: the engine leaves it
             # (its import hooks, display finder and matplotlib backend; see
             # engine.detach) and its methods go with it.
-            engine = sys.modules.get("_ripple_engine")
-            if engine is not None and hasattr(engine, "detach"):
-                engine.detach()
+            from ripple_kernel import engine
+
+            engine.detach()
             for name in _ENGINE_METHODS:
                 _METHODS.pop(name, None)
             import importlib.util

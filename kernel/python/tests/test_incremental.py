@@ -1,13 +1,13 @@
 """Edits of long functions: the run of an edit visits what changed (issue 16).
 
 The engine keeps, between runs of a frame, what it needs to check and visit
-only the statements an edit can affect (engine_run: Runner._sync,
+only the statements an edit can affect (run.py: Runner._sync,
 Frame._forget_sync): the statements to check, the dirty ones, the merged
 bindings of blocks of clean statements. Here sessions edit one statement
 at a time in bodies longer than a block, with the shapes that need a visit
 (del, a return, a panic, mutations, visualizations, interrupts, partial
 runs, script frames), and every step is compared with a fresh run (the
-invariant test's Driver). Small blocks (engine_run.BLOCK) make block edges
+invariant test's Driver). Small blocks (run.BLOCK) make block edges
 frequent.
 """
 

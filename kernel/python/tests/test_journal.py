@@ -1,4 +1,4 @@
-"""The value journal (engine_journal.py): a second Engine on the same
+"""The value journal (ripple_kernel/journal.py): a second Engine on the same
 journal file (a new kernel after a restart) restores what the first one
 computed, and nothing that would break the caching invariant."""
 

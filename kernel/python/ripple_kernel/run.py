@@ -65,8 +65,8 @@ import sys
 import time
 import types
 
-analysis = sys.modules["_ripple_engine_analysis"]
-values = sys.modules["_ripple_engine_values"]
+from . import analysis, values
+from . import modules as project_modules
 
 LOCAL, PARAM, GLOBAL = 0, 1, 2
 # A script's import statement depends on the versions of the project
@@ -542,7 +542,7 @@ def _import_targets(node, rec, modules):
     if isinstance(node, ast.Import):
         bases = [a.name for a in node.names]
     else:
-        base = sys.modules["_ripple_engine_modules"]._resolve(rec, node.level or 0, node.module or "") if rec is not None else None
+        base = project_modules._resolve(rec, node.level or 0, node.module or "") if rec is not None else None
         if base is None:
             return ()
         bases = [base] + [base + "." + a.name for a in node.names if a.name != "*"]

@@ -49,9 +49,7 @@ try:
 except ImportError:  # pragma: no cover - a CPython without _blake2
     from hashlib import blake2b as _blake2b
 
-text = sys.modules["_ripple_engine_text"]
-analysis = sys.modules["_ripple_engine_analysis"]
-values = sys.modules["_ripple_engine_values"]
+from . import analysis, text, values
 
 OK, BROKEN, STALE = "ok", "broken", "stale"
 # A script's module (PROTOCOL.md 7.1, compile's ``scripts``): its text is

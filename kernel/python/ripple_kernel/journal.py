@@ -75,7 +75,7 @@ import sys
 import threading
 import time
 
-run = sys.modules["_ripple_engine_run"]
+from . import run
 
 ENV_PATH = "RIPPLE_VALUES_DB"
 ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result, waited for

@@ -34,65 +34,10 @@ import sys
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# The install directory (the package's parent): tracebacks hide its files.
+_KERNEL_DIR = os.path.dirname(_HERE)
 
-
-def _code(path):
-    """The compiled code of one of the engine's files, from a cache kept
-    next to it. Python's own bytecode cache is often off where ripple runs
-    (PYTHONDONTWRITEBYTECODE, and it must stay off for the user's project);
-    the install directory is ripple's, named after the scripts' content, so
-    caching there costs nothing and saves ~25 ms of every kernel start. The
-    cache is keyed by the source's length and CRC as a guard."""
-    import marshal
-    import zlib
-
-    with open(path, "rb") as f:
-        src = f.read()
-    stamp = b"%d:%d:" % (len(src), zlib.crc32(src))
-    base = os.path.splitext(os.path.basename(path))[0]
-    cache = os.path.join(_HERE, "__pycache__", "%s.%s.ripple" % (base, sys.implementation.cache_tag))
-    try:
-        with open(cache, "rb") as f:
-            data = f.read()
-        if data.startswith(stamp):
-            return marshal.loads(data[len(stamp):])
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
-    code = compile(src, path, "exec", dont_inherit=True)
-    try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = "%s.%d.tmp" % (cache, os.getpid())
-        with open(tmp, "wb") as f:
-            f.write(stamp + marshal.dumps(code))
-        os.replace(tmp, cache)
-    except OSError:
-        pass  # a read-only install: compile every time
-    return code
-
-
-def _load(name):
-    path = os.path.join(_HERE, name + ".py")
-    key = "_ripple_" + name
-    mod = sys.modules.get(key)
-    if mod is not None and getattr(mod, "__file__", None) == path:
-        return mod
-    mod = types.ModuleType(key)
-    mod.__file__ = path
-    sys.modules[key] = mod
-    try:
-        exec(_code(path), mod.__dict__)
-    except BaseException:
-        sys.modules.pop(key, None)
-        raise
-    return mod
-
-
-text = _load("engine_text")
-analysis = _load("engine_analysis")
-values = _load("engine_values")
-modules = _load("engine_modules")
-run = _load("engine_run")
-journal = _load("engine_journal")
+from . import analysis, journal, modules, run, text, values  # noqa: E402
 
 Failure = run.Failure
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
@@ -160,7 +105,7 @@ class Engine:
         self.root = os.path.realpath(kernel.root)
         self.analyzer = analysis.Analyzer()
         self.teardowns = None  # tear-downs of the finalize run in flight (execute)
-        self.diagnostics = values.Diagnostics(self.root, self._source_for_filename, _HERE)
+        self.diagnostics = values.Diagnostics(self.root, self._source_for_filename, _KERNEL_DIR)
         self.modules = modules.ModuleTable(self.root, kernel, self.analyzer, self.diagnostics)
         self.contexts = {}  # contextId -> Context
         self._stamps = itertools.count(1)
@@ -641,7 +586,7 @@ class _DisplayFinder:
         if fullname == "ripple":
             return importlib.util.spec_from_loader("ripple", self)
         if fullname == _BACKEND:
-            return importlib.util.spec_from_file_location(_BACKEND, os.path.join(_HERE, "engine_mpl_backend.py"))
+            return importlib.util.spec_from_file_location(_BACKEND, os.path.join(_HERE, "mpl_backend.py"))
         return None
 
     def invalidate_caches(self):
