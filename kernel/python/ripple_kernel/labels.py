@@ -11,41 +11,30 @@ stdout: {"functions": {qualname: [expression id]}} or {"error": message}
 A qualname is what the kernel's find_function finds (``f``, ``C.m``, the
 last definition of a name winning at each level) plus ``__main__``, the
 module's top level as a script (PROTOCOL.md 7.1). Labels come from the
-kernel's own functions (analysis.label_base and labels,
-run.script_labels); nothing
-of the module runs.
+kernel's own functions (analysis.label_base, labelling.py's numbering, the
+one a run's plans use); nothing of the module runs.
 """
+
+from __future__ import annotations
 
 import ast
 import json
 import sys
+from types import ModuleType
+from typing import Dict, List, Sequence
 
-from . import analysis, run
-
-
-class _Info:
-    __slots__ = ("label",)
-
-    def __init__(self, label):
-        self.label = label
+from . import analysis
+from .labelling import SCRIPT, number_labels, script_base
 
 
-class _Stmt:
-    __slots__ = ("info", "node")
-
-    def __init__(self, node, analysis):
-        self.node = node
-        self.info = _Info(analysis.label_base(node))
-
-
-def function_ids(analysis, module, qualname, node):
+def function_ids(analysis: ModuleType, module: str, qualname: str, node: ast.FunctionDef) -> List[str]:
     """The expression ids of the statements of def node, in order."""
-    labels = analysis.labels([_Info(analysis.label_base(s)) for s in node.body])
+    labels = number_labels(analysis.label_base(s) for s in node.body)
     return ["%s:%s/%s" % (module, qualname, label) for label in labels]
 
 
-def _defs(body, prefix, out, analysis, module):
-    last = {}
+def _defs(body: Sequence[ast.stmt], prefix: str, out: Dict[str, List[str]], analysis: ModuleType, module: str) -> None:
+    last: Dict[str, ast.stmt] = {}
     for child in body:
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             last[child.name] = child  # the last definition wins, as at run time
@@ -56,7 +45,7 @@ def _defs(body, prefix, out, analysis, module):
         _defs(node.body, qualname + ".", out, analysis, module)
 
 
-def main():
+def main() -> None:
     req = json.load(sys.stdin)
     module, source = req["module"], req["source"]
     try:
@@ -64,8 +53,8 @@ def main():
     except (SyntaxError, ValueError) as e:
         json.dump({"error": "%s: %s" % (type(e).__name__, e)}, sys.stdout)
         return
-    out = {}
+    out: Dict[str, List[str]] = {}
     _defs(tree.body, "", out, analysis, module)
-    script = run.script_labels([_Stmt(s, analysis) for s in tree.body])
-    out[run.SCRIPT] = ["%s:%s/%s" % (module, run.SCRIPT, label) for label in script]
+    script = number_labels(script_base(s, analysis.label_base(s)) for s in tree.body)
+    out[SCRIPT] = ["%s:%s/%s" % (module, SCRIPT, label) for label in script]
     json.dump({"functions": out}, sys.stdout)
