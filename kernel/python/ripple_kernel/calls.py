@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import analysis, modules, run, values
 from .api import KernelAPI, WireObject
-from .modules import ModuleRecord
+from .records import ModuleRecord
 
 Failure = run.Failure
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
