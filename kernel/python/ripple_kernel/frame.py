@@ -109,26 +109,29 @@ class TrackedDict(Dict[str, V]):
         self.touched.add(key)
         dict.__delitem__(self, key)
 
-    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]  # dict.pop's overloads, one body
+    def pop(self, key: str, *default: Any) -> Any:
         self.touched.add(key)
         return dict.pop(self, key, *default)
 
-    def setdefault(self, key: str, default: Any = None) -> Any:  # type: ignore[override]  # as pop
+    # The rarely used ones go through super(): mypy cannot type dict's
+    # unbound methods on a generic subclass.
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
         self.touched.add(key)
-        return dict.setdefault(self, key, default)
+        return super().setdefault(key, default)
 
     def popitem(self) -> Tuple[str, V]:
         self.cleared = True
-        return dict.popitem(self)
+        return super().popitem()
 
     def clear(self) -> None:
         self.cleared = True
         self.touched.clear()
-        dict.clear(self)
+        super().clear()
 
     def update(self, *args: Any, **kwargs: V) -> None:
         self.cleared = True
-        dict.update(self, *args, **kwargs)
+        super().update(*args, **kwargs)
 
     def __ior__(self, other: Any) -> TrackedDict[V]:  # type: ignore[override, misc]  # dict's |= of any mapping
         self.cleared = True
@@ -316,7 +319,7 @@ def bind_arguments(func: Callable[..., object], args: Sequence[object], kwargs: 
     if (
         not args
         and not kwargs
-        and type(func) is types.FunctionType
+        and isinstance(func, types.FunctionType)  # exactly: FunctionType has no subclasses
         and code is not None
         and code.co_argcount == 0
         and code.co_kwonlyargcount == 0

@@ -21,20 +21,21 @@ import ast
 import json
 import sys
 from types import ModuleType
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Union
 
 from . import analysis
 from .labelling import SCRIPT, number_labels, script_base
 
 
-def function_ids(analysis: ModuleType, module: str, qualname: str, node: ast.FunctionDef) -> List[str]:
+def function_ids(analysis: ModuleType, module: str, qualname: str,
+                 node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> List[str]:
     """The expression ids of the statements of def node, in order."""
     labels = number_labels(analysis.label_base(s) for s in node.body)
     return ["%s:%s/%s" % (module, qualname, label) for label in labels]
 
 
 def _defs(body: Sequence[ast.stmt], prefix: str, out: Dict[str, List[str]], analysis: ModuleType, module: str) -> None:
-    last: Dict[str, ast.stmt] = {}
+    last: Dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]] = {}
     for child in body:
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             last[child.name] = child  # the last definition wins, as at run time

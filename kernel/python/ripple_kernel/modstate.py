@@ -15,6 +15,7 @@ statement rebound one is a run-time fact (Entry.gwrites, Frame.gwriters).
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from .frame import DELETED, Frame
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 # (module name, module dict, names its functions declare `global`)
 Watched = List[Tuple[str, Dict[str, object], Tuple[str, ...]]]
+# ModuleState.watched's answer per module table: (the table's generation, watched)
+_WATCHED: "weakref.WeakKeyDictionary[ModuleTable, Tuple[object, Watched]]" = weakref.WeakKeyDictionary()
 
 
 def reads_state(plan: Plan, ps: PlanStmt) -> bool:
@@ -59,12 +62,12 @@ class ModuleState:
     def watched(self) -> Watched:
         """[(module name, module dict, names)] of loaded project modules
         whose functions declare globals; recomputed when a module changed
-        (kept on the module table, which lives as long as the modules)."""
+        (kept per module table, across requests)."""
         table = self.modules
         key = table._generation
-        cached = getattr(table, "_ripple_watched", None)
+        cached = _WATCHED.get(table)
         if cached is not None and cached[0] == key:
-            return cached[1]  # type: ignore[no-any-return]  # set below
+            return cached[1]
         out: Watched = []
         for rec in list(table.records.values()):
             src, module = rec.source, rec.module
@@ -76,7 +79,7 @@ class ModuleState:
                     names.update(node.names)
             if names:
                 out.append((rec.name, module.__dict__, tuple(sorted(names))))
-        table._ripple_watched = (key, out)
+        _WATCHED[table] = (key, out)
         return out
 
     def resets(self, plan: Plan, frame: Frame, rerun: Set[int]) -> Set[int]:

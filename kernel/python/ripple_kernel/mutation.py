@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 
 _ValueOf = Callable[[str], object]  # a name's value as a statement sees it (or DELETED)
+# MutationAnalysis.readonly_callee's answers per module table
+_READONLY: "weakref.WeakKeyDictionary[ModuleTable, Dict[types.CodeType, bool]]" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -246,11 +249,11 @@ class MutationAnalysis:
     """Which objects a statement may mutate through the code it calls
     (the module doc), from the values the cache holds."""
 
-    def __init__(self, modules: ModuleTable, readonly_cache: Dict[types.CodeType, bool]) -> None:
+    def __init__(self, modules: ModuleTable) -> None:
         self.modules = modules
-        # code object -> readonly_callee's answer; lives as long as the
-        # engine (the static facts of a code object do not change).
-        self._readonly = readonly_cache
+        # code object -> readonly_callee's answer, kept across requests
+        # (the static facts of a code object do not change).
+        self._readonly = _READONLY.setdefault(modules, {})
 
     def readonly_callee(self, func: types.FunctionType) -> bool:
         """Whether every parameter of project function func is only ever a

@@ -58,9 +58,10 @@ _PURE_NAMES = frozenset(f.__name__ for f in _PURE_BUILTINS if hasattr(f, "__name
 # (kind, detail) of StmtInfo.maybe: why a statement may mutate a name.
 Reason = Tuple[str, Optional[str]]
 # A user's value where the code dispatches on its exact type (``type(v) is
-# list``: subclasses may mutate in their own ways) and then uses it as that
-# type: mypy does not narrow ``object`` on ``type(v) is``, and isinstance
-# would add a check to the hot path. Elsewhere user values are ``object``.
+# list``: subclasses may mutate in their own ways) and then uses it as
+# that type. mypy does not narrow ``object`` on ``type(v) is``, and an
+# isinstance would add a check to the hot path; elsewhere user values are
+# ``object``.
 UserValue = Any
 
 

@@ -180,7 +180,7 @@ class RerunPlanner:
             self._close(view, r, redo)
             if len(rerun) == before and not any(i in r.relied for i in redo):
                 break
-        added = self.state.resets(plan, frame, rerun) if self.state is not None else ()
+        added = self.state.resets(plan, frame, rerun) if self.state is not None else set()
         if added:
             r.soft.update(added)
             rerun |= added

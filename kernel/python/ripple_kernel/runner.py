@@ -79,8 +79,7 @@ class Runner:
         self.analyzer = engine.analyzer
         self.emit = emit
         self.versions = Versions(self.modules)
-        # readonly_callee's answers live as long as the engine.
-        effects = MutationAnalysis(self.modules, engine.__dict__.setdefault("_ripple_readonly", {}))
+        effects = MutationAnalysis(self.modules)
         # execute's runOnce: no statement is cached (values, bindings,
         # mutation logs), so objects die when the code releases them, and
         # no module state is tracked.
@@ -117,6 +116,7 @@ class Runner:
         """The frame's plan of qualname in rec's current source (the frame's
         own when it is current, else derived from it or built)."""
         src = rec.source
+        assert src is not None  # the engine runs frames of modules it has parsed
         plan = frame.plan
         if plan is not None and plan.generation == src.generation and plan.qualname == qualname and plan.module == rec.name:
             return plan
@@ -184,7 +184,7 @@ class Runner:
             # A script's globals: a namespace of its own, made afresh for
             # each pass (names a statement adds with globals()[...] do not
             # outlive the run), as `python main.py` would give it.
-            module_dict = {"__name__": "__main__", "__file__": job.rec.filename, "__doc__": None,
+            module_dict: Dict[str, object] = {"__name__": "__main__", "__file__": job.rec.filename, "__doc__": None,
                            "__builtins__": builtins, "__package__": None, "__spec__": None}
             argv = sys.argv
             sys.argv = [job.rec.filename] + argv[1:]
@@ -193,8 +193,8 @@ class Runner:
             finally:
                 sys.argv = argv
             return
-        module_dict = script if script is not None else job.rec.module.__dict__
-        FramePass(self, job, plan, module_dict).run()
+        # A function a script defined runs in the script's namespace.
+        FramePass(self, job, plan, script if isinstance(script, dict) else job.rec.module.__dict__).run()
 
 
 class FramePass:

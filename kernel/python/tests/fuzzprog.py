@@ -17,7 +17,6 @@ bump) and a function of the body rebinding a module global (`global G`),
 and `del`.
 """
 
-import random
 import re
 
 INTS = ["a", "b", "c", "n", "k", "m"]

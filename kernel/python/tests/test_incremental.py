@@ -13,8 +13,7 @@ frequent.
 
 import random
 
-from enginetest import EngineTestCase, Session, engine_module, main_stack
-from fuzzprog import Generator
+from enginetest import EngineTestCase, engine_module, main_stack
 from test_invariant import Driver, generate_and_check
 
 
