@@ -22,7 +22,7 @@ import re
 import types
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from . import analysis, modules, run, values
+from . import analysis, instrument, modules, run, values
 from .api import KernelAPI, WireObject
 from .records import ModuleRecord
 
@@ -246,7 +246,7 @@ class Calls:
             for part in qualname.split("."):
                 obj = getattr(obj, part)
         else:
-            obj = eval(analysis.compile_expression(expression, "<visualization>"), module_dict)
+            obj = eval(instrument.compile_expression(expression, "<visualization>"), module_dict)
         if not callable(obj):
             raise TypeError("visualization expression %r is not callable" % expression)
         return obj
@@ -336,7 +336,7 @@ def callee_function(callee: object) -> Tuple[types.FunctionType, List[object]]:
 def _evaluate_argument(src: str, globals_: Dict[str, object], what: str, pointer: str,
                        diagnostics: values.Diagnostics) -> object:
     try:
-        code = analysis.compile_expression(src, "<argument>")
+        code = instrument.compile_expression(src, "<argument>")
         return eval(code, globals_)
     except KeyboardInterrupt:
         raise

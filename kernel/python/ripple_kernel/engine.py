@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import analysis, display, journal, modules, run, values
+from . import analysis, display, instrument, journal, modules, run, values
 from .api import KernelAPI, WireObject
 from .calls import Calls
 from .request import Drop, ExecuteRequest, ItemKey, compile_request, drops, execute_request, item_key, params_object
@@ -105,7 +105,8 @@ class Engine:
     def __init__(self, kernel: KernelAPI) -> None:
         self.kernel = kernel
         self.root = os.path.realpath(kernel.root)
-        self.analyzer = analysis.Analyzer()
+        self.analyzer = analysis.Analyzer()  # what statements use, define, mutate
+        self.codes = instrument.CodeCache()  # statements compiled to report their values
         # Tear-downs of the finalize run in flight (execute), else None.
         self.teardowns: Optional[List[Teardown]] = None
         self.diagnostics = values.Diagnostics(self.root, self._source_for_filename, _KERNEL_DIR)

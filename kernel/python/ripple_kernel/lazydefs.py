@@ -18,7 +18,7 @@ import types
 import weakref
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from . import analysis
+from . import instrument
 from .text import Source
 
 LAZY_MIN = 64
@@ -51,7 +51,7 @@ class LazyDefs:
         """(code of a module's top level, tokens of its stubs); generators
         says which top-level statements are defs that yield or await
         (never made lazy). namespace gets the hook the stubs call."""
-        flags = analysis.future_flags(src.tree)
+        flags = instrument.future_flags(src.tree)
         body: List[ast.stmt] = []
         stubs = []
         for node, generator in zip(src.tree.body, generators):
