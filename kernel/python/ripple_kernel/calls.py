@@ -22,11 +22,14 @@ import re
 import types
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from . import analysis, instrument, modules, run, values
+from . import analysis, instrument, modules, values
 from .api import KernelAPI, WireObject
+from .frame import Call, Entry, Frame, bind_arguments, class_cell
+from .labelling import SCRIPT
+from .plan import find_function
 from .records import ModuleRecord
+from .runner import Failure
 
-Failure = run.Failure
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
 # What an ExplicitCall's arguments were evaluated from (Frame.args_key).
 ArgumentsKey = Tuple[object, ...]
@@ -55,13 +58,13 @@ class Calls:
             raise Failure("compileError", message, diag)
         return rec
 
-    def enter_explicit(self, frame: run.Frame, item: WireObject) -> Tuple[ModuleRecord, str]:
+    def enter_explicit(self, frame: Frame, item: WireObject) -> Tuple[ModuleRecord, str]:
         """(record, qualname of the code to run) of the bottom frame."""
         module = item["module"]
         owner = item.get("definedOnType") or ""
         name = item["name"]
         qualname = owner + "." + name if owner else name
-        if qualname == run.SCRIPT:
+        if qualname == SCRIPT:
             return self._enter_script(frame, item), qualname
         rec = self.module(module)
         pointer = (module, qualname)
@@ -73,7 +76,7 @@ class Calls:
         # An inherited method runs the code of the class that defines it.
         return rec, frame.code_qualname or qualname
 
-    def _enter_script(self, frame: run.Frame, item: WireObject) -> ModuleRecord:
+    def _enter_script(self, frame: Frame, item: WireObject) -> ModuleRecord:
         """The bottom frame module:__main__ (PROTOCOL.md 7.1): the module's
         top level run as a script, in a namespace of its own."""
         module = item["module"]
@@ -88,7 +91,7 @@ class Calls:
             if diag is not None:
                 message += ": " + diag.get("message", "")
             raise Failure("compileError", message, diag)
-        pointer = (module, run.SCRIPT)
+        pointer = (module, SCRIPT)
         if frame.pointer != pointer:
             frame.reset(pointer)
         frame.script_globals = True
@@ -108,7 +111,7 @@ class Calls:
                 pass
         head = qualname.split(".")[0]
         signature = None
-        func = run.find_function(rec.source, qualname) if "." not in qualname and rec.source is not None else None
+        func = find_function(rec.source, qualname) if "." not in qualname and rec.source is not None else None
         if func is None:
             names.add(head)  # a method: its class (and the class cell super() needs) changes with it
         else:
@@ -122,15 +125,16 @@ class Calls:
         versions = tuple((n, self.modules.global_version(rec.name, n)) for n in sorted(names))
         return (qualname, sources, this, versions, signature)
 
-    def refresh_arguments(self, frame: run.Frame, rec: ModuleRecord) -> bool:
+    def refresh_arguments(self, frame: Frame, rec: ModuleRecord) -> bool:
         """New argument objects for an ExplicitCall frame (a chain reached a parameter)."""
         item = getattr(frame, "item", None)
         if item is None or item.get("type") != "ExplicitCall" or frame.args_key is None:
             return False
+        assert frame.pointer is not None  # set with args_key
         self._evaluate_arguments(frame, rec, item, frame.pointer[1], frame.args_key)
         return True
 
-    def _evaluate_arguments(self, frame: run.Frame, rec: ModuleRecord, item: WireObject, qualname: str,
+    def _evaluate_arguments(self, frame: Frame, rec: ModuleRecord, item: WireObject, qualname: str,
                             key: ArgumentsKey) -> None:
         module = rec.module
         assert module is not None  # an ok module
@@ -155,7 +159,7 @@ class Calls:
                 for i, src in enumerate(sources)
             ]
         try:
-            params = run.bind_arguments(func, lead + args, {})
+            params = bind_arguments(func, lead + args, {})
         except TypeError as exc:
             raise Failure(
                 "failure", "cannot call %s with %d argument(s): %s" % (pointer, len(args), exc)
@@ -164,24 +168,26 @@ class Calls:
         frame.param_stamp = self.next_stamp()
         frame.args_key = key
         frame.args_fresh = True
-        frame.func_class, frame.self_name = run.class_cell(func)
+        frame.func_class, frame.self_name = class_cell(func)
         own = getattr(func, "__qualname__", qualname)
         same_module = getattr(func, "__module__", None) == getattr(module, "__name__", rec.name)
         frame.code_qualname = own if own != qualname and same_module and "<locals>" not in own else None
 
-    def enter_local(self, caller: run.Frame, frame: run.Frame, item: WireObject) -> Tuple[ModuleRecord, str]:
+    def enter_local(self, caller: Frame, frame: Frame, item: WireObject) -> Tuple[ModuleRecord, str]:
         """(record, qualname) of a LocalCall frame: the project function a
         statement of caller called, with that call's arguments."""
         expression_id = item["expressionId"]
-        entry = _reached_call(caller, expression_id)
-        callee, args, kwargs = entry.call
+        entry, (callee, args, kwargs) = _reached_call(caller, expression_id)
         func, lead = callee_function(callee)
         module = self.modules.module_of_object(func)
         script = None if module is not None else self.modules.is_script_code(func)
-        if module is None and script is None:
+        if module is not None:
+            rec = self.module(module)
+        elif script is not None:
+            rec = self.modules.records[script]
+            module = script
+        else:
             raise Failure("failure", "cannot enter %s: its callee is not a project function" % expression_id)
-        rec = self.module(module) if script is None else self.modules.records[script]
-        module = module or script
         qualname = func.__qualname__
         pointer = (module, qualname)
         if frame.pointer != pointer:
@@ -189,10 +195,10 @@ class Calls:
         # A function a script defined reads the script's namespace, not
         # the module's (which is not even imported).
         frame.script_globals = func.__globals__ if script is not None else None
-        frame.func_class, frame.self_name = run.class_cell(func)
+        frame.func_class, frame.self_name = class_cell(func)
         if frame.param_stamp != entry.stamp:
             try:
-                frame.params = run.bind_arguments(func, lead + list(args), kwargs)
+                frame.params = bind_arguments(func, lead + list(args), kwargs)
             except TypeError as exc:
                 raise Failure("failure", "cannot enter %s: %s" % (expression_id, exc))
             frame.param_stamp = entry.stamp
@@ -252,9 +258,9 @@ class Calls:
         return obj
 
 
-def _reached_call(caller: run.Frame, expression_id: str) -> run.Entry:
+def _reached_call(caller: Frame, expression_id: str) -> Tuple[Entry, Call]:
     """The cache entry of caller's statement expression_id, which made a
-    direct call in the last run (else a Failure saying why not)."""
+    direct call in the last run, and that call (else a Failure saying why not)."""
     plan = caller.plan
     if plan is None or expression_id not in plan.by_id:
         where = "%s:%s" % (plan.module, plan.qualname) if plan is not None else "the caller"
@@ -270,7 +276,7 @@ def _reached_call(caller: run.Frame, expression_id: str) -> run.Entry:
     entry = caller.cache.get(expression_id)
     if entry is None or entry.call is None:
         raise Failure("failure", "cannot enter %s: it is not a direct call of a project function" % expression_id)
-    return entry
+    return entry, entry.call
 
 
 def _explicit_function(module: types.ModuleType, name: str, qualname: str) -> Tuple[object, types.FunctionType, str]:
@@ -295,6 +301,7 @@ def _explicit_function(module: types.ModuleType, name: str, qualname: str) -> Tu
         if raw is None:
             raise Failure("failure", "function %s not found in module %s" % (pointer, name))
     kind = "function"
+    func: object
     if isinstance(raw, staticmethod):
         func = raw.__func__
     elif isinstance(raw, classmethod):

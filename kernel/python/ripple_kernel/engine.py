@@ -7,7 +7,7 @@ out again (pytest runs). ``api`` is the kernel's KernelAPI (api.py).
 
 An ``execute`` starts in Engine.execute: the request is checked
 (request.py), the context's frames are kept or reset by their stack items,
-each item is entered (calls.py) and run (run.Runner). Displays of user
+each item is entered (calls.py) and run (Runner). Displays of user
 code go through display.py; the value journal (journal.py) keeps frames'
 caches on disk.
 
@@ -23,15 +23,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import analysis, display, instrument, journal, modules, run, values
+from . import analysis, display, instrument, journal, modules, values
 from .api import KernelAPI, WireObject
 from .calls import Calls
+from .frame import Frame
 from .request import Drop, ExecuteRequest, ItemKey, compile_request, drops, execute_request, item_key, params_object
+from .runner import Failure, Runner
 
 # The install directory (the package's parent): tracebacks hide its files.
 _KERNEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-Failure = run.Failure
 Handler = Callable[[object], WireObject]
 
 
@@ -92,7 +93,7 @@ class Context:
 
     id: str
     generation: int
-    frames: List[run.Frame] = field(default_factory=list)
+    frames: List[Frame] = field(default_factory=list)
 
 
 # A tear-down a finalize run registered: (stage named in its failure, fn).
@@ -159,8 +160,8 @@ class Engine:
             self.journal_idle()
         self.journal.flush()
 
-    def _journal_runner(self) -> run.Runner:
-        return run.Runner(self, _no_log)
+    def _journal_runner(self) -> Runner:
+        return Runner(self, _no_log)
 
     # -- what the run calls ------------------------------------------------------
 
@@ -286,12 +287,12 @@ class Engine:
             for vis in req.visualizations:
                 if vis.get("apply") or vis.get("oneshot"):
                     wanted.add(vis["expressionId"])
-        runner = run.Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once)
+        runner = Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once)
         journalled = self.journal is not None and not req.run_once
         try:
             for depth, item in enumerate(req.stack):
                 if depth == len(ctx.frames):
-                    ctx.frames.append(run.Frame(keys[depth]))
+                    ctx.frames.append(Frame(keys[depth]))
                 frame = ctx.frames[depth]
                 frame.item = item
                 top = depth == len(req.stack) - 1

@@ -81,21 +81,23 @@ class LazyDefs:
             raise RuntimeError("ripple: this function's code was discarded with its module; reload the module")
         namespace = sys._getframe(1).f_globals
         node = entry.node
-        if entry.real_code is None:
+        real = entry.real_code
+        if real is None:
             module_code = compile(
                 ast.Module(body=[node], type_ignores=[]), entry.filename, "exec", flags=entry.flags, dont_inherit=True
             )
             for const in module_code.co_consts:
                 if isinstance(const, types.CodeType) and const.co_name == node.name:
-                    entry.real_code = const
+                    real = const
+            assert real is not None  # a def's code is a constant of its module's
+            entry.real_code = real
             # Later calls skip the stub: swap the real code into the function.
             for func in _functions_with_code(namespace, entry.stub_code):
                 try:
-                    func.__code__ = entry.real_code
+                    func.__code__ = real
                 except (TypeError, ValueError):
                     pass
-        assert entry.real_code is not None
-        return types.FunctionType(entry.real_code, namespace, node.name)
+        return types.FunctionType(real, namespace, node.name)
 
     def attach(self, tokens: Iterable[int], namespace: Dict[str, object]) -> None:
         """Tie each stub's bookkeeping to its function object's lifetime."""
@@ -104,12 +106,12 @@ class LazyDefs:
             if entry is None:
                 continue
             for func in _functions_with_code(namespace, entry.stub_code):
-                weakref.finalize(func, self._lazy.pop, token, None)
+                weakref.finalize(func, _discard, self._lazy, token)
 
 
 def _functions_with_code(namespace: Dict[str, object], code: Optional[types.CodeType]) -> List[types.FunctionType]:
     """Function objects in namespace (decorated ones through __wrapped__) running code."""
-    found = []
+    found: List[types.FunctionType] = []
     for value in list(namespace.values()):
         func = value
         for _ in range(8):
@@ -120,6 +122,10 @@ def _functions_with_code(namespace: Dict[str, object], code: Optional[types.Code
             if func is None:
                 break
     return found
+
+
+def _discard(lazy: Dict[int, _LazyDef], token: int) -> None:
+    lazy.pop(token, None)
 
 
 def _stub(node: ast.FunctionDef, token: int) -> ast.FunctionDef:

@@ -75,10 +75,9 @@ class TimedLoad:
         t.depth += 1
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[types.TracebackType]) -> bool:
+                 tb: Optional[types.TracebackType]) -> None:
         t = self.timer
         t.depth -= 1
         t.loading.pop()
         if self.outer:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        return False

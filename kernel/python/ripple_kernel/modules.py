@@ -217,9 +217,9 @@ class ModuleTable:
                 changed.append(name)
         for name in faulty:
             if name not in self.records:
-                rec = self.record(name)
-                if rec is not None:
-                    rec.fault = faulty[name]
+                new = self.record(name)
+                if new is not None:
+                    new.fault = faulty[name]
         return changed
 
     def _reload(self, order: List[str], timeout: float) -> None:

@@ -295,11 +295,13 @@ class _Closure:
         for top in stmts:
             for level, target in top.star:
                 full = resolve(rec, level, target)
-                names = self.bound_of(full) if full is not None else None
+                if full is None:
+                    continue
+                names = self.bound_of(full)
                 if names is not None:
                     for n in names:
                         if not n.startswith("_"):
-                            star_names.setdefault(n, []).append((full, n))  # type: ignore[arg-type]  # names: full is a module
+                            star_names.setdefault(n, []).append((full, n))
         return star_names
 
     def _import_deps(self, rec: ModuleRecord, imports: Iterable[Import], gname: str, deps: Set[Node]) -> None:
@@ -329,7 +331,7 @@ class _Closure:
 
 
 def _hash(s: str) -> str:
-    return _blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()  # type: ignore[no-any-return]  # _blake2 is untyped
+    return _blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _hash_graph(own: Dict[Node, str], edges: Dict[Node, Set[Node]],
