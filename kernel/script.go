@@ -15,12 +15,18 @@ import (
 	"time"
 )
 
-// pythonFiles is the Python side: server.py and the ripple_kernel package
-// (the execution engine, pytest's plugin). Tests under python/tests are
-// not embedded.
+// pythonFiles is the Python side: the ripple_kernel package (the kernel
+// process, the execution engine, pytest's plugin). Tests under
+// python/tests are not embedded.
 //
-//go:embed python/*.py python/ripple_kernel/*.py
+//go:embed python/ripple_kernel/*.py
 var pythonFiles embed.FS
+
+// The files the bootstrap (kernel.go) starts from.
+const (
+	loaderFile = "ripple_kernel/loader.py"
+	mainFile   = "ripple_kernel/main.py"
+)
 
 // scriptDirOnce installs the embedded files once per process.
 var scriptDirOnce = sync.OnceValues(func() (string, error) {
@@ -132,7 +138,7 @@ func installScripts(parent string, fsys fs.FS) (string, error) {
 
 func readPythonFiles(fsys fs.FS) (map[string][]byte, error) {
 	var matches []string
-	for _, pattern := range []string{"python/*.py", "python/ripple_kernel/*.py"} {
+	for _, pattern := range []string{"python/ripple_kernel/*.py"} {
 		m, err := fs.Glob(fsys, pattern)
 		if err != nil {
 			return nil, err
@@ -145,10 +151,12 @@ func readPythonFiles(fsys fs.FS) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		files[strings.TrimPrefix(m, "python/")] = b // "server.py", "ripple_kernel/engine.py"
+		files[strings.TrimPrefix(m, "python/")] = b // "ripple_kernel/engine.py"
 	}
-	if _, ok := files["server.py"]; !ok {
-		return nil, fmt.Errorf("kernel: embedded files lack python/server.py")
+	for _, name := range []string{loaderFile, mainFile} {
+		if _, ok := files[name]; !ok {
+			return nil, fmt.Errorf("kernel: embedded files lack python/%s", name)
+		}
 	}
 	return files, nil
 }

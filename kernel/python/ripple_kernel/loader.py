@@ -102,3 +102,20 @@ def install(directory: str) -> None:
             if getattr(finder, "directory", None) == directory:
                 return
     sys.meta_path.insert(0, PackageFinder(directory))
+
+
+def uninstall() -> None:
+    """Take the package's finder off ``sys.meta_path``: a kernel that runs
+    pytest is a plain interpreter, and pytest's plugins and the user's
+    tests must not meet ripple's import machinery. Modules already imported
+    stay; one of the package imported later comes through Python's own path
+    finder (the package's ``__path__``), without the code cache."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not _is_ours(f)]
+
+
+def _is_ours(finder: object) -> bool:
+    # The bootstrap runs this file's text outside the package, so its
+    # PackageFinder is another class of the same name.
+    t = type(finder)
+    return t.__name__ == "PackageFinder" and t.__module__ in (__name__, "ripple_kernel_bootstrap")
+

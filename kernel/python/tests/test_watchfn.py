@@ -1,4 +1,4 @@
-"""ripple_watchfn.py: the diff of a saved module against the imported one
+"""ripple_kernel/watchfn.py: the diff of a saved module against the imported one
 (what --watch's hot path may patch, and why not), the patch in place, and
 the recorder's units and contexts."""
 
@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import ripple_watchfn as wf  # noqa: E402
+from ripple_kernel import watchfn as wf  # noqa: E402
 
 LIB = '''import functools
 

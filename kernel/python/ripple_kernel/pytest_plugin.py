@@ -47,27 +47,21 @@ import io
 import os
 import sys
 
+# Imported with this module: a pytest kernel takes the package's finder
+# off sys.meta_path once this is loaded (Kernel.add_pytest).
+from . import rewrite_cache
+
 _SESSION = None
 _RECORDER = None  # ripple_watchfn.Recorder: --watch only
 
 
-def _sibling(name):
-    """The module name.py beside this one, loaded once as _name (the
-    kernel's directory is not on sys.path: user code must not see it)."""
-    mod = sys.modules.get("_" + name)
-    if mod is None:
-        import importlib.util
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.spec_from_file_location("_" + name, os.path.join(here, name + ".py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["_" + name] = mod
-        spec.loader.exec_module(mod)
-    return mod
-
-
 def _watchfn():
-    return _sibling("ripple_watchfn")
+    """The recorder's module (watchfn.py), imported on first use: a plain
+    run never loads it."""
+    from . import watchfn
+
+    return watchfn
+
 
 try:
     from pluggy import HookimplMarker
@@ -156,7 +150,7 @@ def _collect_session(api, params, args, rec, started_ns):
     from _pytest.main import Session
 
     # Assertion rewriting cached where pytest cannot cache it itself.
-    _sibling("ripple_rewrite_cache").install()
+    rewrite_cache.install()
 
     with api.user_code():
         try:
@@ -308,7 +302,7 @@ def _purge_project_modules(root):
     installed packages stay imported (the kernel stays warm)."""
     root = os.path.abspath(root)
     for name, mod in list(sys.modules.items()):
-        if name.startswith("_ripple") or name == "__main__":
+        if name == "__main__" or name.startswith(("ripple_kernel.", "_ripple")) or name == "ripple_kernel":
             continue
         if _project_file(mod, root) is not None:
             del sys.modules[name]
