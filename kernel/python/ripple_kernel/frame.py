@@ -249,7 +249,7 @@ class FrameState:
     args_fresh: bool = False
     # The class of a method that uses super() or __class__ (its __class__
     # cell) and the name of its first parameter, for the statements'
-    # zero-argument super() (analysis.compile_statement).
+    # zero-argument super() (instrument.compile_statement).
     func_class: Optional[type] = None
     self_name: Optional[str] = None
     # id(object) -> MutLog for mutable objects bound in this frame

@@ -25,6 +25,7 @@ from typing import (TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Op
                     Tuple, Union, cast)
 
 from . import analysis
+from .instrument import future_flags
 from .labelling import number_labels
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def build_plan(analyzer: analysis.Analyzer, source: Source, module: str, qualnam
     _link(plan, source, func.body, texts, infos, ["%s:%s/%s" % (module, qualname, label) for label in labels])
     plan.nodes = list(func.body)
     plan.ids = [ps.id for ps in plan.stmts]
-    plan.flags = analysis.future_flags(source.tree)
+    plan.flags = future_flags(source.tree)
     return plan
 
 
@@ -343,7 +344,7 @@ def _carry_over(previous: Plan, source: Source) -> Plan:
     unchanged), and so does the layout."""
     return Plan(
         previous.module, previous.qualname, source.generation, source.filename, source.path, previous.args_dump,
-        params=previous.params, bound=previous.bound, flags=analysis.future_flags(source.tree),
+        params=previous.params, bound=previous.bound, flags=future_flags(source.tree),
         carried=previous.carried, writes=previous.writes, ids=previous.ids, layout_token=previous.layout_token,
         imports=previous.imports, parent=previous.serial, definers=previous.definers,
     )

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
-from . import analysis, values
+from . import instrument, values
 from .frame import DELETED, Call, Entry, Frame
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
@@ -58,7 +58,7 @@ class Hooks:
         self.has = True
         return value
 
-    # CALLEE_HOOK(f)(*ARGS_HOOK(a, k=b), **KWARGS_HOOK()) (analysis.py):
+    # CALLEE_HOOK(f)(*ARGS_HOOK(a, k=b), **KWARGS_HOOK()) (instrument.py):
     # Python evaluates the callee, then the arguments, then calls.
 
     def callee_hook(self, func: object) -> object:
@@ -78,11 +78,11 @@ class Hooks:
 
     def install(self, ns: Dict[str, object]) -> None:
         """Put the hooks where the statements' compiled code calls them."""
-        ns[analysis.VALUE_HOOK] = self.value_hook
-        ns[analysis.CALLEE_HOOK] = self.callee_hook
-        ns[analysis.ARGS_HOOK] = self.args_hook
-        ns[analysis.KWARGS_HOOK] = self.kwargs_hook
-        ns[analysis.RETURN_HOOK] = self.return_hook
+        ns[instrument.VALUE_HOOK] = self.value_hook
+        ns[instrument.CALLEE_HOOK] = self.callee_hook
+        ns[instrument.ARGS_HOOK] = self.args_hook
+        ns[instrument.KWARGS_HOOK] = self.kwargs_hook
+        ns[instrument.RETURN_HOOK] = self.return_hook
 
 
 @dataclass(eq=False)
@@ -140,7 +140,7 @@ class StatementRunner:
                  state: Optional[ModuleState], visualizer: Visualizer, stop_at_skip: bool, run_once: bool) -> None:
         self.engine = engine
         self.kernel: KernelAPI = engine.kernel
-        self.analyzer = engine.analyzer
+        self.codes = engine.codes  # the statements' compiled code, kept across requests
         self.diagnostics = engine.diagnostics
         self.emit = emit
         self.versions = versions
@@ -172,7 +172,7 @@ class StatementRunner:
         started = time.perf_counter_ns()
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
-            code = self.analyzer.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
             self.engine.set_expression(ps.id)
             with self.kernel.user_code():
                 started = time.perf_counter_ns()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
-from . import analysis, values
+from . import instrument, values
 
 if TYPE_CHECKING:
     from .api import KernelAPI, WireObject
@@ -57,7 +57,7 @@ class Visualizer:
         def compute() -> object:
             func = self.engine.visualization_callable(vis["expression"], module_dict)
             args = [
-                eval(analysis.compile_expression(src, "<visualization argument>"), module_dict)
+                eval(instrument.compile_expression(src, "<visualization argument>"), module_dict)
                 for src in vis.get("positionalArgumentsExpressions") or ()
             ]
             return func(value, *args)
@@ -65,7 +65,7 @@ class Visualizer:
         self._deliver(vis, compute)
 
     def _oneshot(self, vis: WireObject, ns: Dict[str, object]) -> None:
-        self._deliver(vis, lambda: eval(analysis.compile_expression(vis["expression"], "<executeExpression>"), ns))
+        self._deliver(vis, lambda: eval(instrument.compile_expression(vis["expression"], "<executeExpression>"), ns))
 
     def _deliver(self, vis: WireObject, compute: Callable[[], object], limit: int = values.VISUALIZATION_LIMIT) -> None:
         """Run compute (user code) and send its encoded result as the
