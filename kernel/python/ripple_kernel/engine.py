@@ -29,6 +29,7 @@ from .calls import Calls
 from .frame import Frame
 from .request import Drop, ExecuteRequest, ItemKey, compile_request, drops, execute_request, item_key, params_object
 from .runner import Failure, Runner
+from .text import Source
 
 # The install directory (the package's parent): tracebacks hide its files.
 _KERNEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -194,7 +195,7 @@ class Engine:
         if self.teardowns is not None:
             self.teardowns.append((stage, fn))
 
-    def _source_for_filename(self, filename: str) -> Optional[object]:
+    def _source_for_filename(self, filename: str) -> Optional[Source]:
         return self.modules.source_for_filename(filename)
 
     # -- methods --------------------------------------------------------------------
