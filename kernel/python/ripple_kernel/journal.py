@@ -1,4 +1,4 @@
-"""The value journal (issue 16): computed statement values kept on disk, so
+"""The value journal: computed statement values kept on disk, so
 that a frame on a new kernel (after a server restart, a crash, the warm
 spare taking over) gets its cache back instead of running its statements
 again (no repeated side effects). runtime/restartKernel is a reset: the
@@ -15,15 +15,15 @@ What is kept, and under which key:
   content key: the hash of the statement's normalised source, the names it
   reads and, for each, the content key of its local definer, the argument
   hash, or the global's version (already a hash of the defining source and
-  what it reaches, engine_modules) or the imported modules' hashes; plus
+  what it reaches, versions.py) or the imported modules' hashes; plus
   the number of earlier statements of the same hash. It says what the
   entry's ``sig`` says with kernel-local stamps, in terms a new process
   computes alike: equal keys, equal values, for deterministic code.
 - The bindings, values and direct calls of all the frame's statements are
-  pickled TOGETHER, with the frame's mutation log (engine_run's mutlog), in
+  pickled TOGETHER, with the frame's mutation log (Frame.mutlog), in
   their state at the end of the run, as the in-memory cache holds them: one
   object bound by two statements (``ys = xs``) comes back as one object,
-  and _dirty_reads still knows which statement mutated which object.
+  and the run still knows which statement mutated which object.
   A statement whose part does not pickle, or is larger than STATEMENT_CAP,
   is left out (it runs again after a restart, and so do its dependents).
   Frames whose statements rebound module globals (module state) are not
@@ -34,7 +34,7 @@ statement changed through a call (a registry a helper appends to, without
 rebinding it) is as the new process imported it. A statement that runs
 again after the restart and reads it sees the import-time object, where
 the old kernel would have seen the changed one. Only `global` rebinding
-is tracked as module state (engine_run's _module_state).
+is tracked as module state (modstate.py).
 
 Restoring (Journal.restore) rehydrates a frame that has never run on this
 kernel: matching statements get entries with fresh stamps and signatures
@@ -42,7 +42,7 @@ computed from the restored entries, so rerun_set sees a valid cache and
 decides the rest as after any edit. A statement is restored only with all
 its local definers. The ids a recompute names lose their entries first.
 
-Writing happens in the kernel's idle time (server.py calls ``idle`` when no
+Writing happens in the kernel's idle time (the kernel calls ``idle`` when no
 request came for IDLE_SECONDS after a result was sent), never on the path
 of a run, one frame per call.
 
@@ -160,7 +160,7 @@ class _Writer:
     def put(self, item: WriterItem) -> None:
         if self.thread is None:
             # No signal for this thread: SIGINT and the kernel's other
-            # signals stay the main thread's (server.py's pump does the same).
+            # signals stay the main thread's (the kernel's output pump does the same).
             old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
             try:
                 self.thread = threading.Thread(target=self._run, name="ripple-journal", daemon=True)
@@ -462,7 +462,7 @@ class Journal:
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
             log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
         # What each restored statement saw of the mutations through calls
-        # (engine_run's _seen_mutations), as the restored log says for this
+        # (mutation.seen_mutations), as the restored log says for this
         # layout: an edit that later moves a statement across such a
         # mutation is seen as for an entry of this process.
         layout = runner.layout(frame, plan)
