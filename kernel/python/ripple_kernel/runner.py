@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .frame import DELETED, NOT_REACHED, PENDING, Frame, Mutation, apply_clean
-from .modstate import ModuleState, stale_state_reads
+from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
 from .plan import Plan, PlanStmt, build_plan, declared, find_function
 from .rerun import Rerun, RerunPlanner, Versions, layout
 from .scriptplan import SCRIPT, build_script_plan
-from .statement import FrameRun, Hooks, StatementRunner, update_of
+from .statement import FrameRun, Hooks, RunSettings, StatementRunner, update_of
 from .visualize import Visualizer
 
 if TYPE_CHECKING:
@@ -80,15 +80,10 @@ class Runner:
         self.emit = emit
         self.versions = Versions(self.modules)
         effects = MutationAnalysis(self.modules)
-        # execute's runOnce: no statement is cached (values, bindings,
-        # mutation logs), so objects die when the code releases them, and
-        # no module state is tracked.
-        state = None if run_once else ModuleState(self.modules)
-        self.planner = RerunPlanner(self.versions, effects, state)
         self.visualizer = Visualizer(engine, emit)
-        # stop_at_skip: execute's stopAtSkip (kernel/PROTOCOL.md)
-        self.statements = StatementRunner(engine, emit, self.versions, effects, state, self.visualizer,
-                                          stop_at_skip, run_once)
+        self.statements = StatementRunner(engine, emit, RunSettings(stop_at_skip, run_once), self.versions, effects,
+                                          self.visualizer)
+        self.planner = RerunPlanner(self.versions, effects, self.statements.state)
 
     # What the value journal (journal.py) reads of a frame, as a run does.
 

@@ -133,11 +133,21 @@ def is_skip_outcome(exc: BaseException) -> bool:
     return any((getattr(c, "__module__", None), getattr(c, "__qualname__", None)) in _SKIP_OUTCOMES for c in type(exc).__mro__)
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What an execute request asks of its runs (kernel/PROTOCOL.md)."""
+
+    stop_at_skip: bool = False  # stopAtSkip: a skip or xfail outcome ends the frame
+    # runOnce: no statement is cached (values, bindings, mutation logs), so
+    # objects die when the code releases them; no module state is tracked.
+    run_once: bool = False
+
+
 class StatementRunner:
     """Runs the statements of R for one execute request."""
 
-    def __init__(self, engine: Engine, emit: Emit, versions: Versions, effects: MutationAnalysis,
-                 state: Optional[ModuleState], visualizer: Visualizer, stop_at_skip: bool, run_once: bool) -> None:
+    def __init__(self, engine: Engine, emit: Emit, settings: RunSettings, versions: Versions,
+                 effects: MutationAnalysis, visualizer: Visualizer) -> None:
         self.engine = engine
         self.kernel: KernelAPI = engine.kernel
         self.codes = engine.codes  # the statements' compiled code, kept across requests
@@ -145,12 +155,10 @@ class StatementRunner:
         self.emit = emit
         self.versions = versions
         self.effects = effects
-        self.state = state  # None: execute's runOnce, no module state tracked
+        self.state = None if settings.run_once else ModuleState(engine.modules)  # None: not tracked
         self.visualizer = visualizer
-        self.stop_at_skip = stop_at_skip
-        # execute's runOnce: no statement is cached (values, bindings,
-        # mutation logs), so objects die when the code releases them.
-        self.run_once = run_once
+        self.stop_at_skip = settings.stop_at_skip
+        self.run_once = settings.run_once
 
     def run(self, fr: FrameRun, ps: PlanStmt) -> bool:
         """Run one statement of R; returns whether it returned from the frame."""
