@@ -27,7 +27,7 @@ from .api import KernelAPI, WireObject
 from .frame import Call, Entry, Frame, bind_arguments, class_cell
 from .labelling import SCRIPT
 from .plan import find_function
-from .records import ModuleRecord
+from .records import BROKEN, OK, ModuleRecord
 from .runner import Failure
 
 _POINTER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)\s*$")
@@ -50,7 +50,7 @@ class Calls:
         rec = self.modules.ensure(name)
         if rec is None:
             raise Failure("failure", "module %s is not a module of the project" % name)
-        if rec.state != modules.OK:
+        if rec.state != OK:
             diag = rec.diagnostic
             message = "module %s failed to compile" % name
             if diag is not None:
@@ -85,7 +85,7 @@ class Calls:
         rec = self.modules.script(module)
         if rec is None:
             raise Failure("failure", "module %s is not a module of the project" % module)
-        if rec.state == modules.BROKEN:
+        if rec.state == BROKEN:
             diag = rec.diagnostic
             message = "module %s failed to compile" % module
             if diag is not None:
@@ -246,7 +246,7 @@ class Calls:
         if match:
             module_name, qualname = match.group(1), match.group(2)
             rec = self.modules.ensure(module_name)
-            if rec is None or rec.state != modules.OK:
+            if rec is None or rec.state != OK:
                 raise ImportError("visualization module %s is not a loadable project module" % module_name)
             obj = rec.module
             for part in qualname.split("."):

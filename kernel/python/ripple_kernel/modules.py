@@ -39,8 +39,6 @@ from .loadtimer import LoadTimer
 from .records import BROKEN, NAME, OK, SOURCE, STALE, ModuleError, ModuleRecord, module_entry, resolve
 from .versions import GlobalVersions
 
-__all__ = ["ModuleTable", "ModuleRecord", "ModuleError", "OK", "BROKEN", "STALE", "SOURCE"]
-
 # Kept for the run's script plans until they import records.resolve.
 _resolve = resolve
 
