@@ -49,7 +49,7 @@ How (the lead's design, with the refinements marked *):
   parameters), so lambdas, comprehensions and nested functions see the
   frame's locals as in a real call, and closures made in an earlier run see
   the current values. Cached statements re-apply their bindings; R
-  statements run (runner.py's FrameRun, statement.py).
+  statements run (runner.FramePass, statement.StatementRunner).
 - Interrupt: a KeyboardInterrupt in user code drops the running statement's
   entry (its value is not cached, its partial effects are redone next run
   through the rules above), keeps everything computed before, and
@@ -301,7 +301,7 @@ class RerunPlanner:
                 # It did not run last time (a Panic of a statement it
                 # depends on): its effects were never applied, so no chain;
                 # the statements after it that must see them join only if
-                # it runs now (runner.FrameRun).
+                # it runs now (runner.FramePass._run_deferred).
                 r.deferred[i] = live
                 live = ()
             if stmts[i].info.mutates or live:

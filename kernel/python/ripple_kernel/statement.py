@@ -88,7 +88,7 @@ class Hooks:
 @dataclass(eq=False)
 class FrameRun:
     """One pass over a frame's statements: what its statements run in and
-    report to (runner.FrameRunner makes it; StatementRunner reads it)."""
+    report to (runner.FramePass makes it; StatementRunner reads it)."""
 
     frame: Frame
     plan: Plan
