@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import List, NamedTuple, Optional, TextIO
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, TextIO
 
-from .kernel import Kernel, write_log
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 
 class Settings(NamedTuple):
@@ -53,6 +54,9 @@ def main(argv: List[str]) -> int:
         affected.main()
         return 0
     log = _open_log()
+    # Imported here: the static readers above need none of the kernel.
+    from .kernel import write_log
+
     try:
         return serve_kernel(argv[1:] if command == "kernel" else argv, log)
     except SystemExit:
@@ -67,6 +71,8 @@ def main(argv: List[str]) -> int:
 
 def serve_kernel(args: List[str], log: TextIO) -> int:
     """The kernel's start-up, as phases, then its request loop."""
+    from .kernel import Kernel, write_log
+
     if len(args) != 1 or not args[0].isdigit():
         write_log(log, "usage: ripple_kernel.main kernel PORT (got %r)" % (args,))
         return 2
@@ -110,6 +116,8 @@ def _open_log() -> TextIO:
 def _read_environment(log: TextIO) -> Optional[Settings]:
     """The kernel's settings from its environment; None (logged) when the
     token is missing."""
+    from .kernel import write_log
+
     token = os.environ.pop("RIPPLE_TOKEN", "").encode("ascii")
     if not token:
         write_log(log, "RIPPLE_TOKEN is not set")
