@@ -209,6 +209,23 @@ func bootstrapArgs(dir string, args ...string) []string {
 	return append([]string{"-c", bootstrap, dir}, args...)
 }
 
+// kernelCommand is the kernel process of cfg (cfg.Root already absolute):
+// bootstrap from the install directory dir, in a process group of its
+// own, with the environment of kernel/PROTOCOL.md ("Process and
+// connection"). The caller sets its output and extra files.
+func kernelCommand(cfg Config, dir string, port int, token, tag string) *exec.Cmd {
+	cmd := exec.Command(cfg.Python.Path, append([]string{"-u"}, bootstrapArgs(dir, "kernel", strconv.Itoa(port))...)...)
+	cmd.Dir = cfg.Root
+	cmd.Env = append(append(os.Environ(), cfg.Env...),
+		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+cfg.Root, "RIPPLE_KERNEL_ID="+cfg.ID,
+		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
+	if len(cfg.Preload) > 0 {
+		cmd.Env = append(cmd.Env, "RIPPLE_PRELOAD="+strings.Join(cfg.Preload, ","))
+	}
+	cmd.SysProcAttr = procAttr()
+	return cmd
+}
+
 // Start launches a kernel process and returns once it is ready to serve
 // requests (the handshake of kernel/PROTOCOL.md is done). If the process
 // dies during start, the error is an *ExitError whose Stderr holds its boot
@@ -269,19 +286,11 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 	}
 	defer cellFile.Close() // the child has its own copy; the mapping stays
 
-	cmd := exec.Command(cfg.Python.Path, append([]string{"-u"}, bootstrapArgs(dir, "kernel", strconv.Itoa(acc.port()))...)...)
-	cmd.Dir = root
 	tag := newKernelTag()
-	cmd.Env = append(append(os.Environ(), cfg.Env...),
-		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
-		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
-	if len(cfg.Preload) > 0 {
-		cmd.Env = append(cmd.Env, "RIPPLE_PRELOAD="+strings.Join(cfg.Preload, ","))
-	}
+	cmd := kernelCommand(cfg, dir, acc.port(), token, tag)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
-	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		deathW.Close()
 		cell.close()
