@@ -58,14 +58,18 @@ class ModuleState:
 
     def __init__(self, modules: ModuleTable) -> None:
         self.modules = modules
+        self._last: Optional[Tuple[object, Watched]] = None  # _WATCHED's entry, as last looked up
 
     def watched(self) -> Watched:
         """[(module name, module dict, names)] of loaded project modules
         whose functions declare globals; recomputed when a module changed
-        (kept per module table, across requests)."""
+        (kept per module table, across requests). Asked before every
+        statement that runs."""
         table = self.modules
         key = table._generation
-        cached = _WATCHED.get(table)
+        cached = self._last
+        if cached is None or cached[0] != key:
+            cached = self._last = _WATCHED.get(table)
         if cached is not None and cached[0] == key:
             return cached[1]
         out: Watched = []
@@ -79,7 +83,7 @@ class ModuleState:
                     names.update(node.names)
             if names:
                 out.append((rec.name, module.__dict__, tuple(sorted(names))))
-        _WATCHED[table] = (key, out)
+        _WATCHED[table] = self._last = (key, out)
         return out
 
     def resets(self, plan: Plan, frame: Frame, rerun: Set[int]) -> Set[int]:
