@@ -252,8 +252,9 @@ class MutationAnalysis:
     def __init__(self, modules: ModuleTable) -> None:
         self.modules = modules
         # code object -> readonly_callee's answer, kept across requests
-        # (the static facts of a code object do not change).
-        self._readonly = _READONLY.setdefault(modules, {})
+        # (the static facts of a code object do not change); looked up
+        # when first needed (most requests never ask).
+        self._readonly: Optional[Dict[types.CodeType, bool]] = None
 
     def readonly_callee(self, func: types.FunctionType) -> bool:
         """Whether every parameter of project function func is only ever a
@@ -265,6 +266,8 @@ class MutationAnalysis:
         source, a name of those builtins rebound in its module)."""
         code = func.__code__
         cache = self._readonly
+        if cache is None:
+            cache = self._readonly = _READONLY.setdefault(self.modules, {})
         got = cache.get(code)
         if got is not None:
             return got

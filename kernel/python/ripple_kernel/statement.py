@@ -133,7 +133,7 @@ def is_skip_outcome(exc: BaseException) -> bool:
     return any((getattr(c, "__module__", None), getattr(c, "__qualname__", None)) in _SKIP_OUTCOMES for c in type(exc).__mro__)
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunSettings:
     """What an execute request asks of its runs (kernel/PROTOCOL.md)."""
 
