@@ -170,8 +170,10 @@ class StatementRunner:
         stamp = self.engine.next_stamp()
         hooks.reset()
         returned = False
-        mutated = self.effects.targets(info, ns, self.run_once)
-        _read_globals(fr, ps)
+        # (The guards skip a call for statements without such facts: most.)
+        mutated = self.effects.targets(info, ns, self.run_once) if info.mutates or info.maybe else []
+        if ps.deps:
+            _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
         state = snapshot(watched) if watched else None
         gwrites: Tuple[Tuple[str, str], ...] = ()
@@ -203,8 +205,7 @@ class StatementRunner:
                     # The versions of the modules it has just imported
                     # (unloaded before it ran the first time).
                     sig = self.versions.current_sig(plan, ps, frame)
-                value = _value(ps, hooks, ns)
-                update = _value_update(ps, value, elapsed)
+                value, update = _value_update(ps, hooks, ns, elapsed)
         except KeyboardInterrupt:
             forget_broken_imports()
             raise
@@ -213,7 +214,9 @@ class StatementRunner:
         bindings = tuple((name, ns.get(name, DELETED)) for name in ps.defines)
         if not self.run_once:
             register_objects(frame, ns, info, ps.id)
-        call = self._method_call(hooks.call, update)
+        call = hooks.call
+        if call is not None:
+            call = self._method_call(call, update)
         entry = Entry(info.key, ps.dep_names, sig, stamp, bindings, update, value, returned, call, gwrites,
                       seen, frame.layout.token)
         if not self.run_once:
@@ -226,15 +229,13 @@ class StatementRunner:
             self.visualizer.visualize(fr.vis_by_id[ps.id], value, ns, fr.module_dict, fresh=True)
         return returned
 
-    def _method_call(self, call: Optional[Call], update: WireObject) -> Optional[Call]:
+    def _method_call(self, call: Call, update: WireObject) -> Optional[Call]:
         """The statement's direct call when it calls a method of the project
         (the update names it: a LocalCall can enter it), else None."""
-        if call is not None:
-            pointer = self.engine.method_pointer(call[0])
-            if pointer is not None:
-                update["methodCall"] = {"methodPointer": pointer}
-            else:
-                call = None
+        pointer = self.engine.method_pointer(call[0])
+        if pointer is None:
+            return None
+        update["methodCall"] = {"methodPointer": pointer}
         return call
 
     def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int) -> bool:
@@ -334,20 +335,17 @@ def _note_writer(frame: Frame, ps: PlanStmt, gwrites: Tuple[Tuple[str, str], ...
     return gwrites
 
 
-def _value(ps: PlanStmt, hooks: Hooks, ns: Dict[str, object]) -> object:
-    """The statement's value: what the value hook caught, an augmented
-    name's new value, else None."""
+def _value_update(ps: PlanStmt, hooks: Hooks, ns: Dict[str, object], elapsed: int) -> Tuple[object, WireObject]:
+    """(value, update) of a statement that ran: its value is what the value
+    hook caught, an augmented name's new value, else None; the update
+    holds its preview, type and mime types (user code may run: a
+    __repr__)."""
     if hooks.has:
-        return hooks.value
-    node = ps.node
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-        return ns.get(node.target.id)
-    return None
-
-
-def _value_update(ps: PlanStmt, value: object, elapsed: int) -> WireObject:
-    """The update of a statement that ran: its value's preview, type and
-    mime types (user code may run: a __repr__)."""
+        value = hooks.value
+    elif isinstance(ps.node, ast.AugAssign) and isinstance(ps.node.target, ast.Name):
+        value = ns.get(ps.node.target.id)
+    else:
+        value = None
     payload: WireObject = {"type": "Value", "preview": values.preview(value)}
     type_name = values.type_name(value)
     mimes = values.mime_types(value)
@@ -355,7 +353,7 @@ def _value_update(ps: PlanStmt, value: object, elapsed: int) -> WireObject:
         payload["mimeTypes"] = list(mimes)
     update = update_of(ps, payload, elapsed)
     update["type"] = type_name
-    return update
+    return value, update
 
 
 def forget_broken_imports() -> List[str]:
