@@ -25,7 +25,7 @@ instrument.py's.
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .labelling import number_labels
 
@@ -69,8 +69,8 @@ class StmtInfo:
         # Every import in the statement, nested functions included:
         # (level, module, [(name, asname)], is_from); star imports have name "*".
         self.imports = imports
-        # Names the statement may mutate through code it calls (5.3, issue
-        # 13): (name, reason) pairs, reason one of MAYBE_ARG (an argument of
+        # Names the statement may mutate through code it calls (5.3):
+        # (name, reason) pairs, reason one of MAYBE_ARG (an argument of
         # a call; the callee's name as its second item, or None), MAYBE_METHOD
         # (the receiver of a method call; the method's name), MAYBE_CALLEE
         # (a called name: a closure's or generator's state), MAYBE_ITER
@@ -94,7 +94,6 @@ class Analyzer:
 
     def __init__(self) -> None:
         self._infos: Dict[str, StmtInfo] = {}  # segment text -> StmtInfo
-        self._codes: Optional[Any] = None  # the run's code cache until it has its own (code)
 
     def info(self, text: str, node: ast.AST) -> StmtInfo:
         info = self._infos.get(text)
@@ -104,15 +103,6 @@ class Analyzer:
             info = analyze(node)
             self._infos[text] = info
         return info
-
-    def code(self, filename: str, text: str, node: ast.stmt, flags: int = 0, self_name: Optional[str] = None,
-             func_name: Optional[str] = None) -> Any:
-        """instrument.CodeCache.code, for the run until it holds a CodeCache."""
-        from . import instrument
-
-        if self._codes is None:
-            self._codes = instrument.CodeCache()
-        return self._codes.code(filename, text, node, flags, self_name, func_name)
 
 
 def analyze(node: ast.AST) -> StmtInfo:
@@ -648,16 +638,3 @@ def _all_args(args: ast.arguments) -> List[ast.arg]:
         out.append(args.kwarg)
     return out
 
-
-# Names that moved to instrument.py, importable from here until their users
-# import them from there.
-_MOVED = frozenset(["VALUE_HOOK", "CALLEE_HOOK", "ARGS_HOOK", "KWARGS_HOOK", "RETURN_HOOK", "compile_statement",
-                    "compile_expression", "future_flags"])
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from . import instrument
-
-        return getattr(instrument, name)
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
