@@ -941,8 +941,6 @@ func (s *slots) connLost(c *agentConn, reason string) {
 	}
 }
 
-func (s *slots) bgStopped() bool { return s.bg.Err() != nil }
-
 // graceExpired gives up on an agent that did not come back: its slots
 // are freed (Retired reports them closed, so their contexts move) and
 // every slot's loss is reported as a restart that lost the state.
