@@ -96,6 +96,12 @@ func stepCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// stepDeadline is the end of a step (stepCtx's bound), for testenv.Poll.
+func stepDeadline(t *testing.T) time.Time {
+	d, _ := stepCtx(t).Deadline()
+	return d
+}
+
 // client is a connected, initialised protocol client.
 type client struct {
 	t  *testing.T
