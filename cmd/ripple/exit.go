@@ -33,6 +33,9 @@ func runError(format string, args ...any) error {
 // exitUsage.
 var errFlags = &exitError{code: exitUsage}
 
+// errHelp is -h: the flag package has printed the usage; exit status 0.
+var errHelp = &exitError{code: 0}
+
 // exitWith prints err as "ripple CMD: MESSAGE" (unless the flag package
 // printed it: errFlags) and returns its exit status: an exitError's own,
 // 1 for any other error.
