@@ -41,6 +41,9 @@ import (
 
 const defaultSuite = "sympy/sets/tests,sympy/logic/tests,sympy/core/tests/test_subs.py,sympy/core/tests/test_relational.py,sympy/core/tests/test_assumptions.py"
 
+// ran is what the watch reported after a save: a run's report and error
+// (none when no test depended on the change), when, and why it took the
+// module path (empty on the hot path).
 type ran struct {
 	rep  *batch.Report
 	err  error
