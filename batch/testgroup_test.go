@@ -88,4 +88,6 @@ func TestScopeGroups(t *testing.T) {
 	}
 }
 
-func equalGroups(a, b testGroup) bool { return a.share == b.share && slices.Equal(a.indices, b.indices) }
+func equalGroups(a, b testGroup) bool {
+	return a.share == b.share && slices.Equal(a.indices, b.indices)
+}
