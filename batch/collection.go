@@ -19,8 +19,8 @@ import (
 )
 
 // collection is the collect answers of a run's workers: answers[i] and
-// errs[i] are ws[i]'s. The pool's goroutine owns it; each's calls write
-// their own worker's slot only.
+// errs[i] are ws[i]'s. The pool's goroutine owns it; while each runs, the
+// goroutine of worker i writes answers[i] and errs[i] only.
 type collection struct {
 	ws      []*testWorker
 	answers []*collectAnswer
