@@ -158,11 +158,7 @@ func (e *Engine) Compile(ctx context.Context, modules []string) error {
 		mods = append(mods, jobs.Module(m))
 	}
 	if e.cfg.Batch {
-		e.sources.mu.Lock()
-		for _, m := range modules {
-			e.sources.snapshot[m] = true
-		}
-		e.sources.mu.Unlock()
+		e.sources.addSnapshot(modules)
 		return nil
 	}
 	stale := e.staleModules(jobs.SetOf(mods...), nil)
@@ -440,10 +436,7 @@ func (e *Engine) RetireIdleKernels() []int {
 		if cs, err := e.store.ContextsOnSlot(nil, slot); err != nil || len(cs) > 0 {
 			continue
 		}
-		e.runsMu.Lock()
-		_, busy := e.running[slot]
-		e.runsMu.Unlock()
-		if busy {
+		if e.runs.busy(slot) {
 			continue // a destroyed context's run is still ending
 		}
 		e.retired[slot] = true
@@ -804,10 +797,7 @@ func (e *Engine) subscribe(clientID string, id protocol.ContextID) {
 	if err != nil || c.HasOwner(clientID) {
 		return
 	}
-	e.clientsMu.Lock()
-	_, connected := e.clients[clientID]
-	e.clientsMu.Unlock()
-	if connected {
+	if e.clients.connected(clientID) {
 		_ = e.store.AddOwner(id, clientID)
 	}
 }

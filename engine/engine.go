@@ -84,18 +84,12 @@ type Engine struct {
 	started bool // guarded by lifeMu
 	stopped bool // guarded by lifeMu
 
-	clientsMu sync.Mutex
-	clients   map[string]Client      // guarded by clientsMu: connected clients
-	grace     map[string]*time.Timer // guarded by clientsMu: disconnect grace timers
+	clients *clientTable // connected clients and grace timers (clienttable.go)
 
 	streamsMu sync.Mutex
 	streams   map[protocol.ContextID]*stream // guarded by streamsMu
 
-	runsMu  sync.Mutex
-	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
-	// softStops are the runs an edit asked to stop at their next statement
-	// boundary (softstop.go), by context; guarded by runsMu.
-	softStops map[protocol.ContextID]*softStop
+	runs *runTable // the runs in flight and their soft stops (runtable.go)
 
 	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
 
@@ -177,12 +171,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		store:         store,
 		python:        py,
 		confirmPython: confirm,
-		sources:       newSourceTable(cfg.Kernels),
-		clients:       make(map[string]Client),
-		grace:         make(map[string]*time.Timer),
+		sources:       newSourceTable(cfg.Kernels, workspaceSource(ws)),
+		clients:       newClientTable(),
 		streams:       make(map[protocol.ContextID]*stream),
-		running:       make(map[int]protocol.ContextID),
-		softStops:     make(map[protocol.ContextID]*softStop),
+		runs:          newRunTable(),
 		drops:         newDropQueue(),
 		retired:       make(map[int]bool),
 	}
@@ -442,12 +434,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	errs = append(errs, e.queue.Stop(ctx))
 	errs = append(errs, e.pool.Stop(ctx))
-	e.clientsMu.Lock()
-	for id, t := range e.grace {
-		t.Stop()
-		delete(e.grace, id)
-	}
-	e.clientsMu.Unlock()
+	e.clients.stopGrace()
 	e.stopBg()
 	e.wg.Wait()
 	e.streamsMu.Lock()

@@ -139,18 +139,12 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 
 	slot := c.KernelSlot
 	_ = e.store.SetStatus(id, contexts.StatusRunning)
-	e.runsMu.Lock()
-	e.running[slot] = id
-	e.runsMu.Unlock()
+	e.runs.begin(slot, id)
 	params.Drop = e.takeDrops(slot)
 	jobID, _ := queue.JobID(ctx)
 	defer func() {
 		e.endSoftStop(id, jobID)
-		e.runsMu.Lock()
-		if e.running[slot] == id {
-			delete(e.running, slot)
-		}
-		e.runsMu.Unlock()
+		e.runs.end(slot, id)
 		if e.hasDrops(slot) {
 			e.scheduleFlush(slot) // none was sent while the run went on
 		}
@@ -380,9 +374,7 @@ func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
 	// busy is read before the contexts: a runner finishes its run (store)
 	// before it stops being busy, so a context is either still busy here
 	// or its final result is in the snapshot below.
-	e.runsMu.Lock()
-	busy := e.running[ev.Slot]
-	e.runsMu.Unlock()
+	busy := e.runs.on(ev.Slot)
 	cs, err := e.store.ContextsOnSlot(nil, ev.Slot)
 	if err != nil {
 		return
