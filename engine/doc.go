@@ -4,12 +4,13 @@
 // ripple run all drive the same Engine, so there is no second way to run
 // code.
 //
-// Start here:
+// Start here (example_test.go has it whole, with the client and the wait
+// for the run's end):
 //
-//	e, err := engine.New(engine.Config{Root: dir, Watch: true})
+//	e, err := engine.New(ctx, engine.Config{Root: dir, Watch: true, Kernels: 1})
 //	err = e.Start(ctx)
 //	defer e.Stop(ctx)
-//	info, err := e.Connect(ctx, "client-1", client) // client.Notify gets notifications
+//	_, err = e.Connect(ctx, "client-1", client) // client.Notify gets notifications
 //	res, err := e.CreateContext(ctx, "client-1", protocol.CreateContextParams{})
 //	err = e.Push(ctx, "client-1", protocol.PushParams{ContextID: res.ContextID,
 //		StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})})
