@@ -235,3 +235,22 @@ func expect(t testing.TB, what string, got, want any) {
 		t.Errorf("%s: got %v, want %v", what, got, want)
 	}
 }
+
+// The scenario project (enginetest.Scenarios): main.py runs
+// x = 6; y = foo(x, 5); z = y + 5 and returns z, helper.py has foo.
+const scenarioMain = `from helper import foo
+
+
+def main():
+    x = 6
+    y = foo(x, 5)
+    z = y + 5
+    return z
+`
+
+const scenarioHelper = enginetest.ScenarioHelper
+
+// mainWith is main.py with main's body made of the given statements.
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
+
+var baseBody = enginetest.ScenarioBody
