@@ -70,8 +70,8 @@ type Config struct {
 	// change before the reply (durable.go); RestoreBuffers and
 	// RestoreContexts bring them back at start.
 	StateLog StateLog
-	// ValueJournal, if set, is the file of the value journal (issue 16,
-	// kernel/python/engine_journal.py): every kernel keeps its frames'
+	// ValueJournal, if set, is the file of the value journal (durable
+	// values, kernel/python/engine_journal.py): every kernel keeps its frames'
 	// computed values there and a frame new to a kernel (after a restart
 	// of the server or of the kernel) gets them back instead of running
 	// its statements again. Empty: no journal (ripple run, tests).
@@ -306,7 +306,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	} else if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
 		e.sources.deferModules(name)
 	}
-	// The edit is in the state log before the reply (issue 16), but its
+	// The edit is in the state log before the reply (durable state), but its
 	// run does not wait for the fsync: the jobs are queued first and the
 	// run's notifications may go ahead of the reply (callorder), so the
 	// log's write overlaps the compile and run instead of adding to

@@ -19,7 +19,8 @@ import (
 )
 
 // StateLog is where the engine records acknowledged state changes before
-// it answers (issue 16): a *durable.Log in ripple serve.
+// it answers, so a restart brings back what was acknowledged: a
+// *durable.Log in ripple serve.
 type StateLog interface {
 	Append(ctx context.Context, ev durable.Event) error
 }

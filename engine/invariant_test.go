@@ -317,7 +317,7 @@ func newInvSession(t *testing.T, python kernel.Interpreter, ref *reference, seed
 func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference, seed uint64, files map[string]string) *invSession {
 	t.Helper()
 	// The value journal is on (written right after each run): a kernel
-	// restart (restart steps) restores the frame from it (issue 16).
+	// restart (restart steps) restores the frame from it.
 	cfg := engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond,
 		ValueJournal: filepath.Join(t.TempDir(), "values.db"), ValueJournalIdle: -1}
 	h := setup(t, files, cfg)

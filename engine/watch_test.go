@@ -14,7 +14,7 @@ import (
 	"github.com/ripple-run/ripple/protocol"
 )
 
-// File-watch recompute (issue 6) end to end through the engine: real
+// File-watch recompute end to end through the engine: real
 // files in t.TempDir(), real fsnotify, a real kernel. Every change here is
 // made from outside the engine (os calls, git), as an editor would.
 
