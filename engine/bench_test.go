@@ -18,8 +18,7 @@ import (
 
 // The engine's performance targets (bench/README.md), end to end through
 // the engine with a real kernel (bench/engine/run.sh prints them as a
-// table). The program
-// shapes are those of the kernel-side benchmark
+// table). The program shapes are those of the kernel-side benchmark
 // (kernel/python/tests/bench_engine.py), so the two sets of figures can be
 // compared: the difference is the Go side (queue, store, streams).
 
