@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/protocol/protocoltest"
 )
@@ -53,7 +54,7 @@ func (r *recorder) mark() int {
 // match, and returns the notifications from `from` up to and including it.
 func (r *recorder) waitFrom(t testing.TB, from int, what string, match func(note) bool) []note {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := testenv.Deadline(t)
 	stop := time.AfterFunc(time.Until(deadline), func() {
 		r.mu.Lock()
 		r.cond.Broadcast()

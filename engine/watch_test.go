@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -55,19 +56,16 @@ func (h *harness) quiesce() {
 			return ok && string(p.Path) == marker
 		})
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var last protocol.RuntimeStatusResult
+	if !testenv.Poll(testenv.Deadline(h.t), func() bool {
 		st, err := h.e.Status(h.ctx)
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if st.Queue.Pending == 0 && st.Queue.Running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the queue did not drain: %+v", st.Queue)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for an event
+		last = st
+		return st.Queue.Pending == 0 && st.Queue.Running == 0
+	}) {
+		h.t.Fatalf("the queue did not drain: %+v", last.Queue)
 	}
 }
 
