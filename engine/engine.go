@@ -70,8 +70,8 @@ type Engine struct {
 	// start and clears it.
 	confirmPython func(context.Context) (kernel.Interpreter, error)
 	poolCfg       kernel.PoolConfig // what the pool was made with, for a remake in Start
-	sources       *sourceTable
-	dur           durableState // the state log's ordering (durable.go)
+	sources       *sourceTable      // what each kernel was given (sources.go)
+	dur           durableState      // the state log's ordering (durable.go)
 	crashes       kernel.CrashStreak
 
 	// bg is the per-owner context of the engine's own goroutines (watch
@@ -84,6 +84,9 @@ type Engine struct {
 	started bool // guarded by lifeMu
 	stopped bool // guarded by lifeMu
 
+	// clients, runs, sources and drops each guard their own state with
+	// their own lock; none of them is held while another is taken, except
+	// that a stream's mutex is held while clients sends (clienttable.go).
 	clients *clientTable // connected clients and grace timers (clienttable.go)
 
 	streamsMu sync.Mutex
