@@ -294,3 +294,11 @@ func (c *client) setText(path, text string) {
 		NewVersion: version(text),
 	}}, nil)
 }
+
+// The scenario project (enginetest.Scenarios): main.py's main runs
+// x = 6; y = foo(x, 5); z = y + 5, helper.py has foo.
+const scenarioHelper = enginetest.ScenarioHelper
+
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
+
+var baseBody = enginetest.ScenarioBody
