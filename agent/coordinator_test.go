@@ -254,18 +254,6 @@ func TestAgentRefusesUnpinnedRemote(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds (30 s at most).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // An agent that does not read is too slow: once its outbox is full the
 // coordinator drops it (handled as lost) instead of blocking, and every
 // send returns at once.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 )
 
@@ -109,18 +110,6 @@ func jobsSetup(t *testing.T, jobs JobsConfig) (*Coordinator, *slots, *fakeSchedu
 	return c, s, fs, restarts
 }
 
-// eventually waits (bounded) until ok holds.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // callAsync runs an execute on slot in the background.
 func callAsync(s *slots, slot int) chan error {
 	done := make(chan error, 1)
@@ -141,7 +130,7 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 	t.Parallel()
 	c, s, fs, restarts := jobsSetup(t, JobsConfig{})
 	done := callAsync(s, 0)
-	eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
+	testenv.Eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
 	job := fs.submitted()[0]
 	if job.Kernels != 1 || !strings.HasPrefix(job.Name, "ripple-agent-") {
 		t.Fatalf("job %+v", job)
@@ -155,7 +144,7 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 	if strings.Contains(cmd, testToken) {
 		t.Errorf("the token is on the job's command line: %q", cmd)
 	}
-	eventually(t, "the job listed as pending", func() bool {
+	testenv.Eventually(t, "the job listed as pending", func() bool {
 		as := s.Agents()
 		return len(as) == 1 && as[0].JobName == job.Name && as[0].JobID == "1" && as[0].JobState == "PENDING" && as[0].JobReason == "Priority"
 	})
@@ -213,7 +202,7 @@ func TestJobsSubmitFailure(t *testing.T) {
 	fs.submitErr = nil
 	fs.mu.Unlock()
 	callAsync(s, 0)
-	eventually(t, "a second submission", func() bool { return len(fs.submitted()) == 1 })
+	testenv.Eventually(t, "a second submission", func() bool { return len(fs.submitted()) == 1 })
 }
 
 // A job that ends before its agent connects fails the run waiting for
@@ -223,7 +212,7 @@ func TestJobsEndedBeforeConnectingAndStartTimeout(t *testing.T) {
 	t.Parallel()
 	_, s, fs, _ := jobsSetup(t, JobsConfig{})
 	done := callAsync(s, 0)
-	eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
+	testenv.Eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
 	fs.set("1", JobState{State: "FAILED", Reason: "NonZeroExitCode", Ended: true})
 	if err := <-done; !errors.Is(err, ErrJobFailed) || !strings.Contains(err.Error(), "ended FAILED (NonZeroExitCode) before its agent connected") {
 		t.Fatalf("run: %v", err)
@@ -254,7 +243,7 @@ func TestJobsIdleCancelAndStop(t *testing.T) {
 		return 0
 	})
 	done := callAsync(s, 0)
-	eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
+	testenv.Eventually(t, "a submission", func() bool { return len(fs.submitted()) == 1 })
 	fa, _ := dialFake(t, c.Addr(), goodHello(fs.submitted()[0].Name))
 	req := fa.nextOf(kindReq)
 	fa.write(frame{kind: kindRes, kernel: 0, boot: 1, epoch: fa.epoch, id: req.id, payload: []byte(`{"status":"ok","result":{}}`)})
@@ -263,12 +252,12 @@ func TestJobsIdleCancelAndStop(t *testing.T) {
 	}
 	// A pending job on slot 1, never connected.
 	callAsync(s, 1)
-	eventually(t, "a second submission", func() bool { return len(fs.submitted()) == 2 })
+	testenv.Eventually(t, "a second submission", func() bool { return len(fs.submitted()) == 2 })
 	if len(fs.cancels()) != 0 {
 		t.Fatalf("cancelled %v while slot 0 had a context", fs.cancels())
 	}
 	contexts.Store(0)
-	eventually(t, "the idle job cancelled", func() bool { return slices.Equal(fs.cancels(), []string{"1"}) })
+	testenv.Eventually(t, "the idle job cancelled", func() bool { return slices.Equal(fs.cancels(), []string{"1"}) })
 	if !s.Retired(0) {
 		t.Error("slot 0 open while its job is cancelled")
 	}

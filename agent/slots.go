@@ -698,61 +698,12 @@ type readyKernel struct {
 func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kernel.Kernel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ends []*kernel.Kernel
 	if s.stopped {
 		return welcome{}, nil, nil, errors.New("the coordinator is stopping")
 	}
-	rec := s.agents[h.AgentID]
-	if rec != nil && rec.lost && rec.job != nil {
-		// The agent of a job that ended (or was given up) and is still
-		// alive for a moment: it would serve slots until Slurm kills it.
-		return welcome{}, nil, nil, fmt.Errorf("agent %s: its job %s ended (%s): it is not taken back", h.AgentID, rec.job.id, rec.job.state)
-	}
-	if rec != nil && !rec.lost {
-		if len(rec.slots) != h.Kernels {
-			return welcome{}, nil, nil, fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
-				h.AgentID, h.Host, len(rec.slots), h.Kernels, len(rec.slots))
-		}
-		if old := rec.conn; old != nil {
-			old.fenced.Store(true)
-			rec.conn = nil
-			go old.close()
-		}
-		if rec.grace != nil {
-			rec.grace.Stop()
-			rec.grace = nil
-		}
-		if rec.job != nil {
-			rec.job.connected = true // its reserved slots are its own
-			rec.job.idleSince = time.Time{}
-			if !rec.job.ended {
-				// Its agent runs: the job does, whatever the last poll said.
-				rec.job.state, rec.job.reason = "RUNNING", ""
-			}
-		}
-	} else {
-		var free []int
-		for i, st := range s.slot {
-			if st.owner == nil && !st.retired {
-				free = append(free, s.nLocal+i)
-			}
-		}
-		if len(free) < h.Kernels {
-			return welcome{}, nil, nil, fmt.Errorf("no free kernel slots for agent %s on %s: it has %d kernels, %d of the coordinator's %d agent slots are free (--agents-slots)",
-				h.AgentID, h.Host, h.Kernels, len(free), len(s.slot))
-		}
-		var epoch uint32
-		if rec != nil {
-			epoch = rec.epoch
-		} else {
-			s.order = append(s.order, h.AgentID)
-		}
-		rec = &agentRec{id: h.AgentID, slots: free[:h.Kernels], epoch: epoch}
-		s.agents[h.AgentID] = rec
-		for i, slot := range rec.slots {
-			st := s.slot[slot-s.nLocal]
-			st.handTo(rec, i)
-		}
+	rec, err := s.claimLocked(h)
+	if err != nil {
+		return welcome{}, nil, nil, err
 	}
 	rec.host, rec.launcher = h.Host, h.Launcher
 	if h.JobID != "" || rec.job == nil {
@@ -762,6 +713,94 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 	rec.conn = c
 	c.rec, c.epoch = rec, rec.epoch
 	c.lastBeat.Store(s.now())
+	ready, ends := s.takeKernelsLocked(c, rec, h)
+	s.broadcastLocked()
+	w := welcome{Epoch: rec.epoch, LeaseMs: s.c.cfg.Lease.Milliseconds(), HeartbeatMs: s.c.cfg.Heartbeat.Milliseconds(),
+		Slots: append([]int(nil), rec.slots...)}
+	return w, ready, ends, nil
+}
+
+// claimLocked returns the record of h's agent: its own for a reconnect,
+// else a new one on free slots. It refuses the agent of a job that
+// ended. s.mu is held.
+func (s *slots) claimLocked(h hello) (*agentRec, error) {
+	rec := s.agents[h.AgentID]
+	if rec != nil && rec.lost && rec.job != nil {
+		// The agent of a job that ended (or was given up) and is still
+		// alive for a moment: it would serve slots until Slurm kills it.
+		return nil, fmt.Errorf("agent %s: its job %s ended (%s): it is not taken back", h.AgentID, rec.job.id, rec.job.state)
+	}
+	if rec != nil && !rec.lost {
+		if err := s.resumeLocked(rec, h); err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
+	return s.assignLocked(rec, h)
+}
+
+// resumeLocked takes a reconnecting agent back on its own slots: its
+// previous connection is fenced and closed, its grace timer stopped, and
+// its job (if any) counts as running. s.mu is held.
+func (s *slots) resumeLocked(rec *agentRec, h hello) error {
+	if len(rec.slots) != h.Kernels {
+		return fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
+			h.AgentID, h.Host, len(rec.slots), h.Kernels, len(rec.slots))
+	}
+	if old := rec.conn; old != nil {
+		old.fenced.Store(true)
+		rec.conn = nil
+		go old.close()
+	}
+	if rec.grace != nil {
+		rec.grace.Stop()
+		rec.grace = nil
+	}
+	if rec.job != nil {
+		rec.job.connected = true // its reserved slots are its own
+		rec.job.idleSince = time.Time{}
+		if !rec.job.ended {
+			// Its agent runs: the job does, whatever the last poll said.
+			rec.job.state, rec.job.reason = "RUNNING", ""
+		}
+	}
+	return nil
+}
+
+// assignLocked makes a new record for h's agent on free slots; prev is
+// the record of a lost agent of the same id (nil for a new one), whose
+// epoch goes on. s.mu is held.
+func (s *slots) assignLocked(prev *agentRec, h hello) (*agentRec, error) {
+	var free []int
+	for i, st := range s.slot {
+		if st.owner == nil && !st.retired {
+			free = append(free, s.nLocal+i)
+		}
+	}
+	if len(free) < h.Kernels {
+		return nil, fmt.Errorf("no free kernel slots for agent %s on %s: it has %d kernels, %d of the coordinator's %d agent slots are free (--agents-slots)",
+			h.AgentID, h.Host, h.Kernels, len(free), len(s.slot))
+	}
+	var epoch uint32
+	if prev != nil {
+		epoch = prev.epoch
+	} else {
+		s.order = append(s.order, h.AgentID)
+	}
+	rec := &agentRec{id: h.AgentID, slots: free[:h.Kernels], epoch: epoch}
+	s.agents[h.AgentID] = rec
+	for i, slot := range rec.slots {
+		st := s.slot[slot-s.nLocal]
+		st.handTo(rec, i)
+	}
+	return rec, nil
+}
+
+// takeKernelsLocked attaches the kernels h says are running to rec's
+// slots through c. It returns the kernels to make ready (with the restart
+// to report for each that did not survive) and the kernels of the slots'
+// previous connection to end. s.mu is held.
+func (s *slots) takeKernelsLocked(c *agentConn, rec *agentRec, h hello) ([]readyKernel, []*kernel.Kernel) {
 	sameRun := h.RunID == rec.runID
 	rec.runID = h.RunID
 	running := make(map[int]kernelInfo)
@@ -770,6 +809,7 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 	}
 	lostReason := fmt.Sprintf("agent %s lost", h.Host)
 	var ready []readyKernel
+	var ends []*kernel.Kernel
 	for i, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]
 		ends = appendKernels(ends, st)
@@ -789,10 +829,7 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 		st.pending, st.boot, st.kernelID, st.pid = r.k, ki.Boot, ki.ID, ki.PID
 		ready = append(ready, r)
 	}
-	s.broadcastLocked()
-	w := welcome{Epoch: rec.epoch, LeaseMs: s.c.cfg.Lease.Milliseconds(), HeartbeatMs: s.c.cfg.Heartbeat.Milliseconds(),
-		Slots: append([]int(nil), rec.slots...)}
-	return w, ready, ends, nil
+	return ready, ends
 }
 
 // attach makes the coordinator's side of kernel ki of c's agent.
@@ -940,8 +977,6 @@ func (s *slots) connLost(c *agentConn, reason string) {
 		k.EndRemote(fmt.Errorf("kernel %s: %w: %w", k.ID(), kernel.ErrStopped, &kernel.AgentLostError{Host: rec.host, Reason: reason}))
 	}
 }
-
-func (s *slots) bgStopped() bool { return s.bg.Err() != nil }
 
 // graceExpired gives up on an agent that did not come back: its slots
 // are freed (Retired reports them closed, so their contexts move) and

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 )
 
@@ -54,7 +55,7 @@ func TestAgentTLSFingerprint(t *testing.T) {
 			t.Errorf("agent run: %v", err)
 		}
 	}()
-	waitFor(t, "the agent", func() bool { return len(s.Agents()) == 1 })
+	testenv.Eventually(t, "the agent", func() bool { return len(s.Agents()) == 1 })
 	k, err := s.Kernel(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

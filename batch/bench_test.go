@@ -41,9 +41,9 @@ func BenchmarkRunTrivialTests(b *testing.B) {
 }
 
 // BenchmarkCollectBigClass is the collection of a class of 5,000
-// generated tests (testdata/pytest/bigclass; issue 12: the static
-// discovery took 12 minutes, pytest 0.3 s): kernel start and pytest's
-// collection, no test run (--collect-only).
+// generated tests (testdata/pytest/bigclass; a static discovery of the
+// tests once took 12 minutes on it, pytest 0.3 s): kernel start and
+// pytest's collection, no test run (--collect-only).
 func BenchmarkCollectBigClass(b *testing.B) {
 	py := pytestPython(b)
 	root := filepath.Join("testdata", "pytest", "bigclass")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ripple-run/ripple/internal/testenv"
 )
 
 // ripple runs the built binary and returns its exit status and output.
@@ -222,17 +224,10 @@ def test_2_waits():
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("test_2 never started:\n%s\n%s", stdout.String(), stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
+	if !testenv.Poll(testenv.Deadline(t), func() bool { _, err := os.Stat(marker); return err == nil }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("test_2 never started:\n%s\n%s", stdout.String(), stderr.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

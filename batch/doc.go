@@ -17,7 +17,7 @@
 // configuration (ini files, addopts, testpaths, python_files, -p plugins
 // and the installed ones), collection, fixtures of every scope with their
 // conftest.py chains, marks, unittest and xunit support, assertion
-// rewriting. Run (tests.go) starts Kernels kernels with the project's
+// rewriting. Run (testpool.go) starts Kernels kernels with the project's
 // interpreter; the kernel method "pytest" (kernel/python/ripple_pytest.py)
 // drives one pytest session per kernel in steps, as a pytest-xdist worker
 // does: each kernel builds its Config from Options.PytestArgs and collects,
@@ -125,6 +125,16 @@
 // for pytest (module-level test functions, Test classes that are not
 // TestCases, import pytest) is ErrNoPytest, naming the interpreter and how
 // to install pytest.
+//
+// Where a test run's code is: testpool.go (the kernels, and a run as its
+// phases: collect, merge, plan, drive), collection.go (every kernel's
+// collection settled), testplan.go (the suite and the entries),
+// testgroup.go (scope groups and --dist load's chunks), testrun.go (the
+// run's shared state and the scheduler: who owns what, which lock guards
+// what), testworker.go and testworker_call.go (one kernel's driver, a
+// request and what its failure leaves), drive.go (the results and what
+// did not run), pytest_wire.go (the kernel method "pytest": requests and
+// answers), split.go, hot.go, watch.go.
 //
 // # Entries
 //

@@ -22,3 +22,26 @@ var (
 	// ErrReport: a report file could not be read, merged or written.
 	ErrReport = errors.New("report error")
 )
+
+// Errors of a test run (ripple run --tests) beyond those of Run.
+var (
+	// ErrCollection: pytest reported errors while collecting, and, as
+	// pytest does without --continue-on-collection-errors, no test ran.
+	ErrCollection = errors.New("errors during collection")
+	// ErrNoPytest: the interpreter cannot import pytest and the project
+	// has tests written for pytest.
+	ErrNoPytest = errors.New("pytest is not installed")
+	// ErrNoTests: nothing was collected (pytest's exit status 5).
+	ErrNoTests = errors.New("no tests collected")
+	// ErrStopped: pytest stopped the session (-x, --maxfail).
+	ErrStopped = errors.New("stopped")
+)
+
+// Causes of a test run's cancelled calls (context.Cause), which say what
+// the running test's result is.
+var (
+	// errTestTimeout: the running test passed Options.Timeout.
+	errTestTimeout = errors.New("test timed out")
+	// errFailFast: a test failed under --fail-fast.
+	errFailFast = errors.New("--fail-fast")
+)

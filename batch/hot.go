@@ -1,12 +1,10 @@
 package batch
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,22 +25,6 @@ type hotSession struct {
 	args    []string
 	items   []testItem
 	workers int
-}
-
-// hotFile is a saved module for the "hot" op: its path relative to the
-// root and its new source.
-type hotFile struct {
-	Path   string `json:"path"`
-	Source string `json:"source"`
-}
-
-// hotAnswer is a kernel's answer to "hot" (ripple_pytest.py).
-type hotAnswer struct {
-	Fallback    string   `json:"fallback"`
-	SyntaxError string   `json:"syntaxError"`
-	Changed     []string `json:"changed"`
-	Moved       []string `json:"moved"`
-	Tests       []string `json:"tests"`
 }
 
 // hot is a watch's hot path for saved library modules (not test modules,
@@ -89,7 +71,7 @@ func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep 
 				errs[i] = fmt.Errorf("kernel %s is not up", w.name())
 				return
 			}
-			raw, err := w.k.Call(ctx, "pytest", map[string]any{"op": "hot", "files": files}, nil)
+			raw, err := w.k.Call(ctx, pytestMethod, hotRequest{Op: opHot, Files: files}, nil)
 			if err == nil {
 				err = json.Unmarshal(raw, &answers[i])
 			}
@@ -140,9 +122,7 @@ func (p *testPool) rerun(ctx context.Context, opts Options, s *hotSession, indic
 	ws := p.workers[:s.workers]
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	t := &testRun{opts: &opts, python: p.python, root: p.root, args: s.args, workers: len(ws), cancel: cancel,
-		flags: runFlags{watch: true, keep: true}, rerun: make(map[int]string)}
-	t.more = sync.NewCond(&t.mu)
+	t := newTestRun(&opts, p.python, p.root, s.args, len(ws), runFlags{watch: true, keep: true}, cancel)
 	t.shares = 1
 	t.shareItems = [][]testItem{s.items}
 	t.entryOf = []map[int]int{{}}
@@ -153,32 +133,21 @@ func (p *testPool) rerun(ctx context.Context, opts Options, s *hotSession, indic
 		w.setShare(0)
 		w.setSteal(nil)
 	}
+	items := make([]sharedItem, 0, len(indices))
 	for j, i := range indices {
 		it := s.items[i]
-		t.entries = append(t.entries, Entry{NodeID: it.NodeID, Path: it.Path, Line: it.Line + 1, JUnitClass: it.JUnit[0], JUnitName: it.JUnit[1], Scope: it.Scope})
+		t.entries = append(t.entries, it.entry())
 		t.entryOf[0][i] = j
-		if j > 0 && it.Scope == t.entries[j-1].Scope {
-			last := &t.queue[len(t.queue)-1]
-			last.indices = append(last.indices, i)
-			continue
-		}
-		t.queue = append(t.queue, testGroup{share: 0, indices: []int{i}})
+		items = append(items, sharedItem{it, 0, i})
 	}
-	if len(ws) > 1 {
-		slices.SortStableFunc(t.queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
-	}
+	t.queue = scopeGroups(items, len(ws))
 	t.results = make(chan indexedResult, len(t.entries)+4*len(ws))
-	report := &Report{Project: p.root, Python: p.python, Kernels: len(ws), Timeout: opts.Timeout, Shard: opts.Shard,
-		Started: started, Results: make([]*Result, len(t.entries))}
-	if opts.Observer != nil {
-		opts.Observer.Started(t.entries, len(ws))
-	}
-	c := &completer{report: report, obs: opts.Observer, started: started, total: len(t.entries)}
-	err := p.drive(ctx, runCtx, t, ws, c)
+	c := t.startReport(started, nil)
+	err := t.drive(ctx, runCtx, ws, c)
 	if !t.clean() {
 		p.session = nil
 	}
-	return report, err
+	return c.report, err
 }
 
 // hotCandidates are the changed files the hot path may take: modified

@@ -19,8 +19,9 @@ import (
 	"github.com/ripple-run/ripple/batch"
 )
 
-// The projects under testdata/pytest are the failure modes of issue 12,
-// one small project each. Each runs under pytest itself (the oracle) and
+// The projects under testdata/pytest are the ways a runner that is not
+// pytest gets a suite wrong (discovery, fixtures, marks, node ids,
+// outcomes), one small project each. Each runs under pytest itself (the oracle) and
 // under ripple run --tests with two kernels, through the binary: the
 // JUnit testcases (classname, name, file, line, outcome) and the exit
 // status must be pytest's, and the outcomes pinned here must hold (so

@@ -2,7 +2,6 @@ package batch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,9 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/engine"
-	"github.com/ripple-run/ripple/protocol"
 )
 
 // Options configure a batch run.
@@ -140,49 +137,97 @@ const (
 // engine (Batch mode: a crash is reported, not retried), discovers the
 // entries, keeps every kernel busy with one entry at a time (each in an
 // execution context of its own, pushed as an ExplicitCall) and returns the
-// report once every entry has a result.
+// report once every entry has a result. With Options.Tests it runs the
+// project's tests instead, pytest in the kernels (runTests).
 //
 // When ctx is cancelled (Ctrl-C), Run stops the engine gracefully, marks
 // the running entries interrupted and the others skipped, and returns the
 // report with an error wrapping ErrInterrupted. Usage and project errors
 // (ErrUsage, ErrNoEntries, ErrDiscovery, ErrProject) return no report.
 func Run(ctx context.Context, opts Options) (*Report, error) {
+	kernels, err := prepare(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Tests {
+		return runTests(ctx, opts, kernels)
+	}
+	return runEntries(ctx, opts, kernels)
+}
+
+// prepare checks opts and fills in its defaults; kernels is how many
+// kernels the run starts (with agents: how many agent kernels it waits
+// for).
+func prepare(opts *Options) (kernels int, err error) {
 	if opts.Kernels < 0 {
-		return nil, fmt.Errorf("%w: --kernels %d: want a positive number", ErrUsage, opts.Kernels)
+		return 0, fmt.Errorf("%w: --kernels %d: want a positive number", ErrUsage, opts.Kernels)
 	}
 	if opts.Timeout < 0 {
-		return nil, fmt.Errorf("%w: --timeout %s: want a positive duration", ErrUsage, opts.Timeout)
+		return 0, fmt.Errorf("%w: --timeout %s: want a positive duration", ErrUsage, opts.Timeout)
 	}
-	kernels := opts.Kernels
+	kernels = opts.Kernels
 	if kernels == 0 {
 		kernels = runtime.NumCPU()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if opts.Tests {
-		if len(opts.Entries) > 0 {
-			return nil, fmt.Errorf("%w: --tests and --entry: run the tests or the entries, not both", ErrUsage)
-		}
-		if opts.ShowValues {
-			// pytest runs the tests: no statement values are recorded
-			// (its report of a failure shows the assertion's values).
-			return nil, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
-		}
-		if opts.Agents != nil && opts.Kernels == 0 {
-			kernels = 1 // agent kernels to wait for
-		}
-		switch opts.Dist {
-		case "", DistLoadFile, DistLoadScope, DistLoad:
-		default:
-			return nil, fmt.Errorf("%w: --dist %q: want %s, %s or %s", ErrUsage, opts.Dist, DistLoadFile, DistLoadScope, DistLoad)
-		}
-		return runTests(ctx, opts, kernels)
+	if !opts.Tests {
+		return kernels, nil
 	}
+	if len(opts.Entries) > 0 {
+		return 0, fmt.Errorf("%w: --tests and --entry: run the tests or the entries, not both", ErrUsage)
+	}
+	if opts.ShowValues {
+		// pytest runs the tests: no statement values are recorded
+		// (its report of a failure shows the assertion's values).
+		return 0, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
+	}
+	if opts.Agents != nil && opts.Kernels == 0 {
+		kernels = 1 // agent kernels to wait for
+	}
+	switch opts.Dist {
+	case "", DistLoadFile, DistLoadScope, DistLoad:
+	default:
+		return 0, fmt.Errorf("%w: --dist %q: want %s, %s or %s", ErrUsage, opts.Dist, DistLoadFile, DistLoadScope, DistLoad)
+	}
+	return kernels, nil
+}
+
+// runEntries is Run without Options.Tests. Its phases: newEntryEngine,
+// startAndDiscover (the kernels boot while the entries are discovered),
+// newDispatcher and begin (the engine's client and the project's
+// modules), the dispatcher's loop, end (what did not run, the engine
+// stopped).
+func runEntries(ctx context.Context, opts Options, kernels int) (*Report, error) {
 	started := time.Now()
+	e, kernels, waitAgents, err := newEntryEngine(ctx, opts, kernels)
+	if err != nil {
+		return nil, err
+	}
+	stop := stopOnce(ctx, e, opts.StopTimeout)
+	defer stop()
+	entries, err := startAndDiscover(ctx, e, opts, waitAgents, started)
+	if err != nil {
+		return nil, err
+	}
+	d := newDispatcher(e, &opts, kernels, entries, started)
+	if opts.Observer != nil {
+		opts.Observer.Started(entries, kernels)
+	}
+	if err := d.begin(ctx); err != nil {
+		return nil, err
+	}
+	d.loop(ctx)
+	return d.end(stop)
+}
+
+// newEntryEngine is the engine of a run of entries, not started. With
+// agents, waitAgents is how many agent kernels to wait for, and kernels
+// counts the launcher's local ones too, which run entries as well.
+func newEntryEngine(ctx context.Context, opts Options, kernels int) (e *engine.Engine, _, waitAgents int, _ error) {
 	ecfg := engine.Config{Root: opts.Root, Python: opts.Python, Kernels: kernels,
 		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger}
-	waitAgents := 0
 	if opts.Agents != nil {
 		if opts.Kernels == 0 {
 			kernels = 1
@@ -193,10 +238,33 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	e, err := engine.New(ctx, ecfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrProject, err)
+		return nil, 0, 0, fmt.Errorf("%w: %w", ErrProject, err)
 	}
-	// The entries are discovered while the kernels boot (Start returns
-	// once every slot has a kernel ready).
+	return e, kernels, waitAgents, nil
+}
+
+// stopOnce is the engine's graceful stop, bounded by timeout (0: 10 s),
+// which acts the first time it is called.
+func stopOnce(ctx context.Context, e *engine.Engine, timeout time.Duration) func() error {
+	stopped := false
+	return func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return e.Stop(sctx)
+	}
+}
+
+// startAndDiscover starts the engine's kernels (and waits for the agents'
+// kernels) while the entries are discovered: Start returns once every
+// slot has a kernel ready. It returns the entries of the shard.
+func startAndDiscover(ctx context.Context, e *engine.Engine, opts Options, waitAgents int, started time.Time) ([]Entry, error) {
 	type discovered struct {
 		entries []Entry
 		err     error
@@ -213,21 +281,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			startErr = fmt.Errorf("agents: %w", startErr)
 		}
 	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		timeout := opts.StopTimeout
-		if timeout <= 0 {
-			timeout = 10 * time.Second
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		return e.Stop(sctx)
-	}
-	defer stop()
 	opts.Logger.Debug("kernels started", "after", time.Since(started), "err", startErr)
 	disc := <-found
 	opts.Logger.Debug("entries discovered", "after", time.Since(started), "entries", len(disc.entries), "err", disc.err)
@@ -247,290 +300,5 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if !opts.Shard.All() {
 		entries = slices.DeleteFunc(entries, func(en Entry) bool { return !opts.Shard.Has(en.ID()) })
 	}
-	report := &Report{Project: e.Root(), Python: e.Python(), Kernels: kernels, Timeout: opts.Timeout, Shard: opts.Shard,
-		Started: started, Results: make([]*Result, len(entries))}
-	inFlight := kernels * perSlot
-	if opts.FailFast {
-		inFlight = kernels
-	}
-	d := &dispatcher{e: e, opts: &opts, inFlight: inFlight, entries: entries, report: report,
-		col: newCollector(len(entries), opts.ShowValues), running: make(map[protocol.ContextID]*runRecord),
-		sources: newSourceCache(e.Root()), started: started, pick: newPicker(entries)}
-	if opts.Observer != nil {
-		opts.Observer.Started(entries, kernels)
-	}
-	if _, err := e.Connect(ctx, clientID, d.col); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrProject, err)
-	}
-	if err := e.Compile(ctx, d.modules()); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrProject, err)
-	}
-	opts.Logger.Debug("modules announced", "after", time.Since(started))
-	d.loop(ctx)
-	if d.interrupted {
-		d.noteBegun()
-		// The engine's stop cancels the running entries (no end
-		// notification comes for them) before they are marked.
-		if err := stop(); err != nil {
-			opts.Logger.Warn("stop engine", "err", err)
-		}
-	}
-	d.abandon()
-	report.Duration = time.Since(started)
-	opts.Logger.Debug("entries ended", "after", report.Duration)
-	if err := stop(); err != nil {
-		opts.Logger.Warn("stop engine", "err", err)
-	}
-	opts.Logger.Debug("engine stopped", "after", time.Since(started))
-	if d.interrupted {
-		report.Interrupted = true
-		return report, fmt.Errorf("%w: %d of %d entries ended", ErrInterrupted, d.ended, len(entries))
-	}
-	return report, nil
-}
-
-// dispatcher starts the entries and turns their runs into results. It
-// runs on Run's goroutine only, so its fields need no lock.
-//
-// Scheduling: the queue runs one entry per kernel slot at a time; the
-// dispatcher keeps inFlight entries pushed (perSlot per slot). The engine
-// puts a new context on the slot with the fewest contexts, and a finished
-// entry's context is destroyed before the next one is created, so the next
-// entry lands on the slot that just freed a place: a slow entry holds up
-// its own slot only (and the one entry queued behind it). What a cancelled
-// entry leaves behind: its context is destroyed (the engine aborts its job
-// and the kernel forgets its values); module state in the kernel stays, as
-// it does between tests in pytest.
-type dispatcher struct {
-	e    *engine.Engine
-	opts *Options
-	// inFlight is how many entries are pushed at a time.
-	inFlight int
-	entries  []Entry
-	report   *Report
-	col      *collector
-	sources  *sourceCache
-	started  time.Time
-
-	pick    *picker                           // the entries not started yet
-	pushed  []string                          // modules of the pushes that filled the pool
-	prefer  []string                          // modules of the ended entries whose places are free
-	running map[protocol.ContextID]*runRecord // entries in flight
-	emitted int                               // results told to the observer
-	ended   int                               // entries with a result
-	failing int                               // results that fail the run
-	// stopping: no more entries start (--fail-fast or Ctrl-C);
-	// interrupted: it was Ctrl-C.
-	stopping, interrupted bool
-}
-
-// modules lists the modules of the entries that will run, for the engine
-// to take as the project's snapshot (engine.Compile in batch mode).
-func (d *dispatcher) modules() []string {
-	var mods []string
-	for i := range d.entries {
-		mods = append(mods, d.entries[i].Pointer.Module)
-	}
-	slices.Sort(mods)
-	return slices.Compact(mods)
-}
-
-// loop starts entries while fewer than inFlight are pushed and collects their ends, until
-// every entry has ended or the run stops.
-func (d *dispatcher) loop(ctx context.Context) {
-	var tick <-chan time.Time
-	if d.opts.Observer != nil {
-		t := time.NewTicker(progressInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		for !d.stopping && d.pick.left > 0 && len(d.running) < d.inFlight {
-			if d.start(ctx, d.pick.take(d.nextPlace())) && len(d.prefer) > 0 {
-				d.prefer = d.prefer[1:] // that place is taken now
-			}
-		}
-		if len(d.running) == 0 && (d.stopping || d.pick.left == 0) {
-			return
-		}
-		select {
-		case rec := <-d.col.ended:
-			d.finish(ctx, rec)
-		case <-ctx.Done():
-			d.stopping, d.interrupted = true, true
-			return
-		case <-tick:
-			d.progress()
-		}
-	}
-}
-
-// nextPlace is the module the next push should continue: the next push
-// lands where the entry that ended first freed a place, or, while the pool
-// fills, on the slot that got the push kernels pushes ago (see picker).
-func (d *dispatcher) nextPlace() string {
-	if len(d.prefer) > 0 {
-		return d.prefer[0]
-	}
-	if n := len(d.pushed); n >= d.report.Kernels && n < d.inFlight {
-		return d.pushed[n-d.report.Kernels]
-	}
-	return ""
-}
-
-// start runs entry i, or gives it its result at once when it cannot run;
-// it reports whether the entry was pushed (holds a place on a kernel).
-func (d *dispatcher) start(ctx context.Context, i int) bool {
-	en := &d.entries[i]
-	res, err := d.e.CreateContext(ctx, clientID, protocol.CreateContextParams{})
-	if err != nil {
-		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultFailure,
-			Message: "create an execution context: " + err.Error()})
-		return false
-	}
-	rec := d.col.register(i, res.ContextID)
-	if err := d.e.Push(ctx, clientID, protocol.PushParams{ContextID: res.ContextID, StackItem: en.StackItem()}); err != nil {
-		d.col.forget(res.ContextID)
-		d.destroy(ctx, res.ContextID)
-		d.complete(i, &Result{Entry: *en, Status: StatusError, Kind: protocol.ResultFailure,
-			Message: "push " + en.ID() + ": " + err.Error()})
-		return false
-	}
-	d.running[rec.context] = rec
-	d.pick.active[en.Pointer.Module]++
-	if len(d.pushed) < d.inFlight {
-		d.pushed = append(d.pushed, en.Pointer.Module)
-	}
-	return true
-}
-
-// finish turns an ended run into its result and frees its slot.
-func (d *dispatcher) finish(ctx context.Context, rec *runRecord) {
-	delete(d.running, rec.context)
-	d.destroy(ctx, rec.context)
-	module := d.entries[rec.index].Pointer.Module
-	d.pick.active[module]--
-	d.prefer = append(d.prefer, module)
-	r := d.result(rec)
-	d.complete(rec.index, r)
-	if r.Status.Failing() && d.opts.FailFast && !d.stopping {
-		d.failFast(ctx)
-	}
-	if d.pick.left == 0 && !d.stopping {
-		// Nothing is left to start: a kernel with no entry left exits
-		// now, while the others run their last ones.
-		d.e.RetireIdleKernels()
-	}
-}
-
-// failFast stops the run after the first failing result: the entries that
-// ended meanwhile keep their results, the running ones are interrupted.
-func (d *dispatcher) failFast(ctx context.Context) {
-	d.stopping = true
-	d.report.StoppedEarly = true
-	for drained := false; !drained; {
-		select {
-		case rec := <-d.col.ended:
-			delete(d.running, rec.context)
-			d.destroy(ctx, rec.context)
-			d.complete(rec.index, d.result(rec))
-		default:
-			drained = true
-		}
-	}
-	d.noteBegun()
-	for _, id := range sortedKeys(d.running) {
-		rec := d.col.forget(id)
-		delete(d.running, id)
-		d.destroy(ctx, id)
-		if rec != nil {
-			d.complete(rec.index, d.interruptedResult(rec, "stopped by --fail-fast after the first failure"))
-		}
-	}
-}
-
-// noteBegun marks the entries in flight whose run the engine has begun
-// but whose first notification has not arrived yet (updates are coalesced
-// for a few milliseconds), so that cancelling them reports them
-// interrupted, not skipped.
-func (d *dispatcher) noteBegun() {
-	now := time.Now()
-	for id := range d.running {
-		if st, err := d.e.ContextStatus(id); err == nil && st == contexts.StatusRunning {
-			d.col.markRunning(id, now)
-		}
-	}
-}
-
-// abandon gives a result to every entry that has none when the loop ends:
-// interrupted if it was running (the engine is stopped by then), skipped
-// if it never started.
-func (d *dispatcher) abandon() {
-	why := "stopped by --fail-fast after the first failure"
-	if d.interrupted {
-		why = "interrupted (Ctrl-C)"
-	}
-	for _, id := range sortedKeys(d.running) {
-		if rec := d.col.forget(id); rec != nil {
-			d.complete(rec.index, d.interruptedResult(rec, why))
-		}
-		delete(d.running, id)
-	}
-	for d.pick.left > 0 {
-		i := d.pick.take("")
-		d.complete(i, &Result{Entry: d.entries[i], Status: StatusSkipped, Message: "not run: " + why})
-	}
-}
-
-// interruptedResult is the result of an entry cancelled by --fail-fast or
-// Ctrl-C: interrupted if its run had begun, skipped if it was still
-// queued behind another entry.
-func (d *dispatcher) interruptedResult(rec *runRecord, why string) *Result {
-	rec.ended = time.Now()
-	r := d.result(rec)
-	r.Status, r.Message = StatusInterrupted, why
-	if rec.running.IsZero() {
-		r.Status, r.Message, r.Duration = StatusSkipped, "not run: "+why, 0
-	}
-	return r
-}
-
-// destroy drops a finished entry's context (best effort: the engine may be
-// stopping).
-func (d *dispatcher) destroy(ctx context.Context, id protocol.ContextID) {
-	if err := d.e.DestroyContext(ctx, clientID, id); err != nil && !errors.Is(err, engine.ErrNotStarted) {
-		d.opts.Logger.Debug("destroy context", "context", id, "err", err)
-	}
-}
-
-// complete records a result and tells the observer every result that is
-// now next in report order.
-func (d *dispatcher) complete(i int, r *Result) {
-	d.report.Results[i] = r
-	d.ended++
-	if r.Status.Failing() {
-		d.failing++
-	}
-	if obs := d.opts.Observer; obs != nil {
-		for d.emitted < len(d.report.Results) && d.report.Results[d.emitted] != nil {
-			obs.Result(d.report.Results[d.emitted])
-			d.emitted++
-		}
-	}
-	d.progress()
-}
-
-func (d *dispatcher) progress() {
-	if obs := d.opts.Observer; obs != nil {
-		obs.Progress(Progress{Done: d.ended, Total: len(d.entries), Failing: d.failing, Elapsed: time.Since(d.started)})
-	}
-}
-
-func sortedKeys(m map[protocol.ContextID]*runRecord) []protocol.ContextID {
-	keys := make([]protocol.ContextID, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return entries, nil
 }

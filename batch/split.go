@@ -58,15 +58,6 @@ import (
 // and the next idle kernel opens a session that collects that whole share
 // (it must collect the same items) and runs what is left of it.
 
-// splitAnswer is the kernel's account of its split collection.
-type splitAnswer struct {
-	Off     string `json:"off"` // why this session collected everything
-	Share   int    `json:"share"`
-	Shares  int    `json:"shares"`
-	Planned int    `json:"planned"` // test files the pre-pass dealt out
-	Unsafe  string `json:"unsafe"`  // why the collection cannot be merged
-}
-
 // sharedItem is an item (or a collection report) of the merged collection:
 // the share whose session collected it and its index in that session.
 type sharedItem struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -81,122 +82,179 @@ var configFiles = []string{"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini
 // (stopped, a kernel replaced: its record is lost) leaves no open
 // sessions, and later changes take the module path.
 func Watch(ctx context.Context, opts Options, hooks WatchHooks) error {
-	if !opts.Tests || len(opts.Entries) > 0 {
-		return fmt.Errorf("%w: --watch runs the tests: it needs --tests and no --entry", ErrUsage)
-	}
-	if opts.Agents != nil {
-		return fmt.Errorf("%w: --watch over agents is not built (docs/scale-out.md)", ErrUsage)
-	}
-	if opts.ShowValues {
-		return fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	kernels := opts.Kernels
-	if kernels == 0 {
-		kernels = runtime.NumCPU()
+	kernels, err := prepareWatch(&opts)
+	if err != nil {
+		return err
 	}
 	p, err := newTestPool(ctx, opts, kernels)
 	if err != nil {
 		return err
 	}
 	defer p.stop(context.WithoutCancel(ctx))
-	ws, err := workspace.Open(p.root, workspace.Options{Logger: opts.Logger})
+	batches, stop, err := watchProject(ctx, p.root, opts.Logger)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrProject, err)
+		return err
 	}
-	defer ws.Close()
+	defer stop()
+	w := &watch{opts: opts, hooks: hooks, pool: p, deps: map[string][]string{}}
+	w.run(ctx, false, nil, nil)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case b, ok := <-batches:
+			if !ok {
+				return nil
+			}
+			w.change(ctx, b)
+		}
+	}
+}
+
+// prepareWatch checks opts for a watch and fills in its defaults; kernels
+// is how many kernels the watch keeps.
+func prepareWatch(opts *Options) (kernels int, err error) {
+	if !opts.Tests || len(opts.Entries) > 0 {
+		return 0, fmt.Errorf("%w: --watch runs the tests: it needs --tests and no --entry", ErrUsage)
+	}
+	if opts.Agents != nil {
+		return 0, fmt.Errorf("%w: --watch over agents is not built (docs/scale-out.md)", ErrUsage)
+	}
+	if opts.ShowValues {
+		return 0, fmt.Errorf("%w: --show-values shows the statements' values of --entry runs; with --tests, pytest's report of a failure shows its values", ErrUsage)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	kernels = opts.Kernels
+	if kernels == 0 {
+		kernels = runtime.NumCPU()
+	}
+	return kernels, nil
+}
+
+// watchProject watches the project at root for saved changes, in bursts;
+// stop stops the watcher and closes the workspace.
+func watchProject(ctx context.Context, root string, log *slog.Logger) (batches <-chan workspace.Batch, stop func(), _ error) {
+	ws, err := workspace.Open(root, workspace.Options{Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrProject, err)
+	}
 	// A short debounce: an editor's save is one write (or a write and a
 	// rename), and the hot path's whole budget is ~100 ms.
 	watcher := workspace.NewWatcher(ws, workspace.WatchOptions{Debounce: watchDebounce})
 	if err := watcher.Start(ctx); err != nil {
-		return fmt.Errorf("%w: watch %s: %w", ErrProject, p.root, err)
+		ws.Close()
+		return nil, nil, fmt.Errorf("%w: watch %s: %w", ErrProject, root, err)
 	}
-	defer watcher.Stop(context.WithoutCancel(ctx))
+	return watcher.Batches(), func() {
+		watcher.Stop(context.WithoutCancel(ctx))
+		ws.Close()
+	}, nil
+}
 
+// watch is the state of a Watch between its runs. Watch's goroutine
+// only.
+type watch struct {
+	opts  Options
+	hooks WatchHooks
+	pool  *testPool
 	// deps: test module -> the project files it imports (itself
 	// included), from the last run that collected it.
-	deps := map[string][]string{}
-	observer := func() Options {
-		o := opts
-		if hooks.Observer != nil {
-			o.Observer = hooks.Observer()
-		}
-		return o
+	deps map[string][]string
+}
+
+// observer is the options of the next run, with its own observer.
+func (w *watch) observer() Options {
+	o := w.opts
+	if w.hooks.Observer != nil {
+		o.Observer = w.hooks.Observer()
 	}
-	ran := func(rep *Report, err error, changed []string) {
-		if hooks.Ran != nil && ctx.Err() == nil {
-			hooks.Ran(rep, err, changed)
-		}
+	return o
+}
+
+// ran tells the Ran hook of a run, unless the watch is ending.
+func (w *watch) ran(ctx context.Context, rep *Report, err error, changed []string) {
+	if w.hooks.Ran != nil && ctx.Err() == nil {
+		w.hooks.Ran(rep, err, changed)
 	}
-	runOnce := func(purge bool, changed []string, only map[string]bool) {
-		rep, d, err := p.run(ctx, observer(), opts.PytestArgs, runFlags{purge: purge, deps: true, keep: true, watch: true, only: only})
-		for k, v := range d {
-			deps[k] = v
-		}
-		ran(rep, err, changed)
+}
+
+func (w *watch) skipped(changed []string) {
+	if w.hooks.Skipped != nil {
+		w.hooks.Skipped(changed)
 	}
-	runOnce(false, nil, nil)
-	for {
-		var b workspace.Batch
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil
-		case b, ok = <-watcher.Batches():
-			if !ok {
-				return nil
-			}
+}
+
+// run is a run of the module path (the first run: of every test): a new
+// collection of the whole suite, purged of the project's modules after
+// the first, running the tests of the test files only (nil: all).
+func (w *watch) run(ctx context.Context, purge bool, changed []string, only map[string]bool) {
+	rep, d, err := w.pool.run(ctx, w.observer(), w.opts.PytestArgs, runFlags{purge: purge, deps: true, keep: true, watch: true, only: only})
+	maps.Copy(w.deps, d)
+	w.ran(ctx, rep, err, changed)
+}
+
+// change handles a burst of saved changes: a configuration file re-runs
+// every test; else the tests that depend on the changed Python files
+// re-run, by the hot path when it can take the change, else by the
+// module path.
+func (w *watch) change(ctx context.Context, b workspace.Batch) {
+	changed, all := changedFiles(b.Changes)
+	if len(changed) == 0 {
+		return
+	}
+	if all {
+		w.run(ctx, true, changed, nil)
+		return
+	}
+	affected := affectedTests(w.deps, b.Changes)
+	if len(affected) == 0 {
+		w.skipped(changed)
+		return
+	}
+	if files, ok := hotCandidates(w.deps, b.Changes); ok && w.hot(ctx, files, changed) {
+		return
+	}
+	only := map[string]bool{}
+	for _, a := range affected {
+		only[a] = true
+	}
+	w.run(ctx, true, changed, only)
+}
+
+// hot tries the hot path for the saved library modules files; false when
+// the change must take the module path (the Fallback hook is told why).
+func (w *watch) hot(ctx context.Context, files, changed []string) bool {
+	rep, why, err := hotChange(ctx, w.pool, w.observer, files)
+	if why != "" {
+		w.opts.Logger.Info("module path", "changed", changed, "why", why)
+		if w.hooks.Fallback != nil {
+			w.hooks.Fallback(changed, why)
 		}
-		var changed []string
-		all := false
-		for _, c := range b.Changes {
-			switch {
-			case slices.Contains(configFiles, path.Base(c.Path)):
-				all = true
-			case !strings.HasSuffix(c.Path, ".py"):
-				continue
-			}
-			changed = append(changed, c.Path)
-		}
-		if len(changed) == 0 {
+		return false
+	}
+	if err == nil && rep != nil && len(rep.Results) == 0 {
+		w.skipped(changed)
+		return true
+	}
+	w.ran(ctx, rep, err, changed)
+	return true
+}
+
+// changedFiles are the changed Python and configuration files of a burst;
+// all: a configuration file changed.
+func changedFiles(changes []workspace.Change) (changed []string, all bool) {
+	for _, c := range changes {
+		switch {
+		case slices.Contains(configFiles, path.Base(c.Path)):
+			all = true
+		case !strings.HasSuffix(c.Path, ".py"):
 			continue
 		}
-		if all {
-			runOnce(true, changed, nil)
-			continue
-		}
-		affected := affectedTests(deps, b.Changes)
-		if len(affected) == 0 {
-			if hooks.Skipped != nil {
-				hooks.Skipped(changed)
-			}
-			continue
-		}
-		if files, ok := hotCandidates(deps, b.Changes); ok {
-			rep, why, err := hotChange(ctx, p, observer, files)
-			if why == "" {
-				if err == nil && rep != nil && len(rep.Results) == 0 {
-					if hooks.Skipped != nil {
-						hooks.Skipped(changed)
-					}
-					continue
-				}
-				ran(rep, err, changed)
-				continue
-			}
-			opts.Logger.Info("module path", "changed", changed, "why", why)
-			if hooks.Fallback != nil {
-				hooks.Fallback(changed, why)
-			}
-		}
-		only := map[string]bool{}
-		for _, a := range affected {
-			only[a] = true
-		}
-		runOnce(true, changed, only)
+		changed = append(changed, c.Path)
 	}
+	return changed, all
 }
 
 // watchDebounce is how long the project must stay quiet after a save

@@ -1,6 +1,6 @@
-// Package durable is ripple's event log of acknowledged state changes
-// (issue 16): what a client was told has happened is appended here before
-// the reply goes out, so a crash or restart of the server loses none of it.
+// Package durable is ripple's event log of acknowledged state changes:
+// what a client was told has happened is appended here before the reply
+// goes out, so a crash or restart of the server loses none of it.
 //
 // # Model
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the log's file inside the state directory (.ripple).
@@ -127,12 +128,12 @@ func MoveAside(dir, why string) (string, error) {
 
 func open(p string, opt Options) (*Log, error) {
 	db, err := bolt.Open(p, 0o644, &bolt.Options{Timeout: opt.LockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
 	}
 	if err != nil {
 		var pe *os.PathError
-		if errors.As(err, &pe) && !errors.Is(err, bolt.ErrInvalid) {
+		if errors.As(err, &pe) && !errors.Is(err, bolterrors.ErrInvalid) {
 			// A permission problem or the like: not the file's content.
 			return nil, fmt.Errorf("state log %s: %w", p, err)
 		}

@@ -70,8 +70,8 @@ type Config struct {
 	// change before the reply (durable.go); RestoreBuffers and
 	// RestoreContexts bring them back at start.
 	StateLog StateLog
-	// ValueJournal, if set, is the file of the value journal (issue 16,
-	// kernel/python/engine_journal.py): every kernel keeps its frames'
+	// ValueJournal, if set, is the file of the value journal (durable
+	// values, kernel/python/engine_journal.py): every kernel keeps its frames'
 	// computed values there and a frame new to a kernel (after a restart
 	// of the server or of the kernel) gets them back instead of running
 	// its statements again. Empty: no journal (ripple run, tests).
@@ -158,11 +158,7 @@ func (e *Engine) Compile(ctx context.Context, modules []string) error {
 		mods = append(mods, jobs.Module(m))
 	}
 	if e.cfg.Batch {
-		e.sources.mu.Lock()
-		for _, m := range modules {
-			e.sources.snapshot[m] = true
-		}
-		e.sources.mu.Unlock()
+		e.sources.addSnapshot(modules)
 		return nil
 	}
 	stale := e.staleModules(jobs.SetOf(mods...), nil)
@@ -310,7 +306,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	} else if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
 		e.sources.deferModules(name)
 	}
-	// The edit is in the state log before the reply (issue 16), but its
+	// The edit is in the state log before the reply (durable state), but its
 	// run does not wait for the fsync: the jobs are queued first and the
 	// run's notifications may go ahead of the reply (callorder), so the
 	// log's write overlaps the compile and run instead of adding to
@@ -440,10 +436,7 @@ func (e *Engine) RetireIdleKernels() []int {
 		if cs, err := e.store.ContextsOnSlot(nil, slot); err != nil || len(cs) > 0 {
 			continue
 		}
-		e.runsMu.Lock()
-		_, busy := e.running[slot]
-		e.runsMu.Unlock()
-		if busy {
+		if e.runs.busy(slot) {
 			continue // a destroyed context's run is still ending
 		}
 		e.retired[slot] = true
@@ -804,10 +797,7 @@ func (e *Engine) subscribe(clientID string, id protocol.ContextID) {
 	if err != nil || c.HasOwner(clientID) {
 		return
 	}
-	e.clientsMu.Lock()
-	_, connected := e.clients[clientID]
-	e.clientsMu.Unlock()
-	if connected {
+	if e.clients.connected(clientID) {
 		_ = e.store.AddOwner(id, clientID)
 	}
 }

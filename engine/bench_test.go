@@ -16,9 +16,9 @@ import (
 	"github.com/ripple-run/ripple/protocol"
 )
 
-// The performance targets of issue 4, end to end through the engine with a
-// real kernel (bench/engine/run.sh prints them as a table). The program
-// shapes are those of the kernel-side benchmark
+// The engine's performance targets (bench/README.md), end to end through
+// the engine with a real kernel (bench/engine/run.sh prints them as a
+// table). The program shapes are those of the kernel-side benchmark
 // (kernel/python/tests/bench_engine.py), so the two sets of figures can be
 // compared: the difference is the Go side (queue, store, streams).
 

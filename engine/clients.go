@@ -31,13 +31,7 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		res.Modules = append(res.Modules, m.Name)
 	}
 
-	e.clientsMu.Lock()
-	e.clients[clientID] = c
-	if t, ok := e.grace[clientID]; ok {
-		t.Stop()
-		delete(e.grace, clientID)
-	}
-	e.clientsMu.Unlock()
+	e.clients.connect(clientID, c)
 
 	restored, err := e.store.ClientConnected(clientID)
 	if err != nil {
@@ -70,13 +64,9 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 // period ends without a reconnect, the contexts no other connected client
 // uses are destroyed and the client's text buffers are closed.
 func (e *Engine) Disconnect(clientID string, c Client) {
-	e.clientsMu.Lock()
-	if cur, ok := e.clients[clientID]; !ok || cur != c {
-		e.clientsMu.Unlock()
+	if !e.clients.disconnect(clientID, c) {
 		return
 	}
-	delete(e.clients, clientID)
-	e.clientsMu.Unlock()
 
 	orphaned, err := e.store.ClientDisconnected(clientID, time.Now())
 	if err != nil {
@@ -96,23 +86,14 @@ func (e *Engine) Disconnect(clientID string, c Client) {
 	if stopped {
 		return
 	}
-	e.clientsMu.Lock()
-	defer e.clientsMu.Unlock()
-	if t, ok := e.grace[clientID]; ok {
-		t.Stop()
-	}
-	e.grace[clientID] = time.AfterFunc(e.cfg.DisconnectGrace, func() {
+	e.clients.startGrace(clientID, e.cfg.DisconnectGrace, func() {
 		e.goBackground(func(context.Context) { e.expire(clientID) })
 	})
 }
 
 // expire ends a client's grace period.
 func (e *Engine) expire(clientID string) {
-	e.clientsMu.Lock()
-	_, back := e.clients[clientID]
-	delete(e.grace, clientID)
-	e.clientsMu.Unlock()
-	if back {
+	if e.clients.endGrace(clientID) {
 		return
 	}
 	ids, err := e.store.Expired(nil, time.Now().Add(-e.cfg.DisconnectGrace+time.Millisecond))

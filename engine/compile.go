@@ -17,148 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// sourceTable remembers which module sources each kernel slot was given,
-// so that an EnsureCompiled sends only what changed and a kernel that
-// replaces a dead one gets everything it needs.
-//
-// Writers: the EnsureCompiled runners (one per slot at a time, the
-// queue's rule 1 per kernel; runners of different slots at once),
-// onKernelReady (a slot's owner goroutine, before the kernel serves
-// requests) and, in batch mode, each slot's Execute runner for its own
-// slot (loadEntryModule: never beside an EnsureCompiled of its slot). mu
-// guards every field; the per-slot maps are written for their own slot.
-type sourceTable struct {
-	mu sync.Mutex
-	// kernelID[slot] is the kernel the slot's map describes; a map of
-	// another kernel is stale and ignored.
-	kernelID []string
-	// installed[slot][module] is the source that kernel compiled last.
-	installed []map[string]string
-	// loaded[slot][module]: that kernel was asked to import the module
-	// (compile's load), so a later compile need not ask again.
-	loaded []map[string]bool
-	// known is every module ever sent to a kernel, or announced by an
-	// EnsureCompiled: a new kernel gets them all in onKernelReady (the
-	// others it imports from disk on first use). knownGen counts additions
-	// and requests for another pass of onKernelReady (staleModules).
-	known    map[string]bool
-	knownGen uint64
-	// served[slot] is set once the slot's first kernel finished
-	// onKernelReady. Until then an EnsureCompiled does not wait for that
-	// kernel: it announces its modules, and onKernelReady compiles every
-	// module announced before it finishes (it re-reads known until
-	// knownGen stands still), so a run on a slot that is still starting
-	// does not hold up the compile of the kernels that are ready.
-	served []bool
-	// syncing[slot] is set while onKernelReady brings the slot's kernel up
-	// to date (its first kernel or a replacement): staleModules leaves
-	// such a slot to it instead of queueing an EnsureCompiled that would
-	// wait for every running Execute (rule 5) before the kernel is even
-	// ready.
-	syncing []bool
-	// deferred are modules edited with execute:false: added to the next
-	// plan that compiles and runs (Engine.apply).
-	deferred map[string]bool
-	// dirty[slot] are modules changed since that slot's last compile: its
-	// next EnsureCompiled compiles them, whatever it was enqueued for, so
-	// a kernel no affected context runs on does not keep an old version
-	// of a module it has in service.
-	dirty []map[string]bool
-	// snapshot are the modules a batch run announced (Config.Batch,
-	// Engine.Compile): not compiled ahead on every kernel; a kernel
-	// compiles one right before its first run that needs it
-	// (loadEntryModule). Set before the first push, read after.
-	snapshot map[string]bool
-	// broken is the diagnostic of each module whose last compile failed.
-	broken map[string]*protocol.Diagnostic
-	// faulty are the modules whose import hung past the compile timeout
-	// or killed a kernel, with the text that did it: out of service (no
-	// kernel imports them, importers fail with their diagnostic) until
-	// their text changes, so a compile never puts the pool into a restart
-	// loop (PROTOCOL.md 5.1).
-	faulty map[string]faultyModule
-	// imports is the static import graph (project modules only) the
-	// kernels reported, for the contexts an edit reaches (importClosure).
-	imports map[string][]string
-}
-
-// faultyModule is a module kept out of service (sourceTable.faulty).
-type faultyModule struct {
-	source string
-	diag   *protocol.Diagnostic
-}
-
-func newSourceTable(slots int) *sourceTable {
-	t := &sourceTable{
-		kernelID:  make([]string, slots),
-		installed: make([]map[string]string, slots),
-		loaded:    make([]map[string]bool, slots),
-		dirty:     make([]map[string]bool, slots),
-		known:     make(map[string]bool),
-		served:    make([]bool, slots),
-		syncing:   make([]bool, slots),
-		deferred:  make(map[string]bool),
-		snapshot:  make(map[string]bool),
-		broken:    make(map[string]*protocol.Diagnostic),
-		faulty:    make(map[string]faultyModule),
-		imports:   make(map[string][]string),
-	}
-	for i := range t.installed {
-		t.installed[i] = make(map[string]string)
-		t.loaded[i] = make(map[string]bool)
-		t.dirty[i] = make(map[string]bool)
-	}
-	return t
-}
-
-// defer records modules to compile with the next EnsureCompiled.
-func (t *sourceTable) deferModules(mods ...string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, m := range mods {
-		t.deferred[m] = true
-		for _, d := range t.dirty {
-			d[m] = true
-		}
-	}
-}
-
-// markDirty records changed modules for every slot's next compile.
-func (t *sourceTable) markDirty(mods []jobs.Module) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, m := range mods {
-		for _, d := range t.dirty {
-			d[string(m)] = true
-		}
-	}
-}
-
-// takeDirty returns and forgets the modules changed since slot's last
-// compile.
-func (t *sourceTable) takeDirty(slot int) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.dirty[slot]))
-	for m := range t.dirty[slot] {
-		out = append(out, m)
-	}
-	clear(t.dirty[slot])
-	return out
-}
-
-// takeDeferred returns and forgets the deferred modules.
-func (t *sourceTable) takeDeferred() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.deferred))
-	for m := range t.deferred {
-		out = append(out, m)
-	}
-	clear(t.deferred)
-	return out
-}
-
 // compileModule is one entry of the kernel's compile request.
 type compileModule struct {
 	Name   string `json:"name"`
@@ -205,26 +63,13 @@ type compileResult struct {
 // current reads a module's current source (the open buffer, else the
 // disk). ok is false when the module no longer exists.
 func (e *Engine) current(module string) (path, source string, ok bool) {
-	p, err := e.ws.ModulePath(module)
-	if err != nil {
-		return "", "", false
-	}
-	src, err := e.ws.Source(module)
-	if err != nil {
-		return "", "", false
-	}
-	return p, src, true
+	return e.sources.current(module)
 }
 
 // snapshotted reports whether module is taken as compiled (Config.Batch):
 // no disk lookup is needed to know it exists and is current.
 func (e *Engine) snapshotted(module string) bool {
-	if !e.cfg.Batch {
-		return false
-	}
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	return e.sources.known[module] || e.sources.snapshot[module]
+	return e.cfg.Batch && e.sources.snapshotted(module)
 }
 
 // staleModules keeps the modules that some kernel does not have in their
@@ -240,109 +85,17 @@ func (e *Engine) staleModules(mods jobs.ModuleSet, cs jobs.Contexts) jobs.Module
 			continue
 		}
 		_, src, ok := e.current(string(m))
-		e.sources.mu.Lock()
-		for slot := range e.sources.installed {
-			if !e.sources.served[slot] || e.sources.syncing[slot] {
-				// The slot's kernel is being brought up to date by
-				// onKernelReady, which compiles every known module: a
-				// known module is not stale there, but the pass under way
-				// may have read its source before this change, so it is
-				// told to take another. An unknown module is announced
-				// by the EnsureCompiled.
-				if e.sources.known[string(m)] {
-					e.sources.knownGen++
-					continue
-				}
-				stale = append(stale, m)
-				break
-			}
-			have, loaded := e.sources.installed[slot][string(m)]
-			if (ok && (!loaded || have != src)) || (!ok && loaded) || (!ok && !e.sources.known[string(m)]) {
-				stale = append(stale, m)
-				break
-			}
-			if ok && !e.sources.loaded[slot][string(m)] && runsOn(cs, slot, m) {
-				stale = append(stale, m)
-				break
-			}
+		if e.sources.stale(m, src, ok, cs) {
+			stale = append(stale, m)
 		}
-		e.sources.mu.Unlock()
 	}
 	return jobs.SetOf(stale...)
 }
 
-// importClosure returns module and the project modules it imports,
-// directly or transitively, as the kernels last reported them; known is
-// false when some module on the way was never reported or is broken (its
-// imports may be incomplete), and then an edit must count as reaching
-// everything.
+// importClosure returns module and the project modules it imports
+// (sourceTable.importClosure).
 func (e *Engine) importClosure(module string) (mods []jobs.Module, known bool) {
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	seen := map[string]bool{module: true}
-	todo := []string{module}
-	known = true
-	for len(todo) > 0 {
-		m := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		mods = append(mods, jobs.Module(m))
-		deps, ok := e.sources.imports[m]
-		if !ok {
-			known = false
-		}
-		if _, broken := e.sources.broken[m]; broken {
-			known = false
-		}
-		for _, d := range deps {
-			if !seen[d] {
-				seen[d] = true
-				todo = append(todo, d)
-			}
-		}
-	}
-	return mods, known
-}
-
-// runsOn reports whether a context of cs on slot runs module m.
-func runsOn(cs jobs.Contexts, slot int, m jobs.Module) bool {
-	for _, info := range cs {
-		if int(info.Slot) == slot && !info.StackEmpty && info.BottomModule == m {
-			return true
-		}
-	}
-	return false
-}
-
-// request builds the compile request bringing slot's kernel to the current
-// version of mods, and the map of what it will then have.
-func (e *Engine) compileRequest(slot int, kernelID string, mods []string) (compileParams, map[string]string) {
-	p := compileParams{Modules: []compileModule{}, Removed: []string{}, Scripts: e.scriptModules()}
-	after := make(map[string]string)
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	fresh := e.sources.kernelID[slot] != kernelID
-	for _, m := range mods {
-		path, src, ok := e.current(m)
-		have, loaded := e.sources.installed[slot][m]
-		if fresh {
-			loaded = false
-		}
-		// A broken module is sent again even if its text did not change
-		// (see ensureCompiled).
-		_, broken := e.sources.broken[m]
-		switch {
-		case ok && (!loaded || have != src || broken):
-			p.Modules = append(p.Modules, compileModule{Name: m, Path: path, Source: src})
-			after[m] = src
-		case !ok && loaded:
-			p.Removed = append(p.Removed, m)
-		case !ok && !loaded:
-			// Never loaded and gone: the kernel may still have imported it
-			// from disk; tell it to forget.
-			p.Removed = append(p.Removed, m)
-		}
-	}
-	return p, after
+	return e.sources.importClosure(module)
 }
 
 // scriptModules returns the modules that some context's bottom frame runs
@@ -404,10 +157,10 @@ var errCompileStuck = errors.New("compile timed out")
 // loading (the kernel died, or the watchdog interrupted it), that module
 // is marked faulty and named as culprit.
 func (e *Engine) compileOnce(ctx context.Context, slot int, k *kernel.Kernel, mods, load []string) (culprit string, err error) {
-	params, after := e.compileRequest(slot, k.ID(), mods)
+	params, after := e.sources.compileRequest(slot, k.ID(), mods, e.scriptModules())
 	params.Load = load
-	params.Faulty = e.faultyModules()
-	if len(params.Modules) == 0 && len(params.Removed) == 0 && !e.needsLoad(slot, k.ID(), load) {
+	params.Faulty = e.sources.faultyModules()
+	if len(params.Modules) == 0 && len(params.Removed) == 0 && !e.sources.needsLoad(slot, k.ID(), load) {
 		return "", nil
 	}
 	params.Timeout = e.cfg.CompileTimeout.Seconds()
@@ -457,62 +210,10 @@ func (e *Engine) compileOnce(ctx context.Context, slot int, k *kernel.Kernel, mo
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return "", fmt.Errorf("compile on kernel %s: bad result: %w", k.ID(), err)
 	}
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	if e.sources.kernelID[slot] != k.ID() {
-		e.sources.kernelID[slot] = k.ID()
-		e.sources.installed[slot] = make(map[string]string)
-		e.sources.loaded[slot] = make(map[string]bool)
-	}
-	for m, src := range after {
-		e.sources.installed[slot][m] = src
-		if !e.sources.known[m] {
-			e.sources.known[m] = true
-			e.sources.knownGen++
-		}
-	}
-	for _, m := range load {
-		e.sources.loaded[slot][m] = true
-	}
-	for _, m := range params.Removed {
-		delete(e.sources.installed[slot], m)
-		delete(e.sources.broken, m)
-	}
-	for _, m := range res.Modules {
-		if m.OK {
-			delete(e.sources.broken, m.Name)
-		} else if m.Diagnostic != nil {
-			e.sources.broken[m.Name] = m.Diagnostic
-		}
-		if m.TimedOut && m.Diagnostic != nil {
-			src, sent := after[m.Name]
-			if !sent {
-				_, src, _ = e.current(m.Name) // loaded from disk: the current text
-			}
-			e.sources.faulty[m.Name] = faultyModule{source: src, diag: m.Diagnostic}
-			e.log.Warn("module out of service", "module", m.Name, "reason", m.Diagnostic.Message)
-		}
-	}
-	for m, deps := range res.Graph {
-		e.sources.imports[m] = deps
+	for m, d := range e.sources.recordCompile(slot, k.ID(), params, after, &res) {
+		e.log.Warn("module out of service", "module", m, "reason", d.Message)
 	}
 	return "", nil
-}
-
-// needsLoad reports whether some module of load was never imported by
-// slot's kernel k (through a compile's load).
-func (e *Engine) needsLoad(slot int, kernelID string, load []string) bool {
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	if e.sources.kernelID[slot] != kernelID {
-		return len(load) > 0
-	}
-	for _, m := range load {
-		if !e.sources.loaded[slot][m] {
-			return true
-		}
-	}
-	return false
 }
 
 // compileSink follows a compile's module loads (the kernel's "load"
@@ -576,38 +277,7 @@ func (e *Engine) markFaulty(module string, err, cause error) {
 	msg += "; it is not imported again until it changes"
 	d := &protocol.Diagnostic{Kind: protocol.DiagnosticError, Message: msg, Path: path}
 	e.log.Warn("module out of service", "module", module, "reason", msg)
-	e.sources.mu.Lock()
-	e.sources.faulty[module] = faultyModule{source: src, diag: d}
-	e.sources.broken[module] = d
-	e.sources.mu.Unlock()
-}
-
-// faultyModules returns the modules out of service, dropping those whose
-// text changed since (they get another chance).
-func (e *Engine) faultyModules() map[string]*protocol.Diagnostic {
-	e.sources.mu.Lock()
-	names := make([]string, 0, len(e.sources.faulty))
-	for m := range e.sources.faulty {
-		names = append(names, m)
-	}
-	e.sources.mu.Unlock()
-	if len(names) == 0 {
-		return nil
-	}
-	out := make(map[string]*protocol.Diagnostic, len(names))
-	for _, m := range names {
-		_, src, ok := e.current(m)
-		e.sources.mu.Lock()
-		if f, still := e.sources.faulty[m]; still {
-			if ok && src == f.source {
-				out[m] = f.diag
-			} else {
-				delete(e.sources.faulty, m)
-			}
-		}
-		e.sources.mu.Unlock()
-	}
-	return out
+	e.sources.setFaulty(module, src, d)
 }
 
 // neededModules are the modules slot's kernel must have imported: the
@@ -652,11 +322,7 @@ func (e *Engine) loadEntryModule(ctx context.Context, slot int, stack []*context
 		if err != nil {
 			return err
 		}
-		e.sources.mu.Lock()
-		_, have := e.sources.installed[slot][module]
-		have = have && e.sources.kernelID[slot] == k.ID()
-		e.sources.mu.Unlock()
-		if have {
+		if e.sources.hasInstalled(slot, k.ID(), module) {
 			return nil
 		}
 		err = e.compileOn(ctx, slot, k, []string{module}, []string{module})
@@ -696,15 +362,7 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 			slots = append(slots, int(s))
 		}
 	}
-	e.sources.mu.Lock()
-	for _, m := range base {
-		if !e.sources.known[m] {
-			e.sources.known[m] = true
-			e.sources.knownGen++
-		}
-	}
-	served := slices.Clone(e.sources.served)
-	e.sources.mu.Unlock()
+	served := e.sources.announce(base)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, slot := range slots {
 		if slot >= len(served) || !served[slot] {
@@ -732,26 +390,10 @@ func (e *Engine) ensureCompiled(ctx context.Context, job *jobs.EnsureCompiled) e
 // onKernelReady installs every known module and every unsaved buffer in a
 // new kernel before it serves requests.
 func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) error {
-	e.sources.mu.Lock()
-	e.sources.kernelID[slot] = k.ID()
-	e.sources.installed[slot] = make(map[string]string)
-	e.sources.loaded[slot] = make(map[string]bool)
-	clear(e.sources.dirty[slot]) // every known module is compiled below
-	e.sources.syncing[slot] = true
-	e.sources.mu.Unlock()
-	defer func() {
-		e.sources.mu.Lock()
-		e.sources.syncing[slot] = false
-		e.sources.mu.Unlock()
-	}()
+	e.sources.beginSync(slot, k.ID())
+	defer e.sources.endSync(slot)
 	for {
-		e.sources.mu.Lock()
-		gen := e.sources.knownGen
-		mods := make([]string, 0, len(e.sources.known))
-		for m := range e.sources.known {
-			mods = append(mods, m)
-		}
-		e.sources.mu.Unlock()
+		mods, gen := e.sources.knownModules()
 		for _, p := range e.ws.OpenBuffers() {
 			if name, ok := workspace.ModuleName(p); ok {
 				if dirty, err := e.ws.Dirty(p); err == nil && dirty {
@@ -767,31 +409,8 @@ func (e *Engine) onKernelReady(ctx context.Context, slot int, k *kernel.Kernel) 
 		// Modules announced while this compile ran (an EnsureCompiled that
 		// did not wait for this kernel) are compiled by another pass;
 		// compileOn sends only what this kernel does not have yet.
-		e.sources.mu.Lock()
-		if e.sources.knownGen == gen {
-			e.sources.served[slot] = true
-			e.sources.mu.Unlock()
+		if e.sources.serve(slot, gen) {
 			return nil
 		}
-		e.sources.mu.Unlock()
 	}
-}
-
-// brokenModules returns the modules whose last compile failed.
-func (t *sourceTable) brokenModules() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.broken))
-	for m := range t.broken {
-		out = append(out, m)
-	}
-	return out
-}
-
-// brokenDiagnostic returns the diagnostic of a module whose last compile
-// failed.
-func (e *Engine) brokenDiagnostic(module string) *protocol.Diagnostic {
-	e.sources.mu.Lock()
-	defer e.sources.mu.Unlock()
-	return e.sources.broken[module]
 }

@@ -3,13 +3,13 @@ package engine_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -21,10 +21,7 @@ func debianPython(t *testing.T, modules ...string) string {
 	const py = "/usr/bin/python3"
 	check := "import " + strings.Join(modules, ", ")
 	if err := exec.Command(py, "-c", check).Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s cannot %q (CI installs python3-matplotlib, python3-pandas, python3-ipython): %v", py, check, err)
-		}
-		t.Skipf("%s cannot %q: %v", py, check, err)
+		testenv.NeedOrSkip(t, "%s cannot %q (CI installs python3-matplotlib, python3-pandas, python3-ipython): %v", py, check, err)
 	}
 	return py
 }

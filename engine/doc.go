@@ -4,12 +4,13 @@
 // ripple run all drive the same Engine, so there is no second way to run
 // code.
 //
-// Start here:
+// Start here (example_test.go has it whole, with the client and the wait
+// for the run's end):
 //
-//	e, err := engine.New(engine.Config{Root: dir, Watch: true})
+//	e, err := engine.New(ctx, engine.Config{Root: dir, Watch: true, Kernels: 1})
 //	err = e.Start(ctx)
 //	defer e.Stop(ctx)
-//	info, err := e.Connect(ctx, "client-1", client) // client.Notify gets notifications
+//	_, err = e.Connect(ctx, "client-1", client) // client.Notify gets notifications
 //	res, err := e.CreateContext(ctx, "client-1", protocol.CreateContextParams{})
 //	err = e.Push(ctx, "client-1", protocol.PushParams{ContextID: res.ContextID,
 //		StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})})
@@ -34,7 +35,7 @@
 //     kernel slot for one job at a time: an EnsureCompiled of the slot or
 //     one Execute (an EnsureCompiled of every kernel, Compile's, runs
 //     alone).
-//   - sourceTable (compile.go) owns what each kernel was given, which
+//   - sourceTable (sources.go) owns what each kernel was given, which
 //     modules are out of service (faulty) and the import graph the
 //     kernels reported; its mutex guards it. OnReady (a slot owner
 //     goroutine of the pool) and the EnsureCompiled runners (one per slot
@@ -64,8 +65,14 @@
 //     before the call that changed it answers, so the log's last entry for
 //     each is its latest acknowledged state; different keys append
 //     concurrently and share fsyncs.
-//   - clientsMu guards the connected clients and their grace timers.
-//   - runsMu guards which context's Execute is in flight on each slot.
+//   - clientTable (clienttable.go) owns the connected clients and their
+//     grace timers; notifications are sent under its mutex.
+//   - runTable (runtable.go) owns which context's Execute is in flight on
+//     each slot and which runs an edit asked to stop at a statement
+//     boundary.
+//
+// Each of these types keeps its fields to its own methods, which take its
+// lock; the invariants and lock order are written on its fields.
 //   - dropQueue (drops.go) owns the destroyed contexts each kernel has not
 //     forgotten yet; its mutex guards them. They ride along with the
 //     slot's next Execute or are flushed when the slot stays idle; the

@@ -104,10 +104,7 @@ func (e *Engine) scheduleFlush(slot int) {
 		q.mu.Lock()
 		q.flushing[slot] = false
 		q.mu.Unlock()
-		e.runsMu.Lock()
-		_, busy := e.running[slot]
-		e.runsMu.Unlock()
-		if busy {
+		if e.runs.busy(slot) {
 			return // the run's end schedules the next look
 		}
 		drops := e.takeDrops(slot)

@@ -19,7 +19,8 @@ import (
 )
 
 // StateLog is where the engine records acknowledged state changes before
-// it answers (issue 16): a *durable.Log in ripple serve.
+// it answers, so a restart brings back what was acknowledged: a
+// *durable.Log in ripple serve.
 type StateLog interface {
 	Append(ctx context.Context, ev durable.Event) error
 }
@@ -292,15 +293,7 @@ func (e *Engine) RestoreBuffers(st durable.State) ([]string, error) {
 // restoredClientGrace starts the grace period of a client known only from
 // the state log, as Disconnect does for one that left.
 func (e *Engine) restoredClientGrace(clientID string) {
-	e.clientsMu.Lock()
-	defer e.clientsMu.Unlock()
-	if _, ok := e.clients[clientID]; ok {
-		return
-	}
-	if _, ok := e.grace[clientID]; ok {
-		return
-	}
-	e.grace[clientID] = time.AfterFunc(e.cfg.DisconnectGrace, func() {
+	e.clients.startGraceIfAbsent(clientID, e.cfg.DisconnectGrace, func() {
 		e.goBackground(func(context.Context) { e.expire(clientID) })
 	})
 }

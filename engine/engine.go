@@ -70,8 +70,8 @@ type Engine struct {
 	// start and clears it.
 	confirmPython func(context.Context) (kernel.Interpreter, error)
 	poolCfg       kernel.PoolConfig // what the pool was made with, for a remake in Start
-	sources       *sourceTable
-	dur           durableState // the state log's ordering (durable.go)
+	sources       *sourceTable      // what each kernel was given (sources.go)
+	dur           durableState      // the state log's ordering (durable.go)
 	crashes       kernel.CrashStreak
 
 	// bg is the per-owner context of the engine's own goroutines (watch
@@ -84,18 +84,15 @@ type Engine struct {
 	started bool // guarded by lifeMu
 	stopped bool // guarded by lifeMu
 
-	clientsMu sync.Mutex
-	clients   map[string]Client      // guarded by clientsMu: connected clients
-	grace     map[string]*time.Timer // guarded by clientsMu: disconnect grace timers
+	// clients, runs, sources and drops each guard their own state with
+	// their own lock; none of them is held while another is taken, except
+	// that a stream's mutex is held while clients sends (clienttable.go).
+	clients *clientTable // connected clients and grace timers (clienttable.go)
 
 	streamsMu sync.Mutex
 	streams   map[protocol.ContextID]*stream // guarded by streamsMu
 
-	runsMu  sync.Mutex
-	running map[int]protocol.ContextID // guarded by runsMu: the context whose Execute is in flight on a slot
-	// softStops are the runs an edit asked to stop at their next statement
-	// boundary (softstop.go), by context; guarded by runsMu.
-	softStops map[protocol.ContextID]*softStop
+	runs *runTable // the runs in flight and their soft stops (runtable.go)
 
 	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
 
@@ -177,12 +174,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		store:         store,
 		python:        py,
 		confirmPython: confirm,
-		sources:       newSourceTable(cfg.Kernels),
-		clients:       make(map[string]Client),
-		grace:         make(map[string]*time.Timer),
+		sources:       newSourceTable(cfg.Kernels, workspaceSource(ws)),
+		clients:       newClientTable(),
 		streams:       make(map[protocol.ContextID]*stream),
-		running:       make(map[int]protocol.ContextID),
-		softStops:     make(map[protocol.ContextID]*softStop),
+		runs:          newRunTable(),
 		drops:         newDropQueue(),
 		retired:       make(map[int]bool),
 	}
@@ -442,12 +437,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	errs = append(errs, e.queue.Stop(ctx))
 	errs = append(errs, e.pool.Stop(ctx))
-	e.clientsMu.Lock()
-	for id, t := range e.grace {
-		t.Stop()
-		delete(e.grace, id)
-	}
-	e.clientsMu.Unlock()
+	e.clients.stopGrace()
 	e.stopBg()
 	e.wg.Wait()
 	e.streamsMu.Lock()

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -244,13 +246,9 @@ func TestInterruptIgnoredRestartsKernel(t *testing.T) {
 // waitGone polls until process pid no longer exists.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still exists", pid)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition
-	}
+	testenv.EventuallyWithin(t, 30*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
 
 const restartMain = `def main():
@@ -425,7 +423,7 @@ func TestRuntimeStatus(t *testing.T) {
 	// The engine serves once its first kernel is ready; the other may
 	// still be starting (a loaded machine), which status must say.
 	var st protocol.RuntimeStatusResult
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	if !testenv.Poll(testenv.Deadline(t), func() bool {
 		var err error
 		st, err = h.e.Status(h.ctx)
 		must(t, err)
@@ -438,12 +436,9 @@ func TestRuntimeStatus(t *testing.T) {
 				}
 			}
 		}
-		if !starting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a kernel is still starting: %+v", st.Kernels)
-		}
+		return !starting
+	}) {
+		t.Fatalf("a kernel is still starting: %+v", st.Kernels)
 	}
 	if len(st.Kernels) != 2 {
 		t.Fatalf("runtime/status kernels %+v, want 2", st.Kernels)
@@ -524,14 +519,10 @@ func TestPushWhileAKernelStartsDoesNotWaitForRunningContexts(t *testing.T) {
 		return m
 	}
 	ma := push(ids[0], "'a'", "'b'")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "a")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first context never started")
-		}
-	}
+	testenv.Eventually(t, "the first context to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "a"))
+		return err == nil
+	})
 	mb := push(ids[1], "'b'", "'a'")
 	must(t, os.WriteFile(gate, nil, 0o644))
 	runA := h.client.waitRun(t, ma, ids[0])
@@ -586,15 +577,14 @@ func TestDestroyedContextsAreForgottenByTheirKernel(t *testing.T) {
 		t.Helper()
 		slices.Sort(want)
 		var got []string
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if !testenv.Poll(time.Now().Add(30*time.Second), func() bool {
 			var err error
 			got, err = engine.KernelContexts(h.ctx, h.e, 0)
 			must(t, err)
-			if slices.Equal(got, want) {
-				return
-			}
+			return slices.Equal(got, want)
+		}) {
+			t.Fatalf("kernel holds contexts %v, want %v", got, want)
 		}
-		t.Fatalf("kernel holds contexts %v, want %v", got, want)
 	}
 
 	idle, _ := h.newContext("main:main")
@@ -642,14 +632,12 @@ func TestRetireIdleKernels(t *testing.T) {
 		t.Errorf("retired again: %v", got)
 	}
 	var state string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testenv.Poll(time.Now().Add(30*time.Second), func() bool {
 		st, err := h.e.Status(h.ctx)
 		must(t, err)
 		state = st.Kernels[idle].State
-		if state == "stopped" && st.Kernels[idle].PID == 0 {
-			break
-		}
-	}
+		return state == "stopped" && st.Kernels[idle].PID == 0
+	})
 	expect(t, "retired kernel's state", state, "stopped")
 
 	// A new context goes to the open slot and runs there.
@@ -665,14 +653,9 @@ func TestRetireIdleKernels(t *testing.T) {
 
 	must(t, h.e.DestroyContext(h.ctx, clientID, kept))
 	must(t, h.e.DestroyContext(h.ctx, clientID, next))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if got := h.e.RetireIdleKernels(); slices.Equal(got, []int{keptSlot}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the last slot was never retired once idle")
-		}
-	}
+	testenv.EventuallyWithin(t, 30*time.Second, "the last slot to be retired once idle", func() bool {
+		return slices.Equal(h.e.RetireIdleKernels(), []int{keptSlot})
+	})
 	if _, err := h.e.CreateContext(h.ctx, clientID, protocol.CreateContextParams{}); !errors.Is(err, engine.ErrKernelUnavailable) {
 		t.Errorf("CreateContext with every slot retired: %v, want ErrKernelUnavailable", err)
 	}

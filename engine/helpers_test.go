@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/protocol/protocoltest"
 )
@@ -53,7 +54,7 @@ func (r *recorder) mark() int {
 // match, and returns the notifications from `from` up to and including it.
 func (r *recorder) waitFrom(t testing.TB, from int, what string, match func(note) bool) []note {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := testenv.Deadline(t)
 	stop := time.AfterFunc(time.Until(deadline), func() {
 		r.mu.Lock()
 		r.cond.Broadcast()
@@ -235,3 +236,22 @@ func expect(t testing.TB, what string, got, want any) {
 		t.Errorf("%s: got %v, want %v", what, got, want)
 	}
 }
+
+// The scenario project (enginetest.Scenarios): main.py runs
+// x = 6; y = foo(x, 5); z = y + 5 and returns z, helper.py has foo.
+const scenarioMain = `from helper import foo
+
+
+def main():
+    x = 6
+    y = foo(x, 5)
+    z = y + 5
+    return z
+`
+
+const scenarioHelper = enginetest.ScenarioHelper
+
+// mainWith is main.py with main's body made of the given statements.
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
+
+var baseBody = enginetest.ScenarioBody

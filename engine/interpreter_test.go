@@ -14,6 +14,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -99,16 +100,12 @@ func TestLauncherSwitchedInterpreterSinceLastStart(t *testing.T) {
 	}
 	// No kernel of the old interpreter is left: the warm spare started on
 	// it is replaced too.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		old := kernelsRunning(t, dir, real.Path)
-		if len(old) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kernels still running %s: pids %v", real.Path, old)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var old []int
+	if !testenv.Poll(time.Now().Add(30*time.Second), func() bool {
+		old = kernelsRunning(t, dir, real.Path)
+		return len(old) == 0
+	}) {
+		t.Fatalf("kernels still running %s: pids %v", real.Path, old)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -317,7 +318,7 @@ func newInvSession(t *testing.T, python kernel.Interpreter, ref *reference, seed
 func newInvSessionFiles(t *testing.T, python kernel.Interpreter, ref *reference, seed uint64, files map[string]string) *invSession {
 	t.Helper()
 	// The value journal is on (written right after each run): a kernel
-	// restart (restart steps) restores the frame from it (issue 16).
+	// restart (restart steps) restores the frame from it.
 	cfg := engine.Config{Python: python.Path, Kernels: 1, FlushInterval: time.Millisecond,
 		ValueJournal: filepath.Join(t.TempDir(), "values.db"), ValueJournalIdle: -1}
 	h := setup(t, files, cfg)
@@ -674,17 +675,14 @@ func lastRun(r *recorder, from int, id protocol.ContextID) *runResult {
 // waitIdle waits until the engine's queue has nothing pending or running.
 func waitIdle(t testing.TB, e *engine.Engine) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var last protocol.RuntimeStatusResult
+	if !testenv.Poll(testenv.Deadline(t), func() bool {
 		st, err := e.Status(context.Background())
 		must(t, err)
-		if st.Queue.Pending == 0 && st.Queue.Running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("engine not idle after 60 s: %+v", st.Queue)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not waiting for an event
+		last = st
+		return st.Queue.Pending == 0 && st.Queue.Running == 0
+	}) {
+		t.Fatalf("engine not idle: %+v", last.Queue)
 	}
 }
 

@@ -62,7 +62,7 @@ def main():
 
 // A thread a run started that prints after the run ended reaches the
 // context that started it, never the context running at that moment on
-// the same kernel (issue 13). The two runs meet through files, not time.
+// the same kernel. The two runs meet through files, not time.
 func TestLateThreadOutputReachesItsOwnContext(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{

@@ -83,47 +83,101 @@ type progressEvent struct {
 }
 
 // execute is the Execute job: run the context's stack on its kernel and
-// turn what the kernel reports into store records and notifications.
+// turn what the kernel reports into store records and notifications. Its
+// phases, in order:
+//
+//   - prepareRun reads the context (stack, visualizations, pending
+//     invalidations) and builds the kernel's execute request;
+//   - beginRun marks the context running on its slot and takes the slot's
+//     pending drops along; endRun undoes that when the run ends;
+//   - callKernel loads the entry module (batch mode), starts the run's
+//     timeout once the kernel is ready, and sends the request;
+//   - a run the kernel answered ends in takeResult (complete, stopped at
+//     a statement boundary, failed); one it did not ends in runFailed,
+//     which tells a kernel death, an interrupt, a timeout, a replaced
+//     kernel and a superseded run apart.
 func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
+	r, err := e.prepareRun(job)
+	if r == nil || err != nil {
+		return err // destroyed, or popped to empty meanwhile (nil)
+	}
+	e.beginRun(ctx, r)
+	defer e.endRun(r)
+	ctx, stopClock, raw, callErr := e.callKernel(ctx, r)
+	defer stopClock()
+	if callErr != nil {
+		e.requeueDrops(r.slot, r.params.Drop, callErr)
+	}
+	r.stream.endOutput(r.slot)
+	if callErr == nil {
+		if callErr = e.takeResult(r, raw); callErr == nil {
+			return nil
+		}
+	}
+	return e.runFailed(ctx, r, callErr)
+}
+
+// execRun is one Execute on its way through execute's phases.
+type execRun struct {
+	id    protocol.ContextID
+	slot  int // the context's kernel slot when the run started
+	jobID jobs.ID
+	stack []*contexts.Frame
+	// params is the kernel's execute request.
+	params executeParams
+	// invalidate is what the run was handed to recompute: put back as
+	// pending when the run does not finish.
+	invalidate protocol.InvalidatedExpressions
+	// seen is the modify index of each visualization at the start.
+	seen   map[protocol.VisualizationID]uint64
+	stream *stream
+}
+
+// prepareRun reads what the run needs from the store and builds its
+// request. It returns nil and no error when the stack is empty (popped to
+// empty meanwhile: nothing to run). The pending invalidations it takes
+// are the run's to recompute from here on.
+func (e *Engine) prepareRun(job *jobs.Execute) (*execRun, error) {
 	id := protocol.ContextID(job.Context)
 	c, err := e.store.Context(nil, id)
 	if err != nil {
-		return fmt.Errorf("%w: %w", jobs.ErrContextDestroyed, err)
+		return nil, fmt.Errorf("%w: %w", jobs.ErrContextDestroyed, err)
 	}
 	stack, err := e.store.Stack(nil, id)
 	if err != nil || len(stack) == 0 {
-		return nil // popped to empty meanwhile: nothing to run
+		return nil, nil
 	}
 	vis, err := e.store.VisualizationsOfContext(nil, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pending, err := e.store.TakePending(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	invalidate := pending
+	r := &execRun{id: id, slot: c.KernelSlot, stack: stack, invalidate: pending}
 	if !job.Invalidate.IsEmpty() {
-		invalidate = invalidate.Merge(fromExpressionSet(job.Invalidate))
+		r.invalidate = r.invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	params := executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch, RunOnce: e.cfg.Batch}
+	r.params = executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch, RunOnce: e.cfg.Batch}
 	for i, f := range stack {
-		params.Stack[i] = toKernelFrame(f.Item)
+		r.params.Stack[i] = toKernelFrame(f.Item)
 	}
 	switch {
-	case invalidate.All:
-		params.Invalidate = "all"
-	case len(invalidate.IDs) > 0:
-		params.Invalidate = invalidate.IDs
+	case r.invalidate.All:
+		r.params.Invalidate = "all"
+	case len(r.invalidate.IDs) > 0:
+		r.params.Invalidate = r.invalidate.IDs
 	}
 	if !job.WantsAll() {
 		for _, x := range job.Expressions.Items() {
-			params.Wanted = append(params.Wanted, string(x))
+			r.params.Wanted = append(r.params.Wanted, string(x))
 		}
 	}
-	seen := make(map[protocol.VisualizationID]uint64, len(vis))
+	r.seen = make(map[protocol.VisualizationID]uint64, len(vis))
+	r.params.Visualizations = []kernelVisualization{}
 	for _, v := range vis {
-		params.Visualizations = append(params.Visualizations, kernelVisualization{
+		r.params.Visualizations = append(r.params.Visualizations, kernelVisualization{
 			VisualizationID:                v.ID,
 			ExpressionID:                   v.ExpressionID,
 			Expression:                     v.Config.Expression,
@@ -131,116 +185,117 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 			Apply:                          v.NeedsInitialData,
 			OneShot:                        v.OneShot,
 		})
-		seen[v.ID] = v.ModifyIndex
+		r.seen[v.ID] = v.ModifyIndex
 	}
-	if params.Visualizations == nil {
-		params.Visualizations = []kernelVisualization{}
-	}
+	return r, nil
+}
 
-	slot := c.KernelSlot
-	_ = e.store.SetStatus(id, contexts.StatusRunning)
-	e.runsMu.Lock()
-	e.running[slot] = id
-	e.runsMu.Unlock()
-	params.Drop = e.takeDrops(slot)
-	jobID, _ := queue.JobID(ctx)
-	defer func() {
-		e.endSoftStop(id, jobID)
-		e.runsMu.Lock()
-		if e.running[slot] == id {
-			delete(e.running, slot)
-		}
-		e.runsMu.Unlock()
-		if e.hasDrops(slot) {
-			e.scheduleFlush(slot) // none was sent while the run went on
-		}
-	}()
+// beginRun marks the context running on its slot (the store's status and
+// the run table), hands the run the slot's pending drops and starts the
+// stream's count of the run's diagnostics.
+func (e *Engine) beginRun(ctx context.Context, r *execRun) {
+	_ = e.store.SetStatus(r.id, contexts.StatusRunning)
+	e.runs.begin(r.slot, r.id)
+	r.params.Drop = e.takeDrops(r.slot)
+	r.jobID, _ = queue.JobID(ctx)
+	r.stream = e.stream(r.id)
+	r.stream.beginRun()
+}
 
-	st := e.stream(id)
-	st.beginRun()
-	var raw json.RawMessage
-	callErr := e.loadEntryModule(ctx, slot, stack)
-	if callErr == nil {
-		if t := e.cfg.ExecuteTimeout; t > 0 {
-			// The timeout is the run's own time, so its clock starts once
-			// the slot's kernel can take the run: a kernel restarting after
-			// another context crashed it, reloading the project's modules,
-			// may take longer than one run may. (pool.Call below finds the
-			// kernel at once; a wait cut short by an abort is reported
-			// there.)
-			_, _ = e.pool.Kernel(ctx, slot)
-			var cancelRun context.CancelFunc
-			ctx, cancelRun = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
-			defer cancelRun()
-		}
-		sink := &runSink{e: e, id: id, slot: slot, stack: stack, stream: st, seen: seen}
-		e.log.Debug("run start", "context", id, "slot", slot)
-		raw, callErr = e.pool.Call(ctx, slot, "execute", params, sink)
-		e.log.Debug("run end", "context", id, "slot", slot, "err", callErr)
+// endRun is beginRun's counterpart, whatever the run's end: the run's
+// soft stop and its entry in the run table are forgotten, and drops
+// queued while it ran are flushed.
+func (e *Engine) endRun(r *execRun) {
+	e.endSoftStop(r.id, r.jobID)
+	e.runs.end(r.slot, r.id)
+	if e.hasDrops(r.slot) {
+		e.scheduleFlush(r.slot) // none was sent while the run went on
 	}
-	if callErr != nil {
-		e.requeueDrops(slot, params.Drop, callErr)
-	}
-	st.endOutput(slot)
+}
 
-	if callErr == nil {
-		var res executeResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			callErr = fmt.Errorf("execute on slot %d: bad result: %w", slot, err)
-		} else {
-			e.crashes.Observe(string(id), nil)
-			if res.Status == "complete" {
-				e.finish(id, slot, st, nil)
-				return nil
-			}
-			if res.Result != nil && res.Result.Kind == stoppedKind {
-				// Stopped at a statement boundary (softstop.go): the run
-				// the edit queued goes on from here. What this one was
-				// handed to recompute is not handed on: the kernel
-				// dropped those cache entries before running anything
-				// (kernel/PROTOCOL.md execute), so what the run did not
-				// reach is still to do there, and what it recomputed is
-				// cached; handing it on would run it twice.
-				st.flush()
-				_ = e.store.SetStatus(id, contexts.StatusQueued)
-				if !e.endSoftStop(id, jobID) {
-					// Not asked of this run (a stop meant for a run that
-					// had just ended on this kernel): run again.
-					e.rerun(id, jobs.ReasonEdit)
-				}
-				return nil
-			}
-			if res.Result == nil {
-				res.Result = &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: "the kernel reported a failure without a reason"}
-			}
-			if d := res.Result.Diagnostic; d != nil {
-				st.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: id, Diagnostics: []protocol.Diagnostic{*d}})
-			}
-			e.finish(id, slot, st, res.Result)
-			return nil
-		}
+// callKernel sends the run's request to its slot's kernel (after loading
+// the entry module in batch mode) and returns the kernel's answer. The
+// context it returns is the run's: with Config.ExecuteTimeout, it ends at
+// the timeout (cause jobs.ErrTimeout), counted from when the kernel could
+// take the run; stop releases it and must be called once the run's end
+// has been read from it (context.Cause).
+func (e *Engine) callKernel(ctx context.Context, r *execRun) (runCtx context.Context, stop context.CancelFunc, raw json.RawMessage, err error) {
+	stop = func() {}
+	if err := e.loadEntryModule(ctx, r.slot, r.stack); err != nil {
+		return ctx, stop, nil, err
 	}
+	if t := e.cfg.ExecuteTimeout; t > 0 {
+		// The timeout is the run's own time, so its clock starts once
+		// the slot's kernel can take the run: a kernel restarting after
+		// another context crashed it, reloading the project's modules,
+		// may take longer than one run may. (pool.Call below finds the
+		// kernel at once; a wait cut short by an abort is reported
+		// there.)
+		_, _ = e.pool.Kernel(ctx, r.slot)
+		ctx, stop = context.WithTimeoutCause(ctx, t, jobs.ErrTimeout)
+	}
+	sink := &runSink{e: e, id: r.id, slot: r.slot, stack: r.stack, stream: r.stream, seen: r.seen}
+	e.log.Debug("run start", "context", r.id, "slot", r.slot)
+	raw, err = e.pool.Call(ctx, r.slot, "execute", r.params, sink)
+	e.log.Debug("run end", "context", r.id, "slot", r.slot, "err", err)
+	return ctx, stop, raw, err
+}
 
-	// The run did not finish: what it was handed to recompute must still
-	// be recomputed by the next run.
-	if !invalidate.Empty() {
-		_ = e.store.Invalidate(id, invalidate)
+// takeResult ends a run the kernel answered: complete, stopped at a
+// statement boundary, or failed with the kernel's result. It returns an
+// error only when the answer cannot be read (the run then ends in
+// runFailed).
+func (e *Engine) takeResult(r *execRun, raw json.RawMessage) error {
+	var res executeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("execute on slot %d: bad result: %w", r.slot, err)
+	}
+	id, st := r.id, r.stream
+	e.crashes.Observe(string(id), nil)
+	if res.Status == "complete" {
+		e.finish(id, r.slot, st, nil)
+		return nil
+	}
+	if res.Result != nil && res.Result.Kind == stoppedKind {
+		// Stopped at a statement boundary (softstop.go): the run the edit
+		// queued goes on from here. What this one was handed to recompute
+		// is not handed on: the kernel dropped those cache entries before
+		// running anything (kernel/PROTOCOL.md execute), so what the run
+		// did not reach is still to do there, and what it recomputed is
+		// cached; handing it on would run it twice.
+		st.flush()
+		_ = e.store.SetStatus(id, contexts.StatusQueued)
+		if !e.endSoftStop(id, r.jobID) {
+			// Not asked of this run (a stop meant for a run that had just
+			// ended on this kernel): run again.
+			e.rerun(id, jobs.ReasonEdit)
+		}
+		return nil
+	}
+	if res.Result == nil {
+		res.Result = &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: "the kernel reported a failure without a reason"}
+	}
+	if d := res.Result.Diagnostic; d != nil {
+		st.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: id, Diagnostics: []protocol.Diagnostic{*d}})
+	}
+	e.finish(id, r.slot, st, res.Result)
+	return nil
+}
+
+// runFailed ends a run that did not finish (callErr says why; ctx is the
+// run's, whose cause tells an interrupt, a timeout and a superseded run
+// apart): what it was handed to recompute must still be recomputed by the
+// next run, and the context fails, is run again, or waits for the run
+// that replaces it. It returns callErr (the job's error).
+func (e *Engine) runFailed(ctx context.Context, r *execRun, callErr error) error {
+	id, slot, st := r.id, r.slot, r.stream
+	if !r.invalidate.Empty() {
+		_ = e.store.Invalidate(id, r.invalidate)
 	}
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(callErr, kernel.ErrSlotRetired):
-		// The slot gave up starting a kernel (batch mode): nothing ran.
-		// The context moves to a slot that has one and runs there; with
-		// none left, the run fails saying why.
-		if _, err := e.assignSlot(id); err == nil {
-			st.flush()
-			if err := e.apply(jobs.Move{Context: jobs.ContextID(id)}); err != nil && !errors.Is(err, jobs.ErrShutdown) {
-				e.log.Warn("re-run on another kernel", "context", id, "err", err)
-			}
-			break
-		}
-		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
-			Message: fmt.Sprintf("no kernel to run this context: %v", callErr)})
+		e.slotRetired(r, callErr)
 	case errors.Is(callErr, kernel.ErrKernelDied):
 		retry := e.crashes.Observe(string(id), callErr)
 		if e.cfg.Batch {
@@ -255,33 +310,12 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		if retry {
 			e.rerun(id, jobs.ReasonRestart)
 		}
-		return callErr
 	case cause != nil && errors.Is(cause, jobs.ErrInterrupted):
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: interruptMessage(callErr, "interrupted by the user")})
 	case cause != nil && errors.Is(cause, jobs.ErrTimeout):
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultTimeout, Message: interruptMessage(callErr, fmt.Sprintf("timed out after %s", e.cfg.ExecuteTimeout))})
 	case errors.Is(callErr, kernel.ErrStopped) && cause == nil:
-		// The pool replaced the kernel (restartKernel), or the kernel's
-		// agent was lost: run again on the new one. Batch mode re-runs
-		// nothing: the run fails, so that ripple run gets its result.
-		if e.cfg.Batch {
-			e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
-				Message: "the kernel was replaced while running this context: " + callErr.Error()})
-			break
-		}
-		if host, lost := agentLost(callErr); lost && !e.crashes.Observe(string(id), fmt.Errorf("%w: agent %s lost", kernel.ErrKernelDied, host)) {
-			// The crash-loop rule (PROTOCOL.md 5.6) for agents: a run
-			// that was in flight when its agent was lost, twice in a
-			// row, is not run a third time. The run may be what ends
-			// its agent (a Slurm job killed for its memory, a statement
-			// that kills the agent); each re-run would otherwise cost a
-			// new agent (a new batch job) forever.
-			e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied,
-				Message: fmt.Sprintf("agent %s was lost while running this context, the second time in a row: not run again until you edit, recompute or push", host)})
-			break
-		}
-		st.flush()
-		e.rerun(id, jobs.ReasonRestart)
+		e.kernelReplaced(r, callErr)
 	case cause != nil:
 		// Superseded, destroyed or shutting down: the run that replaces it
 		// (if any) reports; send what this one computed.
@@ -297,6 +331,47 @@ func (e *Engine) execute(ctx context.Context, job *jobs.Execute) error {
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure, Message: msg})
 	}
 	return callErr
+}
+
+// slotRetired ends a run whose slot gave up starting a kernel (batch
+// mode): nothing ran. The context moves to a slot that has one and runs
+// there; with none left, the run fails saying why.
+func (e *Engine) slotRetired(r *execRun, callErr error) {
+	if _, err := e.assignSlot(r.id); err == nil {
+		r.stream.flush()
+		if err := e.apply(jobs.Move{Context: jobs.ContextID(r.id)}); err != nil && !errors.Is(err, jobs.ErrShutdown) {
+			e.log.Warn("re-run on another kernel", "context", r.id, "err", err)
+		}
+		return
+	}
+	e.finish(r.id, r.slot, r.stream, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+		Message: fmt.Sprintf("no kernel to run this context: %v", callErr)})
+}
+
+// kernelReplaced ends a run whose kernel the pool replaced
+// (restartKernel), or whose kernel's agent was lost, without the run
+// being cancelled: it runs again on the new kernel. Batch mode re-runs
+// nothing: the run fails, so that ripple run gets its result.
+func (e *Engine) kernelReplaced(r *execRun, callErr error) {
+	id, slot, st := r.id, r.slot, r.stream
+	if e.cfg.Batch {
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultFailure,
+			Message: "the kernel was replaced while running this context: " + callErr.Error()})
+		return
+	}
+	if host, lost := agentLost(callErr); lost && !e.crashes.Observe(string(id), fmt.Errorf("%w: agent %s lost", kernel.ErrKernelDied, host)) {
+		// The crash-loop rule (PROTOCOL.md 5.6) for agents: a run that
+		// was in flight when its agent was lost, twice in a row, is not
+		// run a third time. The run may be what ends its agent (a Slurm
+		// job killed for its memory, a statement that kills the agent);
+		// each re-run would otherwise cost a new agent (a new batch job)
+		// forever.
+		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied,
+			Message: fmt.Sprintf("agent %s was lost while running this context, the second time in a row: not run again until you edit, recompute or push", host)})
+		return
+	}
+	st.flush()
+	e.rerun(id, jobs.ReasonRestart)
 }
 
 // agentLost reports whether a call failed because its kernel's runtime
@@ -380,9 +455,7 @@ func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
 	// busy is read before the contexts: a runner finishes its run (store)
 	// before it stops being busy, so a context is either still busy here
 	// or its final result is in the snapshot below.
-	e.runsMu.Lock()
-	busy := e.running[ev.Slot]
-	e.runsMu.Unlock()
+	busy := e.runs.on(ev.Slot)
 	cs, err := e.store.ContextsOnSlot(nil, ev.Slot)
 	if err != nil {
 		return

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"time"
 
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/protocol"
@@ -30,14 +29,8 @@ import (
 // Config.CompileTimeout (a loop being fixed there, say), it is interrupted
 // after all.
 //
-// Locking: softStops is guarded by runsMu; the timer's function takes it.
-// The kernel side is kernel.Pool.StopAtBoundary.
-
-// softStop is one run asked to stop at its next statement boundary.
-type softStop struct {
-	job   jobs.ID     // the running Execute it is for
-	timer *time.Timer // escalates to an interrupt
-}
+// The stops asked for are kept in the run table (runtable.go). The kernel
+// side is kernel.Pool.StopAtBoundary.
 
 // softStopRuns turns the aborts of running Executes that the edit of mods
 // leaves their running statement alone into stops at the next statement
@@ -109,38 +102,19 @@ func (e *Engine) stopAtBoundary(id protocol.ContextID, job jobs.ID) {
 	if err != nil {
 		return
 	}
-	e.runsMu.Lock()
-	if s := e.softStops[id]; s != nil && s.job == job {
-		e.runsMu.Unlock()
-		e.pool.StopAtBoundary(c.KernelSlot) // asked again; the clock runs on
-		return
-	}
-	s := &softStop{job: job}
-	s.timer = time.AfterFunc(e.cfg.CompileTimeout, func() {
+	// Asked again, the clock runs on.
+	e.runs.armSoftStop(id, job, e.cfg.CompileTimeout, func() {
 		if e.queue.CancelRunning(jobs.ContextID(id), job, jobs.ErrEdited) {
 			e.log.Info("interrupting a run that did not reach a statement boundary after an edit", "context", id, "after", e.cfg.CompileTimeout)
 		}
 	})
-	if old := e.softStops[id]; old != nil {
-		old.timer.Stop()
-	}
-	e.softStops[id] = s
-	e.runsMu.Unlock()
 	e.pool.StopAtBoundary(c.KernelSlot)
 }
 
 // endSoftStop forgets the stop of context id's run (it ended); it reports
 // whether the run had been asked to stop.
 func (e *Engine) endSoftStop(id protocol.ContextID, job jobs.ID) bool {
-	e.runsMu.Lock()
-	defer e.runsMu.Unlock()
-	s := e.softStops[id]
-	if s == nil || s.job != job {
-		return false
-	}
-	s.timer.Stop()
-	delete(e.softStops, id)
-	return true
+	return e.runs.endSoftStop(id, job)
 }
 
 // stoppedKind is the result kind of a run that stopped at a statement

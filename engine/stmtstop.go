@@ -86,13 +86,7 @@ func (e *Engine) runningStatements(id protocol.ContextID, mods jobs.ModuleSet) (
 		}
 		chk := byModule[mp.Module]
 		if chk == nil {
-			e.sources.mu.Lock()
-			var old string
-			have := false
-			if c.KernelSlot >= 0 && c.KernelSlot < len(e.sources.installed) {
-				old, have = e.sources.installed[c.KernelSlot][mp.Module]
-			}
-			e.sources.mu.Unlock()
+			old, have := e.sources.installedSource(c.KernelSlot, mp.Module)
 			_, cur, found := e.current(mp.Module)
 			if !have || !found {
 				return nil, false
@@ -130,11 +124,7 @@ func (e *Engine) checkRunningStatements(id protocol.ContextID, job jobs.ID, chec
 				e.log.Debug("an edit leaves the running statement alone", "context", id, "module", chk.module, "why", why)
 				continue
 			}
-			e.runsMu.Lock()
-			s := e.softStops[id]
-			still := s != nil && s.job == job
-			e.runsMu.Unlock()
-			if still && e.queue.CancelRunning(jobs.ContextID(id), job, jobs.ErrEdited) {
+			if e.runs.softStopping(id, job) && e.queue.CancelRunning(jobs.ContextID(id), job, jobs.ErrEdited) {
 				e.log.Info("interrupting a run: the edit may invalidate its running statement", "context", id, "module", chk.module, "why", why)
 			}
 			return

@@ -214,31 +214,19 @@ func (e *Engine) notifyContext(id protocol.ContextID, method string, params any)
 	if err != nil {
 		return
 	}
-	e.clientsMu.Lock()
-	defer e.clientsMu.Unlock()
-	for _, o := range owners {
-		if c, ok := e.clients[o.ClientID]; ok {
-			c.Notify(method, params)
-		}
+	ids := make([]string, len(owners))
+	for i, o := range owners {
+		ids[i] = o.ClientID
 	}
+	e.clients.notify(ids, method, params)
 }
 
 // notifyClients sends a notification to the given clients, if connected.
 func (e *Engine) notifyClients(ids []string, method string, params any) {
-	e.clientsMu.Lock()
-	defer e.clientsMu.Unlock()
-	for _, id := range ids {
-		if c, ok := e.clients[id]; ok {
-			c.Notify(method, params)
-		}
-	}
+	e.clients.notify(ids, method, params)
 }
 
 // broadcast sends a notification to every connected client.
 func (e *Engine) broadcast(method string, params any) {
-	e.clientsMu.Lock()
-	defer e.clientsMu.Unlock()
-	for _, c := range e.clients {
-		c.Notify(method, params)
-	}
+	e.clients.broadcast(method, params)
 }

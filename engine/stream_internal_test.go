@@ -49,7 +49,8 @@ func TestStreamKeepsKernelsApart(t *testing.T) {
 	l := &noteList{}
 	// FlushInterval is long: only the stream's own rules flush here.
 	e := &Engine{cfg: Config{FlushInterval: time.Hour}, store: store,
-		clients: map[string]Client{"c": l}, streams: map[protocol.ContextID]*stream{}}
+		clients: newClientTable(), streams: map[protocol.ContextID]*stream{}}
+	e.clients.connect("c", l)
 	id := protocol.NewContextID()
 	if _, _, err := store.CreateContext(id, "c"); err != nil {
 		t.Fatal(err)

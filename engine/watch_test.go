@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
-// File-watch recompute (issue 6) end to end through the engine: real
+// File-watch recompute end to end through the engine: real
 // files in t.TempDir(), real fsnotify, a real kernel. Every change here is
 // made from outside the engine (os calls, git), as an editor would.
 
@@ -55,19 +56,16 @@ func (h *harness) quiesce() {
 			return ok && string(p.Path) == marker
 		})
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var last protocol.RuntimeStatusResult
+	if !testenv.Poll(testenv.Deadline(h.t), func() bool {
 		st, err := h.e.Status(h.ctx)
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if st.Queue.Pending == 0 && st.Queue.Running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the queue did not drain: %+v", st.Queue)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for an event
+		last = st
+		return st.Queue.Pending == 0 && st.Queue.Running == 0
+	}) {
+		h.t.Fatalf("the queue did not drain: %+v", last.Queue)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ripple-run/ripple/internal/testenv"
 )
 
 // testDeadline bounds every wait of a test: generous, because the machine
@@ -60,19 +62,7 @@ func alive(pid int) bool {
 // waitGone polls until process pid is gone, failing the test at the deadline.
 func waitGone(t testing.TB, pid int) {
 	t.Helper()
-	waitFor(t, "process "+strconv.Itoa(pid)+" to be gone", func() bool { return !alive(pid) })
-}
-
-// waitFor polls cond until it holds, failing the test at testDeadline.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for an event
-	}
+	testenv.Eventually(t, "process "+strconv.Itoa(pid)+" to be gone", func() bool { return !alive(pid) })
 }
 
 // recorder is a Sink that keeps everything, safe to read after the call.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ripple-run/ripple/internal/testenv"
 )
 
 // poolFixture is a running pool plus what its hooks saw.
@@ -77,7 +79,7 @@ func (f *poolFixture) nextEvent(t *testing.T) RestartEvent {
 func (f *poolFixture) spareID(t *testing.T) string {
 	t.Helper()
 	var id string
-	waitFor(t, "a warm spare", func() bool {
+	testenv.Eventually(t, "a warm spare", func() bool {
 		for _, st := range f.p.Status() {
 			if st.Slot == -1 && st.State == StateSpare {
 				id = st.KernelID
@@ -163,7 +165,7 @@ func TestPoolReplacesADeadKernelWithTheSpare(t *testing.T) {
 		t.Errorf("event = %+v; want slot 0, %s -> spare %s, exit status 3", ev, old, spare)
 	}
 	// A new spare is started.
-	waitFor(t, "a new spare", func() bool {
+	testenv.Eventually(t, "a new spare", func() bool {
 		for _, st := range f.p.Status() {
 			if st.Slot == -1 && st.State == StateSpare && st.KernelID != spare {
 				return true
@@ -483,7 +485,7 @@ func TestPoolRetireClosesOneSlot(t *testing.T) {
 	if got := poolRepr(t, f.p, 0, "slot"); got != `{"repr":"0"}` {
 		t.Errorf("slot 0 after slot 1 retired: %s", got)
 	}
-	waitFor(t, "slot 1 reported stopped", func() bool {
+	testenv.Eventually(t, "slot 1 reported stopped", func() bool {
 		for _, st := range f.p.Status() {
 			if st.Slot == 1 {
 				return st.State == StateStopped && st.PID == 0

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 )
 
-// Process containment (issue 13): a kernel's whole process tree ends with
+// Process containment: a kernel's whole process tree ends with
 // it, children that called setsid() or were orphaned included.
 //
 // Every kernel gets a random tag in its environment (kernelTagEnv), which

@@ -17,6 +17,7 @@ import (
 	"go.lsp.dev/uri"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/lsp"
 )
 
@@ -117,10 +118,11 @@ func (b *bundle) labels(rel string) map[int][]string {
 }
 
 // waitUntil re-checks cond each time the client hears from the server,
-// until it holds or a minute passes.
+// until it holds or the test's wait deadline (testenv.Deadline) passes.
+// Not testenv.Eventually: a message from the server wakes it at once.
 func (b *bundle) waitUntil(what string, cond func() bool) {
 	b.t.Helper()
-	deadline := time.NewTimer(time.Minute)
+	deadline := time.NewTimer(time.Until(testenv.Deadline(b.t)))
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond) // hints asked without a refresh (the first run may end before didOpen)
 	defer tick.Stop()

@@ -13,9 +13,12 @@
 //		case protocol.KindInvalid:
 //			replies = append(replies, protocol.AppendError(nil, m.ID, m.Err))
 //		case protocol.KindRequest, protocol.KindNotification:
-//			params, ok := protocol.NewParams(m.Method)
+//			method, ok := protocol.LookupMethod(m.Method)
 //			// !ok: protocol.MethodNotFound(m.Method)
+//			params := method.NewParams()
 //			err := protocol.DecodeParams(m.Params, params) // *Error, -32602, names the field
+//			// method.Handling says who answers and in what order; a Handler:
+//			result, err := method.Call(ctx, handler, clientID, params)
 //			...
 //		}
 //	}
@@ -25,9 +28,12 @@
 // and read replies and notifications as ServerMessage.
 //
 // The files: envelope.go (Decode), encode.go (Append*), errors.go (every
-// error code and the *Error constructors), methods.go (names), types.go
-// (ids, Position, Range, MethodPointer, ExpressionID), stackitem.go,
-// update.go (ExpressionUpdate and its payload), diagnostic.go, params.go
-// (method params and results), notifications.go, strict.go (the strict
-// field decoder behind every params type).
+// error code and the *Error constructors), methods.go (the names, and
+// Methods: the one table of client methods with their params and result
+// types and who handles them), handler.go (Handler, what serves them),
+// types.go (ids, Position, Range, MethodPointer, ExpressionID),
+// stackitem.go, update.go (ExpressionUpdate and its payload),
+// diagnostic.go, params.go (method params and results), notifications.go,
+// strict.go (the strict decoder behind every params type) and
+// strictplan.go (its plans, read from the types' json and decode tags).
 package protocol

@@ -173,14 +173,14 @@ func decodeMessage(obj []byte) Message {
 	if version == nil {
 		return invalidMessage(replyID, `missing member "jsonrpc"`)
 	}
-	if v, fe := decodeString(version, "jsonrpc"); fe != nil || v != "2.0" {
+	if v, ok := stringValue(version); !ok || v != "2.0" {
 		return invalidMessage(replyID, `jsonrpc must be "2.0"`)
 	}
 	if method == nil {
 		return invalidMessage(replyID, `missing member "method"`)
 	}
-	name, fe := decodeString(method, "method")
-	if fe != nil {
+	name, ok := stringValue(method)
+	if !ok {
 		return invalidMessage(replyID, "method must be a string, got "+jsonKind(method))
 	}
 	switch jsonKind(params) {

@@ -1,13 +1,26 @@
 package protocol_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ripple-run/ripple/protocol"
 )
 
-// A server's read loop: classify a frame, decode each call's params
-// strictly, answer requests and invalid messages, never notifications.
+// stackless serves pop as if every stack were empty and interrupt as if
+// nothing ran; the other methods are left to the embedded nil Handler,
+// which this example never calls.
+type stackless struct{ protocol.Handler }
+
+func (stackless) Pop(_ context.Context, _ string, id protocol.ContextID) error {
+	return protocol.EmptyStack(id)
+}
+
+func (stackless) Interrupt(context.Context, string, protocol.ContextID) error { return nil }
+
+// A server's read loop: classify a frame, look each call's method up,
+// decode its params strictly, call the Handler, answer requests and
+// invalid messages, never notifications.
 func Example() {
 	frame := protocol.Decode([]byte(`[
 		{"jsonrpc":"2.0","id":1,"method":"executionContext/pop","params":{"contextId":"6f1c2a5e-3b7d-4c1e-9a2b-0d4e5f6a7b8c"}},
@@ -24,14 +37,13 @@ func Example() {
 			continue
 		}
 		var result any
-		params, ok := protocol.NewParams(m.Method)
+		method, ok := protocol.LookupMethod(m.Method)
 		err := error(protocol.MethodNotFound(m.Method))
 		if ok {
-			err = protocol.DecodeParams(m.Params, params)
-		}
-		if pop, isPop := params.(*protocol.PopParams); err == nil && isPop {
-			// Dispatch here; this example pretends the stack was empty.
-			err = protocol.EmptyStack(pop.ContextID)
+			params := method.NewParams()
+			if err = protocol.DecodeParams(m.Params, params); err == nil {
+				result, err = method.Call(context.Background(), stackless{}, "client-1", params)
+			}
 		}
 		if m.Kind == protocol.KindRequest {
 			replies = append(replies, protocol.AppendResponse(nil, m.ID, result, err))

@@ -7,27 +7,19 @@ import (
 
 // This file has the params and result of every client method (PROTOCOL.md
 // section 3), in the order of that section. Each params type decodes
-// strictly (see strict.go); results are plain JSON.
+// strictly, as its json and decode tags say (see strictplan.go); results
+// are plain JSON.
 
 // --- session and runtime
 
 // InitProtocolConnectionParams: session/initProtocolConnection.
 type InitProtocolConnectionParams struct {
-	ClientID string `json:"clientId"`
-}
-
-func (p *InitProtocolConnectionParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.nonEmpty("clientId", &p.ClientID, true)
-	return o.err
+	ClientID string `json:"clientId" decode:"nonempty"`
 }
 
 // UnmarshalJSON decodes strictly.
 func (p *InitProtocolConnectionParams) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, p.decode)
+	return unmarshalStrict(b, p)
 }
 
 // InitProtocolConnectionResult is the reply to session/initProtocolConnection.
@@ -49,13 +41,8 @@ type PythonInfo struct {
 // RuntimeStatusParams: runtime/status (no fields).
 type RuntimeStatusParams struct{}
 
-func (p *RuntimeStatusParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	return o.init(raw, path)
-}
-
 // UnmarshalJSON accepts any object.
-func (p *RuntimeStatusParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *RuntimeStatusParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // RuntimeStatusResult is the reply to runtime/status.
 type RuntimeStatusResult struct {
@@ -131,17 +118,8 @@ type (
 	InterruptParams      = ContextParams // executionContext/interrupt (result null)
 )
 
-func (p *ContextParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("contextId", (*string)(&p.ContextID), true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (p *ContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *ContextParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // PathParams are the params of the methods that only name a file.
 type PathParams struct {
@@ -157,17 +135,8 @@ type (
 	CloseFileParams  = PathParams // text/closeFile (result null)
 )
 
-func (p *PathParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.str("path", &p.Path, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (p *PathParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *PathParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // --- files
 
@@ -182,18 +151,8 @@ type FileWriteParams struct {
 	Contents string `json:"contents"`
 }
 
-func (p *FileWriteParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.str("path", &p.Path, true)
-	o.str("contents", &p.Contents, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (p *FileWriteParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *FileWriteParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // FileKind is "file" or "directory".
 type FileKind string
@@ -244,18 +203,8 @@ type TextEdit struct {
 	Text  string `json:"text"`
 }
 
-func (e *TextEdit) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.nested("range", true, e.Range.decode)
-	o.str("text", &e.Text, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (e *TextEdit) UnmarshalJSON(b []byte) error { return unmarshalWith(b, e.decode) }
+func (e *TextEdit) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, e) }
 
 // FileEdit is a sequence of edits of one file, each applied to the result of
 // the previous, taking the buffer from OldVersion to NewVersion.
@@ -266,26 +215,8 @@ type FileEdit struct {
 	NewVersion string     `json:"newVersion"`
 }
 
-func (e *FileEdit) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.str("path", &e.Path, true)
-	e.Edits = []TextEdit{}
-	o.array("edits", true, func(_ int, raw json.RawMessage, path string) *FieldError {
-		var te TextEdit
-		fe := te.decode(raw, path)
-		e.Edits = append(e.Edits, te)
-		return fe
-	})
-	o.str("oldVersion", &e.OldVersion, true)
-	o.str("newVersion", &e.NewVersion, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (e *FileEdit) UnmarshalJSON(b []byte) error { return unmarshalWith(b, e.decode) }
+func (e *FileEdit) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, e) }
 
 // Clone returns a deep copy.
 func (e FileEdit) Clone() FileEdit {
@@ -297,23 +228,11 @@ func (e FileEdit) Clone() FileEdit {
 // when absent.
 type ApplyEditParams struct {
 	Edit    FileEdit `json:"edit"`
-	Execute bool     `json:"execute"`
-}
-
-func (p *ApplyEditParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.nested("edit", true, p.Edit.decode)
-	if !o.boolean("execute", &p.Execute, false) {
-		p.Execute = true
-	}
-	return o.err
+	Execute bool     `json:"execute" decode:"optional,default=true"`
 }
 
 // UnmarshalJSON decodes strictly.
-func (p *ApplyEditParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *ApplyEditParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // SaveParams: text/save (result null).
 type SaveParams struct {
@@ -321,39 +240,19 @@ type SaveParams struct {
 	CurrentVersion string `json:"currentVersion"`
 }
 
-func (p *SaveParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.str("path", &p.Path, true)
-	o.str("currentVersion", &p.CurrentVersion, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (p *SaveParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *SaveParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // --- execution contexts
 
 // CreateContextParams: executionContext/create. ContextID is "" when the
 // client leaves the choice to the server.
 type CreateContextParams struct {
-	ContextID ContextID `json:"contextId,omitempty"`
-}
-
-func (p *CreateContextParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	*p = CreateContextParams{}
-	o.uuid("contextId", (*string)(&p.ContextID), false)
-	return o.err
+	ContextID ContextID `json:"contextId,omitempty" decode:"optional"`
 }
 
 // UnmarshalJSON decodes strictly.
-func (p *CreateContextParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *CreateContextParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // CreateContextResult is the reply to executionContext/create.
 type CreateContextResult struct {
@@ -366,18 +265,8 @@ type PushParams struct {
 	StackItem StackItem `json:"stackItem"`
 }
 
-func (p *PushParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("contextId", (*string)(&p.ContextID), true)
-	o.nested("stackItem", true, p.StackItem.decode)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (p *PushParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *PushParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // InvalidatedExpressions is what a recompute invalidates: All, or the
 // expressions IDs (and, when run, their dependents). Its JSON form is
@@ -426,55 +315,37 @@ func (inv InvalidatedExpressions) MarshalJSON() ([]byte, error) {
 	return json.Marshal(ids)
 }
 
-func (inv *InvalidatedExpressions) decode(raw json.RawMessage, path string) *FieldError {
+// decodeStrict decodes "all" or an array of expression ids (strictplan.go).
+func (inv *InvalidatedExpressions) decodeStrict(raw json.RawMessage) *FieldError {
 	*inv = InvalidatedExpressions{}
-	if len(raw) > 0 && raw[0] == '"' {
-		s, fe := decodeString(raw, path)
-		if fe != nil {
-			return fe
-		}
-		if s != "all" {
-			return badValue(path, `"all" or an array of expression ids`, s)
+	const want = `"all" or an array of expression ids`
+	switch jsonKind(raw) {
+	case "string":
+		if s, _ := stringValue(raw); s != "all" {
+			return &FieldError{Problem: badValueProblem(want, s)}
 		}
 		inv.All = true
 		return nil
+	case "array":
+		return decodeStrict(raw, &inv.IDs)
 	}
-	if len(raw) == 0 || raw[0] != '[' {
-		return wrongType(path, `"all" or an array of expression ids`, raw)
-	}
-	ids, fe := decodeExpressionIDs(raw, path)
-	inv.IDs = ids
-	return fe
+	return &FieldError{Problem: "expected " + want + ", got " + jsonKind(raw)}
 }
 
 // UnmarshalJSON decodes "all" or an array of expression ids.
 func (inv *InvalidatedExpressions) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, inv.decode)
+	return unmarshalStrict(b, inv)
 }
 
 // RecomputeParams: executionContext/recompute (result null).
 // InvalidatedExpressions is nil when absent: recompute only what is invalid.
 type RecomputeParams struct {
 	ContextID              ContextID               `json:"contextId"`
-	InvalidatedExpressions *InvalidatedExpressions `json:"invalidatedExpressions,omitempty"`
-}
-
-func (p *RecomputeParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	*p = RecomputeParams{}
-	o.uuid("contextId", (*string)(&p.ContextID), true)
-	o.nested("invalidatedExpressions", false, func(raw json.RawMessage, path string) *FieldError {
-		p.InvalidatedExpressions = new(InvalidatedExpressions)
-		return p.InvalidatedExpressions.decode(raw, path)
-	})
-	return o.err
+	InvalidatedExpressions *InvalidatedExpressions `json:"invalidatedExpressions,omitempty" decode:"optional"`
 }
 
 // UnmarshalJSON decodes strictly.
-func (p *RecomputeParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *RecomputeParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // VisualizationConfiguration says which context a visualization belongs to
 // and what it applies: Expression is Python source evaluating to a callable
@@ -482,25 +353,13 @@ func (p *RecomputeParams) UnmarshalJSON(b []byte) error { return unmarshalWith(b
 // PositionalArgumentsExpressions are extra arguments after the value.
 type VisualizationConfiguration struct {
 	ExecutionContextID             ContextID `json:"executionContextId"`
-	Expression                     string    `json:"expression"`
-	PositionalArgumentsExpressions []string  `json:"positionalArgumentsExpressions,omitempty"`
-}
-
-func (c *VisualizationConfiguration) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	*c = VisualizationConfiguration{}
-	o.uuid("executionContextId", (*string)(&c.ExecutionContextID), true)
-	o.nonEmpty("expression", &c.Expression, true)
-	o.strings("positionalArgumentsExpressions", &c.PositionalArgumentsExpressions, false)
-	return o.err
+	Expression                     string    `json:"expression" decode:"nonempty"`
+	PositionalArgumentsExpressions []string  `json:"positionalArgumentsExpressions,omitempty" decode:"optional"`
 }
 
 // UnmarshalJSON decodes strictly.
 func (c *VisualizationConfiguration) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, c.decode)
+	return unmarshalStrict(b, c)
 }
 
 // Clone returns a deep copy.
@@ -516,20 +375,9 @@ type AttachVisualizationParams struct {
 	VisualizationConfig VisualizationConfiguration `json:"visualizationConfig"`
 }
 
-func (p *AttachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
-	o.expressionID("expressionId", &p.ExpressionID, true)
-	o.nested("visualizationConfig", true, p.VisualizationConfig.decode)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
 func (p *AttachVisualizationParams) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, p.decode)
+	return unmarshalStrict(b, p)
 }
 
 // ModifyVisualizationParams: executionContext/modifyVisualization (result null).
@@ -538,19 +386,9 @@ type ModifyVisualizationParams struct {
 	VisualizationConfig VisualizationConfiguration `json:"visualizationConfig"`
 }
 
-func (p *ModifyVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
-	o.nested("visualizationConfig", true, p.VisualizationConfig.decode)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
 func (p *ModifyVisualizationParams) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, p.decode)
+	return unmarshalStrict(b, p)
 }
 
 // DetachVisualizationParams: executionContext/detachVisualization (result null).
@@ -560,20 +398,9 @@ type DetachVisualizationParams struct {
 	ExpressionID       ExpressionID    `json:"expressionId"`
 }
 
-func (p *DetachVisualizationParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)
-	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
-	o.expressionID("expressionId", &p.ExpressionID, true)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
 func (p *DetachVisualizationParams) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, p.decode)
+	return unmarshalStrict(b, p)
 }
 
 // ExecuteExpressionParams: executionContext/executeExpression (result null).
@@ -581,22 +408,10 @@ type ExecuteExpressionParams struct {
 	ExecutionContextID ContextID       `json:"executionContextId"`
 	VisualizationID    VisualizationID `json:"visualizationId"`
 	ExpressionID       ExpressionID    `json:"expressionId"`
-	Expression         string          `json:"expression"`
-}
-
-func (p *ExecuteExpressionParams) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.uuid("executionContextId", (*string)(&p.ExecutionContextID), true)
-	o.uuid("visualizationId", (*string)(&p.VisualizationID), true)
-	o.expressionID("expressionId", &p.ExpressionID, true)
-	o.nonEmpty("expression", &p.Expression, true)
-	return o.err
+	Expression         string          `json:"expression" decode:"nonempty"`
 }
 
 // UnmarshalJSON decodes strictly.
 func (p *ExecuteExpressionParams) UnmarshalJSON(b []byte) error {
-	return unmarshalWith(b, p.decode)
+	return unmarshalStrict(b, p)
 }

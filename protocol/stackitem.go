@@ -28,14 +28,18 @@ const (
 //
 // Build one with NewExplicitCall or NewLocalCall; Validate checks one that
 // came from elsewhere.
+//
+// The tags name the JSON members and say which variant each belongs to, for
+// the strict decoder (strictplan.go); MarshalJSON writes the variant's
+// members itself.
 type StackItem struct {
-	Type StackItemType
+	Type StackItemType `json:"type" decode:"tag=ExplicitCall|LocalCall"`
 
-	MethodPointer                  MethodPointer
-	ThisArgumentExpression         string // "" when absent
-	PositionalArgumentsExpressions []string
+	MethodPointer                  MethodPointer `json:"methodPointer" decode:"variants=ExplicitCall"`
+	ThisArgumentExpression         string        `json:"thisArgumentExpression" decode:"variants=ExplicitCall?"` // "" when absent
+	PositionalArgumentsExpressions []string      `json:"positionalArgumentsExpressions" decode:"variants=ExplicitCall"`
 
-	ExpressionID ExpressionID
+	ExpressionID ExpressionID `json:"expressionId" decode:"variants=LocalCall"`
 }
 
 // ErrBadStackItem is wrapped by StackItem.Validate errors.
@@ -131,29 +135,6 @@ func (s StackItem) MarshalJSON() ([]byte, error) {
 	return nil, fmt.Errorf("%w: unknown type %q", ErrBadStackItem, s.Type)
 }
 
-func (s *StackItem) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	var typ string
-	if !o.str("type", &typ, true) {
-		return o.err
-	}
-	*s = StackItem{Type: StackItemType(typ)}
-	switch s.Type {
-	case ExplicitCall:
-		o.nested("methodPointer", true, s.MethodPointer.decode)
-		o.str("thisArgumentExpression", &s.ThisArgumentExpression, false)
-		o.strings("positionalArgumentsExpressions", &s.PositionalArgumentsExpressions, true)
-	case LocalCall:
-		o.expressionID("expressionId", &s.ExpressionID, true)
-	default:
-		return badValue(joinPath(path, "type"), `"ExplicitCall" or "LocalCall"`, typ)
-	}
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly: the type tag and its variant's required
 // fields.
-func (s *StackItem) UnmarshalJSON(b []byte) error { return unmarshalWith(b, s.decode) }
+func (s *StackItem) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, s) }

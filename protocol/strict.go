@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 )
@@ -10,10 +11,11 @@ import (
 // This file is the strict decoder behind every params type. encoding/json
 // alone cannot say which required field is missing, and its type errors name
 // Go types; clients need "params.stackItem.type: missing required field". So
-// each type decodes itself field by field through object below, which records
-// the first problem together with the field's full path. Unknown fields are
-// ignored; null counts as absent for optional fields and as a wrong type for
-// required ones.
+// params are decoded by one decoder that follows each type's definition
+// (its plan, strictplan.go: required and optional fields, checks, unions)
+// and reports the first problem together with the field's full path.
+// Unknown fields are ignored; null counts as absent for optional fields and
+// as a wrong type for required ones.
 
 // FieldError is a field that is missing or malformed.
 type FieldError struct {
@@ -34,10 +36,10 @@ func (e *FieldError) Error() string {
 }
 
 // Params is implemented by the params type of every client method (see
-// NewParams).
+// Methods and NewParams): a pointer to a struct that decodes strictly,
+// through DecodeParams or encoding/json alike.
 type Params interface {
 	json.Unmarshaler
-	decode(raw json.RawMessage, path string) *FieldError
 }
 
 var emptyObject = json.RawMessage("{}")
@@ -51,27 +53,240 @@ func DecodeParams(raw json.RawMessage, p Params) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = emptyObject
 	}
-	// Validate once here; the field decoders below walk the bytes without
+	// Validate once here; the decoder below walks the bytes without
 	// checking their syntax again.
 	if !json.Valid(raw) {
 		return InvalidParams("", "invalid JSON: "+parseProblem(raw))
 	}
-	if fe := p.decode(raw, ""); fe != nil {
+	if fe := decodeStrict(raw, p); fe != nil {
 		return InvalidParams(fe.Path, fe.Problem)
 	}
 	return nil
 }
 
-// unmarshalWith adapts a decode method to json.Unmarshaler; it keeps a nil
-// *FieldError from becoming a non-nil error.
-func unmarshalWith(raw []byte, decode func(json.RawMessage, string) *FieldError) error {
+// unmarshalStrict is the UnmarshalJSON of every strict type; it keeps a
+// nil *FieldError from becoming a non-nil error.
+func unmarshalStrict(raw []byte, ptr any) error {
 	if !json.Valid(raw) {
 		return &FieldError{Problem: "invalid JSON: " + parseProblem(raw)}
 	}
-	if fe := decode(bytes.TrimSpace(raw), ""); fe != nil {
+	if fe := decodeStrict(bytes.TrimSpace(raw), ptr); fe != nil {
 		return fe
 	}
 	return nil
+}
+
+// decodeStrict decodes valid JSON into what ptr points to, following its
+// type's plan.
+func decodeStrict(raw json.RawMessage, ptr any) *FieldError {
+	v := reflect.ValueOf(ptr).Elem()
+	var buf [64]byte
+	d := decoder{path: buf[:0]}
+	return d.value(planFor(v.Type()), v, raw)
+}
+
+// decoder walks one value. Decoding params is on the path of every
+// keystroke, so it is built not to allocate needlessly: the input is valid
+// JSON (DecodeParams and unmarshalStrict check that once) and is walked in
+// place instead of being unmarshalled into a map; the members of small
+// objects live on the stack (object); the path of the value being decoded
+// is kept in one buffer and only spelled out as a string in an error.
+type decoder struct {
+	path []byte // the path of the current value, as FieldError.Path
+}
+
+// enter appends a member name to the path and returns what leave takes to
+// come back.
+func (d *decoder) enter(name string) int {
+	n := len(d.path)
+	if n > 0 {
+		d.path = append(d.path, '.')
+	}
+	d.path = append(d.path, name...)
+	return n
+}
+
+// enterIndex appends an array index to the path.
+func (d *decoder) enterIndex(i int) int {
+	n := len(d.path)
+	d.path = append(d.path, '[')
+	d.path = strconv.AppendInt(d.path, int64(i), 10)
+	d.path = append(d.path, ']')
+	return n
+}
+
+func (d *decoder) leave(n int) { d.path = d.path[:n] }
+
+func (d *decoder) fail(problem string) *FieldError {
+	return &FieldError{Path: string(d.path), Problem: problem}
+}
+
+func (d *decoder) wrongType(want string, raw json.RawMessage) *FieldError {
+	return d.fail("expected " + want + ", got " + jsonKind(raw))
+}
+
+// badValue reports a value of the right JSON type that is not acceptable,
+// quoting (a prefix of) the value.
+func (d *decoder) badValue(want, got string) *FieldError {
+	return d.fail(badValueProblem(want, got))
+}
+
+// value decodes raw into v, which is settable.
+func (d *decoder) value(p *valuePlan, v reflect.Value, raw json.RawMessage) *FieldError {
+	switch p.kind {
+	case kindString:
+		return d.str(p, v, raw)
+	case kindBool:
+		switch string(raw) {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			return d.wrongType("boolean", raw)
+		}
+	case kindInt:
+		return d.integer(p, v, raw)
+	case kindStruct:
+		return d.object(p.st, v, raw)
+	case kindSlice:
+		return d.array(p, v, raw)
+	case kindPointer:
+		elem := reflect.New(v.Type().Elem())
+		v.Set(elem)
+		return d.value(p.elem, elem.Elem(), raw)
+	case kindCustom:
+		if fe := v.Addr().Interface().(customDecoder).decodeStrict(raw); fe != nil {
+			fe.Path = string(d.path) + relativePath(len(d.path) > 0, fe.Path)
+			return fe
+		}
+	}
+	return nil
+}
+
+// relativePath is the separator and rest of a path below a value.
+func relativePath(under bool, rel string) string {
+	if !under || rel == "" || rel[0] == '[' {
+		return rel
+	}
+	return "." + rel
+}
+
+// str decodes a string and checks it.
+func (d *decoder) str(p *valuePlan, v reflect.Value, raw json.RawMessage) *FieldError {
+	s, ok := stringValue(raw)
+	if !ok {
+		return d.wrongType("string", raw)
+	}
+	if p.nonEmpty && s == "" {
+		return d.badValue("a non-empty string", s)
+	}
+	if p.check != nil && !p.check.ok(s) {
+		return d.badValue(p.check.want, s)
+	}
+	v.SetString(s)
+	return nil
+}
+
+// integer decodes an integer (no fraction, no exponent), at least p.min
+// when it has one, that fits v.
+func (d *decoder) integer(p *valuePlan, v reflect.Value, raw json.RawMessage) *FieldError {
+	if jsonKind(raw) != "number" {
+		return d.wrongType("integer", raw)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return d.badValue("an integer", string(raw))
+	}
+	if p.hasMin && n < p.min {
+		return d.badValue("an integer >= "+strconv.FormatInt(p.min, 10), string(raw))
+	}
+	if v.OverflowInt(n) {
+		return d.badValue("a smaller integer", strconv.FormatInt(n, 10))
+	}
+	v.SetInt(n)
+	return nil
+}
+
+// array decodes a JSON array into a slice (never nil, even when empty).
+func (d *decoder) array(p *valuePlan, v reflect.Value, raw json.RawMessage) *FieldError {
+	if len(raw) == 0 || raw[0] != '[' {
+		return d.wrongType("array", raw)
+	}
+	n := countElements(raw)
+	s := reflect.MakeSlice(v.Type(), n, n)
+	var fe *FieldError
+	forEachElement(raw, func(i int, elem json.RawMessage) bool {
+		at := d.enterIndex(i)
+		fe = d.value(p.elem, s.Index(i), elem)
+		d.leave(at)
+		return fe == nil
+	})
+	if fe != nil {
+		return fe
+	}
+	v.Set(s)
+	return nil
+}
+
+// object decodes a JSON object into a struct, which it resets first: the
+// fields of a plain struct, or of a union the tag and its variant's fields,
+// in the order of the struct's definition (the first problem is the one
+// reported).
+func (d *decoder) object(sp *structPlan, v reflect.Value, raw json.RawMessage) *FieldError {
+	var o object
+	if !o.init(raw) {
+		return d.wrongType("object", raw)
+	}
+	v.SetZero()
+	fields := sp.all
+	if sp.tag != nil {
+		variant, fe := d.tag(sp, &o, v)
+		if fe != nil {
+			return fe
+		}
+		fields = variant.fields
+	}
+	for _, use := range fields {
+		f := use.f
+		raw, ok := o.lookup(f.name)
+		if ok && use.optional && string(raw) == "null" {
+			ok = false
+		}
+		at := d.enter(f.name)
+		switch {
+		case ok:
+			if fe := d.value(&f.value, v.Field(f.index), raw); fe != nil {
+				return fe
+			}
+		case !use.optional:
+			return d.fail("missing required field")
+		case f.defaultTrue:
+			v.Field(f.index).SetBool(true)
+		}
+		d.leave(at)
+	}
+	return nil
+}
+
+// tag decodes the type tag of a union and returns its variant.
+func (d *decoder) tag(sp *structPlan, o *object, v reflect.Value) (*variantPlan, *FieldError) {
+	at := d.enter(sp.tag.name)
+	raw, ok := o.lookup(sp.tag.name)
+	if !ok {
+		return nil, d.fail("missing required field")
+	}
+	s, ok := stringValue(raw)
+	if !ok {
+		return nil, d.wrongType("string", raw)
+	}
+	i := sp.variant(s)
+	if i < 0 {
+		return nil, d.badValue(sp.wantTag, s)
+	}
+	v.Field(sp.tag.index).SetString(s)
+	d.leave(at)
+	return &sp.variants[i], nil
 }
 
 // jsonKind names the JSON type of a raw value for error messages.
@@ -94,24 +309,8 @@ func jsonKind(raw json.RawMessage) string {
 	return "number"
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-func wrongType(path, want string, raw json.RawMessage) *FieldError {
-	return &FieldError{Path: path, Problem: "expected " + want + ", got " + jsonKind(raw)}
-}
-
-// badValue reports a value of the right JSON type that is not acceptable,
-// quoting (a prefix of) the value.
-func badValue(path, want, got string) *FieldError {
+// badValueProblem says that got is not want, quoting (a prefix of) got.
+func badValueProblem(want, got string) string {
 	const max = 60
 	if len(got) > max {
 		cut := max
@@ -120,7 +319,7 @@ func badValue(path, want, got string) *FieldError {
 		}
 		got = got[:cut] + "..."
 	}
-	return &FieldError{Path: path, Problem: "expected " + want + ", got " + strconv.Quote(got)}
+	return "expected " + want + ", got " + strconv.Quote(got)
 }
 
 // stringValue decodes a raw JSON string (valid JSON), with a fast path for
@@ -144,15 +343,6 @@ func unquoteSlow(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// decodeString decodes a raw JSON string or reports a wrong type at path.
-func decodeString(raw json.RawMessage, path string) (string, *FieldError) {
-	s, ok := stringValue(raw)
-	if !ok {
-		return "", wrongType(path, "string", raw)
-	}
-	return s, nil
 }
 
 // forEachElement calls fn with each element of a raw JSON array (valid
@@ -189,30 +379,20 @@ type member struct {
 	value json.RawMessage
 }
 
-// object decodes the fields of one JSON object. Each accessor records the
-// first problem in err and does nothing once there is one, so a decode
-// method is a flat list of accessor calls followed by "return o.err".
-//
-// Decoding params is on the path of every keystroke, so this is built not
-// to allocate needlessly: the input is valid JSON (DecodeParams and
-// unmarshalWith check that once) and is walked in place instead of being
-// unmarshalled into a map; the members of small objects live in the object
-// itself (which stays on the caller's stack); a field's path is only
-// spelled out when there is an error or a nested value to descend into.
+// object holds the members of one JSON object (valid JSON) for lookup by
+// name. The members of small objects live in the object itself, which
+// stays on the caller's stack.
 type object struct {
-	path   string
 	n      int       // number of members
 	inline [6]member // the first members
 	extra  []member  // members past len(inline)
-	err    *FieldError
 }
 
-// init sets o up to decode raw, which must be a JSON object.
-func (o *object) init(raw json.RawMessage, path string) *FieldError {
+// init reads raw's members; false when raw is not a JSON object.
+func (o *object) init(raw json.RawMessage) bool {
 	if len(raw) == 0 || raw[0] != '{' {
-		return wrongType(path, "object", raw)
+		return false
 	}
-	o.path = path
 	for i := 1; ; {
 		key, value, next, ok := nextMember(raw, i)
 		if !ok {
@@ -226,7 +406,7 @@ func (o *object) init(raw json.RawMessage, path string) *FieldError {
 		o.n++
 		i = next
 	}
-	return nil
+	return true
 }
 
 // lookup returns the value of the last member named name (JSON leaves
@@ -243,233 +423,4 @@ func (o *object) lookup(name string) (json.RawMessage, bool) {
 		}
 	}
 	return nil, false
-}
-
-// at spells out the path of field name.
-func (o *object) at(name string) string { return joinPath(o.path, name) }
-
-// field returns the raw value of name; present is false when the field is
-// absent, or null and optional. A missing required field is recorded as the
-// object's error.
-func (o *object) field(name string, required bool) (raw json.RawMessage, present bool) {
-	if o.err != nil {
-		return nil, false
-	}
-	raw, ok := o.lookup(name)
-	if !ok || (!required && string(raw) == "null") {
-		if required {
-			o.err = &FieldError{Path: o.at(name), Problem: "missing required field"}
-		}
-		return nil, false
-	}
-	return raw, true
-}
-
-func (o *object) fail(fe *FieldError) bool {
-	if fe != nil && o.err == nil {
-		o.err = fe
-	}
-	return fe == nil
-}
-
-// str decodes a string field.
-func (o *object) str(name string, dst *string, required bool) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	s, ok := stringValue(raw)
-	if !ok {
-		o.fail(wrongType(o.at(name), "string", raw))
-		return false
-	}
-	*dst = s
-	return true
-}
-
-// nonEmpty decodes a string field that must not be "".
-func (o *object) nonEmpty(name string, dst *string, required bool) bool {
-	var s string
-	if !o.str(name, &s, required) {
-		return false
-	}
-	if s == "" {
-		o.fail(badValue(o.at(name), "a non-empty string", s))
-		return false
-	}
-	*dst = s
-	return true
-}
-
-// uuid decodes a UUID string field.
-func (o *object) uuid(name string, dst *string, required bool) bool {
-	var s string
-	if !o.str(name, &s, required) {
-		return false
-	}
-	if !IsUUID(s) {
-		o.fail(badValue(o.at(name), "a UUID", s))
-		return false
-	}
-	*dst = s
-	return true
-}
-
-const wantExpressionID = "an expression id module:qualname/label"
-
-// expressionID decodes an ExpressionId field (module:qualname/label).
-func (o *object) expressionID(name string, dst *ExpressionID, required bool) bool {
-	var s string
-	if !o.str(name, &s, required) {
-		return false
-	}
-	if !ExpressionID(s).wellFormed() {
-		o.fail(badValue(o.at(name), wantExpressionID, s))
-		return false
-	}
-	*dst = ExpressionID(s)
-	return true
-}
-
-// boolean decodes a true/false field.
-func (o *object) boolean(name string, dst *bool, required bool) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	switch string(raw) {
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
-		o.fail(wrongType(o.at(name), "boolean", raw))
-		return false
-	}
-	return true
-}
-
-// integer decodes an integer field (no fraction, no exponent) that is at
-// least min.
-func (o *object) integer(name string, dst *int64, min int64, required bool) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	if jsonKind(raw) != "number" {
-		o.fail(wrongType(o.at(name), "integer", raw))
-		return false
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		o.fail(badValue(o.at(name), "an integer", string(raw)))
-		return false
-	}
-	if n < min {
-		o.fail(badValue(o.at(name), "an integer >= "+strconv.FormatInt(min, 10), string(raw)))
-		return false
-	}
-	*dst = n
-	return true
-}
-
-// natural decodes a non-negative int field.
-func (o *object) natural(name string, dst *int, required bool) bool {
-	var n int64
-	if !o.integer(name, &n, 0, required) {
-		return false
-	}
-	if int64(int(n)) != n {
-		o.fail(badValue(o.at(name), "a smaller integer", strconv.FormatInt(n, 10)))
-		return false
-	}
-	*dst = int(n)
-	return true
-}
-
-// strings decodes an array of strings.
-func (o *object) strings(name string, dst *[]string, required bool) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	out := make([]string, 0, countElements(raw))
-	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
-		s, ok := stringValue(elem)
-		if !ok {
-			o.fail(wrongType(indexPath(o.at(name), i), "string", elem))
-			return false
-		}
-		out = append(out, s)
-		return true
-	})
-	if !isArray {
-		o.fail(wrongType(o.at(name), "array", raw))
-	}
-	if o.err != nil {
-		return false
-	}
-	*dst = out
-	return true
-}
-
-// decodeExpressionIDs decodes an array of expression ids.
-func decodeExpressionIDs(raw json.RawMessage, path string) ([]ExpressionID, *FieldError) {
-	var fe *FieldError
-	out := make([]ExpressionID, 0, countElements(raw))
-	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
-		s, ok := stringValue(elem)
-		switch {
-		case !ok:
-			fe = wrongType(indexPath(path, i), "string", elem)
-		case !ExpressionID(s).wellFormed():
-			fe = badValue(indexPath(path, i), wantExpressionID, s)
-		default:
-			out = append(out, ExpressionID(s))
-			return true
-		}
-		return false
-	})
-	if !isArray {
-		return nil, wrongType(path, "array", raw)
-	}
-	if fe != nil {
-		return nil, fe
-	}
-	return out, nil
-}
-
-// nested decodes an object-valued (or union-valued) field with decode.
-func (o *object) nested(name string, required bool, decode func(json.RawMessage, string) *FieldError) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	return o.fail(decode(raw, o.at(name)))
-}
-
-// array decodes an array field element by element with decode.
-func (o *object) array(name string, required bool, decode func(i int, raw json.RawMessage, path string) *FieldError) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	path := o.at(name)
-	isArray := forEachElement(raw, func(i int, elem json.RawMessage) bool {
-		return o.fail(decode(i, elem, indexPath(path, i)))
-	})
-	if !isArray {
-		o.fail(wrongType(path, "array", raw))
-	}
-	return o.err == nil
-}
-
-// any keeps a field's raw JSON, whatever its type.
-func (o *object) any(name string, dst *json.RawMessage, required bool) bool {
-	raw, ok := o.field(name, required)
-	if !ok {
-		return false
-	}
-	*dst = append(json.RawMessage(nil), raw...)
-	return true
 }

@@ -3,7 +3,6 @@ package protocol
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -72,18 +71,8 @@ func IsUUID(s string) bool {
 // Position is a place in a text: 0-based line and 0-based character, where
 // character counts Unicode code points.
 type Position struct {
-	Line      int `json:"line"`
-	Character int `json:"character"`
-}
-
-func (p *Position) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.natural("line", &p.Line, true)
-	o.natural("character", &p.Character, true)
-	return o.err
+	Line      int `json:"line" decode:"min=0"`
+	Character int `json:"character" decode:"min=0"`
 }
 
 func (p Position) appendJSON(dst []byte) []byte {
@@ -95,7 +84,7 @@ func (p Position) appendJSON(dst []byte) []byte {
 }
 
 // UnmarshalJSON decodes strictly: both fields required, non-negative integers.
-func (p *Position) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *Position) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
 
 // Before reports whether p comes before q.
 func (p Position) Before(q Position) bool {
@@ -108,16 +97,6 @@ type Range struct {
 	End   Position `json:"end"`
 }
 
-func (r *Range) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	o.nested("start", true, r.Start.decode)
-	o.nested("end", true, r.End.decode)
-	return o.err
-}
-
 func (r *Range) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"start":`...)
 	dst = r.Start.appendJSON(dst)
@@ -127,7 +106,7 @@ func (r *Range) appendJSON(dst []byte) []byte {
 }
 
 // UnmarshalJSON decodes strictly.
-func (r *Range) UnmarshalJSON(b []byte) error { return unmarshalWith(b, r.decode) }
+func (r *Range) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, r) }
 
 // MethodPointer names a function: Module is the dotted module name,
 // DefinedOnType the class for a method ("" for a module function) and Name
@@ -135,7 +114,7 @@ func (r *Range) UnmarshalJSON(b []byte) error { return unmarshalWith(b, r.decode
 // "shop.cart:Cart.total").
 type MethodPointer struct {
 	Module        string `json:"module"`
-	DefinedOnType string `json:"definedOnType"`
+	DefinedOnType string `json:"definedOnType" decode:"optional"` // absent is taken as ""
 	Name          string `json:"name"`
 }
 
@@ -205,19 +184,6 @@ func (mp MethodPointer) Validate() error {
 	return nil
 }
 
-func (mp *MethodPointer) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	*mp = MethodPointer{}
-	o.str("module", &mp.Module, true)
-	// definedOnType is "" for module functions; absent is taken as "".
-	o.str("definedOnType", &mp.DefinedOnType, false)
-	o.str("name", &mp.Name, true)
-	return o.err
-}
-
 func (mp *MethodPointer) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"module":`...)
 	dst = appendQuoted(dst, mp.Module)
@@ -229,7 +195,7 @@ func (mp *MethodPointer) appendJSON(dst []byte) []byte {
 }
 
 // UnmarshalJSON decodes strictly: module and name required.
-func (mp *MethodPointer) UnmarshalJSON(b []byte) error { return unmarshalWith(b, mp.decode) }
+func (mp *MethodPointer) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, mp) }
 
 // isIdentifier approximates Python's identifier rule: a letter or '_'
 // followed by letters, digits and '_'.

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,13 +13,13 @@ type ExpressionUpdate struct {
 	ExpressionID ExpressionID `json:"expressionId"`
 	// Type is the value's qualified type name ("builtins.int"); "" when
 	// there is no value.
-	Type string `json:"type,omitempty"`
+	Type string `json:"type,omitempty" decode:"optional"`
 	// MethodCall is set when the statement's value is a direct call of a
 	// project function (the target of a LocalCall).
-	MethodCall    *MethodCall     `json:"methodCall,omitempty"`
+	MethodCall    *MethodCall     `json:"methodCall,omitempty" decode:"optional"`
 	ProfilingInfo []ProfilingInfo `json:"profilingInfo"`
 	FromCache     bool            `json:"fromCache"`
-	Range         *Range          `json:"range,omitempty"`
+	Range         *Range          `json:"range,omitempty" decode:"optional"`
 	Payload       Payload         `json:"payload"`
 }
 
@@ -33,7 +32,7 @@ type MethodCall struct {
 // "ExecutionTime".
 type ProfilingInfo struct {
 	Type     string `json:"type"`
-	NanoTime int64  `json:"nanoTime"`
+	NanoTime int64  `json:"nanoTime" decode:"min=0"`
 }
 
 // ExecutionTime returns the ProfilingInfo for a run that took ns nanoseconds.
@@ -102,47 +101,8 @@ func (u *ExpressionUpdate) appendJSON(dst []byte) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func (u *ExpressionUpdate) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	*u = ExpressionUpdate{}
-	o.expressionID("expressionId", &u.ExpressionID, true)
-	o.str("type", &u.Type, false)
-	o.nested("methodCall", false, func(raw json.RawMessage, path string) *FieldError {
-		mc := new(MethodCall)
-		var mo object
-		if fe := mo.init(raw, path); fe != nil {
-			return fe
-		}
-		mo.nested("methodPointer", true, mc.MethodPointer.decode)
-		u.MethodCall = mc
-		return mo.err
-	})
-	u.ProfilingInfo = []ProfilingInfo{}
-	o.array("profilingInfo", true, func(_ int, raw json.RawMessage, path string) *FieldError {
-		var p ProfilingInfo
-		var po object
-		if fe := po.init(raw, path); fe != nil {
-			return fe
-		}
-		po.str("type", &p.Type, true)
-		po.integer("nanoTime", &p.NanoTime, 0, true)
-		u.ProfilingInfo = append(u.ProfilingInfo, p)
-		return po.err
-	})
-	o.boolean("fromCache", &u.FromCache, true)
-	o.nested("range", false, func(raw json.RawMessage, path string) *FieldError {
-		u.Range = new(Range)
-		return u.Range.decode(raw, path)
-	})
-	o.nested("payload", true, u.Payload.decode)
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly.
-func (u *ExpressionUpdate) UnmarshalJSON(b []byte) error { return unmarshalWith(b, u.decode) }
+func (u *ExpressionUpdate) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, u) }
 
 // PayloadType tags the variant of a Payload.
 type PayloadType string
@@ -168,15 +128,17 @@ const (
 //	Panic:         Message, Trace
 //	DataflowError: Trace
 //	Pending:       Message (optional)
+//
+// The tags are for the strict decoder, as StackItem's.
 type Payload struct {
-	Type    PayloadType
-	Preview string
-	Message string
-	Trace   []ExpressionID
+	Type    PayloadType    `json:"type" decode:"tag=Value|Panic|DataflowError|Pending"`
+	Preview string         `json:"preview" decode:"variants=Value?"`
+	Message string         `json:"message" decode:"variants=Panic|Pending?"`
+	Trace   []ExpressionID `json:"trace" decode:"variants=Panic|DataflowError"`
 	// MimeTypes are the representations a Value offers beyond text/plain
 	// (PROTOCOL.md 7.2: "text/html", "image/png", ...), found without
 	// rendering; the "ripple:display" visualization renders them.
-	MimeTypes []string
+	MimeTypes []string `json:"mimeTypes" decode:"variants=Value?"`
 }
 
 // ValuePayload returns a Value payload with the given preview.
@@ -258,37 +220,5 @@ func appendTrace(dst []byte, trace []ExpressionID) []byte {
 	return append(dst, ']')
 }
 
-func (p *Payload) decode(raw json.RawMessage, path string) *FieldError {
-	var o object
-	if fe := o.init(raw, path); fe != nil {
-		return fe
-	}
-	var typ string
-	if !o.str("type", &typ, true) {
-		return o.err
-	}
-	*p = Payload{Type: PayloadType(typ)}
-	traceField := func(raw json.RawMessage, path string) *FieldError {
-		ids, fe := decodeExpressionIDs(raw, path)
-		p.Trace = ids
-		return fe
-	}
-	switch p.Type {
-	case PayloadValue:
-		o.str("preview", &p.Preview, false)
-		o.strings("mimeTypes", &p.MimeTypes, false)
-	case PayloadPanic:
-		o.str("message", &p.Message, true)
-		o.nested("trace", true, traceField)
-	case PayloadDataflowError:
-		o.nested("trace", true, traceField)
-	case PayloadPending:
-		o.str("message", &p.Message, false)
-	default:
-		return badValue(joinPath(path, "type"), `"Value", "Panic", "DataflowError" or "Pending"`, typ)
-	}
-	return o.err
-}
-
 // UnmarshalJSON decodes strictly: the type tag and its variant's fields.
-func (p *Payload) UnmarshalJSON(b []byte) error { return unmarshalWith(b, p.decode) }
+func (p *Payload) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }

@@ -51,14 +51,20 @@ const (
 // close reply (the reader sees it) before closing the network connection, so
 // the client reads the close code instead of a reset.
 type conn struct {
+	// Set by newConn and never changed.
 	srv *Server
+	// ws: the reader goroutine does every read (and readFailed its
+	// draining), the writer every data write and ping (gorilla allows one
+	// of each at a time); run closes it once all goroutines have exited.
 	ws  *websocket.Conn
-	out *outbox
+	out *outbox // safe from any goroutine (its own lock)
 	ses *session
 	log *slog.Logger
 
 	// ctx is the connection's own context, the parent of every call's
 	// context: cancelled (with a cause) when the connection starts closing.
+	// Set by newConn; cancel is safe from any goroutine and only the first
+	// cause counts.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -384,10 +390,10 @@ func (c *conn) write(m outMessage) bool {
 // client that starts reading again after the timeout must still be closed
 // rather than slip back under the bound.
 //
-// It wakes at the exact moment a client over the bound runs out of time
-// (the issue was a cut up to a quarter of the timeout late): while the
-// client is not over, it looks every quarter of the timeout, and an over
-// state that began since is then still under the timeout.
+// It wakes at the exact moment a client over the bound runs out of time,
+// not up to a quarter of the timeout late as a plain ticker would: while
+// the client is not over, it looks every quarter of the timeout, and an
+// over state that began since is then still under the timeout.
 func (c *conn) slowWatch() {
 	timeout := c.srv.cfg.SlowClientTimeout
 	t := time.NewTimer(max(timeout/4, 10*time.Millisecond))

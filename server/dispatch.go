@@ -20,12 +20,13 @@ import (
 //
 // Concurrency: the connection's dispatcher calls handleFrame for one frame
 // at a time, in order, because edits and their versions depend on it; a
-// frame that asks for a slow method (isAsync: restartKernel, which waits for
-// a kernel) is handled on a goroutine of its own, as gopls's jsonrpc2
-// handlers answer asynchronously, so the calls behind it are not kept
-// waiting and its reply goes out when it is done, in any order. clientID is
-// therefore read through ID by every call.
+// frame that asks for a slow method (protocol.HandledAsync: restartKernel,
+// which waits for a kernel) is handled on a goroutine of its own, as
+// gopls's jsonrpc2 handlers answer asynchronously, so the calls behind it
+// are not kept waiting and its reply goes out when it is done, in any
+// order. clientID is therefore read through ID by every call.
 type session struct {
+	// Set by newConn and never changed: safe from any goroutine.
 	api      API
 	registry *registry
 	client   engine.Client // receives this session's notifications
@@ -57,16 +58,14 @@ func (s *session) handleFrame(ctx context.Context, data []byte) []byte {
 	return s.handleDecoded(ctx, protocol.Decode(data))
 }
 
-// asyncMethods are the methods that may take long because they wait for a
-// kernel: a frame holding one is answered asynchronously (see session).
-var asyncMethods = map[string]bool{
-	protocol.MethodRestartKernel: true,
-}
-
-// isAsync reports whether a decoded frame asks for a slow method.
+// isAsync reports whether a decoded frame asks for a method
+// protocol.HandledAsync (see session).
 func isAsync(frame protocol.Frame) bool {
 	for _, m := range frame.Messages {
-		if m.Kind != protocol.KindInvalid && asyncMethods[m.Method] {
+		if m.Kind == protocol.KindInvalid {
+			continue
+		}
+		if method, ok := protocol.LookupMethod(m.Method); ok && method.Handling == protocol.HandledAsync {
 			return true
 		}
 	}
@@ -94,15 +93,16 @@ func (s *session) handleDecoded(ctx context.Context, frame protocol.Frame) []byt
 }
 
 // call runs one method and returns its result or a *protocol.Error.
-func (s *session) call(ctx context.Context, method string, raw []byte) (result any, err error) {
-	params, ok := protocol.NewParams(method)
+func (s *session) call(ctx context.Context, name string, raw []byte) (result any, err error) {
+	method, ok := protocol.LookupMethod(name)
 	if !ok {
-		return nil, protocol.MethodNotFound(method)
+		return nil, protocol.MethodNotFound(name)
 	}
 	id := s.ID()
-	if id == "" && method != protocol.MethodInitProtocolConnection {
-		return nil, protocol.SessionNotInitialised(method)
+	if id == "" && method.Handling != protocol.HandledBySession {
+		return nil, protocol.SessionNotInitialised(name)
 	}
+	params := method.NewParams()
 	if err := protocol.DecodeParams(raw, params); err != nil {
 		return nil, err
 	}
@@ -113,17 +113,20 @@ func (s *session) call(ctx context.Context, method string, raw []byte) (result a
 	defer func() {
 		if p := recover(); p != nil {
 			// A bug in a handler must not take the server down with it.
-			s.log.Error("panic in handler", "method", method, "panic", p, "stack", string(debug.Stack()))
-			result, err = nil, protocol.InternalError(fmt.Errorf("%s: panic: %v", method, p))
+			s.log.Error("panic in handler", "method", name, "panic", p, "stack", string(debug.Stack()))
+			result, err = nil, protocol.InternalError(fmt.Errorf("%s: panic: %v", name, p))
 		}
 		if err != nil {
-			err = s.protocolError(callCtx, method, err)
+			err = s.protocolError(callCtx, name, err)
 		}
 		if s.log.Enabled(ctx, slog.LevelDebug) {
-			s.log.Debug("call", "client", id, "method", method, "took", time.Since(start), "err", err)
+			s.log.Debug("call", "client", id, "method", name, "took", time.Since(start), "err", err)
 		}
 	}()
-	return s.dispatch(callCtx, id, method, params)
+	if method.Handling == protocol.HandledBySession {
+		return s.initialise(callCtx, params.(*protocol.InitProtocolConnectionParams).ClientID)
+	}
+	return method.Call(callCtx, s.api, id, params)
 }
 
 // protocolError maps an error from a call to what goes on the wire: a
@@ -139,59 +142,6 @@ func (s *session) protocolError(ctx context.Context, method string, err error) e
 		return protocol.Errorf(protocol.CodeInternalError, "%s cancelled: %w", method, context.Cause(ctx))
 	}
 	return engine.ProtocolError(err)
-}
-
-// dispatch calls the API method of a decoded call.
-func (s *session) dispatch(ctx context.Context, id, method string, params protocol.Params) (any, error) {
-	switch method {
-	case protocol.MethodInitProtocolConnection:
-		return s.initialise(ctx, params.(*protocol.InitProtocolConnectionParams).ClientID)
-	case protocol.MethodRuntimeStatus:
-		return s.api.Status(ctx)
-	case protocol.MethodRestartKernel:
-		return nil, s.api.RestartKernel(ctx, id, params.(*protocol.RestartKernelParams).ContextID)
-
-	case protocol.MethodFileRead:
-		return s.api.ReadFile(ctx, id, params.(*protocol.FileReadParams).Path)
-	case protocol.MethodFileWrite:
-		return nil, s.api.WriteFile(ctx, id, *params.(*protocol.FileWriteParams))
-	case protocol.MethodFileList:
-		return s.api.ListFiles(ctx, id, params.(*protocol.FileListParams).Path)
-	case protocol.MethodFileDelete:
-		return nil, s.api.DeleteFile(ctx, id, params.(*protocol.FileDeleteParams).Path)
-
-	case protocol.MethodTextOpenFile:
-		return s.api.OpenFile(ctx, id, params.(*protocol.OpenFileParams).Path)
-	case protocol.MethodTextApplyEdit:
-		return nil, s.api.ApplyEdit(ctx, id, *params.(*protocol.ApplyEditParams))
-	case protocol.MethodTextSave:
-		return nil, s.api.SaveFile(ctx, id, *params.(*protocol.SaveParams))
-	case protocol.MethodTextCloseFile:
-		return nil, s.api.CloseFile(ctx, id, params.(*protocol.CloseFileParams).Path)
-
-	case protocol.MethodCreateContext:
-		return s.api.CreateContext(ctx, id, *params.(*protocol.CreateContextParams))
-	case protocol.MethodDestroyContext:
-		return nil, s.api.DestroyContext(ctx, id, params.(*protocol.DestroyContextParams).ContextID)
-	case protocol.MethodPush:
-		return nil, s.api.Push(ctx, id, *params.(*protocol.PushParams))
-	case protocol.MethodPop:
-		return nil, s.api.Pop(ctx, id, params.(*protocol.PopParams).ContextID)
-	case protocol.MethodRecompute:
-		return nil, s.api.Recompute(ctx, id, *params.(*protocol.RecomputeParams))
-	case protocol.MethodInterrupt:
-		return nil, s.api.Interrupt(ctx, id, params.(*protocol.InterruptParams).ContextID)
-	case protocol.MethodAttachVisualization:
-		return nil, s.api.AttachVisualization(ctx, id, *params.(*protocol.AttachVisualizationParams))
-	case protocol.MethodModifyVisualization:
-		return nil, s.api.ModifyVisualization(ctx, id, *params.(*protocol.ModifyVisualizationParams))
-	case protocol.MethodDetachVisualization:
-		return nil, s.api.DetachVisualization(ctx, id, *params.(*protocol.DetachVisualizationParams))
-	case protocol.MethodExecuteExpression:
-		return nil, s.api.ExecuteExpression(ctx, id, *params.(*protocol.ExecuteExpressionParams))
-	}
-	// NewParams knows the method but this switch does not: a bug.
-	return nil, protocol.InternalError(fmt.Errorf("method %q has no handler", method))
 }
 
 // initialise answers session/initProtocolConnection. A session initialises

@@ -14,8 +14,8 @@
 // The files: server.go (Config, Server, the HTTP side), auth.go (token and
 // origin checks), conn.go (one connection's reader, dispatcher and writer
 // goroutines and how a connection closes), outbox.go (the outbound queue
-// and its memory bound), dispatch.go (a session: the JSON-RPC calls and
-// their API methods), registry.go (which connection holds a client id),
-// api.go (the API the server calls). servertest has a fake engine for
-// transport tests.
+// and its memory bound), dispatch.go (a session: each JSON-RPC call looked
+// up in protocol.Methods and handed to the API), registry.go (which
+// connection holds a client id), api.go (the API the server calls).
+// servertest has a fake engine for transport tests.
 package server

@@ -122,22 +122,7 @@ func nextEvent(t *testing.T, eng *servertest.Engine) servertest.Event {
 	}
 }
 
-// waitFor polls cond until it holds (machines are noisy: no fixed sleeps).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx := testCtx(t)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
-// conns returns the server's open connections.
+// openConns returns the server's open connections.
 func (s *Server) openConns() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()

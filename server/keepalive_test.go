@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
@@ -42,7 +43,7 @@ func TestPingsKeepAnIdleClient(t *testing.T) {
 	// 4 pings: twice the 2 s a silent client is given. (Shorter intervals
 	// flaked when the whole suite, browser test included, loaded the
 	// machine: a stall longer than the liveness period drops the client.)
-	waitFor(t, "4 pings", func() bool { return pings.Load() >= 4 })
+	testenv.Eventually(t, "4 pings", func() bool { return pings.Load() >= 4 })
 	msg, _ := protocol.AppendRequest(nil, json.RawMessage("1"), protocol.MethodRuntimeStatus, nil)
 	if err := ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 		t.Fatalf("the idle connection was closed: %v", err)

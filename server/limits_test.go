@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
@@ -39,7 +40,7 @@ func (b *bundle) dialStalled(t *testing.T, clientID string) *websocket.Conn {
 func (b *bundle) connOf(t *testing.T, clientID string) *conn {
 	t.Helper()
 	var found *conn
-	waitFor(t, "the connection of "+clientID, func() bool {
+	testenv.Eventually(t, "the connection of "+clientID, func() bool {
 		for _, c := range b.srv.openConns() {
 			if c.ses.ID() == clientID {
 				found = c
@@ -232,7 +233,7 @@ func TestClientOverTheBoundTooLongCloses1013(t *testing.T) {
 	defer func() { close(stop); <-stopped }()
 	// The server closes the connection while the client reads nothing,
 	// even though its writer is blocked in a write to it.
-	waitFor(t, "the server to close the slow client", server.isClosing)
+	testenv.Eventually(t, "the server to close the slow client", server.isClosing)
 	// The client catches up now, too late: it reads what was sent and
 	// then the close.
 	for {
@@ -273,7 +274,7 @@ func TestUnreadRepliesPushBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the dispatcher to wait for the client", func() bool {
+	testenv.Eventually(t, "the dispatcher to wait for the client", func() bool {
 		server.out.mu.Lock()
 		defer server.out.mu.Unlock()
 		return server.out.drained != nil
@@ -309,7 +310,7 @@ func TestUnreadRepliesPushBack(t *testing.T) {
 // A client that reads nothing at all, for longer than the write timeout,
 // still finds the 1013 close after what was sent when it reads again: the
 // server keeps room for the close frame in the socket's send queue instead
-// of blocking in a write it would have to abandon (issue 13).
+// of blocking in a write it would have to abandon.
 func TestClientThatNeverReadsSees1013(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10

@@ -349,7 +349,7 @@ func TestSlowCallAnsweredAtShutdown(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Call(testCtx(t), protocol.MethodRestartKernel, protocol.RestartKernelParams{ContextID: created.ContextID}, nil)
+		errc <- c.Call(testCtx(t), protocol.MethodRestartKernel, protocol.RestartKernelParams(created), nil)
 	}()
 	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

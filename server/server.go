@@ -94,13 +94,14 @@ func (c *Config) setDefaults() {
 // still answered). Errors from the API go on the wire as they are when they
 // are *protocol.Error, else through engine.ProtocolError.
 type Server struct {
+	// Set by New and never changed: safe from any goroutine.
 	api      API
-	cfg      Config // immutable after New
+	cfg      Config
 	log      *slog.Logger
 	token    tokenHash
-	allowed  originSet // Config.AllowOrigins, normalised; immutable
+	allowed  originSet // Config.AllowOrigins, normalised
 	upgrader websocket.Upgrader
-	registry *registry
+	registry *registry // its own locks
 
 	mu      sync.Mutex
 	state   serverState    // guarded by mu
@@ -108,8 +109,11 @@ type Server struct {
 	origins originSet      // guarded by mu; own origins and allowed, set by Start
 	httpSrv *http.Server   // guarded by mu
 	conns   map[*conn]bool // guarded by mu: open connections
-	stopped chan struct{}  // closed when Stop has finished waiting
-	wg      sync.WaitGroup // the HTTP server goroutine and every conn.run
+	stopped chan struct{}  // closed once, by the first Stop, when every goroutine is gone
+	// wg counts the HTTP server goroutine and every conn.run; Add is only
+	// called under mu while running, so Stop (which sets stateStopped under
+	// mu first) waits for all of them.
+	wg sync.WaitGroup
 }
 
 type serverState uint8

@@ -17,6 +17,7 @@ import (
 	"github.com/ripple-run/ripple/agent"
 	"github.com/ripple-run/ripple/batch"
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 )
 
 // End-to-end tests of ripple run over runtime agents: a real `ripple run
@@ -59,18 +60,16 @@ func startBatchRun(t *testing.T, dir string, args ...string) *batchRun {
 			t.Logf("ripple run stdout:\n%s\nstderr:\n%s", r.stdout.String(), r.stderr.String())
 		}
 	})
-	ctx := stepCtx(t)
-	for {
+	if !testenv.PollEvery(stepDeadline(t), 10*time.Millisecond, func() bool {
 		if m := agentsAddrLine.FindStringSubmatch(r.stderr.String()); m != nil {
 			r.addr = m[1]
-			return r
+			return true
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no agents address from ripple run:\n%s", r.stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
+		return false
+	}) {
+		t.Fatalf("no agents address from ripple run:\n%s", r.stderr.String())
 	}
+	return r
 }
 
 // wait waits for the run to end and returns its exit status.
@@ -94,7 +93,7 @@ func (r *batchRun) wait(t *testing.T) int {
 
 // pytestPython is an interpreter that can import pytest: $RIPPLE_PYTEST_PYTHON,
 // else Debian's /usr/bin/python3 (python3-pytest). Without one the test is
-// skipped, except on CI (CI=true), which installs it.
+// skipped, except under CI, which installs it.
 func pytestPython(t *testing.T) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("RIPPLE_PYTEST_PYTHON"), "/usr/bin/python3"} {
@@ -102,10 +101,7 @@ func pytestPython(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no python3 with pytest (CI installs python3-pytest): set RIPPLE_PYTEST_PYTHON")
-	}
-	t.Skip("no python3 with pytest (apt install python3-pytest, or set RIPPLE_PYTEST_PYTHON)")
+	testenv.NeedOrSkip(t, "no python3 with pytest (apt install python3-pytest, or set RIPPLE_PYTEST_PYTHON)")
 	return ""
 }
 
@@ -492,19 +488,19 @@ func releasedOracle(t *testing.T, py string, files map[string]string, n int) map
 // waitFile waits until one of dirs has file name and returns that dir.
 func waitFile(t *testing.T, name string, dirs ...string) string {
 	t.Helper()
-	ctx := stepCtx(t)
-	for {
+	var found string
+	if !testenv.PollEvery(stepDeadline(t), 10*time.Millisecond, func() bool {
 		for _, d := range dirs {
 			if _, err := os.Stat(filepath.Join(d, name)); err == nil {
-				return d
+				found = d
+				return true
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %s in %v", name, dirs)
-		case <-time.After(10 * time.Millisecond):
-		}
+		return false
+	}) {
+		t.Fatalf("no %s in %v", name, dirs)
 	}
+	return found
 }
 
 // An agent killed with kill -9 while one of its tests runs: that test and

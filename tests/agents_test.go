@@ -18,11 +18,12 @@ import (
 	"github.com/ripple-run/ripple/agent"
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
 
-// End-to-end tests of runtime agents (issue 17, docs/scale-out.md): an
+// End-to-end tests of runtime agents (docs/scale-out.md): an
 // in-process coordinator (engine + WebSocket server + agents launcher on
 // loopback) and real `ripple agent` processes, each in a working
 // directory of its own, with real python3 kernels.
@@ -140,23 +141,18 @@ func (p *agentProc) kill9(t *testing.T) {
 func (s *agentsStack) waitStatus(t *testing.T, what string, ok func(protocol.RuntimeStatusResult) bool) protocol.RuntimeStatusResult {
 	t.Helper()
 	ctx := stepCtx(t)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := s.eng.Status(ctx)
-		if err != nil {
+	var st protocol.RuntimeStatusResult
+	if !testenv.PollEvery(stepDeadline(t), 10*time.Millisecond, func() bool {
+		var err error
+		if st, err = s.eng.Status(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if ok(st) {
-			return st
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			b, _ := json.Marshal(st)
-			t.Fatalf("waiting for %s: runtime/status %s", what, b)
-		}
+		return ok(st)
+	}) {
+		b, _ := json.Marshal(st)
+		t.Fatalf("waiting for %s: runtime/status %s", what, b)
 	}
+	return st
 }
 
 // readyAgentKernels counts agent kernels that serve (ready or busy).
@@ -598,14 +594,12 @@ func TestAgentsCoordinatorKilled(t *testing.T) {
 		t.Fatalf("no agents address in ripple serve's stderr:\n%s", srv.stderr.String())
 	}
 	a := startAgent(t, m[1], "", "--reconnect-grace", "1s")
-	ctx := stepCtx(t)
-	for !strings.Contains(a.stderr.String(), "msg=connected") || len(a.kernels()) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent did not connect:\n%s", a.stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !testenv.PollEvery(stepDeadline(t), 10*time.Millisecond, func() bool {
+		return strings.Contains(a.stderr.String(), "msg=connected") && len(a.kernels()) > 0
+	}) {
+		t.Fatalf("the agent did not connect:\n%s", a.stderr.String())
 	}
+	ctx := stepCtx(t)
 	kernels := a.kernels()
 	srv.cmd.Process.Kill()
 	select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
@@ -110,22 +111,21 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 			t.Logf("ripple serve stderr:\n%s", p.stderr.String())
 		}
 	})
-	ctx := stepCtx(t)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	if !testenv.PollEvery(stepDeadline(t), 5*time.Millisecond, func() bool {
 		if m := urlLine.FindStringSubmatch(p.stdout.String()); m != nil {
 			p.url = m[2]
-			return p
+			return true
 		}
 		select {
 		case <-p.done:
 			t.Fatalf("ripple serve exited (%v) before its URL line; stdout %q, stderr:\n%s", p.err, p.stdout.String(), p.stderr.String())
-		case <-ctx.Done():
-			t.Fatalf("no URL line; stdout %q, stderr:\n%s", p.stdout.String(), p.stderr.String())
-		case <-tick.C:
+		default:
 		}
+		return false
+	}) {
+		t.Fatalf("no URL line; stdout %q, stderr:\n%s", p.stdout.String(), p.stderr.String())
 	}
+	return p
 }
 
 // wait waits for the process to exit and returns its exit code.
@@ -217,24 +217,17 @@ func (p *serveProc) kernels(t *testing.T) []int {
 // waitGone waits until none of pids is alive.
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
-	ctx := stepCtx(t)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var left []string
+	var left []string
+	if !testenv.PollEvery(stepDeadline(t), 10*time.Millisecond, func() bool {
+		left = left[:0]
 		for _, pid := range pids {
 			if alive(pid) {
 				left = append(left, strconv.Itoa(pid)+" "+cmdline(pid))
 			}
 		}
-		if len(left) == 0 {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("processes left behind:\n%s", strings.Join(left, "\n"))
-		}
+		return len(left) == 0
+	}) {
+		t.Fatalf("processes left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
 
@@ -298,7 +291,8 @@ func TestServeBinaryLifecycle(t *testing.T) {
 		t.Fatalf("exit code %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.String())
 	}
 	waitGone(t, kernels)
-	// The URL line, then the page's URL alone (issue 14).
+	// The URL line, then the page's URL alone (terminals make a URL
+	// clickable only when nothing is glued to it).
 	if lines := strings.Split(p.stdout.String(), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], " "+lines[1]) || lines[2] != "" {
 		t.Errorf("stdout %q, want exactly the URL line and the page's URL", p.stdout.String())
 	}
@@ -407,31 +401,26 @@ func TestServeBinaryOpensThePage(t *testing.T) {
 	}
 	p := startServe(t, []string{"BROWSER=" + browser}, "--kernels", "1", "--open", dir)
 	page := regexp.MustCompile(`and the web page at (\S+)\n(\S+)\n`)
-	ctx := stepCtx(t)
 	var m []string
-	for m == nil {
+	if !testenv.PollEvery(stepDeadline(t), 5*time.Millisecond, func() bool {
 		m = page.FindStringSubmatch(p.stdout.String())
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no page URL line; stdout %q", p.stdout.String())
-		case <-time.After(5 * time.Millisecond):
-		}
+		return m != nil
+	}) {
+		t.Fatalf("no page URL line; stdout %q", p.stdout.String())
 	}
 	if m[1] != m[2] {
 		t.Errorf("second line %q, want the page URL %q alone", m[2], m[1])
 	}
-	for {
-		if b, err := os.ReadFile(got); err == nil {
-			if string(b) != m[1] {
-				t.Errorf("the browser was given %q, want %q", b, m[1])
-			}
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("--open did not run $BROWSER")
-		case <-time.After(5 * time.Millisecond):
-		}
+	var opened []byte
+	if !testenv.PollEvery(stepDeadline(t), 5*time.Millisecond, func() bool {
+		var err error
+		opened, err = os.ReadFile(got)
+		return err == nil
+	}) {
+		t.Fatalf("--open did not run $BROWSER")
+	}
+	if string(opened) != m[1] {
+		t.Errorf("the browser was given %q, want %q", opened, m[1])
 	}
 	p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(t); code != 0 {

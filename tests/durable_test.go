@@ -16,10 +16,11 @@ import (
 	"github.com/ripple-run/ripple/protocol"
 )
 
-// Issue 16: `ripple serve` killed with SIGKILL at random moments during a
-// stream of edits (some rounds save too), 50 rounds, each also destroying
-// the last round's context and creating and pushing a new one, comes back
-// with every acknowledged context change and every acknowledged edit: the buffer equals the last acknowledged content, or
+// `ripple serve` killed with SIGKILL at random moments during a stream of
+// edits (some rounds save too), 50 rounds, each also destroying the last
+// round's context and creating and pushing a new one, comes back with
+// every acknowledged context change and every acknowledged edit (the
+// state log under .ripple/): the buffer equals the last acknowledged content, or
 // the content of the one edit in flight at the kill (appended, not yet
 // answered), never anything else; the user's file is written only by the
 // saves.
@@ -157,7 +158,7 @@ func TestServeBinaryDamagedStateLog(t *testing.T) {
 	}
 }
 
-// Issue 16: contexts and their stacks survive a kill -9. A client that
+// Contexts and their stacks survive a kill -9. A client that
 // reconnects with its clientId gets its context back with its values (no
 // create, no push) and can go on using it; a destroyed context stays
 // destroyed; a context of another client that never comes back is not
@@ -275,7 +276,7 @@ const journalSide = `def note(s):
     return len(s)
 `
 
-// Issue 16: statements computed before a kill -9 are restored from the
+// Statements computed before a kill -9 are restored from the
 // value journal on the restarted server (their side effects do not
 // repeat: ran.log keeps one line per statement run), in two rounds: the
 // second one's new statement too. The kernels write the journal right

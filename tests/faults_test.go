@@ -13,12 +13,12 @@ import (
 	"github.com/ripple-run/ripple/server/servertest"
 )
 
-// Acceptance tests of issue 13 with the real binary: compiles that hang or
-// kill their kernel cannot wedge the server, a slow call does not hold up
-// the connection, and edits abort only the contexts they affect.
+// Fault isolation with the real binary: compiles that hang or kill their
+// kernel cannot wedge the server, a slow call does not hold up the
+// connection, and edits abort only the contexts they affect.
 
 // restartLines counts the kernel restarts the server logged (at the
-// default level, issue 13 part 5).
+// default level, so an operator sees every restart).
 func restartLines(p *serveProc) int {
 	return strings.Count(p.stderr.String(), "kernel died and was restarted") +
 		strings.Count(p.stderr.String(), "kernel restarted")

@@ -96,6 +96,12 @@ func stepCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// stepDeadline is the end of a step (stepCtx's bound), for testenv.Poll.
+func stepDeadline(t *testing.T) time.Time {
+	d, _ := stepCtx(t).Deadline()
+	return d
+}
+
 // client is a connected, initialised protocol client.
 type client struct {
 	t  *testing.T
@@ -288,3 +294,11 @@ func (c *client) setText(path, text string) {
 		NewVersion: version(text),
 	}}, nil)
 }
+
+// The scenario project (enginetest.Scenarios): main.py's main runs
+// x = 6; y = foo(x, 5); z = y + 5, helper.py has foo.
+const scenarioHelper = enginetest.ScenarioHelper
+
+func mainWith(body ...string) string { return enginetest.MainWith(body...) }
+
+var baseBody = enginetest.ScenarioBody

@@ -128,7 +128,8 @@ func TestWireFiles(t *testing.T) {
 		c.callErr(protocol.CodePathOutsideRoot, protocol.MethodTextOpenFile, protocol.OpenFileParams{Path: p}, p)
 	}
 	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileDelete, protocol.FileDeleteParams{Path: "out/secret.txt"})
-	// A symlink leading outside is refused too, not deleted (issue 13).
+	// A symlink leading outside is refused too, not deleted: a delete
+	// of the link would be a write outside the root.
 	c.callErr(protocol.CodePathOutsideRoot, protocol.MethodFileDelete, protocol.FileDeleteParams{Path: "secret-link.txt"}, "secret-link.txt")
 	if _, err := os.Lstat(filepath.Join(s.dir, "secret-link.txt")); err != nil {
 		t.Fatalf("the refused delete removed the link: %v", err)

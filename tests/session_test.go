@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server"
 )
@@ -67,20 +68,12 @@ func TestWireGracePeriodEnds(t *testing.T) {
 	id, _ := c.newContext("main:main")
 	observer, _ := connect(t, s.url, "observer")
 	c.c.Close()
-	ctx := stepCtx(t)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	if !testenv.PollEvery(stepDeadline(t), 20*time.Millisecond, func() bool {
 		var st protocol.RuntimeStatusResult
 		observer.call(protocol.MethodRuntimeStatus, nil, &st)
-		if !slices.ContainsFunc(st.Kernels, func(k protocol.KernelStatus) bool { return slices.Contains(k.Contexts, id) }) {
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatal("the context outlived the grace period")
-		}
+		return !slices.ContainsFunc(st.Kernels, func(k protocol.KernelStatus) bool { return slices.Contains(k.Contexts, id) })
+	}) {
+		t.Fatal("the context outlived the grace period")
 	}
 	back, _ := connect(t, s.url, "ide")
 	back.callErr(protocol.CodeContextNotFound, protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, string(id))

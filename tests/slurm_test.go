@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/slurm/slurmtest"
 )
 
-// End-to-end tests of the slurm launcher (issue 17): a one-node Slurm
+// End-to-end tests of the slurm launcher: a one-node Slurm
 // cluster from Debian's slurm-wlm and munge (slurm/slurmtest), `ripple
 // serve` and `ripple run` with --launcher slurm submitting real `ripple
 // agent` jobs with real python3 kernels. The only skip: a daemon that
@@ -29,7 +30,7 @@ import (
 func startSlurm(t *testing.T) *slurmtest.Cluster {
 	t.Helper()
 	if m := slurmtest.Missing(); len(m) > 0 {
-		missingTool(t, "%s needs %s on PATH (apt-get install slurm-wlm munge; .ci/run does)", t.Name(), strings.Join(m, ", "))
+		testenv.NeedOrSkip(t, "%s needs %s on PATH (apt-get install slurm-wlm munge; .ci/run does)", t.Name(), strings.Join(m, ", "))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -47,14 +48,6 @@ func startSlurm(t *testing.T) *slurmtest.Cluster {
 		}
 	})
 	return cl
-}
-
-func missingTool(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but: "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT RUN: "+format, args...)
 }
 
 // status calls runtime/status.
@@ -78,19 +71,15 @@ func agentOf(st protocol.RuntimeStatusResult, kernel int) (protocol.AgentStatus,
 // waitStatusOf polls runtime/status through c until ok holds.
 func waitStatusOf(t *testing.T, c *client, what string, ok func(protocol.RuntimeStatusResult) bool) protocol.RuntimeStatusResult {
 	t.Helper()
-	ctx := stepCtx(t)
-	for {
-		st := c.status()
-		if ok(st) {
-			return st
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			b, _ := json.Marshal(st)
-			t.Fatalf("waiting for %s: runtime/status %s", what, b)
-		}
+	var st protocol.RuntimeStatusResult
+	if !testenv.PollEvery(stepDeadline(t), 50*time.Millisecond, func() bool {
+		st = c.status()
+		return ok(st)
+	}) {
+		b, _ := json.Marshal(st)
+		t.Fatalf("waiting for %s: runtime/status %s", what, b)
 	}
+	return st
 }
 
 // ripple serve --launcher slurm: a context's run makes the coordinator
@@ -171,7 +160,7 @@ func TestSlurmServe(t *testing.T) {
 	}
 	// slow runs again, on a new job's kernel (busy with it). Status, not
 	// the next update of slow: one the first run sent may arrive late.
-	st = waitStatusOf(t, c, "slow re-run on a new job", func(st protocol.RuntimeStatusResult) bool {
+	waitStatusOf(t, c, "slow re-run on a new job", func(st protocol.RuntimeStatusResult) bool {
 		k, _ := kernelOfContext(st, d)
 		j, ok := agentOf(st, k.ID)
 		return ok && k.State == "busy" && j.JobID != "" && j.JobID != jd.JobID && j.JobID != ja.JobID && j.JobState == "RUNNING"
@@ -191,12 +180,12 @@ func TestSlurmServe(t *testing.T) {
 		return !still
 	})
 	ctx := stepCtx(t)
-	for s := cl.JobState(ctx, ja.JobID); s != "CANCELLED" && s != ""; s = cl.JobState(ctx, ja.JobID) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("idle job %s still %s", ja.JobID, s)
-		case <-time.After(50 * time.Millisecond):
-		}
+	var s string
+	if !testenv.PollEvery(stepDeadline(t), 50*time.Millisecond, func() bool {
+		s = cl.JobState(ctx, ja.JobID)
+		return s == "CANCELLED" || s == ""
+	}) {
+		t.Fatalf("idle job %s still %s", ja.JobID, s)
 	}
 }
 
@@ -220,19 +209,15 @@ func TestSlurmBatchRun(t *testing.T) {
 	}
 	// The run's jobs ended with it.
 	ctx := stepCtx(t)
-	for {
-		jobs, err := cl.Jobs(ctx)
-		if err != nil {
+	var jobs [][3]string
+	if !testenv.PollEvery(stepDeadline(t), 50*time.Millisecond, func() bool {
+		var err error
+		if jobs, err = cl.Jobs(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if len(jobs) == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("jobs left after ripple run: %v", jobs)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return len(jobs) == 0
+	}) {
+		t.Fatalf("jobs left after ripple run: %v", jobs)
 	}
 
 	// The project's tests (pytest in the kernels) on two jobs' kernels.

@@ -114,8 +114,8 @@ func TestConfinementAllowsInsideLinks(t *testing.T) {
 	if errors.Is(err, ErrPathOutsideRoot) {
 		t.Errorf("loop reported as escape: %v", err)
 	}
-	// Deleting a link that points out is refused like any outward path
-	// (issue 13); the link and the target stay.
+	// Deleting a link that points out is refused like any outward path;
+	// the link and the target stay.
 	wantErr(t, ws.Delete("outfile"), ErrPathOutsideRoot)
 	if _, err := os.Lstat(filepath.Join(root, "outfile")); err != nil {
 		t.Errorf("outfile is gone: %v", err)

@@ -6,7 +6,7 @@ import (
 )
 
 // BufferState is an open buffer as ripple's durable state log keeps it
-// (package durable, issue 16): enough to open it again, unsaved edits
+// (package durable): enough to open it again, unsaved edits
 // included, after the server restarts.
 type BufferState struct {
 	Path    string     `json:"path"` // resolved project-relative path

@@ -1,6 +1,6 @@
 // Command agent times the round trip of `x = 1` through a runtime agent on
-// loopback against a local kernel (issue 17's target: p50 through an
-// agent <= 2x local) and prints one table. It builds cmd/ripple, starts a
+// loopback against a local kernel (the target: p50 through an agent
+// <= 2x local) and prints one table. It builds cmd/ripple, starts a
 // coordinator in process (the agents launcher, no engine), one `ripple
 // agent` process with one kernel, and a local kernel on the same
 // interpreter; the two are timed in alternating blocks so that load on a

@@ -1,5 +1,6 @@
-// Command batch measures ripple run against pytest on the targets of
-// issue 7 and prints one table. Both run the same generated suites on the
+// Command batch measures ripple run against pytest on its targets
+// (parallel efficiency, per-test and per-module overhead) and prints one
+// table. Both run the same generated suites on the
 // same interpreter (/usr/bin/python3 or -python). Run it with
 // bench/batch/run.sh, which installs Debian's python3-pytest when missing.
 //
@@ -109,9 +110,13 @@ func median(repeat int, f func() (time.Duration, error)) (time.Duration, error) 
 	return ds[len(ds)/2], nil
 }
 
+// bench is what the figures share: the ripple binary, the interpreter,
+// the suites' directory and the table.
 type bench struct {
 	ripple, python, tmp string
 	repeat              int
+	withPytest          bool // pytest's figures beside ripple's
+	w                   *tabwriter.Writer
 }
 
 // rippleRun runs ripple run on a suite and returns the wall time and the
@@ -147,58 +152,80 @@ func (b *bench) pytest(root string) (time.Duration, error) {
 	})
 }
 
+// run builds ripple, then measures and prints the three figures.
 func run(python string, repeat, sleepers int, sleep time.Duration, trivial, modules int, withPytest bool) error {
 	tmp, err := os.MkdirTemp("", "ripple-bench-batch-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{ripple: filepath.Join(tmp, "ripple"), python: python, tmp: tmp, repeat: repeat}
+	b := &bench{ripple: filepath.Join(tmp, "ripple"), python: python, tmp: tmp, repeat: repeat, withPytest: withPytest,
+		w: tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)}
 	build := exec.Command("go", "build", "-o", b.ripple, "./cmd/ripple")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build ripple: %w", err)
 	}
-	sleepy, err := suite(tmp, "sleepy", sleepers, fmt.Sprintf("    time.sleep(%g)\n", sleep.Seconds()))
-	if err != nil {
+	fmt.Fprintf(b.w, "bench/batch: %s, %d CPUs, median of %d runs\n\n", python, runtime.NumCPU(), repeat)
+	fmt.Fprintf(b.w, "figure\tripple\tpytest\tratio / target\n")
+	if err := b.sleepers(sleepers, sleep); err != nil {
 		return err
 	}
-	many, err := suite(tmp, "trivial", trivial, "    x = 1\n    assert x == 1\n")
-	if err != nil {
+	if err := b.trivial(trivial); err != nil {
 		return err
 	}
-	one, err := suite(tmp, "one", 1, "    x = 1\n    assert x == 1\n")
-	if err != nil {
-		return err
+	if modules > 0 {
+		if err := b.modules(modules); err != nil {
+			return err
+		}
 	}
+	return b.w.Flush()
+}
 
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "bench/batch: %s, %d CPUs, median of %d runs\n\n", python, runtime.NumCPU(), repeat)
-	fmt.Fprintf(w, "figure\tripple\tpytest\tratio / target\n")
-
-	total := time.Duration(sleepers) * sleep
+// sleepers is the first figure: n tests each sleeping sleep, ripple with
+// 2 and 4 kernels against the ideal, and serial pytest.
+func (b *bench) sleepers(n int, sleep time.Duration) error {
+	sleepy, err := suite(b.tmp, "sleepy", n, fmt.Sprintf("    time.sleep(%g)\n", sleep.Seconds()))
+	if err != nil {
+		return err
+	}
+	total := time.Duration(n) * sleep
 	var pytestSleepy time.Duration
-	if withPytest {
+	if b.withPytest {
 		if pytestSleepy, err = b.pytest(sleepy); err != nil {
 			return err
 		}
 	}
 	for _, k := range []int{2, 4} {
-		wall, phase, err := b.rippleRun(sleepy, k, sleepers)
+		wall, phase, err := b.rippleRun(sleepy, k, n)
 		if err != nil {
 			return err
 		}
 		ideal := total / time.Duration(k)
-		fmt.Fprintf(w, "%d x %s sleep, %d kernels: wall (ideal %s)\t%s\t\tefficiency %.0f%% (target >= 85%%)\n",
-			sleepers, sleep, k, ms(ideal), ms(wall), 100*float64(ideal)/float64(wall))
-		fmt.Fprintf(w, "  ripple run phase (engine start to last result)\t%s\t\tefficiency %.0f%%\n", ms(phase), 100*float64(ideal)/float64(phase))
-		if withPytest {
-			fmt.Fprintf(w, "  vs serial pytest\t%s\t%s\tpytest / ripple = %.2f (target > 1 with 2 kernels)\n", ms(wall), ms(pytestSleepy), float64(pytestSleepy)/float64(wall))
+		fmt.Fprintf(b.w, "%d x %s sleep, %d kernels: wall (ideal %s)\t%s\t\tefficiency %.0f%% (target >= 85%%)\n",
+			n, sleep, k, ms(ideal), ms(wall), 100*float64(ideal)/float64(wall))
+		fmt.Fprintf(b.w, "  ripple run phase (engine start to last result)\t%s\t\tefficiency %.0f%%\n", ms(phase), 100*float64(ideal)/float64(phase))
+		if b.withPytest {
+			fmt.Fprintf(b.w, "  vs serial pytest\t%s\t%s\tpytest / ripple = %.2f (target > 1 with 2 kernels)\n", ms(wall), ms(pytestSleepy), float64(pytestSleepy)/float64(wall))
 		}
 	}
+	return nil
+}
 
+// trivial is the second figure: the per-test overhead of n tests of two
+// statements, for ripple (1 and 2 kernels) and pytest, the fixed
+// start-up cost (a 1-test suite's wall) left out.
+func (b *bench) trivial(n int) error {
+	many, err := suite(b.tmp, "trivial", n, "    x = 1\n    assert x == 1\n")
+	if err != nil {
+		return err
+	}
+	one, err := suite(b.tmp, "one", 1, "    x = 1\n    assert x == 1\n")
+	if err != nil {
+		return err
+	}
 	for _, k := range []int{1, 2} {
-		wallMany, _, err := b.rippleRun(many, k, trivial)
+		wallMany, _, err := b.rippleRun(many, k, n)
 		if err != nil {
 			return err
 		}
@@ -206,9 +233,9 @@ func run(python string, repeat, sleepers int, sleep time.Duration, trivial, modu
 		if err != nil {
 			return err
 		}
-		per := (wallMany - wallOne) / time.Duration(trivial-1)
-		line := fmt.Sprintf("%d trivial tests, %d %s: wall; per test\t%s; %s", trivial, k, plural(k, "kernel"), ms(wallMany), us(per))
-		if withPytest && k == 1 {
+		per := (wallMany - wallOne) / time.Duration(n-1)
+		line := fmt.Sprintf("%d trivial tests, %d %s: wall; per test\t%s; %s", n, k, plural(k, "kernel"), ms(wallMany), us(per))
+		if b.withPytest && k == 1 {
 			pMany, err := b.pytest(many)
 			if err != nil {
 				return err
@@ -217,44 +244,45 @@ func run(python string, repeat, sleepers int, sleep time.Duration, trivial, modu
 			if err != nil {
 				return err
 			}
-			pPer := (pMany - pOne) / time.Duration(trivial-1)
+			pPer := (pMany - pOne) / time.Duration(n-1)
 			line += fmt.Sprintf("\t%s; %s\tripple / pytest per test = %.2f", ms(pMany), us(pPer), float64(per)/float64(pPer))
-			fmt.Fprintf(w, "%s\n", line)
-			fmt.Fprintf(w, "  start-up (a 1-test suite)\t%s\t%s\t\n", ms(wallOne), ms(pOne))
+			fmt.Fprintf(b.w, "%s\n", line)
+			fmt.Fprintf(b.w, "  start-up (a 1-test suite)\t%s\t%s\t\n", ms(wallOne), ms(pOne))
 			continue
 		}
-		fmt.Fprintf(w, "%s\t\t\n", line)
+		fmt.Fprintf(b.w, "%s\t\t\n", line)
 	}
+	return nil
+}
 
-	if modules > 0 {
-		// Many small modules: what a kernel pays per module (compile,
-		// import) beside what it pays per test.
-		n := modules * 10
-		spread, err := suiteOf(b.tmp, "spread", n, 10, "    x = 1\n    assert x == 1\n")
+// modules is the third figure: many small modules, what a kernel pays per
+// module (compile, import) beside what it pays per test.
+func (b *bench) modules(modules int) error {
+	n := modules * 10
+	spread, err := suiteOf(b.tmp, "spread", n, 10, "    x = 1\n    assert x == 1\n")
+	if err != nil {
+		return err
+	}
+	var pSpread time.Duration
+	if b.withPytest {
+		if pSpread, err = b.pytest(spread); err != nil {
+			return err
+		}
+	}
+	for _, k := range []int{1, 2} {
+		wall, _, err := b.rippleRun(spread, k, n)
 		if err != nil {
 			return err
 		}
-		var pSpread time.Duration
-		if withPytest {
-			if pSpread, err = b.pytest(spread); err != nil {
-				return err
-			}
+		line := fmt.Sprintf("%d trivial tests in %d modules, %d %s: wall\t%s", n, modules, k, plural(k, "kernel"), ms(wall))
+		if b.withPytest && k == 1 {
+			line += fmt.Sprintf("\t%s\tripple / pytest = %.2f", ms(pSpread), float64(wall)/float64(pSpread))
+		} else {
+			line += "\t\t"
 		}
-		for _, k := range []int{1, 2} {
-			wall, _, err := b.rippleRun(spread, k, n)
-			if err != nil {
-				return err
-			}
-			line := fmt.Sprintf("%d trivial tests in %d modules, %d %s: wall\t%s", n, modules, k, plural(k, "kernel"), ms(wall))
-			if withPytest && k == 1 {
-				line += fmt.Sprintf("\t%s\tripple / pytest = %.2f", ms(pSpread), float64(wall)/float64(pSpread))
-			} else {
-				line += "\t\t"
-			}
-			fmt.Fprintln(w, line)
-		}
+		fmt.Fprintln(b.w, line)
 	}
-	return w.Flush()
+	return nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }

@@ -1,4 +1,4 @@
-// Command durable measures what the state log (package durable, issue 16)
+// Command durable measures what the state log (package durable)
 // gives `ripple serve` back after a kill -9 and prints a table:
 //
 //   - the first run of a generated main of -statements statements that

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the engine's end-to-end benchmarks (engine/bench_test.go: the Go
-# engine with a real kernel) and prints their figures against the targets
-# of issue 4. Usage: bash bench/engine/run.sh [-n EDITS]   (default 200)
+# engine with a real kernel) and prints their figures against the engine's
+# targets: edit to value, incremental against from scratch, compile.
+# Usage: bash bench/engine/run.sh [-n EDITS]   (default 200)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -1,5 +1,6 @@
 // Command kernel compares ripple's kernel with Jupyter's ipykernel on the
-// targets of issue 2 and prints one table. Both sides run /usr/bin/python3
+// kernel's targets (round trip, output streaming, interrupt latency,
+// start-up, reset) and prints one table. Both sides run /usr/bin/python3
 // (or -python). Run it with bench/kernel/run.sh, which installs Jupyter's
 // Debian packages when they are missing.
 //

@@ -1,5 +1,5 @@
 // Command lsp measures `ripple lsp` over a real stdio pipe and prints a
-// table of the figures of issue 15: a keystroke (textDocument/didChange of
+// table of these figures against their targets: a keystroke (textDocument/didChange of
 // one trivial statement of a 1,000-statement main) until
 //
 //   - the server's workspace/inlayHint/refresh request, and

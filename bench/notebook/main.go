@@ -1,5 +1,5 @@
-// Command notebook measures issue 14's targets against a real `ripple
-// serve` over a WebSocket and prints one table:
+// Command notebook measures the notebook users' targets (scripts, rich
+// values) against a real `ripple serve` over a WebSocket and prints one table:
 //
 //   - a 200-statement script (main:__main__, each statement ~1 ms of work,
 //     independent leaves):

@@ -1,4 +1,4 @@
-"""mimeTypes detection cost per statement (issue 14, target <= 5 us p50 on
+"""mimeTypes detection cost per statement (target <= 5 us p50 on
 plain values): the engine's values.mime_types on the values plain
 statements produce, and a 1,000-statement run with and without it.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's benchmarks: mimeTypes detection (mime.py), a 200-statement
+# The notebook users' benchmarks: mimeTypes detection (mime.py), a 200-statement
 # script's one-leaf edit against a from-scratch run and a 1-megapixel
 # matplotlib PNG to the page (main.go, a real ripple serve over a
 # WebSocket, Debian's /usr/bin/python3 with python3-matplotlib).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the queue's benchmarks and prints their figures against the targets
-# of issue 3. Usage: bash bench/queue/run.sh   (from the repository root)
+# Runs the queue's benchmarks and prints their figures against the queue's
+# targets: collapsing enqueues, scheduling latency, edit bursts.
+# Usage: bash bench/queue/run.sh   (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -1,5 +1,5 @@
 // Command server measures `ripple serve` over real WebSockets and prints a
-// table of the figures of issue 5:
+// table of these figures against their targets:
 //
 //   - keystroke-to-value: text/applyEdit of one trivial statement of a
 //     1,000-statement main, until the client has received that

@@ -1,4 +1,4 @@
-// Command slurm times the slurm launcher's cold path (issue 17): from a
+// Command slurm times the slurm launcher's cold path: from a
 // run waiting for a kernel on a free slot to that run's result, through
 // sbatch, Slurm starting the job, `ripple agent` starting its kernel and
 // connecting back, and the run itself. It brings up a one-node Slurm
@@ -59,47 +59,104 @@ func (t *timedScheduler) Submit(ctx context.Context, job agent.Job) (agent.Submi
 	return sub, err
 }
 
+// run sets the cluster and the coordinator up, times n rounds (a local
+// kernel's start, then a Slurm job's cold path) and prints the table.
 func run(n, perJob int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	b, err := setUp(ctx, perJob)
+	defer b.tearDown()
+	if err != nil {
+		return err
+	}
+	var t timings
+	for i := range n {
+		local, err := b.localRound(ctx)
+		if err != nil {
+			return err
+		}
+		t.local = append(t.local, local)
+		if err := b.slurmRound(ctx, i, &t); err != nil {
+			return err
+		}
+	}
+	return t.print(n, perJob, b.py.Version)
+}
+
+// bench is what the rounds share: the ripple binary, the project, the
+// one-node cluster and the coordinator whose slots the rounds wait on.
+type bench struct {
+	tmp, bin, root string
+	py             kernel.Interpreter
+	cl             *slurmtest.Cluster
+	ts             *timedScheduler
+	coord          *agent.Coordinator
+	slots          engine.Kernels
+	ak             engine.AgentKernels
+	cleanups       []func() // run last first by tearDown
+}
+
+// timings are the rounds' durations, one slice per row of the table.
+type timings struct {
+	sbatch, started, connect, total, local []time.Duration
+}
+
+// setUp builds cmd/ripple, brings the cluster up and starts the
+// coordinator's slurm launcher. The bench it returns is torn down also
+// after an error.
+func setUp(ctx context.Context, perJob int) (*bench, error) {
+	b := &bench{}
 	tmp, err := os.MkdirTemp("", "ripple-bench-slurm-")
 	if err != nil {
-		return err
+		return b, err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "ripple")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/ripple").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	b.tmp = tmp
+	b.cleanups = append(b.cleanups, func() { os.RemoveAll(tmp) })
+	b.bin = filepath.Join(tmp, "ripple")
+	if out, err := exec.Command("go", "build", "-o", b.bin, "./cmd/ripple").CombinedOutput(); err != nil {
+		return b, fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	root := filepath.Join(tmp, "project")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return err
+	b.root = filepath.Join(tmp, "project")
+	if err := os.Mkdir(b.root, 0o755); err != nil {
+		return b, err
 	}
-	py, err := kernel.FindPython(ctx, "", root)
-	if err != nil {
-		return err
+	if b.py, err = kernel.FindPython(ctx, "", b.root); err != nil {
+		return b, err
 	}
+	if err := b.startCluster(ctx); err != nil {
+		return b, err
+	}
+	return b, b.startCoordinator(ctx, perJob)
+}
 
+// startCluster brings up the one-node Slurm cluster.
+func (b *bench) startCluster(ctx context.Context) error {
 	cctx, ccancel := context.WithTimeout(ctx, 2*time.Minute)
 	cl, err := slurmtest.Start(cctx)
 	ccancel()
 	if err != nil {
 		return err
 	}
-	defer func() {
+	b.cl = cl
+	b.cleanups = append(b.cleanups, func() {
 		if err := cl.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/slurm:", err)
 		}
-	}()
+	})
 	// The Slurm commands of the launcher read SLURM_CONF from here.
 	os.Setenv("SLURM_CONF", cl.Conf)
+	return nil
+}
 
-	sc, err := slurm.New(slurm.Config{Dir: filepath.Join(tmp, "jobs")})
+// startCoordinator starts agent.Listen with the slurm launcher (jobs of
+// perJob kernels) and its slots.
+func (b *bench) startCoordinator(ctx context.Context, perJob int) error {
+	sc, err := slurm.New(slurm.Config{Dir: filepath.Join(b.tmp, "jobs")})
 	if err != nil {
 		return err
 	}
-	ts := &timedScheduler{Cluster: sc, submitted: map[string]time.Time{}}
-	tokenFile := filepath.Join(tmp, "agent-token")
+	b.ts = &timedScheduler{Cluster: sc, submitted: map[string]time.Time{}}
+	tokenFile := filepath.Join(b.tmp, "agent-token")
 	const token = "bench-slurm-token"
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return err
@@ -107,111 +164,151 @@ func run(n, perJob int) error {
 	coord, err := agent.Listen(agent.CoordinatorConfig{
 		Listen: "127.0.0.1:0", Token: token, Slots: perJob,
 		Jobs: agent.JobsConfig{
-			Scheduler: ts, KernelsPerJob: perJob, Poll: 200 * time.Millisecond,
+			Scheduler: b.ts, KernelsPerJob: perJob, Poll: 200 * time.Millisecond,
 			// The job's shell notes when Slurm started it, then runs the
 			// agent with the coordinator's flags ("$@").
-			Agent: []string{"/bin/sh", "-c", `date +%s.%N > "$0/started-$SLURM_JOB_ID"; exec "$@"`, tmp,
-				bin, "agent", "--token-file", tokenFile, "--root", root, "--python", py.Path, "--spare=false", "--log-level", "warn"},
+			Agent: []string{"/bin/sh", "-c", `date +%s.%N > "$0/started-$SLURM_JOB_ID"; exec "$@"`, b.tmp,
+				b.bin, "agent", "--token-file", tokenFile, "--root", b.root, "--python", b.py.Path, "--spare=false", "--log-level", "warn"},
 		},
 	})
 	if err != nil {
 		return err
 	}
-	defer coord.Close()
+	b.coord = coord
+	b.cleanups = append(b.cleanups, func() { coord.Close() })
 	slots := coord.Kernels(kernel.PoolConfig{})
 	if err := slots.Start(ctx); err != nil {
 		return err
 	}
-	defer slots.Stop(context.Background())
-	ak := slots.(engine.AgentKernels)
+	b.cleanups = append(b.cleanups, func() { slots.Stop(context.Background()) })
+	b.slots, b.ak = slots, slots.(engine.AgentKernels)
+	return nil
+}
 
-	var sbatch, started, connect, total, local []time.Duration
-	for i := range n {
-		// Local kernel: start to the first result.
-		start := time.Now()
-		k, err := kernel.Start(ctx, kernel.Config{Python: py, Root: root})
-		if err != nil {
-			return err
-		}
-		if err := k.Eval(ctx, "x = 1", nil); err != nil {
-			return err
-		}
-		local = append(local, time.Since(start))
-		k.Stop(ctx)
+// tearDown undoes setUp, last first.
+func (b *bench) tearDown() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
+	}
+}
 
-		// Slurm: a run waits on the free slot.
-		var connected time.Time
-		done := make(chan error, 1)
-		start = time.Now()
-		go func() {
-			_, err := slots.Call(ctx, 0, "eval", map[string]string{"code": "x = 1"}, nil)
-			done <- err
-		}()
-		var jobID string
-	wait:
-		for {
-			select {
-			case err := <-done:
-				if err != nil {
-					return fmt.Errorf("round %d: %w", i, err)
-				}
-				break wait
-			case <-time.After(2 * time.Millisecond):
+// localRound times a local kernel's start to its first result.
+func (b *bench) localRound(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	k, err := kernel.Start(ctx, kernel.Config{Python: b.py, Root: b.root})
+	if err != nil {
+		return 0, err
+	}
+	if err := k.Eval(ctx, "x = 1", nil); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	k.Stop(ctx)
+	return d, nil
+}
+
+// slurmRound times round i's cold path: a run waits on the free slot, the
+// launcher submits a job, Slurm starts it, its agent connects and the run
+// gets its result. The job is cancelled at the end, and the round waits
+// until the slot is free again.
+func (b *bench) slurmRound(ctx context.Context, i int, t *timings) error {
+	start := time.Now()
+	jobID, connected, end, err := b.waitForResult(ctx)
+	if err != nil {
+		return fmt.Errorf("round %d: %w", i, err)
+	}
+	b.ts.mu.Lock()
+	sub := b.ts.submitted[jobID]
+	b.ts.mu.Unlock()
+	if sub.IsZero() || connected.IsZero() {
+		return errors.New("no job seen")
+	}
+	jobStart, err := b.jobStart(jobID)
+	if err != nil {
+		return err
+	}
+	t.sbatch = append(t.sbatch, sub.Sub(start))
+	t.started = append(t.started, jobStart.Sub(sub))
+	t.connect = append(t.connect, connected.Sub(jobStart))
+	t.total = append(t.total, end.Sub(start))
+	fmt.Fprintf(os.Stderr, "round %d: job %s: %v\n", i+1, jobID, end.Sub(start).Round(time.Millisecond))
+
+	if err := b.cl.Cancel(ctx, jobID); err != nil {
+		return err
+	}
+	for len(b.ak.Agents()) > 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// waitForResult calls `x = 1` on slot 0 and, while it waits, watches the
+// agents: it returns the job that served the call, when its agent was
+// first seen connected (the result's time if only then; zero if never)
+// and when the result came.
+func (b *bench) waitForResult(ctx context.Context) (jobID string, connected, end time.Time, err error) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.slots.Call(ctx, 0, "eval", map[string]string{"code": "x = 1"}, nil)
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return "", time.Time{}, time.Time{}, err
 			}
-			for _, a := range ak.Agents() {
+			end = time.Now()
+			for _, a := range b.ak.Agents() {
 				jobID = a.JobID
-				if a.Host != "" && connected.IsZero() {
-					connected = time.Now()
+				if connected.IsZero() && a.Host != "" {
+					connected = end
 				}
 			}
+			return jobID, connected, end, nil
+		case <-time.After(2 * time.Millisecond):
 		}
-		end := time.Now()
-		for _, a := range ak.Agents() {
+		for _, a := range b.ak.Agents() {
 			jobID = a.JobID
-			if connected.IsZero() && a.Host != "" {
-				connected = end
+			if a.Host != "" && connected.IsZero() {
+				connected = time.Now()
 			}
-		}
-		ts.mu.Lock()
-		sub := ts.submitted[jobID]
-		ts.mu.Unlock()
-		if sub.IsZero() || connected.IsZero() {
-			return errors.New("no job seen")
-		}
-		b, err := os.ReadFile(filepath.Join(tmp, "started-"+jobID))
-		if err != nil {
-			return err
-		}
-		var secs float64
-		if _, err := fmt.Sscanf(string(b), "%f", &secs); err != nil {
-			return fmt.Errorf("job start time %q: %w", b, err)
-		}
-		jobStart := time.Unix(0, int64(secs*1e9))
-		sbatch = append(sbatch, sub.Sub(start))
-		started = append(started, jobStart.Sub(sub))
-		connect = append(connect, connected.Sub(jobStart))
-		total = append(total, end.Sub(start))
-		fmt.Fprintf(os.Stderr, "round %d: job %s: %v\n", i+1, jobID, end.Sub(start).Round(time.Millisecond))
-
-		// Cancel the job and wait until the slot is free again.
-		if err := cl.Cancel(ctx, jobID); err != nil {
-			return err
-		}
-		for len(ak.Agents()) > 0 {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
 
+// jobStart reads when Slurm started the job (its shell wrote the time).
+func (b *bench) jobStart(jobID string) (time.Time, error) {
+	data, err := os.ReadFile(filepath.Join(b.tmp, "started-"+jobID))
+	if err != nil {
+		return time.Time{}, err
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(string(data), "%f", &secs); err != nil {
+		return time.Time{}, fmt.Errorf("job start time %q: %w", data, err)
+	}
+	return time.Unix(0, int64(secs*1e9)), nil
+}
+
+// print writes the table of n rounds.
+func (t *timings) print(n, perJob int, version string) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "slurm launcher, cold (%d jobs, %d kernel(s) each, python %s)\tp50\tmin\tmax\t\n", n, perJob, py.Version)
-	fmt.Fprintf(w, "run waits -> sbatch returned\t%s\t%s\t%s\t\n", ms(pct(sbatch, 50)), ms(slices.Min(sbatch)), ms(slices.Max(sbatch)))
-	fmt.Fprintf(w, "sbatch returned -> Slurm starts the job\t%s\t%s\t%s\t\n", ms(pct(started, 50)), ms(slices.Min(started)), ms(slices.Max(started)))
-	fmt.Fprintf(w, "job started -> its agent connected (kernel up)\t%s\t%s\t%s\t\n", ms(pct(connect, 50)), ms(slices.Min(connect)), ms(slices.Max(connect)))
-	fmt.Fprintf(w, "run waits -> its result (total)\t%s\t%s\t%s\t\n", ms(pct(total, 50)), ms(slices.Min(total)), ms(slices.Max(total)))
-	fmt.Fprintf(w, "for scale: local kernel start -> first result\t%s\t%s\t%s\t\n", ms(pct(local, 50)), ms(slices.Min(local)), ms(slices.Max(local)))
+	fmt.Fprintf(w, "slurm launcher, cold (%d jobs, %d kernel(s) each, python %s)\tp50\tmin\tmax\t\n", n, perJob, version)
+	for _, row := range []struct {
+		name string
+		d    []time.Duration
+	}{
+		{"run waits -> sbatch returned", t.sbatch},
+		{"sbatch returned -> Slurm starts the job", t.started},
+		{"job started -> its agent connected (kernel up)", t.connect},
+		{"run waits -> its result (total)", t.total},
+		{"for scale: local kernel start -> first result", t.local},
+	} {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", row.name, ms(pct(row.d, 50)), ms(slices.Min(row.d)), ms(slices.Max(row.d)))
+	}
 	return w.Flush()
 }
 

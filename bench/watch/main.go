@@ -1,5 +1,5 @@
-// Command watch measures file-watch recompute (issue 6) and prints one
-// table:
+// Command watch measures the recompute after a file changes on disk and
+// prints one table:
 //
 //   - save-to-value: an external write of one statement of a
 //     1,000-statement main (a plain in-place write, as most editors save),

@@ -1,7 +1,7 @@
 // Command watchtests measures ripple run --tests --watch after one-line
-// edits of a library function (issue 12's target: the affected tests'
-// results p50 <= 100 ms on the largest suite, the unaffected ones not
-// re-run), and prints one table.
+// edits of a library function (the target: the affected tests' results
+// p50 <= 100 ms on the largest suite, the unaffected ones not re-run), and
+// prints one table.
 //
 // It copies sympy (pure Python, with its tests, from Debian's
 // python3-sympy) into a temporary project, runs batch.Watch on a sympy
@@ -41,6 +41,9 @@ import (
 
 const defaultSuite = "sympy/sets/tests,sympy/logic/tests,sympy/core/tests/test_subs.py,sympy/core/tests/test_relational.py,sympy/core/tests/test_assumptions.py"
 
+// ran is what the watch reported after a save: a run's report and error
+// (none when no test depended on the change), when, and why it took the
+// module path (empty on the hot path).
 type ran struct {
 	rep  *batch.Report
 	err  error
@@ -68,48 +71,22 @@ func main() {
 	}
 }
 
+// run copies sympy, starts the watch, measures the hot and the module
+// edits and prints the table.
 func run(logger *slog.Logger, python string, suite []string, fn string, edits, fallbacks, kernels int) error {
-	out, err := exec.Command(python, "-c", "import sympy, pytest, os; print(os.path.dirname(sympy.__file__))").Output()
-	if err != nil {
-		return fmt.Errorf("%s cannot import sympy and pytest (apt install python3-sympy python3-pytest): %w", python, err)
-	}
-	src := strings.TrimSpace(string(out))
-	root, err := os.MkdirTemp("", "ripple-watchtests-")
+	p, err := copyProject(python, fn)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
-	if err := copyTree(src, filepath.Join(root, "sympy")); err != nil {
-		return err
-	}
-	file, qual, _ := strings.Cut(fn, "::")
-	libPath := filepath.Join(root, filepath.FromSlash(file))
-	orig, err := os.ReadFile(libPath)
-	if err != nil {
-		return err
-	}
-	line, indent, err := bodyLine(python, libPath, qual)
-	if err != nil {
-		return err
-	}
+	defer os.RemoveAll(p.root)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runs := make(chan ran, 4)
-	fell := make(chan string, 4)
-	done := make(chan error, 1)
 	started := time.Now()
-	go func() {
-		done <- batch.Watch(ctx, batch.Options{Root: root, Tests: true, Python: python, Kernels: kernels,
-			PytestArgs: append(slices.Clone(suite), "-p", "no:cacheprovider"),
-			Logger:     logger},
-			batch.WatchHooks{
-				Ran:      func(rep *batch.Report, err error, _ []string) { runs <- ran{rep: rep, err: err, at: time.Now()} },
-				Skipped:  func([]string) { runs <- ran{at: time.Now()} },
-				Fallback: func(_ []string, why string) { fell <- why },
-			})
-	}()
-	first := <-runs
+	w := startWatch(ctx, batch.Options{Root: p.root, Tests: true, Python: python, Kernels: kernels,
+		PytestArgs: append(slices.Clone(suite), "-p", "no:cacheprovider"),
+		Logger:     logger})
+	first := <-w.runs
 	if first.rep == nil {
 		return fmt.Errorf("first run: %v", first.err)
 	}
@@ -118,79 +95,167 @@ func run(logger *slog.Logger, python string, suite []string, fn string, edits, f
 	fmt.Printf("sympy sub-suite: %s\n%d tests, %d kernels; first run (kernel start, collection, recording) %.1f s; edited: %s\n\n",
 		strings.Join(suite, " "), total, kernels, firstDur.Seconds(), fn)
 
-	lines := strings.SplitAfter(string(orig), "\n")
-	save := func(text string) (ran, error) {
-		t0 := time.Now()
-		if err := os.WriteFile(libPath, []byte(text), 0o644); err != nil {
-			return ran{}, err
-		}
-		select {
-		case r := <-runs:
-			r.took = r.at.Sub(t0)
-			select {
-			case r.why = <-fell:
-			default:
-			}
-			return r, nil
-		case err := <-done:
-			return ran{}, fmt.Errorf("watch ended: %v", err)
-		case <-time.After(5 * time.Minute):
-			return ran{}, fmt.Errorf("no results 5 minutes after a save")
-		}
-	}
-	type row struct {
-		name  string
-		times []time.Duration
-		tests []int
-		why   string
-	}
-	measure := func(name string, n int, edit func(i int) string, wantHot bool) (row, error) {
-		r := row{name: name}
-		for i := range n {
-			res, err := save(edit(i))
-			if err != nil {
-				return r, err
-			}
-			if res.err != nil {
-				return r, fmt.Errorf("%s edit %d: %v", name, i, res.err)
-			}
-			if wantHot && res.why != "" {
-				return r, fmt.Errorf("%s edit %d fell back to the module path: %s", name, i, res.why)
-			}
-			if !wantHot {
-				r.why = res.why
-			}
-			r.times = append(r.times, res.took)
-			n := 0
-			if res.rep != nil {
-				n = len(res.rep.Results)
-				if f := res.rep.Summary().Failing(); f != 0 {
-					return r, fmt.Errorf("%s edit %d: %d failing tests", name, i, f)
-				}
-			}
-			r.tests = append(r.tests, n)
-		}
-		return r, nil
-	}
-	hotEdit := func(i int) string {
-		l := slices.Clone(lines)
-		l[line-1] = fmt.Sprintf("%s_ripple_bench = %d\n", indent, i) + l[line-1]
-		return strings.Join(l, "")
-	}
-	hot, err := measure("hot (function)", edits, hotEdit, true)
+	hot, err := w.measure("hot (function)", edits, p.path, p.hotEdit, true)
 	if err != nil {
 		return err
 	}
-	modEdit := func(i int) string {
-		return string(orig) + fmt.Sprintf("\n_RIPPLE_BENCH = %d\n", i)
-	}
-	mod, err := measure("module (fallback)", fallbacks, modEdit, false)
+	mod, err := w.measure("module (fallback)", fallbacks, p.path, p.moduleEdit, false)
 	if err != nil {
 		return err
 	}
 	cancel()
-	<-done
+	<-w.done
 
+	printTable(total, hot, mod)
+	if exec.Command(python, "-c", "import testmon").Run() != nil {
+		fmt.Println("pytest-testmon: not installed, and Debian has no package of it: not measured")
+	}
+	return nil
+}
+
+// project is the copy of sympy and the library file the edits change.
+type project struct {
+	root   string
+	path   string   // the edited file
+	orig   []byte   // its text before the edits
+	lines  []string // orig's lines, each with its "\n"
+	line   int      // the line (1-based) a hot edit inserts a statement before
+	indent string   // that line's indentation
+}
+
+// copyProject copies python's sympy into a new temporary directory and
+// finds the body of the function fn (path::qualname) in it.
+func copyProject(python, fn string) (*project, error) {
+	out, err := exec.Command(python, "-c", "import sympy, pytest, os; print(os.path.dirname(sympy.__file__))").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s cannot import sympy and pytest (apt install python3-sympy python3-pytest): %w", python, err)
+	}
+	src := strings.TrimSpace(string(out))
+	root, err := os.MkdirTemp("", "ripple-watchtests-")
+	if err != nil {
+		return nil, err
+	}
+	p := &project{root: root}
+	if err := p.load(python, src, fn); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	return p, nil
+}
+
+// load copies src into the project and reads the function fn.
+func (p *project) load(python, src, fn string) error {
+	if err := copyTree(src, filepath.Join(p.root, "sympy")); err != nil {
+		return err
+	}
+	file, qual, _ := strings.Cut(fn, "::")
+	p.path = filepath.Join(p.root, filepath.FromSlash(file))
+	orig, err := os.ReadFile(p.path)
+	if err != nil {
+		return err
+	}
+	p.orig, p.lines = orig, strings.SplitAfter(string(orig), "\n")
+	p.line, p.indent, err = bodyLine(python, p.path, qual)
+	return err
+}
+
+// hotEdit is edit i of the function: one different statement at the top
+// of its body (the tests' outcomes do not change).
+func (p *project) hotEdit(i int) string {
+	l := slices.Clone(p.lines)
+	l[p.line-1] = fmt.Sprintf("%s_ripple_bench = %d\n", p.indent, i) + l[p.line-1]
+	return strings.Join(l, "")
+}
+
+// moduleEdit is edit i of the module: a module-level statement, which the
+// hot path must not patch.
+func (p *project) moduleEdit(i int) string {
+	return string(p.orig) + fmt.Sprintf("\n_RIPPLE_BENCH = %d\n", i)
+}
+
+// watch is batch.Watch running on its own goroutine, its hooks turned
+// into channels.
+type watch struct {
+	runs chan ran    // a Ran or Skipped hook
+	fell chan string // a Fallback hook's reason
+	done chan error  // batch.Watch's result
+}
+
+func startWatch(ctx context.Context, opts batch.Options) *watch {
+	w := &watch{runs: make(chan ran, 4), fell: make(chan string, 4), done: make(chan error, 1)}
+	go func() {
+		w.done <- batch.Watch(ctx, opts, batch.WatchHooks{
+			Ran:      func(rep *batch.Report, err error, _ []string) { w.runs <- ran{rep: rep, err: err, at: time.Now()} },
+			Skipped:  func([]string) { w.runs <- ran{at: time.Now()} },
+			Fallback: func(_ []string, why string) { w.fell <- why },
+		})
+	}()
+	return w
+}
+
+// save writes text to path and waits for the watch's results.
+func (w *watch) save(path, text string) (ran, error) {
+	t0 := time.Now()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return ran{}, err
+	}
+	select {
+	case r := <-w.runs:
+		r.took = r.at.Sub(t0)
+		select {
+		case r.why = <-w.fell:
+		default:
+		}
+		return r, nil
+	case err := <-w.done:
+		return ran{}, fmt.Errorf("watch ended: %v", err)
+	case <-time.After(5 * time.Minute):
+		return ran{}, fmt.Errorf("no results 5 minutes after a save")
+	}
+}
+
+// row is one line of the table: the save-to-results times and the tests
+// re-run of one kind of edit.
+type row struct {
+	name  string
+	times []time.Duration
+	tests []int
+	why   string
+}
+
+// measure saves n edits of path, one after the other's results. wantHot:
+// an edit that falls back to the module path is an error.
+func (w *watch) measure(name string, n int, path string, edit func(i int) string, wantHot bool) (row, error) {
+	r := row{name: name}
+	for i := range n {
+		res, err := w.save(path, edit(i))
+		if err != nil {
+			return r, err
+		}
+		if res.err != nil {
+			return r, fmt.Errorf("%s edit %d: %v", name, i, res.err)
+		}
+		if wantHot && res.why != "" {
+			return r, fmt.Errorf("%s edit %d fell back to the module path: %s", name, i, res.why)
+		}
+		if !wantHot {
+			r.why = res.why
+		}
+		r.times = append(r.times, res.took)
+		n := 0
+		if res.rep != nil {
+			n = len(res.rep.Results)
+			if f := res.rep.Summary().Failing(); f != 0 {
+				return r, fmt.Errorf("%s edit %d: %d failing tests", name, i, f)
+			}
+		}
+		r.tests = append(r.tests, n)
+	}
+	return r, nil
+}
+
+// printTable prints the rows against the suite's total.
+func printTable(total int, hot, mod row) {
 	fmt.Printf("%-18s %6s %8s %8s %8s %12s %8s\n", "path", "edits", "p50_ms", "p99_ms", "max_ms", "tests_rerun", "of")
 	for _, r := range []row{hot, mod} {
 		if len(r.times) == 0 {
@@ -204,10 +269,6 @@ func run(logger *slog.Logger, python string, suite []string, fn string, edits, f
 		fmt.Printf("(module path because: %s)\n", mod.why)
 	}
 	fmt.Println("(save -> results: from the write to the watch's report, 20 ms debounce included; target hot p50 <= 100 ms)")
-	if exec.Command(python, "-c", "import testmon").Run() != nil {
-		fmt.Println("pytest-testmon: not installed, and Debian has no package of it: not measured")
-	}
-	return nil
 }
 
 // bodyLine is the line (1-based) of the first statement of function qual's

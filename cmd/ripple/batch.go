@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ripple-run/ripple/agent"
 	"github.com/ripple-run/ripple/batch"
 )
 
@@ -85,155 +86,230 @@ func (t *timeoutFlag) Set(s string) error {
 	return nil
 }
 
+// runCommand runs `ripple run`. The phases, in order: the command line;
+// the run's options (the project directory, the test selection, the
+// checks of the flags); the agents' coordinator (--agents-listen,
+// --launcher); the shard and the report files; then the run, or the
+// watch with --watch; and the exit status and the reports of what ran.
+// Every usage error exits 2 (pytest's status for it with --tests).
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseRunFlags(args, stderr)
+	if err != nil {
+		return exitWith("run", stderr, err)
+	}
+	opts, err := f.options(stderr)
+	if err != nil {
+		return exitWith("run", stderr, err)
+	}
+	coord, err := f.openAgents(&opts, stderr)
+	if coord != nil {
+		defer coord.Close()
+	}
+	if err != nil {
+		return exitWith("run", stderr, err)
+	}
+	if err := f.checkOutputs(&opts); err != nil {
+		return exitWith("run", stderr, err)
+	}
+	bar := false
+	if fh, ok := stdout.(*os.File); ok {
+		bar = batch.Interactive(fh)
+	}
+	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: f.showValues})
+	if f.watch {
+		return watchTests(ctx, opts, stdout, stderr, bar, f.showValues)
+	}
+	opts.Observer = console
+	rep, err := batch.Run(ctx, opts)
+	return f.finish(rep, err, console, stderr)
+}
+
+// runFlags is ripple run's parsed command line.
+type runFlags struct {
+	entries         entryList
+	timeout         timeoutFlag
+	tests, watch    bool
+	keyword         string // -k
+	markExpr        string // -m
+	kernels         int
+	junit, jsonOut  string
+	failFast        bool
+	splitCollection bool
+	dist            string
+	showValues      bool
+	shard           string
+	python          string
+	logLevel        string
+	launcher        *launcherFlags
+	localKernels    int
+	positional      []string // the project directory and the test selection
+	passThrough     []string // after "--": pytest's own arguments
+}
+
+// parseRunFlags parses ripple run's command line: flags before and after
+// the positional arguments, and what follows "--" for pytest as it is.
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
 	}
-	var (
-		entries entryList
-		timeout timeoutFlag
-	)
-	fs.Var(&entries, "entry", "an entry to run, module:function or module:Class.method (repeatable)")
-	tests := fs.Bool("tests", false, "run the project's tests with pytest in the kernels")
-	watch := fs.Bool("watch", false, "with --tests: keep the kernels warm and, on each save, re-run the tests of the modules that import what changed")
-	keyword := fs.String("k", "", "with --tests: pytest's -k `EXPR` (select tests by name)")
-	markExpr := fs.String("m", "", "with --tests: pytest's -m `MARKEXPR` (select tests by mark)")
-	kernels := fs.Int("kernels", 0, "number of kernels, entries running at once (default: the number of CPUs)")
-	fs.Var(&timeout, "timeout", "time limit of each entry, e.g. 30s (default: none)")
-	junit := fs.String("junit", "", "write a JUnit XML report to `FILE`")
-	jsonOut := fs.String("json", "", "write a JSON report to `FILE`")
-	failFast := fs.Bool("fail-fast", false, "stop at the first failing entry")
-	splitCollection := fs.Bool("split-collection", false, "with --tests and several kernels: each kernel imports only the test modules it runs (faster on heavy suites; a module's import side effects then reach only its kernel's tests)")
-	dist := fs.String("dist", batch.DistLoadFile, "with --tests and several kernels, how tests are grouped over the kernels (pytest-xdist's names): `loadfile` (a module's tests on one kernel, its fixtures set up once, as under pytest), loadscope (a class's tests on one kernel: a module's classes may run on different kernels, each setting up its module fixtures) or load (xdist's default: consecutive chunks of tests to whichever kernel is free, a module's tests on several kernels)")
-	showValues := fs.Bool("show-values", false, "print every statement's value")
-	shardFlag := fs.String("shard", "", "run shard `K/N` of the entries (CI matrix)")
-	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
-	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
-	lf := addLauncherFlags(fs)
-	localKernels := fs.Int("local-kernels", 0, "with --agents-listen or --launcher slurm: local kernels beside the agents' kernels")
+	f := &runFlags{}
+	fs.Var(&f.entries, "entry", "an entry to run, module:function or module:Class.method (repeatable)")
+	fs.BoolVar(&f.tests, "tests", false, "run the project's tests with pytest in the kernels")
+	fs.BoolVar(&f.watch, "watch", false, "with --tests: keep the kernels warm and, on each save, re-run the tests of the modules that import what changed")
+	fs.StringVar(&f.keyword, "k", "", "with --tests: pytest's -k `EXPR` (select tests by name)")
+	fs.StringVar(&f.markExpr, "m", "", "with --tests: pytest's -m `MARKEXPR` (select tests by mark)")
+	fs.IntVar(&f.kernels, "kernels", 0, "number of kernels, entries running at once (default: the number of CPUs)")
+	fs.Var(&f.timeout, "timeout", "time limit of each entry, e.g. 30s (default: none)")
+	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
+	fs.StringVar(&f.jsonOut, "json", "", "write a JSON report to `FILE`")
+	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failing entry")
+	fs.BoolVar(&f.splitCollection, "split-collection", false, "with --tests and several kernels: each kernel imports only the test modules it runs (faster on heavy suites; a module's import side effects then reach only its kernel's tests)")
+	fs.StringVar(&f.dist, "dist", batch.DistLoadFile, "with --tests and several kernels, how tests are grouped over the kernels (pytest-xdist's names): `loadfile` (a module's tests on one kernel, its fixtures set up once, as under pytest), loadscope (a class's tests on one kernel: a module's classes may run on different kernels, each setting up its module fixtures) or load (xdist's default: consecutive chunks of tests to whichever kernel is free, a module's tests on several kernels)")
+	fs.BoolVar(&f.showValues, "show-values", false, "print every statement's value")
+	fs.StringVar(&f.shard, "shard", "", "run shard `K/N` of the entries (CI matrix)")
+	fs.StringVar(&f.python, "python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug (the run's phases and timings), info, warn or error")
+	f.launcher = addLauncherFlags(fs)
+	fs.IntVar(&f.localKernels, "local-kernels", 0, "with --agents-listen or --launcher slurm: local kernels beside the agents' kernels")
 
-	// What follows "--" goes to pytest as it is.
-	var passThrough []string
 	if i := slices.Index(args, "--"); i >= 0 {
-		args, passThrough = args[:i], slices.Clone(args[i+1:])
+		args, f.passThrough = args[:i], slices.Clone(args[i+1:])
 	}
-	// Flags may come before and after the project directory.
-	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return 0
+				return nil, errHelp
 			}
-			return 2
+			return nil, errFlags
 		}
 		if fs.NArg() == 0 {
-			break
+			return f, nil
 		}
-		positional = append(positional, fs.Arg(0))
+		f.positional = append(f.positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "ripple run: %v\n", err)
-		return 2
+}
+
+// options checks the flags against each other and the project directory,
+// and returns the run's options without the agents, the shard and the
+// observer.
+func (f *runFlags) options(stderr io.Writer) (batch.Options, error) {
+	dir, pytestArgs, err := f.selection()
+	if err != nil {
+		return batch.Options{}, err
 	}
-	// The first positional argument is the project directory when it is
-	// one; with --tests the others (and a first that is a file or a node
-	// id) select tests.
-	dir := "."
+	if fi, err := os.Stat(dir); err != nil {
+		return batch.Options{}, usageError("project directory: %v", err)
+	} else if !fi.IsDir() {
+		return batch.Options{}, usageError("project directory %s: not a directory", dir)
+	}
+	opts := batch.Options{Root: dir, Python: f.python, Entries: f.entries, Tests: f.tests, Kernels: f.kernels,
+		Timeout: f.timeout.d, FailFast: f.failFast, ShowValues: f.showValues, PytestArgs: pytestArgs,
+		SplitCollection: f.splitCollection, Dist: f.dist}
+	if f.kernels < 0 {
+		return batch.Options{}, usageError("--kernels %d: want a positive number", f.kernels)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return batch.Options{}, usageError("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return opts, nil
+}
+
+// selection returns the project directory and pytest's arguments. The
+// first positional argument is the project directory when it is one;
+// with --tests the others (and a first that is a file or a node id)
+// select tests, as -k, -m and the arguments after "--" do.
+func (f *runFlags) selection() (dir string, pytestArgs []string, err error) {
+	dir, positional := ".", f.positional
 	if len(positional) > 0 {
-		if fi, err := os.Stat(positional[0]); !*tests || (err == nil && fi.IsDir()) {
+		if fi, err := os.Stat(positional[0]); !f.tests || (err == nil && fi.IsDir()) {
 			dir, positional = positional[0], positional[1:]
 		}
 	}
-	if !*tests && len(positional) > 0 {
-		return fail(fmt.Errorf("want at most one project directory, got %q (test selection needs --tests)", append([]string{dir}, positional...)))
+	if !f.tests && len(positional) > 0 {
+		return "", nil, usageError("want at most one project directory, got %q (test selection needs --tests)", append([]string{dir}, positional...))
 	}
-	if *watch && !*tests {
-		return fail(fmt.Errorf("--watch re-runs tests: it needs --tests"))
+	if f.watch && !f.tests {
+		return "", nil, usageError("--watch re-runs tests: it needs --tests")
 	}
-	if !*tests && (*keyword != "" || *markExpr != "" || len(passThrough) > 0) {
-		return fail(fmt.Errorf("-k, -m and -- PYTEST_ARGS select tests: they need --tests"))
+	if !f.tests && (f.keyword != "" || f.markExpr != "" || len(f.passThrough) > 0) {
+		return "", nil, usageError("-k, -m and -- PYTEST_ARGS select tests: they need --tests")
 	}
-	pytestArgs := slices.Clone(positional)
-	if *keyword != "" {
-		pytestArgs = append(pytestArgs, "-k", *keyword)
+	pytestArgs = slices.Clone(positional)
+	if f.keyword != "" {
+		pytestArgs = append(pytestArgs, "-k", f.keyword)
 	}
-	if *markExpr != "" {
-		pytestArgs = append(pytestArgs, "-m", *markExpr)
+	if f.markExpr != "" {
+		pytestArgs = append(pytestArgs, "-m", f.markExpr)
 	}
-	pytestArgs = append(pytestArgs, passThrough...)
-	if fi, err := os.Stat(dir); err != nil {
-		return fail(fmt.Errorf("project directory: %w", err))
-	} else if !fi.IsDir() {
-		return fail(fmt.Errorf("project directory %s: not a directory", dir))
-	}
-	opts := batch.Options{Root: dir, Python: *python, Entries: entries, Tests: *tests, Kernels: *kernels,
-		Timeout: timeout.d, FailFast: *failFast, ShowValues: *showValues, PytestArgs: pytestArgs,
-		SplitCollection: *splitCollection, Dist: *dist}
-	if *kernels < 0 {
-		return fail(fmt.Errorf("--kernels %d: want a positive number", *kernels))
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fail(fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel))
-	}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// With --agents-listen the entries run on agents' kernels only, and
-	// --kernels is how many the run waits for (default 1).
-	if *localKernels < 0 {
-		return fail(fmt.Errorf("--local-kernels %d: want a positive number", *localKernels))
+	return dir, append(pytestArgs, f.passThrough...), nil
+}
+
+// openAgents opens the agents' coordinator the launcher flags name (nil
+// for local kernels) and puts it in opts. With --agents-listen the
+// entries run on agents' kernels, and --kernels is how many the run
+// waits for (default 1). A coordinator it returns is the caller's to
+// close, also with an error.
+func (f *runFlags) openAgents(opts *batch.Options, stderr io.Writer) (*agent.Coordinator, error) {
+	if f.localKernels < 0 {
+		return nil, usageError("--local-kernels %d: want a positive number", f.localKernels)
 	}
 	// The jobs' agents of a test run (--launcher slurm) import pytest
 	// when their kernels start, while the run waits for them.
 	var preload []string
-	if *tests {
+	if f.tests {
 		preload = []string{"pytest"}
 	}
-	coord, msg := lf.open(dir, *python, *localKernels, true, max(*kernels, 1), preload, opts.Logger)
+	coord, msg := f.launcher.open(opts.Root, f.python, f.localKernels, true, max(f.kernels, 1), preload, opts.Logger)
 	if msg != "" {
-		return fail(errors.New(msg))
+		return nil, usageError("%s", msg)
 	}
-	if coord == nil && *localKernels > 0 {
-		return fail(errors.New("--local-kernels counts local kernels beside the agents': it needs --agents-listen (without it, --kernels counts the kernels)"))
-	}
-	if coord != nil {
-		defer coord.Close()
-		if *watch {
-			return fail(errors.New("--watch over agents (--agents-listen) is not built; watch with local kernels"))
+	if coord == nil {
+		if f.localKernels > 0 {
+			return nil, usageError("--local-kernels counts local kernels beside the agents': it needs --agents-listen (without it, --kernels counts the kernels)")
 		}
-		opts.Agents, opts.LocalKernels = coord, *localKernels
-		printAgentsAddr(stderr, coord)
+		return nil, nil
 	}
-	if *shardFlag != "" {
-		shard, err := batch.ParseShard(*shardFlag)
+	if f.watch {
+		return coord, usageError("--watch over agents (--agents-listen) is not built; watch with local kernels")
+	}
+	opts.Agents, opts.LocalKernels = coord, f.localKernels
+	printAgentsAddr(stderr, coord)
+	return coord, nil
+}
+
+// checkOutputs parses --shard into opts and checks that the report files
+// can be written before anything runs.
+func (f *runFlags) checkOutputs(opts *batch.Options) error {
+	if f.shard != "" {
+		shard, err := batch.ParseShard(f.shard)
 		if err != nil {
-			return fail(err)
+			return usageError("%v", err)
 		}
 		opts.Shard = shard
 	}
-	for _, p := range []struct{ flag, path string }{{"--junit", *junit}, {"--json", *jsonOut}} {
+	for _, p := range []struct{ flag, path string }{{"--junit", f.junit}, {"--json", f.jsonOut}} {
 		if p.path != "" {
 			if err := batch.CheckReportPath(p.flag, p.path); err != nil {
-				return fail(err)
+				return usageError("%v", err)
 			}
 		}
 	}
+	return nil
+}
 
-	bar := false
-	if f, ok := stdout.(*os.File); ok {
-		bar = batch.Interactive(f)
-	}
-	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: *showValues})
-	if *watch {
-		return watchTests(ctx, opts, stdout, stderr, bar, *showValues)
-	}
-	opts.Observer = console
-	rep, err := batch.Run(ctx, opts)
+// finish shows the run's end on the console, writes the reports and
+// returns the exit status (pytest's with --tests): 0 all passed, 1 a
+// failure, 2 an error or (with --tests) an interrupt, 5 no tests, 130
+// after Ctrl-C without --tests.
+func (f *runFlags) finish(rep *batch.Report, err error, console *batch.Console, stderr io.Writer) int {
 	interrupted := 130 // Ctrl-C; pytest's status for it with --tests
-	if *tests {
+	if f.tests {
 		interrupted = 2
 	}
 	if rep == nil {
@@ -242,7 +318,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "ripple run: %v\n", err)
 			return interrupted
 		}
-		return fail(err)
+		return exitWith("run", stderr, usageError("%v", err))
 	}
 	console.Finish(rep)
 	code := 0
@@ -260,14 +336,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case rep.Summary().Failing() > 0:
 		code = 1
 	}
-	if *junit != "" {
-		if err := batch.WriteJUnit(*junit, rep); err != nil {
+	if f.junit != "" {
+		if err := batch.WriteJUnit(f.junit, rep); err != nil {
 			fmt.Fprintf(stderr, "ripple run: %v\n", err)
 			code = max(code, 2)
 		}
 	}
-	if *jsonOut != "" {
-		if err := batch.WriteJSON(*jsonOut, rep); err != nil {
+	if f.jsonOut != "" {
+		if err := batch.WriteJSON(f.jsonOut, rep); err != nil {
 			fmt.Fprintf(stderr, "ripple run: %v\n", err)
 			code = max(code, 2)
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ripple-run/ripple/agent"
 	"github.com/ripple-run/ripple/durable"
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/server"
@@ -28,241 +29,387 @@ const shutdownTimeout = 20 * time.Second
 // serve runs `ripple serve [flags] [PROJECT_DIR]` until ctx is cancelled
 // (SIGINT or SIGTERM, see main), then shuts down gracefully and returns 0.
 // Flags may come before or after the directory.
+//
+// The phases, in order: the flags; the launcher (where kernels come
+// from); the project directory and the token; the state log and the value
+// journal of .ripple/ (moved aside first with --fresh); the engine, and
+// what the state log restores into it; the server and its one line on
+// stdout; then, once ctx ends, the shutdown. A phase that fails stops
+// what the earlier ones started and decides the exit status (exitError).
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return exitWith("serve", stderr, err)
+	}
+	s := &serveSession{
+		flags:  f,
+		stdout: stdout,
+		stderr: stderr,
+		log:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: f.level})),
+	}
+	defer s.close()
+	if err := s.start(ctx); err != nil {
+		return exitWith("serve", stderr, err)
+	}
+	s.announce(ctx)
+	<-ctx.Done()
+	s.shutDown(ctx)
+	return 0
+}
+
+// serveFlags are ripple serve's parsed command line.
+type serveFlags struct {
+	dir        string
+	addr       string
+	token      string // empty: $RIPPLE_TOKEN, else a random one (openProject)
+	origins    []string
+	kernels    int
+	kernelsSet bool // --kernels was given
+	python     string
+	level      slog.Level
+	grace      time.Duration
+	fresh      bool
+	openPage   bool
+	launcher   *launcherFlags
+}
+
+// parseServeFlags parses `ripple serve [flags] [PROJECT_DIR]` and checks
+// the values that need no file system.
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ripple serve [flags] [PROJECT_DIR]\n\nServe PROJECT_DIR (default: the current directory) to IDE clients over a WebSocket.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	addr := fs.String("addr", "127.0.0.1:0", "listen `address` (host:port; port 0 picks a free one)")
-	token := fs.String("token", "", "access `token` clients present (default: $RIPPLE_TOKEN, else 32 random bytes)")
-	var origins []string
+	f := &serveFlags{}
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "listen `address` (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.token, "token", "", "access `token` clients present (default: $RIPPLE_TOKEN, else 32 random bytes)")
 	fs.Func("allow-origin", "also accept browser connections from `origin` (scheme://host[:port]; repeatable)", func(s string) error {
-		origins = append(origins, s)
+		f.origins = append(f.origins, s)
 		return nil
 	})
-	kernels := fs.Int("kernels", 0, "number of kernel processes (default: the number of CPUs)")
-	python := fs.String("python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
+	fs.IntVar(&f.kernels, "kernels", 0, "number of kernel processes (default: the number of CPUs)")
+	fs.StringVar(&f.python, "python", "", "Python `interpreter` (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "info", "log `level` on stderr: debug, info, warn or error")
-	grace := fs.Duration("grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
-	fresh := fs.Bool("fresh", false, "start without the state log and value journal of .ripple/ (moved aside to .ripple/state.db.fresh-TIME and values.db.fresh-TIME, not deleted)")
-	openPage := fs.Bool("open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
-	lf := addLauncherFlags(fs)
+	fs.DurationVar(&f.grace, "grace", 5*time.Minute, "how long a disconnected client's contexts are kept")
+	fs.BoolVar(&f.fresh, "fresh", false, "start without the state log and value journal of .ripple/ (moved aside to .ripple/state.db.fresh-TIME and values.db.fresh-TIME, not deleted)")
+	fs.BoolVar(&f.openPage, "open", false, "open the web page in the browser ($BROWSER, else xdg-open or open)")
+	f.launcher = addLauncherFlags(fs)
 
 	dir, ok := parseInterspersed(fs, args, stderr)
 	if !ok {
-		return 2
+		return nil, errFlags
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "ripple serve: --log-level %q: want debug, info, warn or error\n", *logLevel)
-		return 2
+	f.dir = dir
+	if err := f.level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, usageError("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	if *kernels < 0 {
-		fmt.Fprintf(stderr, "ripple serve: --kernels %d: want a positive number (or 0 for the number of CPUs)\n", *kernels)
-		return 2
+	if f.kernels < 0 {
+		return nil, usageError("--kernels %d: want a positive number (or 0 for the number of CPUs)", f.kernels)
 	}
-	if *grace <= 0 {
-		fmt.Fprintf(stderr, "ripple serve: --grace %v: want a positive duration\n", *grace)
-		return 2
+	if f.grace <= 0 {
+		return nil, usageError("--grace %v: want a positive duration", f.grace)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	kernelsSet := false
-	fs.Visit(func(f *flag.Flag) { kernelsSet = kernelsSet || f.Name == "kernels" })
-	coord, msg := lf.open(dir, *python, *kernels, kernelsSet, 0, nil, log)
+	fs.Visit(func(fl *flag.Flag) { f.kernelsSet = f.kernelsSet || fl.Name == "kernels" })
+	return f, nil
+}
+
+// serveSession is one ripple serve: what its phases open, in the order
+// they open it. It lives on serve's goroutine only.
+type serveSession struct {
+	flags          *serveFlags
+	stdout, stderr io.Writer
+	log            *slog.Logger
+
+	coord    *agent.Coordinator // nil for local kernels
+	launcher engine.Launcher    // coord, or nil (a nil interface) for local kernels
+	kernels  int                // --kernels, or the coordinator's size
+	root     string             // the project directory, absolute
+	token    string
+
+	stateLog engine.StateLog // nil when .ripple/ cannot hold one
+	closeLog func() error    // closes stateLog; nil without one
+	saved    durable.State   // what the state log restores
+	values   string          // the value journal's path; empty: values are not kept
+
+	eng  *engine.Engine
+	srv  *server.Server
+	page string // the web page's URL
+}
+
+// start runs the phases up to a serving server. On an error, what it
+// started is stopped again (close releases the rest).
+func (s *serveSession) start(ctx context.Context) error {
+	if err := s.openLauncher(); err != nil {
+		return err
+	}
+	if err := s.openProject(); err != nil {
+		return err
+	}
+	if s.flags.fresh {
+		if err := s.moveStateAside(); err != nil {
+			return err
+		}
+	}
+	if err := s.openStateLog(); err != nil {
+		return err
+	}
+	s.openValueJournal()
+	if err := s.startEngine(ctx); err != nil {
+		return err
+	}
+	s.restore()
+	return s.startServer(ctx)
+}
+
+// close releases what start opened and shutDown does not stop: the state
+// log, then the launcher.
+func (s *serveSession) close() {
+	if s.closeLog != nil {
+		s.closeLog()
+	}
+	if s.coord != nil {
+		s.coord.Close()
+	}
+}
+
+// openLauncher opens the launcher --launcher names (local kernels: none).
+func (s *serveSession) openLauncher() error {
+	f := s.flags
+	coord, msg := f.launcher.open(f.dir, f.python, f.kernels, f.kernelsSet, 0, nil, s.log)
 	if msg != "" {
-		fmt.Fprintf(stderr, "ripple serve: %s\n", msg)
-		return exitUsage
+		return usageError("%s", msg)
 	}
-	var launcher engine.Launcher
+	s.kernels = f.kernels
 	if coord != nil {
-		defer coord.Close()
-		launcher, *kernels = coord, coord.Size()
-		printAgentsAddr(stderr, coord)
+		s.coord, s.launcher, s.kernels = coord, coord, coord.Size()
+		printAgentsAddr(s.stderr, coord)
 	}
+	return nil
+}
 
-	root, err := projectDir(dir)
+// openProject checks the project directory and settles the token.
+func (s *serveSession) openProject() error {
+	root, err := projectDir(s.flags.dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "ripple serve: project directory %s: %v\n", dir, err)
-		return exitUsage
+		return usageError("project directory %s: %v", s.flags.dir, err)
 	}
-	if *token == "" {
-		*token = os.Getenv("RIPPLE_TOKEN")
+	s.root = root
+	s.token = s.flags.token
+	if s.token == "" {
+		s.token = os.Getenv("RIPPLE_TOKEN")
 	}
-	if *token == "" {
-		*token = randomToken()
+	if s.token == "" {
+		s.token = randomToken()
 	}
+	return nil
+}
 
-	// The state log (issue 16): every acknowledged buffer change is in
-	// .ripple/state.db before its reply; the buffers come back at start.
-	stateDir := filepath.Join(root, ".ripple")
-	if *fresh {
-		// Never move aside the log of a server that is running: opening it
-		// first tells (ErrLocked); it is closed again before the rename.
-		if l, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")}); errors.Is(err, durable.ErrLocked) {
-			fmt.Fprintf(stderr, "ripple serve: --fresh: %v (is another ripple serve running on %s?)\n", err, root)
-			return 1
-		} else if err == nil {
-			l.Close()
-		}
-		aside, err := durable.MoveAside(stateDir, "fresh")
-		if err != nil {
-			fmt.Fprintf(stderr, "ripple serve: --fresh: moving the state log aside: %v\n", err)
-			return 1
-		}
-		if aside != "" {
-			log.Info("starting fresh; the previous state log is kept", "in", aside)
-		}
-		aside, err = durable.MoveValuesAside(stateDir, "fresh")
-		if err != nil {
-			fmt.Fprintf(stderr, "ripple serve: --fresh: moving the value journal aside: %v\n", err)
-			return 1
-		}
-		if aside != "" {
-			log.Info("starting fresh; the previous value journal is kept", "in", aside)
-		}
+// stateDir is where the state log and the value journal live.
+func (s *serveSession) stateDir() string { return filepath.Join(s.root, ".ripple") }
+
+// durableOptions are the state log's options.
+func (s *serveSession) durableOptions() durable.Options {
+	return durable.Options{Logger: s.log.With("component", "durable")}
+}
+
+// moveStateAside is --fresh: the state log and the value journal are
+// moved aside (kept, not deleted), unless another server holds them.
+func (s *serveSession) moveStateAside() error {
+	// Never move aside the log of a server that is running: opening it
+	// first tells (ErrLocked); it is closed again before the rename.
+	if l, _, err := durable.Open(s.stateDir(), s.durableOptions()); errors.Is(err, durable.ErrLocked) {
+		return runError("--fresh: %v (is another ripple serve running on %s?)", err, s.root)
+	} else if err == nil {
+		l.Close()
 	}
-	// Another server on the project would interleave its changes with
-	// ours: refused. A state directory that cannot be used at all (a
-	// read-only project) costs durability, not the server: one warning.
-	var stateLog engine.StateLog
-	var saved durable.State
-	switch l, _, err := durable.Open(stateDir, durable.Options{Logger: log.With("component", "durable")}); {
+	aside, err := durable.MoveAside(s.stateDir(), "fresh")
+	if err != nil {
+		return runError("--fresh: moving the state log aside: %v", err)
+	}
+	if aside != "" {
+		s.log.Info("starting fresh; the previous state log is kept", "in", aside)
+	}
+	aside, err = durable.MoveValuesAside(s.stateDir(), "fresh")
+	if err != nil {
+		return runError("--fresh: moving the value journal aside: %v", err)
+	}
+	if aside != "" {
+		s.log.Info("starting fresh; the previous value journal is kept", "in", aside)
+	}
+	return nil
+}
+
+// openStateLog opens the state log: every acknowledged buffer change is
+// in .ripple/state.db before its reply, and the buffers come back at
+// start. Another server on the project would interleave its changes with
+// ours: refused. A state directory that cannot be used at all (a
+// read-only project) costs durability, not the server: one warning.
+func (s *serveSession) openStateLog() error {
+	l, _, err := durable.Open(s.stateDir(), s.durableOptions())
+	switch {
 	case errors.Is(err, durable.ErrLocked):
-		fmt.Fprintf(stderr, "ripple serve: %v (is another ripple serve running on %s?)\n", err, root)
-		return 1
+		return runError("%v (is another ripple serve running on %s?)", err, s.root)
 	case err != nil:
-		log.Warn("no state log: unsaved buffers and contexts will not survive a crash", "err", err)
-	default:
-		defer l.Close()
-		if saved, err = l.Load(); err != nil {
-			fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-			return 1
-		}
-		stateLog = l
+		s.log.Warn("no state log: unsaved buffers and contexts will not survive a crash", "err", err)
+		return nil
 	}
-	// The value journal (issue 16) lives next to the log, and only where
-	// the log could be opened: the directory is usable and ours alone.
-	var values string
-	if stateLog != nil {
-		values = filepath.Join(stateDir, durable.ValuesFileName)
-		if aside, err := durable.CheckValues(stateDir); aside != "" {
-			log.Warn("value journal moved aside; values are computed again", "err", err)
-		} else if err != nil {
-			log.Warn("value journal unusable; values are not kept", "err", err)
-			values = ""
-		}
+	s.closeLog = l.Close
+	if s.saved, err = l.Load(); err != nil {
+		return runError("%v", err)
 	}
+	s.stateLog = l
+	return nil
+}
 
+// openValueJournal settles the value journal, which lives next to the
+// state log, and only where the log could be opened: the directory is
+// usable and ours alone.
+func (s *serveSession) openValueJournal() {
+	if s.stateLog == nil {
+		return
+	}
+	s.values = filepath.Join(s.stateDir(), durable.ValuesFileName)
+	if aside, err := durable.CheckValues(s.stateDir()); aside != "" {
+		s.log.Warn("value journal moved aside; values are computed again", "err", err)
+	} else if err != nil {
+		s.log.Warn("value journal unusable; values are not kept", "err", err)
+		s.values = ""
+	}
+}
+
+// startEngine creates and starts the engine, and says on stderr which
+// Python runs the project (stdout's first line is the URL line IDEs
+// read).
+func (s *serveSession) startEngine(ctx context.Context) error {
 	eng, err := engine.New(ctx, engine.Config{
-		Root:            root,
-		Python:          *python,
-		Kernels:         *kernels,
-		Launcher:        launcher,
-		Logger:          log.With("component", "engine"),
-		DisconnectGrace: *grace,
+		Root:            s.root,
+		Python:          s.flags.python,
+		Kernels:         s.kernels,
+		Launcher:        s.launcher,
+		Logger:          s.log.With("component", "engine"),
+		DisconnectGrace: s.flags.grace,
 		Watch:           true,
-		StateLog:        stateLog,
-		ValueJournal:    values,
+		StateLog:        s.stateLog,
+		ValueJournal:    s.values,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-		return 1
+		return runError("%v", err)
 	}
-	// Shutdown runs on its own context: ctx is already cancelled by then.
-	shutdown := func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		if err := eng.Stop(sctx); err != nil {
-			log.Error("engine stop", "err", err)
-		}
-	}
+	s.eng = eng
 	if err := eng.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-		shutdown()
-		return 1
+		s.stopEngine(ctx)
+		return runError("%v", err)
 	}
-	restored, err := eng.RestoreBuffers(saved)
+	return nil
+}
+
+// restore brings back the buffers and contexts the state log kept (after
+// a crash), each named in the log.
+func (s *serveSession) restore() {
+	restored, err := s.eng.RestoreBuffers(s.saved)
 	for _, p := range restored {
-		log.Info("unsaved buffer restored from the state log", "path", p)
+		s.log.Info("unsaved buffer restored from the state log", "path", p)
 	}
 	if err != nil {
-		log.Warn("state log: some buffers not restored", "err", err)
+		s.log.Warn("state log: some buffers not restored", "err", err)
 	}
-	ctxs, err := eng.RestoreContexts(saved)
+	ctxs, err := s.eng.RestoreContexts(s.saved)
 	for _, id := range ctxs {
-		log.Info("context restored from the state log", "context", id)
+		s.log.Info("context restored from the state log", "context", id)
 	}
 	if err != nil {
-		log.Warn("state log: some contexts not restored", "err", err)
+		s.log.Warn("state log: some contexts not restored", "err", err)
 	}
-	// Which Python runs the project: on stderr, stdout's first line is
-	// the URL line IDEs read.
-	py := eng.Python()
-	fmt.Fprintf(stderr, "ripple: python %s at %s\n", py.Version, py.Path)
-	srv, err := server.New(eng, server.Config{
-		Addr:         *addr,
-		Token:        *token,
-		AllowOrigins: origins,
+	py := s.eng.Python()
+	fmt.Fprintf(s.stderr, "ripple: python %s at %s\n", py.Version, py.Path)
+}
+
+// startServer starts the WebSocket server and settles the web page's URL.
+func (s *serveSession) startServer(ctx context.Context) error {
+	srv, err := server.New(s.eng, server.Config{
+		Addr:         s.flags.addr,
+		Token:        s.token,
+		AllowOrigins: s.flags.origins,
 		Web:          web.Handler(),
-		Logger:       log.With("component", "server"),
+		Logger:       s.log.With("component", "server"),
 	})
 	if err == nil {
 		err = srv.Start(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-		shutdown()
-		return 1
+		s.stopEngine(ctx)
+		return runError("%v", err)
 	}
 	page, err := web.PageURL(srv.URL())
 	if err != nil {
-		fmt.Fprintf(stderr, "ripple serve: %v\n", err)
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		sctx, cancel := shutdownContext(ctx)
 		_ = srv.Stop(sctx)
 		cancel()
-		shutdown()
-		return 1
+		s.stopEngine(ctx)
+		return runError("%v", err)
 	}
-	// One line (PROTOCOL.md 1): the WebSocket URL for IDEs, then the page
-	// for a browser; both end at a space or the line's end.
-	fmt.Fprintf(stdout, "ripple: serving %s at %s and the web page at %s\n", root, srv.URL(), page)
-	// The page's URL again on a line of its own, for terminals that make
-	// a URL clickable only when nothing is glued to it.
-	fmt.Fprintln(stdout, page)
-	if *openPage {
-		if err := openBrowser(ctx, page); err != nil {
-			log.Warn("could not open the web page", "url", page, "err", err)
+	s.srv, s.page = srv, page
+	return nil
+}
+
+// announce prints the line IDEs read (PROTOCOL.md 1): the WebSocket URL,
+// then the page for a browser, both ending at a space or the line's end;
+// then the page's URL again on a line of its own, for terminals that make
+// a URL clickable only when nothing is glued to it. With --open, the page
+// opens in the browser.
+func (s *serveSession) announce(ctx context.Context) {
+	fmt.Fprintf(s.stdout, "ripple: serving %s at %s and the web page at %s\n", s.root, s.srv.URL(), s.page)
+	fmt.Fprintln(s.stdout, s.page)
+	if s.flags.openPage {
+		if err := openBrowser(ctx, s.page); err != nil {
+			s.log.Warn("could not open the web page", "url", s.page, "err", err)
 		}
 	}
+}
 
-	<-ctx.Done()
-	log.Info("shutting down", "cause", context.Cause(ctx))
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+// shutDown stops the clients first (their calls are answered, they get
+// 1001), keeps the unsaved buffers for recovery, then stops the engine
+// (running jobs cancelled, kernels stopped).
+func (s *serveSession) shutDown(ctx context.Context) {
+	s.log.Info("shutting down", "cause", context.Cause(ctx))
+	sctx, cancel := shutdownContext(ctx)
 	defer cancel()
-	// Clients first (their calls are answered, they get 1001), then the
-	// engine (running jobs cancelled, kernels stopped).
-	if err := srv.Stop(sctx); err != nil {
-		log.Error("server stop", "err", err)
+	if err := s.srv.Stop(sctx); err != nil {
+		s.log.Error("server stop", "err", err)
 	}
 	// Unsaved buffers are kept, not dropped (PROTOCOL.md 7.4): one warning
 	// line per file, and text/openFile offers them back next time.
-	kept, err := eng.KeepUnsaved()
+	kept, err := s.eng.KeepUnsaved()
 	for _, p := range kept {
-		log.Warn("unsaved changes kept for recovery", "path", p, "in", filepath.Join(workspace.RecoveryDir, p+".json"))
+		s.log.Warn("unsaved changes kept for recovery", "path", p, "in", filepath.Join(workspace.RecoveryDir, p+".json"))
 	}
 	if err != nil {
-		log.Error("keeping unsaved changes", "err", err)
+		s.log.Error("keeping unsaved changes", "err", err)
 	}
 	// Those kept are offered back by 7.4 now, not restored by the state
 	// log (which restores buffers as they were only after a crash).
-	if err := eng.ForgetBuffers(sctx, kept); err != nil {
-		log.Error("state log", "err", err)
+	if err := s.eng.ForgetBuffers(sctx, kept); err != nil {
+		s.log.Error("state log", "err", err)
 	}
-	shutdown()
-	log.Info("stopped")
-	return 0
+	s.stopEngine(ctx)
+	s.log.Info("stopped")
+}
+
+// stopEngine stops the engine gracefully, within shutdownTimeout.
+func (s *serveSession) stopEngine(ctx context.Context) {
+	sctx, cancel := shutdownContext(ctx)
+	defer cancel()
+	if err := s.eng.Stop(sctx); err != nil {
+		s.log.Error("engine stop", "err", err)
+	}
+}
+
+// shutdownContext bounds a stop by shutdownTimeout. It does not end with
+// ctx: by the time serve stops anything, ctx is usually cancelled.
+func shutdownContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 }
 
 // parseInterspersed parses flags that may come before and after the one

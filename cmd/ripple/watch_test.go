@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/watchview"
 )
@@ -26,9 +27,8 @@ import (
 // a real kernel, real files changed from outside as an editor would; in
 // --json mode over pipes, and in the text form through a pseudo-terminal.
 
-// waitLimit only guards against a hang; no test depends on how fast
-// anything happens.
-const waitLimit = 60 * time.Second
+// Waits end at testenv.Deadline: it only guards against a hang; no test
+// depends on how fast anything happens.
 
 const watchMain = `from helper import foo
 
@@ -99,17 +99,12 @@ func kernelsIn(dir string) []string {
 // exited (polled: the last kernel may be in its final exit).
 func expectNoKernels(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		left := kernelsIn(dir)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("processes left running in %s after ripple watch exited: %v", dir, left)
-			return
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition
+	var left []string
+	if !testenv.Poll(testenv.Deadline(t), func() bool {
+		left = kernelsIn(dir)
+		return len(left) == 0
+	}) {
+		t.Errorf("processes left running in %s after ripple watch exited: %v", dir, left)
 	}
 }
 
@@ -161,7 +156,7 @@ func (p *process) exitCode(t *testing.T, shows func() string) int {
 	t.Helper()
 	select {
 	case <-p.done:
-	case <-time.After(waitLimit):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		p.quit()
 		t.Fatalf("ripple watch did not exit; it printed (goroutines dumped by SIGQUIT at the end):\n%s", shows())
 	}
@@ -214,10 +209,10 @@ func startJSONWatch(t *testing.T, args ...string) *jsonWatch {
 }
 
 // next returns the next event matching match, failing on a bad line, on
-// the end of output and after waitLimit.
+// the end of output and at testenv.Deadline.
 func (w *jsonWatch) next(what string, match func(ev watchview.Event) bool) watchview.Event {
 	w.t.Helper()
-	timeout := time.After(waitLimit)
+	timeout := time.After(time.Until(testenv.Deadline(w.t)))
 	for {
 		select {
 		case ev, ok := <-w.events:
@@ -500,12 +495,8 @@ func TestWatchInProcessStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() { done <- run(ctx, []string{"watch", "--json", dir}, out, &errOut) }()
-	deadline := time.Now().Add(waitLimit)
-	for !strings.Contains(out.String(), `"event":"complete"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete event; stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
+	if !testenv.Poll(testenv.Deadline(t), func() bool { return strings.Contains(out.String(), `"event":"complete"`) }) {
+		t.Fatalf("no complete event; stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
 	cancel()
 	if code := <-done; code != 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,13 +109,15 @@ func startTTYWatch(t *testing.T, cols int, args ...string) *ttyWatch {
 // the offset just past it.
 func (w *ttyWatch) waitFor(from int, s string) int {
 	w.t.Helper()
-	stop := time.AfterFunc(waitLimit, func() {
+	// The reader broadcasts on every read; this wakes the wait once more at
+	// the deadline.
+	deadline := testenv.Deadline(w.t)
+	stop := time.AfterFunc(time.Until(deadline), func() {
 		w.mu.Lock()
 		w.cond.Broadcast()
 		w.mu.Unlock()
 	})
 	defer stop.Stop()
-	deadline := time.Now().Add(waitLimit)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
@@ -246,14 +249,10 @@ func TestWatchNoColourOffTerminal(t *testing.T) {
 	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	must(t, cmd.Start())
-	deadline := time.Now().Add(waitLimit)
-	for !strings.Contains(out.String(), "return") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("no table:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition
+	if !testenv.Poll(testenv.Deadline(t), func() bool { return strings.Contains(out.String(), "return") }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no table:\n%s", out.String())
 	}
 	must(t, cmd.Process.Signal(os.Interrupt))
 	if err := cmd.Wait(); err != nil {

@@ -1,7 +1,8 @@
 // Package enginetest starts real engines for tests outside the engine
 // package (the engine's own tests, the end-to-end tests over a WebSocket)
-// and holds the example program of issue 4's acceptance scenarios, so that
-// every suite drives the same files.
+// and holds the acceptance scenarios (scenarios.go): their project files
+// and their steps and assertions, written once as a table that each suite
+// runs through its own Driver (the engine's Go API, the WebSocket).
 package enginetest
 
 import (

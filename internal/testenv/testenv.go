@@ -35,14 +35,15 @@ func InCI() bool {
 // NeedOrSkip skips t with the message when not under CI, and fails it
 // there: CI installs every requirement, so missing one is a broken set-up,
 // not a reason to skip. The message should say what is missing and what
-// installs it.
+// installs it. A skip says so loudly ("SKIPPED, NOT RUN"): a test that
+// did not run must not pass unnoticed in a -v log.
 func NeedOrSkip(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if InCI() {
 		t.Fatalf("%s (required under CI)", msg)
 	}
-	t.Skip(msg)
+	t.Skip("SKIPPED, NOT RUN: " + msg)
 }
 
 // Deadline is the time a wait in t should give up: the earlier of the
@@ -95,7 +96,15 @@ func EventuallyWithin(t testing.TB, timeout time.Duration, what string, cond fun
 // deadline passes (false). For waits outside a test's goroutine, where
 // t.Fatal must not be called.
 func Poll(deadline time.Time, cond func() bool) bool {
-	tick := time.NewTicker(pollInterval)
+	return PollEvery(deadline, pollInterval, cond)
+}
+
+// PollEvery is Poll checking cond every interval instead of every few
+// milliseconds: for a condition that costs a request to a server or a
+// process to run, which a tight loop would turn into load on a shared
+// machine.
+func PollEvery(deadline time.Time, interval time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for !cond() {
 		if !time.Now().Before(deadline) {

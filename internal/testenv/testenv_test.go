@@ -35,3 +35,14 @@ func TestInCI(t *testing.T) {
 		}
 	}
 }
+
+func TestPollEveryChecksUntilTrue(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	if !testenv.PollEvery(testenv.Deadline(t), 5*time.Millisecond, func() bool { return n.Add(1) >= 3 }) {
+		t.Fatal("PollEvery gave up on a condition that holds on the third check")
+	}
+	if testenv.PollEvery(time.Now().Add(20*time.Millisecond), 5*time.Millisecond, func() bool { return false }) {
+		t.Fatal("PollEvery reported a condition that never held")
+	}
+}

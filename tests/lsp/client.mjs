@@ -1,6 +1,6 @@
 // client.mjs drives `ripple lsp` with vscode-languageserver-protocol, the
-// library VS Code's own LSP client is built on, through the scenario of
-// issue 15: first run's hints, an edit that re-runs only its dependents, a
+// library VS Code's own LSP client is built on, through the editor
+// scenario (the one nvim_test.lua runs too): first run's hints, an edit that re-runs only its dependents, a
 // Panic diagnostic that appears and clears, a code lens that enters a call
 // and goes back, an interrupt (with work-done progress), a kernel restart,
 // bad commands, and an emoji before a statement on the same line.

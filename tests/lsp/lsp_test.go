@@ -4,7 +4,7 @@
 // on (client.mjs, run by node). Both drive the real binary over stdio on a
 // copy of testdata/live with real python3 kernels. Neovim, node and the npm
 // packages are installed by .ci/run; without them the tests skip locally
-// and fail when CI=true.
+// and fail under CI.
 package lsp
 
 import (
@@ -19,27 +19,20 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/internal/leakcheck"
+	"github.com/ripple-run/ripple/internal/testenv"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// need returns the path of tool, or skips the test (fails it under CI=true,
+// need returns the path of tool, or skips the test (fails it under CI,
 // where .ci/run has installed it).
 func need(t *testing.T, tool, install string) string {
 	t.Helper()
 	p, err := exec.LookPath(tool)
 	if err != nil {
-		missing(t, "%s needs %s on PATH (%s): %v", t.Name(), tool, install, err)
+		testenv.NeedOrSkip(t, "%s needs %s on PATH (%s): %v", t.Name(), tool, install, err)
 	}
 	return p
-}
-
-func missing(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but: "+format, args...)
-	}
-	t.Skipf("SKIPPED, NOT RUN: "+format, args...)
 }
 
 // ripple builds the binary (with -race when the tests run under it).
@@ -89,7 +82,7 @@ func runClient(t *testing.T, cmd *exec.Cmd) string {
 func TestVSCodeClient(t *testing.T) {
 	node := need(t, "node", "apt-get install nodejs; bash .ci/run does it")
 	if _, err := os.Stat(filepath.Join("node_modules", "vscode-languageserver-protocol", "package.json")); err != nil {
-		missing(t, "%s needs vscode-languageserver-protocol (npm ci in tests/lsp; bash .ci/run does it): %v", t.Name(), err)
+		testenv.NeedOrSkip(t, "%s needs vscode-languageserver-protocol (npm ci in tests/lsp; bash .ci/run does it): %v", t.Name(), err)
 	}
 	bin := ripple(t)
 	for _, enc := range []string{"utf-32", "utf-16"} {

@@ -17,6 +17,7 @@ import (
 	lsproto "go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 	"github.com/ripple-run/ripple/workspace"
@@ -131,8 +132,11 @@ func TestServeSharesTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The editor's main:main context is on the engine the WebSocket serves.
+	// (The context is created at initialized, which is a notification:
+	// ask until it is there.)
+	deadline, _ := ctx.Deadline()
 	var shared protocol.ContextID
-	for shared == "" {
+	if !testenv.PollEvery(deadline, 20*time.Millisecond, func() bool {
 		var st protocol.RuntimeStatusResult
 		if err := ws.Call(ctx, protocol.MethodRuntimeStatus, struct{}{}, &st); err != nil {
 			t.Fatal(err)
@@ -142,13 +146,9 @@ func TestServeSharesTheEngine(t *testing.T) {
 				shared = k.Contexts[0]
 			}
 		}
-		if shared == "" {
-			select { // the context is created at initialized, which is a notification
-			case <-ctx.Done():
-				t.Fatal("no context in runtime/status")
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		return shared != ""
+	}) {
+		t.Fatal("no context in runtime/status")
 	}
 	if err := ws.Call(ctx, protocol.MethodCreateContext, protocol.CreateContextParams{ContextID: shared}, nil); err != nil {
 		t.Fatalf("join the editor's context: %v", err)
@@ -180,27 +180,21 @@ func TestServeSharesTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// (The recompute may still be running: ask until the run is over.)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		hs, err := server.InlayHint(ctx, &lsproto.InlayHintParams{TextDocument: lsproto.TextDocumentIdentifier{URI: doc}, Range: lsproto.Range{End: lsproto.Position{Line: 100}}})
+	var hs []lsproto.InlayHint
+	if !testenv.PollEvery(deadline, 20*time.Millisecond, func() bool {
+		var err error
+		hs, err = server.InlayHint(ctx, &lsproto.InlayHintParams{TextDocument: lsproto.TextDocumentIdentifier{URI: doc}, Range: lsproto.Range{End: lsproto.Position{Line: 100}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
 		for _, h := range hs {
 			if l, _ := h.Label.(lsproto.String); h.Position.Line == 7 && strings.HasSuffix(string(l), " 24") {
-				found = true
+				return true
 			}
 		}
-		if found {
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("the editor's hints lack d = 24: %+v", hs)
-		}
+		return false
+	}) {
+		t.Fatalf("the editor's hints lack d = 24: %+v", hs)
 	}
 
 	// An edit in the page (another client of the same buffer) reaches the

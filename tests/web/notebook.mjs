@@ -1,4 +1,4 @@
-// Browser test of what notebook users expect (issue 14), driven by
+// Browser test of what notebook users expect, driven by
 // web_test.go's TestBrowserNotebook: `ripple serve --python
 // /usr/bin/python3` on a script project (main.py without a main function,
 // matplotlib and pandas), then

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/workspace"
 )
 
@@ -32,7 +33,8 @@ func chromiumPath() string {
 	return "/usr/bin/chromium"
 }
 
-// needNode returns the node binary, or skips the test loudly.
+// needNode returns the node binary, or skips the test loudly, under CI
+// too: .ci/run installs node when it can and says so when it cannot.
 func needNode(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -315,20 +317,23 @@ func TestBrowser(t *testing.T) {
 // waitPageURL waits for the start line and returns the page URL in it.
 func waitPageURL(ctx context.Context, t *testing.T, stdout *syncbuf.Buffer, exited <-chan error) string {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	deadline, _ := ctx.Deadline()
+	var page string
+	if !testenv.PollEvery(deadline, 10*time.Millisecond, func() bool {
 		if m := pageLine.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
+			page = m[1]
+			return true
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("ripple serve exited (%v) before its start line; stdout %q", err, stdout.String())
-		case <-ctx.Done():
-			t.Fatalf("no start line with a page URL; stdout %q", stdout.String())
-		case <-tick.C:
+		default:
 		}
+		return false
+	}) {
+		t.Fatalf("no start line with a page URL; stdout %q", stdout.String())
 	}
+	return page
 }
 
 // descendants returns the live processes below pid (from /proc).
@@ -373,23 +378,18 @@ func parent(pid int) (int, bool) {
 // waitGone waits until none of pids is alive.
 func waitGone(ctx context.Context, t *testing.T, pids []int) {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var left []int
+	deadline, _ := ctx.Deadline()
+	var left []int
+	if !testenv.PollEvery(deadline, 10*time.Millisecond, func() bool {
+		left = left[:0]
 		for _, pid := range pids {
 			if _, alive := parent(pid); alive {
 				left = append(left, pid)
 			}
 		}
-		if len(left) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("processes %v outlived ripple serve", left)
-		case <-tick.C:
-		}
+		return len(left) == 0
+	}) {
+		t.Fatalf("processes %v outlived ripple serve", left)
 	}
 }
 
@@ -417,7 +417,7 @@ def double(x):
 `,
 }
 
-// TestBrowserNotebook runs notebook.mjs (issue 14) against `ripple serve`
+// TestBrowserNotebook runs notebook.mjs against `ripple serve`
 // on Debian's python3 (matplotlib, pandas): a script project, output under
 // its statement, a plot inline, a DataFrame table, autosave, a click right
 // of a line's end, a call with arguments, 1024 and 1440 px screenshots
@@ -428,10 +428,7 @@ func TestBrowserNotebook(t *testing.T) {
 	needBrowser(t)
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import matplotlib, pandas").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s lacks matplotlib or pandas (.ci/run installs them): %v", python, err)
-		}
-		t.Skipf("SKIPPED, NOT RUN: %s lacks matplotlib or pandas: %v", python, err)
+		testenv.NeedOrSkip(t, "%s lacks matplotlib or pandas (.ci/run installs them): %v", python, err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

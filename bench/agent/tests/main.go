@@ -1,6 +1,6 @@
 // Command tests times `ripple run --tests` over runtime agents against the
 // same run on local kernels, in one invocation, and prints one table
-// (issue 17's target: efficiency >= 85% of the ideal over 4 agents x 2
+// (the target: efficiency >= 85% of the ideal over 4 agents x 2
 // kernels). It builds cmd/ripple, writes a suite of -tests tests sleeping
 // -sleep each (modules of -per-module tests: ripple hands a module's
 // tests to one kernel, so a suite needs more modules than kernels), and

@@ -3,12 +3,14 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ripple-run/ripple/contexts"
 	"github.com/ripple-run/ripple/engine"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -90,17 +92,11 @@ func TestFastRunIsNotLeftQueued(t *testing.T) {
 // assertion) for the end of a run of id after mark; false if none came.
 func (r *recorder) ended(from int, id protocol.ContextID) bool {
 	end := isEnd(id)
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	return testenv.Poll(time.Now().Add(time.Minute), func() bool {
 		r.mu.Lock()
-		for _, n := range r.notes[from:] {
-			if end(n) {
-				r.mu.Unlock()
-				return true
-			}
-		}
-		r.mu.Unlock()
-	}
-	return false
+		defer r.mu.Unlock()
+		return slices.ContainsFunc(r.notes[from:], end)
+	})
 }
 
 // An unknown expression id is 2008 also while the context's first run is

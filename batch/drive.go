@@ -1,0 +1,147 @@
+package batch
+
+// drive: the last phase of a test run. The workers run the queue, the
+// pool's goroutine hands their results to the report until every worker
+// ended, and the entries left without a result are told why they did not
+// run.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// drive runs the queued groups of t on the workers ws, whose sessions are
+// open, hands the results to c until every worker ended, and completes
+// what did not run (skipped when the run was stopped, crashed when no
+// kernel was left to run it). Its error wraps ErrInterrupted or
+// ErrStopped when the run was stopped so.
+func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *completer) error {
+	t.running = true
+	done := t.startWorkers(ctx, runCtx, ws)
+	reason := t.gather(ctx, c, done)
+	interruptedBy, reason := workersStop(ws, reason, c.report)
+	err := t.completeNotRun(c, reason, interruptedBy)
+	c.report.Duration = time.Since(c.started)
+	return err
+}
+
+// startWorkers runs each worker's loop on a goroutine of its own (then
+// stops its kernel, unless the run keeps them); done is closed once every
+// one ended.
+func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (done <-chan struct{}) {
+	ended := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(runCtx)
+			if !t.flags.keep {
+				w.stopKernel(ctx)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(ended)
+	}()
+	return ended
+}
+
+// gather hands the workers' results to c until done, stopping the run at
+// the first failure under --fail-fast and when ctx ends (Ctrl-C). It
+// returns why it stopped the run (nil: it did not).
+func (t *testRun) gather(ctx context.Context, c *completer, done <-chan struct{}) error {
+	var tick <-chan time.Time
+	if t.opts.Observer != nil {
+		tk := time.NewTicker(progressInterval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	var reason error
+	interrupt := ctx.Done()
+	for {
+		select {
+		case ir := <-t.results:
+			c.complete(ir.i, ir.r)
+			if ir.r.Status.Failing() && t.opts.FailFast && reason == nil {
+				c.report.StoppedEarly = true
+				reason = errFailFast
+				t.stop(errFailFast)
+			}
+		case <-interrupt:
+			interrupt = nil
+			if reason == nil {
+				reason = ErrInterrupted
+				t.stop(ErrInterrupted)
+			}
+		case <-done:
+			// The workers ended: what they sent last is buffered.
+			for {
+				select {
+				case ir := <-t.results:
+					c.complete(ir.i, ir.r)
+					continue
+				default:
+				}
+				return reason
+			}
+		case <-tick:
+			c.progress()
+		}
+	}
+}
+
+// workersStop is why the run stopped when gather did not stop it (reason
+// nil): a worker's account, read once the workers ended. A test that
+// raised KeyboardInterrupt itself (interruptedBy says which) interrupts
+// the run; pytest's -x or --maxfail stops it (ErrStopped).
+func workersStop(ws []*testWorker, reason error, report *Report) (interruptedBy string, _ error) {
+	for _, w := range ws {
+		if w.interrupted != "" && reason == nil {
+			reason, interruptedBy = ErrInterrupted, w.interrupted
+		}
+		if w.stopped != "" && reason == nil {
+			reason = fmt.Errorf("%w: %s", ErrStopped, w.stopped)
+			report.StoppedEarly = true
+		}
+	}
+	return interruptedBy, reason
+}
+
+// completeNotRun gives every entry without a result one that says why it
+// did not run: skipped when the run stopped (reason), crashed when no
+// kernel was left to run it. It returns the run's error.
+func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy string) error {
+	var runErr error
+	why := "stopped by --fail-fast after the first failure"
+	switch {
+	case errors.Is(reason, ErrInterrupted):
+		why = "interrupted (Ctrl-C)"
+		if interruptedBy != "" {
+			why = "interrupted: " + interruptedBy
+		}
+		c.report.Interrupted = true
+		runErr = fmt.Errorf("%w: %d of %d tests ended", ErrInterrupted, c.ended, len(t.entries))
+	case errors.Is(reason, ErrStopped):
+		why = reason.Error()
+	}
+	notRun := &Result{Status: StatusSkipped, Message: "not run: " + why}
+	if reason == nil {
+		// Nothing stopped the run, yet tests did not run: every kernel
+		// that could run them is gone. Not a green run.
+		notRun = &Result{Status: StatusCrashed, Message: "not run: no kernel left to run it: " + strings.Join(t.gone, "; ")}
+	}
+	for i, r := range c.report.Results {
+		if r == nil {
+			r := *notRun
+			r.Entry = t.entries[i]
+			c.complete(i, &r)
+		}
+	}
+	return runErr
+}
