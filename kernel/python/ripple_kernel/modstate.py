@@ -15,7 +15,6 @@ statement rebound one is a run-time fact (Entry.gwrites, Frame.gwriters).
 from __future__ import annotations
 
 import ast
-import weakref
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from .frame import DELETED, Frame
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
 
 # (module name, module dict, names its functions declare `global`)
 Watched = List[Tuple[str, Dict[str, object], Tuple[str, ...]]]
-# ModuleState.watched's answer per module table: (the table's generation, watched)
-_WATCHED: "weakref.WeakKeyDictionary[ModuleTable, Tuple[object, Watched]]" = weakref.WeakKeyDictionary()
 
 
 def reads_state(plan: Plan, ps: PlanStmt) -> bool:
@@ -58,7 +55,7 @@ class ModuleState:
 
     def __init__(self, modules: ModuleTable) -> None:
         self.modules = modules
-        self._last: Optional[Tuple[object, Watched]] = None  # _WATCHED's entry, as last looked up
+        self._last: Optional[Tuple[int, Watched]] = None  # the table's watched_globals, as last looked up
 
     def watched(self) -> Watched:
         """[(module name, module dict, names)] of loaded project modules
@@ -69,7 +66,7 @@ class ModuleState:
         key = table._generation
         cached = self._last
         if cached is None or cached[0] != key:
-            cached = self._last = _WATCHED.get(table)
+            cached = self._last = table.watched_globals
         if cached is not None and cached[0] == key:
             return cached[1]
         out: Watched = []
@@ -83,7 +80,7 @@ class ModuleState:
                     names.update(node.names)
             if names:
                 out.append((rec.name, module.__dict__, tuple(sorted(names))))
-        _WATCHED[table] = self._last = (key, out)
+        table.watched_globals = self._last = (key, out)
         return out
 
     def resets(self, plan: Plan, frame: Frame, rerun: Set[int]) -> Set[int]:

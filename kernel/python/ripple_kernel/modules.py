@@ -29,7 +29,7 @@ import linecache
 import os
 import sys
 import types
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import analysis, text, values
 from .api import KernelAPI, WireObject
@@ -38,6 +38,9 @@ from .lazydefs import LazyDefs
 from .loadtimer import LoadTimer
 from .records import BROKEN, NAME, OK, SOURCE, STALE, ModuleError, ModuleRecord, module_entry, resolve
 from .versions import GlobalVersions
+
+if TYPE_CHECKING:
+    from .modstate import Watched
 
 # Kept for the run's script plans until they import records.resolve.
 _resolve = resolve
@@ -67,6 +70,13 @@ class ModuleTable:
         self.module_hash = self.globals.module_hash
         self.global_version = self.globals.global_version
         self.lazy = LazyDefs()
+        # What other modules derive from the table and keep per table:
+        # modstate's watched globals (generation, watched) and mutation's
+        # read-only callees. Kept here so that they die with the table: a
+        # weak map keyed by the table would keep it alive, since its values
+        # reach the table back through the modules' loaders.
+        self.watched_globals: Optional[Tuple[int, Watched]] = None
+        self.readonly_callees: Dict[types.CodeType, bool] = {}
         # Modules some context runs as a script and none as functions
         # (compile's ``scripts``): compiled to SOURCE, not imported.
         self.scripts: FrozenSet[str] = frozenset()

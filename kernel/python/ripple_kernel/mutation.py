@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import builtins
 import types
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
 
 
 _ValueOf = Callable[[str], object]  # a name's value as a statement sees it (or DELETED)
-# MutationAnalysis.readonly_callee's answers per module table
-_READONLY: "weakref.WeakKeyDictionary[ModuleTable, Dict[types.CodeType, bool]]" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -267,7 +264,7 @@ class MutationAnalysis:
         code = func.__code__
         cache = self._readonly
         if cache is None:
-            cache = self._readonly = _READONLY.setdefault(self.modules, {})
+            cache = self._readonly = self.modules.readonly_callees
         got = cache.get(code)
         if got is not None:
             return got
