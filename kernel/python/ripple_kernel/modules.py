@@ -39,9 +39,6 @@ from .loadtimer import LoadTimer
 from .records import BROKEN, NAME, OK, SOURCE, STALE, ModuleError, ModuleRecord, module_entry, resolve
 from .versions import GlobalVersions
 
-# Kept for the run's script plans until they import records.resolve.
-_resolve = resolve
-
 _EXCLUDED_TOP = frozenset(["venv", "node_modules", "__pycache__", "site-packages"])
 # Where a project module is: (path relative to the root, filename, is_package).
 Location = Tuple[str, str, bool]
