@@ -42,9 +42,6 @@ from .versions import GlobalVersions
 if TYPE_CHECKING:
     from .modstate import Watched
 
-# Kept for the run's script plans until they import records.resolve.
-_resolve = resolve
-
 _EXCLUDED_TOP = frozenset(["venv", "node_modules", "__pycache__", "site-packages"])
 # Where a project module is: (path relative to the root, filename, is_package).
 Location = Tuple[str, str, bool]

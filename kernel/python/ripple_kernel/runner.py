@@ -101,12 +101,6 @@ class Runner:
     def seen_mutations(plan: Plan, frame: Frame, k: int) -> FrozenSet[Mutation]:
         return seen_mutations(plan, frame, k)
 
-    # The names journal.py uses until it is switched to the ones above.
-    _global_version = global_version
-    _current_sig = current_sig
-    _layout = layout
-    _seen_mutations = seen_mutations
-
     def plan_for(self, frame: Frame, rec: ModuleRecord, qualname: str) -> Plan:
         """The frame's plan of qualname in rec's current source (the frame's
         own when it is current, else derived from it or built)."""

@@ -15,9 +15,9 @@ import ast
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from . import analysis
-from . import modules as project_modules
 from .labelling import SCRIPT, number_labels, script_base
 from .plan import IMPORT, Plan, PlanStmt, build_plan
+from .records import resolve
 
 if TYPE_CHECKING:
     from .modules import ModuleRecord, ModuleTable
@@ -114,7 +114,7 @@ def _import_targets(node: ast.stmt, rec: Optional[ModuleRecord], modules: Module
         bases = [a.name for a in node.names]
     else:
         assert isinstance(node, ast.ImportFrom)
-        base = project_modules._resolve(rec, node.level or 0, node.module or "") if rec is not None else None
+        base = resolve(rec, node.level or 0, node.module or "") if rec is not None else None
         if base is None:
             return ()
         bases = [base] + [base + "." + a.name for a in node.names if a.name != "*"]

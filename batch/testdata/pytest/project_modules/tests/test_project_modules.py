@@ -31,5 +31,5 @@ def test_no_ripple_module():
 
 
 def test_no_ripple_hooks():
-    assert not os.environ.get("MPLBACKEND", "").startswith("module://_ripple")
+    assert not os.environ.get("MPLBACKEND", "").startswith("module://ripple")
     assert not [f for f in sys.meta_path if "ripple" in type(f).__module__ or type(f).__name__ in ("_ProjectFinder", "_DisplayFinder", "_IPythonHook")]
