@@ -18,7 +18,7 @@
 // and the installed ones), collection, fixtures of every scope with their
 // conftest.py chains, marks, unittest and xunit support, assertion
 // rewriting. Run (testpool.go) starts Kernels kernels with the project's
-// interpreter; the kernel method "pytest" (kernel/python/ripple_pytest.py)
+// interpreter; the kernel method "pytest" (kernel/python/ripple_kernel/pytest_plugin.py)
 // drives one pytest session per kernel in steps, as a pytest-xdist worker
 // does: each kernel builds its Config from Options.PytestArgs and collects,
 // in parallel. With more than one kernel each collects (imports) only its
@@ -104,7 +104,7 @@
 // their pytest sessions open after each, and during every run the kernels
 // record which project functions each test reached, apart from those that
 // ran at import or collection, in fixtures wider than a test, or under a
-// cache (kernel/python/ripple_watchfn.py; a plain run records nothing).
+// cache (kernel/python/ripple_kernel/watchfn.py; a plain run records nothing).
 // After the first run, each burst of saved changes takes one of three
 // paths (watch.go has the rules): the hot path (hot.go) for library
 // modules whose source changed only in function bodies none of which ran

@@ -5,7 +5,7 @@ reads one JSON request on stdin and writes one JSON answer on stdout. It
 parses modules with `ast` and never imports user code, so a module with a
 syntax error is reported (the engine then reports its compile error for the
 entry), not fatal. Tests are not found here: ripple run --tests has pytest
-collect them in the kernels (kernel/python/ripple_pytest.py).
+collect them in the kernels (kernel/python/ripple_kernel/pytest_plugin.py).
 
 Request:
   {"lookups": [{"path": "main.py", "qualname": "main"}]}

@@ -32,7 +32,7 @@ type hotSession struct {
 // source it imported and, when only function bodies changed and none of
 // them ran at import, collection or in a fixture wider than a test (or
 // under a cache), replaces those functions' code in place
-// (kernel/python/ripple_watchfn.py); then the tests that any kernel saw
+// (kernel/python/ripple_kernel/watchfn.py); then the tests that any kernel saw
 // reach a changed function run again in the open sessions.
 //
 // why is not "" when the change must take the module path instead (the

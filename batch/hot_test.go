@@ -343,7 +343,7 @@ func TestPlainRunDoesNotRecord(t *testing.T) {
 
 
 def test_not_recording():
-    assert "_ripple_watchfn" not in sys.modules
+    assert "ripple_kernel.watchfn" not in sys.modules
     assert sys.gettrace() is None
     assert getattr(sys, "monitoring", None) is None or all(sys.monitoring.get_tool(i) is None for i in range(6))
 `,

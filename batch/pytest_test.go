@@ -571,7 +571,7 @@ func TestPytestDist(t *testing.T) {
 
 // Where pytest cannot cache its assertion rewriting (PYTHONDONTWRITEBYTECODE
 // here; a read-only tree alike), the kernels take it from ripple's cache
-// (kernel/python/ripple_rewrite_cache.py): the second run reads the entry
+// (kernel/python/ripple_kernel/rewrite_cache.py): the second run reads the entry
 // the first wrote (its file is not replaced), an edit of the module
 // replaces it, a corrupt entry is rewritten, "off" writes nothing, and an
 // entry whose source is gone is pruned. The failure message shows the

@@ -1,6 +1,6 @@
 package batch
 
-// The wire of the kernel method "pytest" (kernel/python/ripple_pytest.py,
+// The wire of the kernel method "pytest" (kernel/python/ripple_kernel/pytest_plugin.py,
 // handle): the requests a test run sends, one type per op, and what the
 // kernel answers: a result per request, and progress frames for what does
 // not fit in a result (collected items, each test's start and end).
@@ -38,7 +38,7 @@ type collectRequest struct {
 	// (collectEvent "deps").
 	Deps bool `json:"deps"`
 	// Watch: the kernel records which project functions each test
-	// reaches (kernel/python/ripple_watchfn.py).
+	// reaches (kernel/python/ripple_kernel/watchfn.py).
 	Watch bool `json:"watch"`
 	// Dist is DistLoadScope or omitted: how the kernel names each item's
 	// scope (testItem.Scope); the kernel's default is a module.
@@ -103,7 +103,7 @@ type hotFile struct {
 }
 
 // testItem is one collected item or collection report, as the kernel's
-// ripple_pytest.py answers it.
+// pytest_plugin.py answers it.
 type testItem struct {
 	NodeID   string    `json:"nodeid"`
 	Path     string    `json:"path"`

@@ -14,7 +14,7 @@ import (
 type someSlots struct{ engine.Kernels }
 
 // The requests of the kernel method "pytest" as JSON: the field names and
-// the omissions kernel/python/ripple_pytest.py reads (params.get), for
+// the omissions kernel/python/ripple_kernel/pytest_plugin.py reads (params.get), for
 // each op and each option that adds or leaves out a field.
 func TestPytestRequestsJSON(t *testing.T) {
 	worker := func(opts Options, args []string, workers int, flags runFlags, prep func(*testRun, *testWorker)) *testWorker {

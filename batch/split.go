@@ -11,7 +11,7 @@ import (
 // test modules it runs, instead of the whole suite.
 //
 // Which kernel collects a test module is decided in the kernels, before
-// anything is imported, the same way on each (kernel/python/ripple_pytest.py,
+// anything is imported, the same way on each (kernel/python/ripple_kernel/pytest_plugin.py,
 // _Split): a pre-pass lists the candidate test files as pytest would find
 // them and deals them out over the run's shares (one per kernel at its
 // start) by size; a module it did not foresee goes by the hash of its path.

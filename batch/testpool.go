@@ -17,7 +17,7 @@ import (
 )
 
 // runTests is Run with Options.Tests: pytest's session runs in every
-// kernel (kernel/python/ripple_pytest.py); each kernel collects, the
+// kernel (kernel/python/ripple_kernel/pytest_plugin.py); each kernel collects, the
 // collections must agree (as pytest-xdist's workers' must), then the
 // scope groups go to the kernels as they free up.
 func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
@@ -150,7 +150,7 @@ type runFlags struct {
 	// uses.
 	kernels int
 	// watch: the kernels record which project functions each test
-	// reaches (kernel/python/ripple_watchfn.py) and keep their pytest
+	// reaches (kernel/python/ripple_kernel/watchfn.py) and keep their pytest
 	// sessions open after the run, for the hot path (hot.go).
 	watch bool
 	// only, when not nil, keeps the tests of these test files (paths

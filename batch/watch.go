@@ -45,7 +45,7 @@ var configFiles = []string{"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini
 // project, the tests that depend on them; until ctx ends, which is not an
 // error. The kernels stay up between runs (imports of installed packages
 // are paid once) and record, during every run, which project functions
-// each test reached (kernel/python/ripple_watchfn.py).
+// each test reached (kernel/python/ripple_kernel/watchfn.py).
 //
 // A change takes one of three paths:
 //

@@ -60,7 +60,7 @@
 //
 // # The value journal's file
 //
-// The value journal (.ripple/values.db, kernel/python/engine_journal.py)
+// The value journal (.ripple/values.db, kernel/python/ripple_kernel/journal.py)
 // is not this log: its rows are pickled Python values that only the
 // kernels write and read, through SQLite, which lets the several kernel
 // processes of a project share one file (WAL) without a round trip of

@@ -11,7 +11,7 @@ import (
 )
 
 // ValuesFileName is the value journal's file inside the state directory.
-// The kernels own its contents (kernel/python/engine_journal.py writes it
+// The kernels own its contents (kernel/python/ripple_kernel/journal.py writes it
 // through SQLite); the server only decides whether there is one, keeps it
 // aside for --fresh and moves a foreign file aside at start.
 const ValuesFileName = "values.db"
@@ -28,7 +28,7 @@ var ErrForeignValues = errors.New("value journal is not an SQLite database")
 // truncated file) is moved aside to values.db.corrupt-TIME and the
 // returned error, wrapping ErrForeignValues, names where, for the one
 // warning line. Damage inside a database is found by the kernels, which
-// move the file aside as well (engine_journal). A missing file is fine.
+// move the file aside as well (ripple_kernel/journal.py). A missing file is fine.
 func CheckValues(dir string) (aside string, err error) {
 	p := filepath.Join(dir, ValuesFileName)
 	f, err := os.Open(p)

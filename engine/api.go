@@ -71,7 +71,7 @@ type Config struct {
 	// RestoreContexts bring them back at start.
 	StateLog StateLog
 	// ValueJournal, if set, is the file of the value journal (durable
-	// values, kernel/python/engine_journal.py): every kernel keeps its frames'
+	// values, kernel/python/ripple_kernel/journal.py): every kernel keeps its frames'
 	// computed values there and a frame new to a kernel (after a restart
 	// of the server or of the kernel) gets them back instead of running
 	// its statements again. Empty: no journal (ripple run, tests).

@@ -566,7 +566,7 @@ func (e *Engine) jobContexts() (jobs.Contexts, error) {
 }
 
 // journalEnv is the kernels' environment for the value journal
-// (Config.ValueJournal; kernel/python/engine_journal.py reads it).
+// (Config.ValueJournal; kernel/python/ripple_kernel/journal.py reads it).
 func journalEnv(cfg Config) []string {
 	if cfg.ValueJournal == "" || cfg.Batch {
 		// Empty, over whatever the server's own environment says.

@@ -276,7 +276,7 @@ func contextsFinishUnderEdits(t *testing.T, imports string) {
 	for i := range 4 {
 		// sleep, not time.sleep: a call on a module object counts as a
 		// possible mutation of the module, which chains the three
-		// statements (kernel/python/engine_run.py) so that a run stopped
+		// statements (kernel/python/ripple_kernel/mutation.py) so that a run stopped
 		// after one of them would run them all again.
 		writeFile(t, dir, fmt.Sprintf("job%d.py", i), "from time import sleep\n"+imports+"\ndef main():\n"+
 			"    a = sleep(0.1)\n    b = sleep(0.1)\n    c = sleep(0.1)\n    done = "+fmt.Sprint(i)+"\n")

@@ -1,4 +1,4 @@
-"""A stand-in for server.py's kernel object, for engine tests.
+"""A stand-in for the Kernel object (ripple_kernel/kernel.py), for engine tests.
 
 StubKernel offers the API the engine uses (root, user_code(),
 emit_progress(), flush_output()). Progress events are round-tripped through
@@ -27,7 +27,7 @@ class StubKernel:
         self._previous_handler = None
 
     def install_sigint(self):
-        """Handle SIGINT like server.py: raise only inside user_code()."""
+        """Handle SIGINT like the kernel (ripple_kernel/signals.py): raise only inside user_code()."""
         self._sigint_pending = False
         self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
 
