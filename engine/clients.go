@@ -96,6 +96,7 @@ func (e *Engine) expire(clientID string) {
 	if e.clients.endGrace(clientID) {
 		return
 	}
+	e.policies.forgetClient(clientID)
 	ids, err := e.store.Expired(nil, time.Now().Add(-e.cfg.DisconnectGrace+time.Millisecond))
 	if err != nil {
 		return

@@ -60,6 +60,30 @@ func TestTranslations(t *testing.T) {
 			},
 		},
 		{
+			name: "a client's write is an explicit edit",
+			call: jobs.Edit{Modules: modules("shop"), Origin: jobs.OriginClient},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "shop"),
+				Executes: []jobs.Execute{
+					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonClientWrite},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonClientWrite},
+				},
+			},
+		},
+		{
+			name: "a buffer restored after a server restart runs automatically",
+			call: jobs.Edit{Modules: modules("shop"), Origin: jobs.OriginRestore},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "shop"),
+				Executes: []jobs.Execute{
+					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore},
+				},
+			},
+		},
+		{
 			name: "edit of a module nobody imports compiles and aborts nothing",
 			call: jobs.Edit{Modules: modules("unused")},
 			want: jobs.Plan{
@@ -95,6 +119,20 @@ func TestTranslations(t *testing.T) {
 				EnsureCompiled: compile(1, "shop.cart"),
 				Executes:       []jobs.Execute{{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonPush}},
 			},
+		},
+		{
+			name: "restore of a context runs it as push does, automatically",
+			call: jobs.Restore{Context: "b"},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrStackChanged)},
+				EnsureCompiled: compile(1, "shop.cart"),
+				Executes:       []jobs.Execute{{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore}},
+			},
+		},
+		{
+			name: "restore of a context with an empty stack runs nothing",
+			call: jobs.Restore{Context: "idle"},
+			want: jobs.Plan{Aborts: []jobs.Abort{jobs.AbortContext("idle", jobs.ErrStackChanged)}},
 		},
 		{
 			name:    "push leaving an empty stack is inconsistent state",
