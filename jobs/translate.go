@@ -216,6 +216,11 @@ type Recompute struct {
 	Context ContextID
 	// Invalidate: empty when the call names none, All() for "all".
 	Invalidate ExpressionSet
+	// Reason is ReasonRecompute when zero (a client's recompute). A
+	// refresh the engine asks on its own (a reconnected client's context)
+	// gives the reasons of the run it replaces, so it keeps that run's
+	// kind (Reason.Automatic).
+	Reason Reason
 }
 
 // Plan implements Call.
@@ -224,8 +229,12 @@ func (c Recompute) Plan(cs Contexts) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	reason := c.Reason
+	if reason == 0 {
+		reason = ReasonRecompute
+	}
 	return runContext(info, Execute{Context: c.Context, Expressions: All[ExpressionID](),
-		Invalidate: c.Invalidate, Priority: PriorityUser, Reason: ReasonRecompute},
+		Invalidate: c.Invalidate, Priority: PriorityUser, Reason: reason},
 		AbortContext(c.Context, ErrRecomputed)), nil
 }
 

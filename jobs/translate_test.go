@@ -167,6 +167,15 @@ func TestTranslations(t *testing.T) {
 			errIs:   jobs.ErrUnknownContext,
 		},
 		{
+			name: "a refresh the engine asks keeps the reasons of the run it replaces",
+			call: jobs.Recompute{Context: "a", Reason: jobs.ReasonEdit},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("a", jobs.ErrRecomputed)},
+				EnsureCompiled: compile(0, "main"),
+				Executes:       []jobs.Execute{{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit}},
+			},
+		},
+		{
 			name: "recompute with invalidated expressions",
 			call: jobs.Recompute{Context: "a", Invalidate: exprs("main:main/x")},
 			want: jobs.Plan{
