@@ -327,7 +327,7 @@ func (v *View) writeText(it item) {
 	case WatchInfo:
 		p.root = x.Root
 		p.note(sgrBold, fmt.Sprintf("ripple watch · %s · %s · python %s", x.Root, x.Entry, x.PythonVersion))
-		p.note(sgrDim, "  * computed  = cached  ! error  · Ctrl-C interrupts, twice exits")
+		p.note(sgrDim, "  * computed  = cached  ! error  ⏸ held  · not reached    Ctrl-C interrupts, twice exits")
 	default:
 		switch it.method {
 		case methodInterrupt:
