@@ -62,6 +62,8 @@ ARG_LIMIT = 200  # characters of one argument's repr
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _FLAG_NAMES = [(getattr(os, n), n) for n in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND")]
 _ALWAYS_ALLOWED = frozenset(["/dev/null"])
+# Modes of an "open" event that only read (None: os.open's, whose flags say).
+_READ_MODES = frozenset([None, "r", "rb", "rt", "br", "tr", "U", "rU", "Ur", "rbU"])
 
 # An event's check: None (not an effect) or the arguments to show.
 Check = Callable[["Guard", Tuple[Any, ...]], Optional[Sequence[str]]]
@@ -95,13 +97,17 @@ class Guard:
     and held after it; it clears them before. Everything else is the
     hook's: the kernel's main thread writes mode, any thread may append."""
 
-    __slots__ = ("mode", "effects", "held", "roots", "main", "busy", "installed")
+    __slots__ = ("mode", "effects", "held", "roots", "dirs", "main", "busy", "installed")
 
     def __init__(self) -> None:
         self.mode = OFF
         self.effects: Optional[List[str]] = None  # the running statement's effects, as calls
         self.held: Optional[Held] = None  # the first effect it was refused
         self.roots: Tuple[str, ...] = ()  # realpaths where files may change (refresh_roots)
+        # Directory -> its realpath, for the writes of a file-heavy
+        # statement; emptied by every event but "open" (one may move or
+        # link a directory) and when it grows large.
+        self.dirs: Dict[str, str] = {}
         self.main = threading.get_ident()  # the thread user statements run on
         self.busy: Set[int] = set()  # threads whose event the hook is classifying (it never looks at its own)
         self.installed = False
@@ -118,6 +124,16 @@ class Guard:
                 if real != os.sep:
                     roots.append(real)
         self.roots = tuple(roots)
+        self.dirs.clear()
+
+    def real_dir(self, path: str) -> str:
+        """os.path.realpath of directory path (dirs)."""
+        real = self.dirs.get(path)
+        if real is None:
+            if len(self.dirs) >= 256:
+                self.dirs.clear()
+            real = self.dirs[path] = os.path.realpath(path)
+        return real
 
     def subject(self, ident: int) -> bool:
         """Whether the events of thread ident (the current one) count: the
@@ -131,6 +147,8 @@ class Guard:
         if ident in self.busy or not self.subject(ident):
             return
         self.busy.add(ident)
+        if event != "open":
+            self.dirs.clear()
         try:
             shown = check(self, args)
         except Exception:
@@ -210,7 +228,7 @@ def _outside(guard: Guard, path: Any, dir_fd: object = None, follow: bool = True
     if isinstance(path, int):
         return False
     p = os.fsdecode(os.fspath(path))  # not str, bytes or PathLike: TypeError, not refused
-    if "__pycache__" in p.split(os.sep) or p in _ALWAYS_ALLOWED:
+    if p in _ALWAYS_ALLOWED or _in_pycache(p):
         return False
     if not os.path.isabs(p):
         base = os.getcwd()
@@ -220,17 +238,23 @@ def _outside(guard: Guard, path: Any, dir_fd: object = None, follow: bool = True
                 return True
             base = found
         p = os.path.join(base, p)
-    if follow:
+    head, tail = os.path.split(p.rstrip(os.sep) or os.sep)
+    if tail in ("", ".", ".."):
         real = os.path.realpath(p)
     else:
-        head, tail = os.path.split(p.rstrip(os.sep) or os.sep)
-        real = os.path.join(os.path.realpath(head), tail)
-    if "__pycache__" in real.split(os.sep):
+        real = os.path.join(guard.real_dir(head), tail)
+        if follow and os.path.islink(real):
+            real = os.path.realpath(real)
+    if _in_pycache(real):
         return False
     for root in guard.roots:
         if real == root or real.startswith(root + os.sep):
             return False
     return True
+
+
+def _in_pycache(path: str) -> bool:
+    return "__pycache__" in path and "__pycache__" in path.split(os.sep)
 
 
 # -- the events ------------------------------------------------------------------------
@@ -391,10 +415,18 @@ def install() -> Guard:
     guard.installed = True
     guard.main = threading.get_ident()
     guard.refresh_roots()
-    events = EVENTS
+    events, write_flags, read_modes = EVENTS, _WRITE_FLAGS, _READ_MODES
 
     def hook(event: str, args: Tuple[Any, ...]) -> None:
         if guard.mode:
+            if event == "open":
+                # A read, the common case (a file-heavy statement opens
+                # thousands), is decided here: it costs a few lookups.
+                try:
+                    if not args[2] & write_flags and args[1] in read_modes:
+                        return
+                except TypeError:
+                    pass
             check = events.get(event)
             if check is not None:
                 guard.see(event, args, check)

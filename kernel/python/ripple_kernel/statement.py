@@ -176,6 +176,8 @@ class StatementRunner:
         self.effects_mode = HOLD if settings.hold else RECORD
         if settings.hold:
             self.guard.refresh_roots()
+        else:
+            self.guard.dirs.clear()  # directories may have moved since the last request
         self.clock = StartClock()
 
     def run(self, fr: FrameRun, ps: PlanStmt) -> Optional[str]:

@@ -158,7 +158,7 @@ class Session:
         return self.engine.compile({"modules": mods, "removed": list(removed)})
 
     def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None,
-            stop_at_skip=None, run_once=None):
+            stop_at_skip=None, run_once=None, effects=None):
         stack = stack or main_stack()
         self.kernel.events = []
         out = io.StringIO()
@@ -176,6 +176,8 @@ class Session:
             params["stopAtSkip"] = stop_at_skip
         if run_once is not None:
             params["runOnce"] = run_once
+        if effects is not None:
+            params["effects"] = effects
         with contextlib.redirect_stdout(out):
             try:
                 result = self.engine.execute(params)
