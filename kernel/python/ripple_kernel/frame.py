@@ -254,7 +254,7 @@ class FrameState:
     # zero-argument super() (instrument.compile_statement).
     func_class: Optional[type] = None
     self_name: Optional[str] = None
-    # id(object) -> MutLog for mutable objects bound in this frame
+    # effects.object_key(object) -> MutLog for mutable objects bound in this frame
     # (mutation.dirty_reads).
     mutlog: Dict[int, MutLog] = field(default_factory=dict)
     # Module state (modstate.py): (module, name) -> (module dict, the value

@@ -30,6 +30,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
+from .effects import object_key
 from .frame import DELETED, Entry, Frame, Mutation, binding
 from .objects import elements, immutable, inert, params_readonly, shares
 from .plan import GLOBAL, LOCAL, PARAM, DepRef, PlanStmt, last_before
@@ -140,7 +141,7 @@ def seen_mutations(plan: Plan, frame: Frame, k: int) -> FrozenSet[Mutation]:
         if immutable(obj):
             continue
         for o in (obj, *elements(obj)):
-            log = mutlog.get(id(o))
+            log = mutlog.get(object_key(o))
             if log is None or log[0] is not o:
                 continue
             for mutation in log[2]:
@@ -223,7 +224,7 @@ def dirty_reads(plan: Plan, frame: Frame, k: int, rerun: Set[int]) -> Tuple[List
         # Elements are logged with their container's creator
         # (register_objects), so they name it.
         for o in (obj, *elements(obj)):
-            log = mutlog.get(id(o))
+            log = mutlog.get(object_key(o))
             if log is None or log[0] is not o or not log[2]:
                 continue
             for mutator_id, stamp in log[2]:
@@ -436,9 +437,9 @@ class MutationAnalysis:
 def log_mutations(frame: Frame, objects: List[object], expression_id: str, stamp: int) -> None:
     mutlog = frame.mutlog
     for obj in objects:
-        log = mutlog.get(id(obj))
+        log = mutlog.get(object_key(obj))
         if log is None or log[0] is not obj:
-            log = mutlog[id(obj)] = [obj, None, []]
+            log = mutlog[object_key(obj)] = [obj, None, []]
         log[2].append((expression_id, stamp))
 
 
@@ -451,13 +452,13 @@ def register_objects(frame: Frame, ns: Dict[str, object], info: StmtInfo, expres
         obj = ns.get(name, DELETED)
         if obj is DELETED or immutable(obj):
             continue
-        log = mutlog.get(id(obj))
+        log = mutlog.get(object_key(obj))
         if log is None or log[0] is not obj:
-            mutlog[id(obj)] = [obj, expression_id, []]
+            mutlog[object_key(obj)] = [obj, expression_id, []]
             for inner in elements(obj):
-                log = mutlog.get(id(inner))
+                log = mutlog.get(object_key(inner))
                 if log is None or log[0] is not inner:
-                    mutlog[id(inner)] = [inner, expression_id, []]
+                    mutlog[object_key(inner)] = [inner, expression_id, []]
 
 
 def prune_mutlog(frame: Frame) -> None:
@@ -467,11 +468,11 @@ def prune_mutlog(frame: Frame) -> None:
     live = set()
     for e in frame.cache.values():
         for _, obj in e.bindings:
-            live.add(id(obj))
+            live.add(object_key(obj))
             for inner in elements(obj):  # registered with their container's creator
-                live.add(id(inner))
+                live.add(object_key(inner))
     for obj in frame.params.values():
-        live.add(id(obj))
+        live.add(object_key(obj))
     mutlog = frame.mutlog
     for key in [k for k in mutlog if k not in live]:
         del mutlog[key]

@@ -287,15 +287,16 @@ class FramePass:
         return ns
 
     def _send_pending(self, indices: List[int]) -> None:
+        """Pending for each statement the pass will run: batched, they go
+        out with the first running mark (in the same write), or before
+        anything else is sent."""
         reported = self.frame.reported
         stmts = self.plan.stmts
-        pending = []
+        batch = self.batch
         for i in indices:
             ps = stmts[i]
-            pending.append(update_of(ps, {"type": "Pending"}))
+            batch.append(update_of(ps, {"type": "Pending"}))
             reported[ps.id] = PENDING
-        if pending:
-            self.emit({"type": "updates", "depth": self.job.depth, "updates": pending})
 
     def _visits(self, vis_by_id: Dict[str, List[WireObject]]) -> Tuple[List[int], Set[int]]:
         """(todo, visits): the statements visited one by one, in order: those
@@ -386,6 +387,10 @@ class FramePass:
                 return rest, (None if end is RETURNED else (end, ps.id)), stopped
             if stopped:
                 return (), None, True
+            if pos >= len(todo) or todo[pos] != i + 1:
+                # Cached statements (applied in bulk) or the end come next:
+                # the value goes out now, not with a later running mark.
+                self._flush()
 
     def _run_deferred(self, i: int, pos: int) -> None:
         """Statement i ran after all: what comes after and sees its effects

@@ -178,7 +178,7 @@ class StatementRunner:
             self.guard.refresh_roots()
         else:
             self.guard.dirs.clear()  # directories may have moved since the last request
-        self.clock = StartClock()
+        self.clock = _CLOCK
 
     def run(self, fr: FrameRun, ps: PlanStmt) -> Optional[str]:
         """Run one statement of R; returns how it ended the frame's run
@@ -339,6 +339,9 @@ class StartClock:
             self.second = second
             self.prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
         return "%s.%03dZ" % (self.prefix, min(int((t - second) * 1000), 999))
+
+
+_CLOCK = StartClock()  # one per process: the formatted second outlives a request
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:
