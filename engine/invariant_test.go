@@ -557,6 +557,13 @@ func (s *invSession) step(st invStep) {
 		s.frames = append(s.frames, &frameView{item: item, function: u.MethodCall.MethodPointer.String(),
 			values: map[protocol.ExpressionID]protocol.ExpressionUpdate{}})
 	case "pop":
+		if len(s.frames) < 2 {
+			// Its push was skipped (an exception ended the frame before
+			// the call, PROTOCOL.md 8.1): popping the base frame would
+			// leave nothing to run.
+			t.Logf("step %d: pop: no call was pushed; skipped", len(s.script.Steps))
+			return
+		}
 		must(t, h.e.Pop(h.ctx, clientID, s.id))
 		s.frames = s.frames[:len(s.frames)-1]
 	default:

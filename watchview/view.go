@@ -111,7 +111,7 @@ func New(opts Options) *View {
 	if opts.JSON {
 		v.json = newJSONPrinter(opts.Out)
 	} else {
-		v.text = &textPrinter{out: opts.Out, err: opts.Err, color: opts.Color, width: opts.Width}
+		v.text = &textPrinter{out: opts.Out, err: opts.Err, color: opts.Color, width: opts.Width, lineOf: v.model.Line}
 	}
 	return v
 }
@@ -327,7 +327,7 @@ func (v *View) writeText(it item) {
 	case WatchInfo:
 		p.root = x.Root
 		p.note(sgrBold, fmt.Sprintf("ripple watch · %s · %s · python %s", x.Root, x.Entry, x.PythonVersion))
-		p.note(sgrDim, "  * computed  = cached  ! error  · Ctrl-C interrupts, twice exits")
+		p.note(sgrDim, "  * computed  = cached  ! error  ⏸ held  · not reached    Ctrl-C interrupts, twice exits")
 	default:
 		switch it.method {
 		case methodInterrupt:

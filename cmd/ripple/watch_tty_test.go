@@ -208,10 +208,12 @@ func TestWatchTerminal(t *testing.T) {
 		t.Errorf("second table should show y and z but not x:\n%s", second)
 	}
 
-	// An error: its row in red with the line.
+	// An error: its row in red with the line; it ends the run, so the
+	// return after it is not reached (PROTOCOL.md 8.1), dimmed.
 	writeFile(t, dir, "main.py", strings.Replace(watchMain, "    return z\n", "    w = z / 0\n    return z\n", 1))
 	at = w.waitFor(at, "run 3")
-	at = w.waitFor(at, sgr("31")+"  ! w  ZeroDivisionError: division by zero  line 9"+sgr0)
+	at = w.waitFor(at, sgr("31")+"  ! w       ZeroDivisionError: division by zero  line 9"+sgr0)
+	at = w.waitFor(at, sgr("2")+"  · return  not reached: exception in w (line 9)"+sgr0)
 
 	// A long computation printing first: Ctrl-C interrupts it and ripple
 	// watch stays; Ctrl-C again, now idle, exits 0.

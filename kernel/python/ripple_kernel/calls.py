@@ -24,6 +24,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from . import analysis, instrument, modules, values
 from .api import KernelAPI, WireObject
+from .effects import object_key
 from .frame import Call, Entry, Frame, bind_arguments, class_cell
 from .labelling import SCRIPT
 from .plan import find_function
@@ -320,13 +321,13 @@ def _explicit_function(module: types.ModuleType, name: str, qualname: str) -> Tu
 def unwrap(func: object) -> object:
     """inspect.unwrap without importing inspect, which costs every kernel
     start ~5 ms for the few calls that need it (methods, signatures)."""
-    original, seen = func, {id(func)}
+    original, seen = func, {object_key(func)}
     try:
         while hasattr(func, "__wrapped__"):
             func = getattr(func, "__wrapped__")
-            if id(func) in seen or len(seen) > 1000:
+            if object_key(func) in seen or len(seen) > 1000:
                 return original  # a cycle: inspect.unwrap raises
-            seen.add(id(func))
+            seen.add(object_key(func))
     except Exception:
         return original
     return func

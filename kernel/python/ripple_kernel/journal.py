@@ -77,6 +77,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .effects import object_key
 from .frame import DELETED, Entry, Frame
 from .objects import immutable
 from .plan import IMPORT, LOCAL, PARAM, Plan
@@ -460,7 +461,7 @@ class Journal:
             for mid, old_stamp in mutations:
                 s = stamp_of.get(mid)
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
-            log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
+            log[object_key(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
         # What each restored statement saw of the mutations through calls
         # (mutation.seen_mutations), as the restored log says for this
         # layout: an edit that later moves a statement across such a

@@ -29,6 +29,7 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
+from .effects import object_key
 from .frame import DELETED, Entry, Frame, Mutation, binding
 from .objects import elements, immutable, inert, params_readonly, shares
 from .plan import GLOBAL, LOCAL, PARAM, DepRef, PlanStmt, last_before
@@ -84,12 +85,10 @@ def value(view: View, name: str, at: int) -> object:
 
 
 def never_ran(frame: Frame, ps: PlanStmt) -> bool:
-    """Whether the statement got a propagated Panic last run (it did not
-    run) and has no entry."""
-    if ps.id in frame.cache:
-        return False
-    p = frame.panicked.get(ps.index)
-    return p is not None and bool(p[1]) and p[1][0] != ps.id
+    """Whether the statement did not run last run (a statement before it
+    ended the frame's run: an exception, a held effect, a return) and has
+    no entry."""
+    return ps.id in frame.unreached and ps.id not in frame.cache
 
 
 def read_objects(frame: Frame, stmts: List[PlanStmt], k: int) -> Iterator[Tuple[int, object]]:
@@ -139,7 +138,7 @@ def seen_mutations(plan: Plan, frame: Frame, k: int) -> FrozenSet[Mutation]:
         if immutable(obj):
             continue
         for o in (obj, *elements(obj)):
-            log = mutlog.get(id(o))
+            log = mutlog.get(object_key(o))
             if log is None or log[0] is not o:
                 continue
             for mutation in log[2]:
@@ -222,7 +221,7 @@ def dirty_reads(plan: Plan, frame: Frame, k: int, rerun: Set[int]) -> Tuple[List
         # Elements are logged with their container's creator
         # (register_objects), so they name it.
         for o in (obj, *elements(obj)):
-            log = mutlog.get(id(o))
+            log = mutlog.get(object_key(o))
             if log is None or log[0] is not o or not log[2]:
                 continue
             for mutator_id, stamp in log[2]:
@@ -435,9 +434,9 @@ class MutationAnalysis:
 def log_mutations(frame: Frame, objects: List[object], expression_id: str, stamp: int) -> None:
     mutlog = frame.mutlog
     for obj in objects:
-        log = mutlog.get(id(obj))
+        log = mutlog.get(object_key(obj))
         if log is None or log[0] is not obj:
-            log = mutlog[id(obj)] = [obj, None, []]
+            log = mutlog[object_key(obj)] = [obj, None, []]
         log[2].append((expression_id, stamp))
 
 
@@ -450,13 +449,13 @@ def register_objects(frame: Frame, ns: Dict[str, object], info: StmtInfo, expres
         obj = ns.get(name, DELETED)
         if obj is DELETED or immutable(obj):
             continue
-        log = mutlog.get(id(obj))
+        log = mutlog.get(object_key(obj))
         if log is None or log[0] is not obj:
-            mutlog[id(obj)] = [obj, expression_id, []]
+            mutlog[object_key(obj)] = [obj, expression_id, []]
             for inner in elements(obj):
-                log = mutlog.get(id(inner))
+                log = mutlog.get(object_key(inner))
                 if log is None or log[0] is not inner:
-                    mutlog[id(inner)] = [inner, expression_id, []]
+                    mutlog[object_key(inner)] = [inner, expression_id, []]
 
 
 def prune_mutlog(frame: Frame) -> None:
@@ -466,11 +465,11 @@ def prune_mutlog(frame: Frame) -> None:
     live = set()
     for e in frame.cache.values():
         for _, obj in e.bindings:
-            live.add(id(obj))
+            live.add(object_key(obj))
             for inner in elements(obj):  # registered with their container's creator
-                live.add(id(inner))
+                live.add(object_key(inner))
     for obj in frame.params.values():
-        live.add(id(obj))
+        live.add(object_key(obj))
     mutlog = frame.mutlog
     for key in [k for k in mutlog if k not in live]:
         del mutlog[key]

@@ -17,6 +17,7 @@ import types
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import analysis
+from .effects import object_key
 
 _IMMUTABLE_TYPES = frozenset(
     [
@@ -132,9 +133,9 @@ def shares(a: object, b: object, limit: int = 1000) -> bool:
         for x in level:
             if immutable(x) and type(x) not in (tuple, frozenset):
                 continue
-            if id(x) in seen:
+            if object_key(x) in seen:
                 continue
-            seen[id(x)] = x
+            seen[object_key(x)] = x
             if depth < 2:
                 kids = _children(x, limit)
                 if kids is None:
@@ -147,7 +148,7 @@ def shares(a: object, b: object, limit: int = 1000) -> bool:
         for x in level:
             if immutable(x) and type(x) not in (tuple, frozenset):
                 continue
-            if id(x) in seen and seen[id(x)] is x and type(x) not in (tuple, frozenset):
+            if object_key(x) in seen and seen[object_key(x)] is x and type(x) not in (tuple, frozenset):
                 return True
             if depth < 2:
                 kids = _children(x, limit)

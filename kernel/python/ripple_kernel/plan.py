@@ -82,7 +82,9 @@ class PlanStmt:
 
 
 _PLAN_SERIALS = itertools.count(1)
-NodeMemo = Dict[int, Tuple[ast.stmt, str, analysis.StmtInfo]]
+# Keyed by the node itself: AST nodes hash and compare by identity (id()
+# would raise an audit event per node: effects.object_key).
+NodeMemo = Dict[ast.stmt, Tuple[ast.stmt, str, analysis.StmtInfo]]
 
 
 @dataclass(eq=False)
@@ -104,7 +106,7 @@ class Plan:
     flags: int = 0
     rdeps: List[List[int]] = field(default_factory=list)  # per statement: the statements with a LOCAL dep on it
     by_id: Dict[str, PlanStmt] = field(default_factory=dict)
-    node_memo: NodeMemo = field(default_factory=dict)  # id(node) -> (node, text, info): reuse across generations
+    node_memo: NodeMemo = field(default_factory=dict)  # node -> (node, text, info): reuse across generations
     # per statement: free names of later-running code its names carry
     carried: List[FrozenSet[str]] = field(default_factory=list)
     # per statement: frame names that later-running code its names carry
@@ -195,13 +197,13 @@ def _analyse_body(analyzer: analysis.Analyzer, source: Source, body: Sequence[as
     infos = []
     texts = []
     for node in body:
-        hit = memo_old.get(id(node))
+        hit = memo_old.get(node)
         if hit is not None and hit[0] is node:
             text, info = hit[1], hit[2]
         else:
             text = source.segment(node)
             info = analyzer.info(text, node)
-        memo[id(node)] = (node, text, info)
+        memo[node] = (node, text, info)
         texts.append(text)
         infos.append(info)
     return texts, infos
@@ -408,8 +410,8 @@ def _replace(plan: Plan, previous: Plan, ps: PlanStmt) -> None:
     plan.by_id = by_id
     memo = previous.node_memo
     if len(memo) > 2 * len(stmts) + 16:
-        memo = {id(s.node): (s.node, s.text, s.info) for s in stmts}
-    memo[id(ps.node)] = (ps.node, ps.text, ps.info)
+        memo = {s.node: (s.node, s.text, s.info) for s in stmts}
+    memo[ps.node] = (ps.node, ps.text, ps.info)
     plan.node_memo = memo
 
 

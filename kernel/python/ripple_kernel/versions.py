@@ -65,8 +65,9 @@ class GlobalVersions:
         self._versions: Optional[Dict[str, Dict[str, str]]] = None  # name -> {global: version}; None = recompute
         self._module_hash: Dict[str, str] = {}
         self._top_cache: Dict[str, TopStmt] = {}  # segment text -> TopStmt
-        # id(stmt) -> (stmt, StmtInfo): nodes an incremental parse kept
-        self._node_memo: Dict[int, Tuple[ast.stmt, analysis.StmtInfo]] = {}
+        # stmt -> (stmt, StmtInfo): nodes an incremental parse kept (keyed
+        # by the node: AST nodes hash by identity; plan.NodeMemo)
+        self._node_memo: Dict[ast.stmt, Tuple[ast.stmt, analysis.StmtInfo]] = {}
 
     def invalidate(self) -> None:
         """Forget every version: a module changed."""
@@ -152,12 +153,12 @@ class GlobalVersions:
         if len(memo) > 200000:
             memo.clear()
         for stmt in node.body:
-            hit = memo.get(id(stmt))
+            hit = memo.get(stmt)
             if hit is not None and hit[0] is stmt:
                 info = hit[1]
             else:
                 info = self.analyzer.info(src.segment(stmt), stmt)
-                memo[id(stmt)] = (stmt, info)
+                memo[stmt] = (stmt, info)
             generator = generator or info.yields
             reads |= info.uses
             binds_inside |= info.defines

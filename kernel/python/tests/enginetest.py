@@ -101,6 +101,16 @@ class Run:
             out[u["expressionId"]] = describe(u)
         return out
 
+    def reasons(self, depth=0):
+        """{id: (reason kind, expressionId)} of the statements a run
+        reported Pending with a reason (not reached, held: PROTOCOL.md 8)."""
+        out = {}
+        for u in self.updates(depth):
+            reason = u["payload"].get("reason")
+            if u["payload"]["type"] == "Pending" and reason is not None:
+                out[u["expressionId"]] = (reason["kind"], reason.get("expressionId"))
+        return out
+
     def diagnostics(self):
         return [ev["diagnostic"] for ev in self.events if ev["type"] == "diagnostic"]
 
@@ -148,7 +158,7 @@ class Session:
         return self.engine.compile({"modules": mods, "removed": list(removed)})
 
     def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None,
-            stop_at_skip=None, run_once=None):
+            stop_at_skip=None, run_once=None, effects=None):
         stack = stack or main_stack()
         self.kernel.events = []
         out = io.StringIO()
@@ -166,6 +176,8 @@ class Session:
             params["stopAtSkip"] = stop_at_skip
         if run_once is not None:
             params["runOnce"] = run_once
+        if effects is not None:
+            params["effects"] = effects
         with contextlib.redirect_stdout(out):
             try:
                 result = self.engine.execute(params)
