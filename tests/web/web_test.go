@@ -216,6 +216,21 @@ func TestPageTextAndVersionsMatchTheServer(t *testing.T) {
 	}
 }
 
+// TestPageDescribesUpdates runs valuescheck.mjs: the page's description
+// of held, running and not-reached statements (web/static/values.js) on
+// crafted updates of PROTOCOL.md 8, with the reason shown for each kind.
+func TestPageDescribesUpdates(t *testing.T) {
+	t.Parallel()
+	node := needNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, err := runNode(ctx, node, nil, "valuescheck.mjs")
+	if err != nil {
+		t.Fatalf("node valuescheck.mjs: %v\n%s%s", err, stdout, stderr)
+	}
+	t.Logf("%s", stdout)
+}
+
 // pageLine is ripple serve's start line; the page URL is its last word.
 var pageLine = regexp.MustCompile(`^ripple: serving .+ at ws://\S+ and the web page at (http://127\.0\.0\.1:\d+/\?token=\S+)\n`)
 
