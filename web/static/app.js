@@ -93,6 +93,10 @@ const session = {
   run: { state: "idle" }, // idle | running | complete | failed
   diagnostics: [],
   compileError: null, // the Diagnostic of the last compileError, until a run completes
+  // settledText: the shown buffer's text when the last run completed on it
+  // with no edit waiting, or null (see settled()).
+  settledText: null,
+  shown: [], // the updates shown beside the editor's lines, by render()
   // viz: {id, expressionId, code} of the attached visualization.
   viz: store.get("viz", null),
   vizPick: null, // the statement picked in the pane
@@ -273,6 +277,10 @@ function onNotify(method, p) {
       if (p.contextId !== session.contextId) return;
       session.run = { state: "complete", started: session.run.started, ended: Date.now() };
       session.compileError = null;
+      {
+        const buf = editor.current;
+        session.settledText = buf && !buf.unrun && buf.inflight === 0 ? buf.doc.getValue() : null;
+      }
       scheduleRender();
       break;
     case "executionContext/executionFailed":
@@ -348,6 +356,7 @@ function onUpdates(updates) {
   const starts = mine.some((u) => u.payload.type === "Pending" && (!u.payload.message || u.payload.message === "running"));
   if (starts && session.run.state !== "running") {
     session.run = { state: "running", started: Date.now() };
+    session.settledText = null;
     session.diagnostics = [];
     renderProblems();
     // The output pane holds the latest run only.
@@ -391,16 +400,24 @@ function cellOf(expressionId) {
   return c;
 }
 
-// pruneUpdates forgets the updates of statements that were deleted. The
-// server never says so: a statement whose range is unchanged and whose
-// value is cached is not sent again, so absence from a run means nothing.
-// But a statement that moved is sent again with its new range, and live
-// statements' ranges never overlap; so an older update whose lines overlap
-// a newer one's belongs to a statement that is gone. So does one whose
-// first line in the shown text is now blank or a comment.
-function pruneUpdates(lineText) {
+// staleUpdates returns the ids of updates that belong to statements that
+// were deleted. The server never says so: a statement whose range is
+// unchanged and whose value is cached is not sent again, so absence from a
+// run means nothing. But a statement that moved is sent again with its new
+// range, and live statements' ranges never overlap; so an older update
+// whose lines overlap a newer one's belongs to a statement that is gone.
+// So does one whose first line in the shown text is now blank or a
+// comment.
+//
+// That holds only once a run has completed on the text shown: while typed
+// edits wait for their run, or after a run that ended early (interrupted,
+// not reached), ranges are of an older text and a live statement may look
+// gone. The server will not send it again if its range is back where it
+// was, so such updates are only hidden until then (see settled).
+function staleUpdates(lineText) {
   const newestFirst = [...session.updates.values()].sort((a, b) => b.seq - a.seq);
   const taken = [];
+  const stale = new Set();
   for (const u of newestFirst) {
     if (!u.range) continue;
     const from = u.range.start.line;
@@ -408,11 +425,19 @@ function pruneUpdates(lineText) {
     const text = lineText ? lineText(from) : null;
     const overlaps = taken.some(([a, b]) => from <= b && a <= to);
     if (overlaps || (text !== null && /^\s*(#.*)?$/.test(text))) {
-      session.updates.delete(u.expressionId);
+      stale.add(u.expressionId);
       continue;
     }
     taken.push([from, to]);
   }
+  return stale;
+}
+
+// settled reports whether the updates' ranges are those of the text shown:
+// the last run completed on exactly that text.
+function settled() {
+  const buf = editor.current;
+  return !!buf && session.settledText !== null && !buf.unrun && buf.inflight === 0 && buf.doc.getValue() === session.settledText;
 }
 
 // ---- stack -----------------------------------------------------------------
@@ -428,6 +453,8 @@ function setStack(stack) {
 }
 
 function clearFrame() {
+  session.settledText = null;
+  session.shown = [];
   session.updates.clear();
   session.cells.clear();
   session.run = { state: "idle" };
@@ -984,8 +1011,13 @@ function render() {
   const top = topPointer();
   const frameModule = top ? top.split(":")[0] : null;
   const showing = editor.current && frameModule && session.modulePaths.get(frameModule) === editor.current.path;
-  if (showing) pruneUpdates((line) => editor.lineText(line));
-  const updates = frameUpdates();
+  let updates = frameUpdates();
+  if (showing) {
+    const stale = staleUpdates((line) => editor.lineText(line));
+    if (settled()) for (const id of stale) session.updates.delete(id);
+    updates = updates.filter((u) => !stale.has(u.expressionId));
+  }
+  session.shown = showing ? updates : [];
   if (showing) editor.showAnnotations(updates);
   else editor.clearAnnotations();
   if (showing) {
@@ -1180,7 +1212,7 @@ function runLine(line) {
     return;
   }
   let best = null;
-  for (const u of session.updates.values()) {
+  for (const u of session.shown) {
     if (!u.range || u.range.start.line > line || u.range.end.line < line) continue;
     if (!best || u.range.start.line > best.range.start.line) best = u;
   }
