@@ -132,7 +132,7 @@ async function steps(browser, page, sent) {
   for (let i = 0; i < 3; i++) await page.keyboard.press("Backspace");
   const held = await waitLine(page, "shutil.rmtree(", { state: "held", text: "'out'" });
   log("held:", JSON.stringify(held.text));
-  if (!held.text.includes("⏸ held: shutil.rmtree(")) throw new Error(`the held statement shows ${JSON.stringify(held.text)}`);
+  if (!held.text.startsWith("⏸held: shutil.rmtree(")) throw new Error(`the held statement shows ${JSON.stringify(held.text)}`);
   if (!existsSync(at("out", "keep.txt"))) throw new Error("out/keep.txt is gone: typing ran shutil.rmtree(out)");
   const edits = applyEdits(sent, from);
   const typed = edits.filter((e) => !e.empty);

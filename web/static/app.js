@@ -10,7 +10,7 @@
 
 import { Rpc, DISCONNECTED } from "./rpc.js";
 import { Editor, DEFAULT_RUN_DELAY } from "./editor.js";
-import { fillAnnotation, label, state as updateState, duration, elapsed, startedAt, tickElapsed } from "./values.js";
+import { fillAnnotation, label, state as updateState, duration, tickElapsed } from "./values.js";
 import { render as renderData } from "./dataview.js";
 import { Cell, bundleNode, isBundle } from "./cells.js";
 
@@ -1068,7 +1068,7 @@ function renderRunState(updates) {
     case "running": {
       const pending = updates.filter((u) => updateState(u) === "pending").length;
       const now = updates.find((u) => updateState(u) === "running");
-      const where = now ? ` · line ${now.range ? now.range.start.line + 1 : label(now.expressionId)} for ${elapsed(Date.now() - startedAt(now))}` : "";
+      const where = now ? ` · ${now.range ? `line ${now.range.start.line + 1}` : label(now.expressionId)}` : "";
       text = `running ${duration((Date.now() - run.started) * 1e6)}${where}${pending ? ` · ${pending} pending` : ""}`;
       break;
     }
