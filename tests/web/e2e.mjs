@@ -141,7 +141,10 @@ async function steps(browser, page, sockets) {
   await placeCursor(page, "lines = cart.lines()");
   await page.keyboard.press("Enter");
   await page.keyboard.insertText('__import__("time").sleep(600)');
-  await waitAnnotation(page, "main:main/#4", { state: "pending" });
+  await waitFor(page, "the sleep to be pending or running", () => {
+    const el = document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:main/#4"]');
+    return !!el && (el.dataset.state === "pending" || el.dataset.state === "running");
+  });
   await waitRunState(page, "running");
   await waitFor(page, "Interrupt to stand out", () => document.getElementById("interrupt").classList.contains("active"));
   await page.click("#interrupt");
