@@ -319,6 +319,9 @@ export class Editor {
     for (const fe of fileEdits) {
       const buf = this.buffers.get(fe.path);
       if (!buf) continue;
+      // Another client's request to run its typing (an edit that changes
+      // nothing): no text to apply, and no reason to think ours is stale.
+      if ((fe.edits || []).length === 0 && fe.oldVersion === fe.newVersion) continue;
       if (fe.oldVersion !== buf.serverVersion) {
         if (fe.newVersion !== buf.serverVersion) this.markStale(buf);
         continue;
