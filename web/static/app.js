@@ -373,7 +373,7 @@ function onUpdates(updates) {
     const last = u.payload.type !== "Pending" || !prev ? null : prev.payload.type === "Value" ? prev : prev.last || null;
     session.updates.set(u.expressionId, { ...u, seq: ++session.seq, last, arrived: now });
     // It runs again: what it printed before is not its output any more.
-    if (u.payload.type === "Pending" && !u.payload.message) session.cells.get(u.expressionId)?.clear();
+    if (u.payload.type === "Pending" && (!u.payload.message || u.payload.message === "running")) session.cells.get(u.expressionId)?.clear();
   }
   scheduleRender();
 }
@@ -1374,7 +1374,9 @@ setInterval(() => {
   if (session.run.state === "running") renderRunState(frameUpdates());
 }, 500);
 // The running statement's elapsed time ticks in place.
-setInterval(() => tickElapsed($("editor")), 100);
+setInterval(() => {
+  if (session.run.state === "running") tickElapsed($("editor"));
+}, 100);
 
 if (!session.token) {
   showBanner("conn", "error", "This page's URL has no ?token=. Open the http:// URL that `ripple serve` printed.");
