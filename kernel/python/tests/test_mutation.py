@@ -1,5 +1,6 @@
 """The caching invariant (PROTOCOL.md 5.3) for mutation through calls and
-module state (issue 13, part 4): each case runs a sequence of sources in one
+module state (a call mutating an argument, a closure's state, a module
+global a helper rebinds): each case runs a sequence of sources in one
 session, and after every step the view must equal a fresh session's."""
 
 import re
@@ -111,8 +112,8 @@ class Mutation(EngineTestCase):
         )
 
     def test_mutator_after_a_panic_converges(self):
-        # A mutator that gets a propagated Panic does not run: it drags
-        # nothing into the next runs (only the panicking statement retries).
+        # A mutator after a Panic is not reached (8.1): it drags nothing
+        # into the next runs (only the panicking statement retries).
         s = self.session({"helpers": HELPERS, "main": body("xs = [1]", "n = missing + 1", "add_to(xs, n)", "m = sum(xs)")})
         s.run()
         self.assertEqual(s.run().computed(), ["main:main/n"])
