@@ -627,7 +627,15 @@ func TestBrowserEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Writes under the temp dir are never held (PROTOCOL.md 8.2), and the
+	// project is under it: the server and its kernels get a temp dir of
+	// their own, beside the project.
+	kernelTmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(kernelTmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	srv := exec.Command(bin, "serve", "--kernels", "1", "--token", "effects-token", project)
+	srv.Env = append(os.Environ(), "TMPDIR="+kernelTmp)
 	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	srv.Stdout, srv.Stderr = stdout, stderr
 	srv.WaitDelay = 10 * time.Second
