@@ -189,7 +189,6 @@ async function steps(browser, page, sent) {
   log("summary:", JSON.stringify(summary.text), JSON.stringify(summary.title));
   await waitLine(page, "Path(\"published.txt\")", { state: "unreached", reason: "exception" });
   if (existsSync(at("published.txt"))) throw new Error("the statement after the failed assert wrote published.txt");
-  await page.hover('.CodeMirror-code .ripple-annotation.is-unreached .ann-main >> nth=-1');
   await page.screenshot({ path: join(artifacts, "effects-unreached.png") });
   await setPolicy(page, "hold");
   await page.reload();
@@ -219,6 +218,7 @@ async function steps(browser, page, sent) {
   const guessed = shown.filter((a) => a.local);
   if (guessed.length) throw new Error(`the server left statements pending (the page settled them): ${JSON.stringify(guessed)}`);
   log("after the interrupt:", JSON.stringify(shown.map((a) => `${a.expr} ${a.state} ${a.reason}`)));
+  await page.mouse.move(600, 700);
   await page.screenshot({ path: join(artifacts, "effects-interrupted.png") });
   log("all steps passed");
 }

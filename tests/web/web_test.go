@@ -568,7 +568,7 @@ after = sorted(p.name for p in out.iterdir())
 `,
 	"publish.py": `from pathlib import Path
 
-rows = [line for line in Path("rows.txt").read_text().splitlines() if line.strip()]
+rows = Path("rows.txt").read_text().split()
 count = len(rows)
 assert count > 0, "no rows"
 Path("published.txt").write_text(f"{count} rows\n")

@@ -1078,7 +1078,7 @@ function renderRunState(updates) {
       const held = count("held");
       const parts = ["done"];
       if (panics) parts.push(`${panics} panic${panics > 1 ? "s" : ""}`);
-      if (held) parts.push(`${held} held (▶ runs it)`);
+      if (held) parts.push(`${held} held`);
       text = parts.join(" · ");
       if (panics) st = "panic";
       else if (held) st = "held";
@@ -1101,7 +1101,7 @@ function renderRunState(updates) {
   }
   el.dataset.state = st;
   el.textContent = text;
-  el.title = text;
+  el.title = st === "held" ? `${text}: typing held an effect; ▶ beside the statement (or Ctrl/Cmd-Enter on its line) runs it` : text;
   // Always usable: the page may not have seen a run start (it reconnected
   // in the middle of one); it only stands out while a run is going.
   $("interrupt").classList.toggle("active", run.state === "running");
