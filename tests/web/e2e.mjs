@@ -113,11 +113,17 @@ async function steps(browser, page, sockets) {
   log("trigger a Panic: percent=1/0");
   await replaceText(page, "apply_discount(subtotal, percent=10)", "10", "1/0", { paste: true });
   const panic = await waitAnnotation(page, "main:main/discounted", { state: "panic", text: "ZeroDivisionError" });
-  const dependent = await waitAnnotation(page, "main:main/total", { state: "panic", text: "from discounted" });
+  // The exception ends main's run (PROTOCOL.md 8.1): the statements after
+  // it keep their last value, dimmed, saying why.
+  const dependent = await waitAnnotation(page, "main:main/total", { state: "unreached", text: "not reached" });
+  await waitFor(page, "the reason on the statement after the exception", () => {
+    const el = document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:main/total"]');
+    return el.dataset.reason === "exception" && el.classList.contains("is-dim") && /raised ZeroDivisionError/.test(el.querySelector(".ann-main").title);
+  });
   await waitAnnotation(page, "main:main/lines", { state: "cached" });
   await waitRunState(page, "panic");
   await waitFor(page, "the traceback in Problems", () => document.getElementById("problems").textContent.includes("ZeroDivisionError"));
-  log("panic:", JSON.stringify(panic), "dependent:", JSON.stringify(dependent));
+  log("panic:", JSON.stringify(panic), "after it:", JSON.stringify(dependent));
   await replaceText(page, "apply_discount(subtotal, percent=1/0)", "1/0", "10", { paste: true });
   await waitAnnotation(page, "main:main/total", { state: "computed" });
 
