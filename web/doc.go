@@ -23,6 +23,16 @@
 // connections to its own origin, forbid framing, and send no Referer, so
 // the token in the address bar does not travel anywhere else.
 //
+// # Typing and runs
+//
+// The page sends each edit at once with execute:false and asks for the
+// run (an empty edit with execute:true) once typing pauses (250 ms, a
+// setting kept in localStorage), so runs caused by typing see whole
+// words; those runs are automatic and the server holds their external
+// effects (PROTOCOL.md 8.2). Running a held statement (its ▶,
+// Ctrl/Cmd-Enter on its line) is a recompute naming it: an explicit run.
+// The header's switch sets the session's run policy (runtime/setRunPolicy).
+//
 // The files: web.go (the handler and PageURL), static/ (the page:
 // index.html, app.js wiring it together, rpc.js the JSON-RPC client,
 // editor.js the buffers and the editor, text.js positions and diffs,

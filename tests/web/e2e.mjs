@@ -13,6 +13,7 @@ import { chromium } from "playwright-core";
 import { mkdtempSync, readFileSync, rmSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { STEP_TIMEOUT, FLAGS, log, editorText, waitFor, waitAnnotation, waitRunState, waitEditorContains, waitConnected, placeCursor, replaceText, deleteLine } from "./page.mjs";
 
 const [pageURL, projectDir, artifacts] = process.argv.slice(2);
 if (!pageURL || !projectDir || !artifacts) {
@@ -20,117 +21,6 @@ if (!pageURL || !projectDir || !artifacts) {
   process.exit(2);
 }
 mkdirSync(artifacts, { recursive: true });
-
-const STEP_TIMEOUT = 60_000; // ms: a deadline, not an expectation
-
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
-function log(...args) {
-  console.log(`[e2e ${new Date().toISOString().slice(11, 23)}]`, ...args);
-}
-
-// ---- helpers that read the page -------------------------------------------
-
-// editorText returns the text of the editor shown (read-only access to the
-// CodeMirror instance, to find lines and check results).
-function editorText(page) {
-  return page.evaluate(() => document.querySelector(".CodeMirror").CodeMirror.getValue());
-}
-
-async function waitFor(page, what, fn, arg) {
-  try {
-    await page.waitForFunction(fn, arg, { timeout: STEP_TIMEOUT, polling: 50 });
-  } catch (err) {
-    throw new Error(`waiting for ${what}: ${err.message.split("\n")[0]}`);
-  }
-}
-
-// waitAnnotation waits until the annotation of expression id has state
-// (if given) and contains text (if given).
-async function waitAnnotation(page, id, { state, text, absent } = {}) {
-  const what = `the annotation of ${id}${state ? ` in state ${state}` : ""}${text ? ` showing ${JSON.stringify(text)}` : ""}${absent ? " to go away" : ""}`;
-  await waitFor(
-    page,
-    what,
-    ([id, state, text, absent]) => {
-      const el = document.querySelector(`.CodeMirror-code .ripple-annotation[data-expr="${CSS.escape(id)}"]`);
-      if (absent) return !el;
-      return !!el && (!state || el.dataset.state === state) && (!text || el.textContent.includes(text));
-    },
-    [id, state, text, absent],
-  );
-  return page.evaluate((id) => document.querySelector(`.CodeMirror-code .ripple-annotation[data-expr="${CSS.escape(id)}"]`).textContent, id);
-}
-
-async function waitRunState(page, state, text) {
-  await waitFor(
-    page,
-    `the run state ${state}${text ? ` mentioning ${JSON.stringify(text)}` : ""}`,
-    ([state, text]) => {
-      const el = document.getElementById("run-state");
-      return el.dataset.state === state && (!text || el.textContent.includes(text));
-    },
-    [state, text],
-  );
-  return page.textContent("#run-state");
-}
-
-async function waitEditorContains(page, text) {
-  await waitFor(
-    page,
-    `the editor to contain ${JSON.stringify(text)}`,
-    (t) => document.querySelector(".CodeMirror").CodeMirror.getValue().includes(t),
-    text,
-  );
-}
-
-async function waitConnected(page) {
-  await waitFor(page, "the page to be connected", () => document.getElementById("conn").dataset.state === "open");
-}
-
-// ---- helpers that type -----------------------------------------------------
-
-// placeCursor clicks at the start of the first line containing `contains`
-// and moves the cursor with the keyboard to just after `after` in it.
-async function placeCursor(page, contains, after) {
-  const lines = (await editorText(page)).split("\n");
-  const index = lines.findIndex((l) => l.includes(contains));
-  if (index < 0) throw new Error(`no line contains ${JSON.stringify(contains)}`);
-  const line = lines[index];
-  // Scrolling only moves the view; the text is changed by typing below.
-  await page.evaluate((i) => document.querySelector(".CodeMirror").CodeMirror.scrollIntoView({ line: i, ch: 0 }, 120), index);
-  const el = page.locator(".CodeMirror-line").filter({ hasText: contains }).first();
-  await el.click({ position: { x: 3, y: 5 } });
-  await page.keyboard.press("End");
-  const at = after === undefined ? line.length : line.indexOf(after) + after.length;
-  if (after !== undefined && line.indexOf(after) < 0) throw new Error(`line ${JSON.stringify(line)} has no ${JSON.stringify(after)}`);
-  for (let i = [...line.slice(at)].length; i > 0; i--) await page.keyboard.press("ArrowLeft");
-}
-
-// replaceText selects `from` (the first one in the line containing
-// `contains`) with Shift+arrows and types `to` over it, key by key, or
-// pastes it in one go (one edit, no half-typed states in between).
-async function replaceText(page, contains, from, to, { paste = false } = {}) {
-  await placeCursor(page, contains, from);
-  for (let i = [...from].length; i > 0; i--) await page.keyboard.press("Shift+ArrowLeft");
-  if (paste) await page.keyboard.insertText(to);
-  else await page.keyboard.type(to, { delay: 15 });
-}
-
-// deleteLine deletes the line containing `contains` with Backspace.
-async function deleteLine(page, contains) {
-  const line = (await editorText(page)).split("\n").find((l) => l.includes(contains));
-  await placeCursor(page, contains);
-  for (let i = [...line].length + 1; i > 0; i--) await page.keyboard.press("Backspace");
-}
 
 // ---- the steps ---------------------------------------------------------------
 
@@ -223,11 +113,17 @@ async function steps(browser, page, sockets) {
   log("trigger a Panic: percent=1/0");
   await replaceText(page, "apply_discount(subtotal, percent=10)", "10", "1/0", { paste: true });
   const panic = await waitAnnotation(page, "main:main/discounted", { state: "panic", text: "ZeroDivisionError" });
-  const dependent = await waitAnnotation(page, "main:main/total", { state: "panic", text: "from discounted" });
+  // The exception ends main's run (PROTOCOL.md 8.1): the statements after
+  // it keep their last value, dimmed, saying why.
+  const dependent = await waitAnnotation(page, "main:main/total", { state: "unreached", text: "not reached" });
+  await waitFor(page, "the reason on the statement after the exception", () => {
+    const el = document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:main/total"]');
+    return el.dataset.reason === "exception" && el.classList.contains("is-dim") && /raised ZeroDivisionError/.test(el.querySelector(".ann-main").title);
+  });
   await waitAnnotation(page, "main:main/lines", { state: "cached" });
   await waitRunState(page, "panic");
   await waitFor(page, "the traceback in Problems", () => document.getElementById("problems").textContent.includes("ZeroDivisionError"));
-  log("panic:", JSON.stringify(panic), "dependent:", JSON.stringify(dependent));
+  log("panic:", JSON.stringify(panic), "after it:", JSON.stringify(dependent));
   await replaceText(page, "apply_discount(subtotal, percent=1/0)", "1/0", "10", { paste: true });
   await waitAnnotation(page, "main:main/total", { state: "computed" });
 
@@ -251,7 +147,10 @@ async function steps(browser, page, sockets) {
   await placeCursor(page, "lines = cart.lines()");
   await page.keyboard.press("Enter");
   await page.keyboard.insertText('__import__("time").sleep(600)');
-  await waitAnnotation(page, "main:main/#4", { state: "pending" });
+  await waitFor(page, "the sleep to be pending or running", () => {
+    const el = document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="main:main/#4"]');
+    return !!el && (el.dataset.state === "pending" || el.dataset.state === "running");
+  });
   await waitRunState(page, "running");
   await waitFor(page, "Interrupt to stand out", () => document.getElementById("interrupt").classList.contains("active"));
   await page.click("#interrupt");

@@ -216,6 +216,21 @@ func TestPageTextAndVersionsMatchTheServer(t *testing.T) {
 	}
 }
 
+// TestPageDescribesUpdates runs valuescheck.mjs: the page's description
+// of held, running and not-reached statements (web/static/values.js) on
+// crafted updates of PROTOCOL.md 8, with the reason shown for each kind.
+func TestPageDescribesUpdates(t *testing.T) {
+	t.Parallel()
+	node := needNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, err := runNode(ctx, node, nil, "valuescheck.mjs")
+	if err != nil {
+		t.Fatalf("node valuescheck.mjs: %v\n%s%s", err, stdout, stderr)
+	}
+	t.Logf("%s", stdout)
+}
+
 // pageLine is ripple serve's start line; the page URL is its last word.
 var pageLine = regexp.MustCompile(`^ripple: serving .+ at ws://\S+ and the web page at (http://127\.0\.0\.1:\d+/\?token=\S+)\n`)
 
@@ -535,6 +550,128 @@ func TestBrowserNotebook(t *testing.T) {
 			}
 		case <-ctx.Done():
 			t.Fatalf("notebook.mjs did not finish:\n%s", out.String())
+		}
+	}
+}
+
+// effectsProject is the project of TestBrowserEffects: main.py removes
+// out/old (the rmtree of the issue that deleted out/ as "old" was
+// backspaced), publish.py asserts before it writes, slow.py sleeps.
+var effectsProject = map[string]string{
+	"main.py": `import shutil
+from pathlib import Path
+
+out = Path("out")
+before = sorted(p.name for p in out.iterdir())
+shutil.rmtree(out / "old")
+after = sorted(p.name for p in out.iterdir())
+`,
+	"publish.py": `from pathlib import Path
+
+rows = Path("rows.txt").read_text().split()
+count = len(rows)
+assert count > 0, "no rows"
+Path("published.txt").write_text(f"{count} rows\n")
+summary = f"published {count} rows"
+`,
+	"slow.py": `import time
+
+a = 1
+time.sleep(600)
+b = a + 1
+c = b * 2
+`,
+	"rows.txt":          "apple\npear\n",
+	"out/keep.txt":      "the user's\n",
+	"out/old/x.txt":     "old\n",
+	"out/scratch/y.txt": "scratch\n",
+	"out/again/z.txt":   "again\n",
+}
+
+// TestBrowserEffects runs effects.mjs against ` + "`ripple serve`" + ` on
+// effectsProject (PROTOCOL.md 8 in the page): backspacing "old" out of
+// shutil.rmtree(out / "old") holds rmtree(out) and keeps out/keep.txt, ▶
+// and Ctrl-Enter run the held statement, a failed assert writes nothing
+// and keeps the later values dimmed with the reason, an interrupt leaves no
+// statement pending; screenshots tests/artifacts/effects-*.png.
+func TestBrowserEffects(t *testing.T) {
+	node := needNode(t)
+	needBrowser(t)
+	// Without the kernel's side of PROTOCOL.md 8 typing would run the
+	// rmtree of out/ (in this test's temp dir): nothing to test yet.
+	if _, err := os.Stat(filepath.Join("..", "..", "kernel", "python", "ripple_kernel", "effects.py")); err != nil {
+		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "ripple")
+	build := []string{"build", "-o", bin}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	project := t.TempDir()
+	for name, text := range effectsProject {
+		p := filepath.Join(project, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Writes under the temp dir are never held (PROTOCOL.md 8.2), and the
+	// project is under it: the server and its kernels get a temp dir of
+	// their own, beside the project.
+	kernelTmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(kernelTmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(bin, "serve", "--kernels", "1", "--token", "effects-token", project)
+	srv.Env = append(os.Environ(), "TMPDIR="+kernelTmp)
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	srv.Stdout, srv.Stderr = stdout, stderr
+	srv.WaitDelay = 10 * time.Second
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	defer func() {
+		srv.Process.Signal(syscall.SIGINT)
+		if err := <-exited; err != nil {
+			t.Errorf("ripple serve after SIGINT: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("ripple serve stderr:\n%s", stderr.String())
+		}
+	}()
+	page := waitPageURL(ctx, t, stdout, exited)
+	out, errOut, err := runNode(ctx, node, nil, "effects.mjs", page, project, artifacts)
+	t.Logf("effects.mjs:\n%s%s", out, errOut)
+	if err != nil {
+		t.Fatalf("effects.mjs failed (%v); see the log above and %s", err, filepath.Join(artifacts, "effects-failure.png"))
+	}
+
+	// What ran and what did not, on disk.
+	for _, gone := range []string{"out/old", "out/scratch", "out/again", "published.txt"} {
+		if _, err := os.Stat(filepath.Join(project, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s: want it gone, stat says %v", gone, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(project, "out", "keep.txt")); err != nil || string(b) != "the user's\n" {
+		t.Errorf("out/keep.txt = %q, %v; want it kept", b, err)
+	}
+	for _, name := range []string{"effects-held.png", "effects-held-1440.png", "effects-unreached.png", "effects-interrupted.png"} {
+		if _, err := os.Stat(filepath.Join(artifacts, name)); err != nil {
+			t.Errorf("no screenshot: %v", err)
 		}
 	}
 }

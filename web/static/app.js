@@ -9,8 +9,8 @@
 // for its grace period).
 
 import { Rpc, DISCONNECTED } from "./rpc.js";
-import { Editor } from "./editor.js";
-import { fillAnnotation, label, state as updateState, duration } from "./values.js";
+import { Editor, DEFAULT_RUN_DELAY } from "./editor.js";
+import { fillAnnotation, label, state as updateState, duration, tickElapsed } from "./values.js";
 import { render as renderData } from "./dataview.js";
 import { Cell, bundleNode, isBundle } from "./cells.js";
 
@@ -20,6 +20,12 @@ const $ = (id) => document.getElementById(id);
 const FILE_NOT_FOUND = 1003;
 const INVALID_STACK_ITEM = 2004;
 const EMPTY_STACK = 2003;
+const METHOD_NOT_FOUND = -32601;
+
+// Run policies (PROTOCOL.md 8.2, runtime/setRunPolicy): what an automatic
+// run (typing) does with an external effect.
+const POLICIES = ["hold", "allow"];
+const MAX_RUN_DELAY = 10_000; // ms: the setting's upper bound
 
 // The visualization used when the expression box is empty: the value as
 // JSON (what json cannot encode becomes its repr), DataFrames as records,
@@ -87,6 +93,10 @@ const session = {
   run: { state: "idle" }, // idle | running | complete | failed
   diagnostics: [],
   compileError: null, // the Diagnostic of the last compileError, until a run completes
+  // settledText: the shown buffer's text when the last run completed on it
+  // with no edit waiting, or null (see settled()).
+  settledText: null,
+  shown: [], // the updates shown beside the editor's lines, by render()
   // viz: {id, expressionId, code} of the attached visualization.
   viz: store.get("viz", null),
   vizPick: null, // the statement picked in the pane
@@ -97,6 +107,15 @@ const session = {
   // saving: path -> "saving" | "failed" (absent: idle), for the file state.
   saving: new Map(),
   autosave: localStorage.getItem("ripple.autosave") !== "off",
+  // effects: the run policy this tab's client asked for; sent on every
+  // (re)connect, so the server's session default is what the switch
+  // shows. Per tab like the client id (the server keeps it per client);
+  // a new tab starts at "hold", the safe default.
+  effects: POLICIES.includes(store.get("effects", "hold")) ? store.get("effects", "hold") : "hold",
+  // policyState: "set" (the server has session.effects), "setting" (a
+  // call is on its way), "unsupported" (the server has no
+  // runtime/setRunPolicy) or "failed".
+  policyState: "setting",
 };
 if (!session.clientId) {
   session.clientId = uuid();
@@ -115,9 +134,16 @@ const editor = new Editor($("editor"), rpc, {
   changed: () => renderFileState(),
   typed: (buf) => scheduleAutosave(buf),
   save: () => save(),
+  runHere: (line) => runLine(line),
   annotation: (u, el) =>
-    fillAnnotation(u, el, { pick: pickForViz, enter: enterCall }, session.viz && session.viz.expressionId === u.expressionId),
+    fillAnnotation(
+      u,
+      el,
+      { pick: pickForViz, enter: enterCall, run: (u) => runStatement(u.expressionId), lookup: (id) => session.updates.get(id) },
+      session.viz && session.viz.expressionId === u.expressionId,
+    ),
 });
+editor.runDelay = loadRunDelay();
 
 // ---- connection -----------------------------------------------------------
 
@@ -187,6 +213,9 @@ async function onOpen() {
   }
   $("empty").hidden = session.modules.length > 0;
   loadTree();
+  // Before the context exists, so that its first run (a restore) already
+  // has this tab's policy.
+  await sendRunPolicy(session.effects);
   await rpc.call("executionContext/create", { contextId: session.contextId });
   const reconnect = session.connectedOnce;
   session.connectedOnce = true;
@@ -248,11 +277,16 @@ function onNotify(method, p) {
       if (p.contextId !== session.contextId) return;
       session.run = { state: "complete", started: session.run.started, ended: Date.now() };
       session.compileError = null;
+      {
+        const buf = editor.current;
+        session.settledText = buf && !buf.unrun && buf.inflight === 0 ? buf.doc.getValue() : null;
+      }
       scheduleRender();
       break;
     case "executionContext/executionFailed":
       if (p.contextId !== session.contextId) return;
       session.run = { state: "failed", result: p.result, started: session.run.started, ended: Date.now() };
+      if (p.result.kind === "interrupted" || p.result.kind === "kernelDied") settleUnreached(p.result.kind);
       if (p.result.kind === "compileError") {
         // No run started, so the list still holds the last run's problems
         // and earlier compile errors: this one replaces them.
@@ -319,9 +353,10 @@ function onNotify(method, p) {
 function onUpdates(updates) {
   const top = topPointer();
   const mine = updates.filter((u) => top && u.expressionId.startsWith(`${top}/`)); // not an older frame's
-  const starts = mine.some((u) => u.payload.type === "Pending" && !u.payload.message);
+  const starts = mine.some((u) => u.payload.type === "Pending" && (!u.payload.message || u.payload.message === "running"));
   if (starts && session.run.state !== "running") {
     session.run = { state: "running", started: Date.now() };
+    session.settledText = null;
     session.diagnostics = [];
     renderProblems();
     // The output pane holds the latest run only.
@@ -330,12 +365,30 @@ function onUpdates(updates) {
       if (u.payload.type === "Value" && !u.fromCache) session.updates.set(id, { ...u, fromCache: true });
     }
   }
+  const now = Date.now();
   for (const u of mine) {
-    session.updates.set(u.expressionId, { ...u, seq: ++session.seq });
+    // A statement without a value now (pending, running, held, not
+    // reached) keeps its last one, shown dimmed (PROTOCOL.md 8.1).
+    const prev = session.updates.get(u.expressionId);
+    const last = u.payload.type !== "Pending" || !prev ? null : prev.payload.type === "Value" ? prev : prev.last || null;
+    session.updates.set(u.expressionId, { ...u, seq: ++session.seq, last, arrived: now });
     // It runs again: what it printed before is not its output any more.
-    if (u.payload.type === "Pending" && !u.payload.message) session.cells.get(u.expressionId)?.clear();
+    if (u.payload.type === "Pending" && (!u.payload.message || u.payload.message === "running")) session.cells.get(u.expressionId)?.clear();
   }
   scheduleRender();
+}
+
+// settleUnreached makes every statement of the frame still waiting or
+// running "not reached" with the run's end as its reason, once the run has
+// ended (interrupted, the kernel died). The server says so itself
+// (PROTOCOL.md 8.4); this covers a server that did not, so that no
+// statement stays "pending" for good. Such updates are marked local.
+function settleUnreached(kind) {
+  for (const [id, u] of session.updates) {
+    const st = updateState(u);
+    if (st !== "pending" && st !== "running") continue;
+    session.updates.set(id, { ...u, payload: { type: "Pending", message: "not reached", reason: { kind } }, local: true, last: u.last });
+  }
 }
 
 function cellOf(expressionId) {
@@ -347,16 +400,24 @@ function cellOf(expressionId) {
   return c;
 }
 
-// pruneUpdates forgets the updates of statements that were deleted. The
-// server never says so: a statement whose range is unchanged and whose
-// value is cached is not sent again, so absence from a run means nothing.
-// But a statement that moved is sent again with its new range, and live
-// statements' ranges never overlap; so an older update whose lines overlap
-// a newer one's belongs to a statement that is gone. So does one whose
-// first line in the shown text is now blank or a comment.
-function pruneUpdates(lineText) {
+// staleUpdates returns the ids of updates that belong to statements that
+// were deleted. The server never says so: a statement whose range is
+// unchanged and whose value is cached is not sent again, so absence from a
+// run means nothing. But a statement that moved is sent again with its new
+// range, and live statements' ranges never overlap; so an older update
+// whose lines overlap a newer one's belongs to a statement that is gone.
+// So does one whose first line in the shown text is now blank or a
+// comment.
+//
+// That holds only once a run has completed on the text shown: while typed
+// edits wait for their run, or after a run that ended early (interrupted,
+// not reached), ranges are of an older text and a live statement may look
+// gone. The server will not send it again if its range is back where it
+// was, so such updates are only hidden until then (see settled).
+function staleUpdates(lineText) {
   const newestFirst = [...session.updates.values()].sort((a, b) => b.seq - a.seq);
   const taken = [];
+  const stale = new Set();
   for (const u of newestFirst) {
     if (!u.range) continue;
     const from = u.range.start.line;
@@ -364,11 +425,19 @@ function pruneUpdates(lineText) {
     const text = lineText ? lineText(from) : null;
     const overlaps = taken.some(([a, b]) => from <= b && a <= to);
     if (overlaps || (text !== null && /^\s*(#.*)?$/.test(text))) {
-      session.updates.delete(u.expressionId);
+      stale.add(u.expressionId);
       continue;
     }
     taken.push([from, to]);
   }
+  return stale;
+}
+
+// settled reports whether the updates' ranges are those of the text shown:
+// the last run completed on exactly that text.
+function settled() {
+  const buf = editor.current;
+  return !!buf && session.settledText !== null && !buf.unrun && buf.inflight === 0 && buf.doc.getValue() === session.settledText;
 }
 
 // ---- stack -----------------------------------------------------------------
@@ -384,6 +453,8 @@ function setStack(stack) {
 }
 
 function clearFrame() {
+  session.settledText = null;
+  session.shown = [];
   session.updates.clear();
   session.cells.clear();
   session.run = { state: "idle" };
@@ -940,8 +1011,13 @@ function render() {
   const top = topPointer();
   const frameModule = top ? top.split(":")[0] : null;
   const showing = editor.current && frameModule && session.modulePaths.get(frameModule) === editor.current.path;
-  if (showing) pruneUpdates((line) => editor.lineText(line));
-  const updates = frameUpdates();
+  let updates = frameUpdates();
+  if (showing) {
+    const stale = staleUpdates((line) => editor.lineText(line));
+    if (settled()) for (const id of stale) session.updates.delete(id);
+    updates = updates.filter((u) => !stale.has(u.expressionId));
+  }
+  session.shown = showing ? updates : [];
   if (showing) editor.showAnnotations(updates);
   else editor.clearAnnotations();
   if (showing) {
@@ -991,13 +1067,21 @@ function renderRunState(updates) {
   switch (run.state) {
     case "running": {
       const pending = updates.filter((u) => updateState(u) === "pending").length;
-      text = `running ${duration((Date.now() - run.started) * 1e6)}${pending ? ` · ${pending} pending` : ""}`;
+      const now = updates.find((u) => updateState(u) === "running");
+      const where = now ? ` · ${now.range ? `line ${now.range.start.line + 1}` : label(now.expressionId)}` : "";
+      text = `running ${duration((Date.now() - run.started) * 1e6)}${where}${pending ? ` · ${pending} pending` : ""}`;
       break;
     }
     case "complete": {
-      const panics = updates.filter((u) => updateState(u) === "panic").length;
-      text = panics ? `done · ${panics} panic${panics > 1 ? "s" : ""}` : "done";
+      const count = (s) => updates.filter((u) => updateState(u) === s).length;
+      const panics = count("panic");
+      const held = count("held");
+      const parts = ["done"];
+      if (panics) parts.push(`${panics} panic${panics > 1 ? "s" : ""}`);
+      if (held) parts.push(`${held} held`);
+      text = parts.join(" · ");
       if (panics) st = "panic";
+      else if (held) st = "held";
       break;
     }
     case "failed": {
@@ -1017,7 +1101,7 @@ function renderRunState(updates) {
   }
   el.dataset.state = st;
   el.textContent = text;
-  el.title = text;
+  el.title = st === "held" ? `${text}: typing held an effect; ▶ beside the statement (or Ctrl/Cmd-Enter on its line) runs it` : text;
   // Always usable: the page may not have seen a run start (it reconnected
   // in the middle of one); it only stands out while a run is going.
   $("interrupt").classList.toggle("active", run.state === "running");
@@ -1103,6 +1187,98 @@ function toast(kind, text) {
   setTimeout(() => t.remove(), kind === "error" ? 12000 : 6000);
 }
 
+// ---- explicit runs and the run policy ------------------------------------------
+
+// runStatement runs one statement of the frame explicitly (PROTOCOL.md
+// 8.2): a recompute naming it, so its effects are allowed. Typed edits
+// still waiting for their run go with it.
+async function runStatement(expressionId) {
+  editor.cancelRun();
+  try {
+    await rpc.call("executionContext/recompute", { contextId: session.contextId, invalidatedExpressions: [expressionId] });
+  } catch (e) {
+    toast("error", `Run ${label(expressionId)}: ${e.message}`);
+  }
+}
+
+// runLine runs the statement of the frame on a line of the shown buffer
+// (Ctrl/Cmd-Enter): the one whose range holds the line, the innermost
+// (latest starting) if several do.
+function runLine(line) {
+  const top = topPointer();
+  const frameModule = top ? top.split(":")[0] : null;
+  if (!frameModule || !editor.current || session.modulePaths.get(frameModule) !== editor.current.path) {
+    toast("info", "Ctrl/Cmd-Enter runs a statement of the function shown; this file is not it (run it from the Run box).");
+    return;
+  }
+  let best = null;
+  for (const u of session.shown) {
+    if (!u.range || u.range.start.line > line || u.range.end.line < line) continue;
+    if (!best || u.range.start.line > best.range.start.line) best = u;
+  }
+  if (!best) {
+    toast("info", `Line ${line + 1} has no statement of ${top} to run.`);
+    return;
+  }
+  runStatement(best.expressionId);
+}
+
+// sendRunPolicy asks the server for a policy for this client's contexts.
+// A server without runtime/setRunPolicy (older than PROTOCOL.md 8) runs
+// everything as before: the switch says so.
+async function sendRunPolicy(effects) {
+  session.policyState = "setting";
+  renderPolicy();
+  try {
+    await rpc.call("runtime/setRunPolicy", { effects });
+    session.effects = effects;
+    store.set("effects", effects);
+    session.policyState = "set";
+  } catch (e) {
+    if (e.code === METHOD_NOT_FOUND) session.policyState = "unsupported";
+    else {
+      session.policyState = "failed";
+      if (e.code !== DISCONNECTED) toast("error", `Run policy: ${e.message}`);
+    }
+  }
+  renderPolicy();
+}
+
+function setRunPolicy(effects) {
+  if (!POLICIES.includes(effects) || (effects === session.effects && session.policyState === "set")) return;
+  sendRunPolicy(effects);
+}
+
+const POLICY_TITLE =
+  "What typing does with effects. As you type, ripple runs your code again. " +
+  "hold: a statement that would write or delete files outside the temp and cache dirs, start a process or open a network connection " +
+  "stops before it and shows ⏸ held, with a ▶ (or Ctrl/Cmd-Enter on its line) that runs it. " +
+  "allow: it runs as you type (fully live). Run, Recompute and ▶ always run with effects.";
+
+function renderPolicy() {
+  const host = $("policy");
+  host.dataset.state = session.policyState;
+  host.dataset.effects = session.effects;
+  for (const b of host.querySelectorAll("button")) {
+    const on = b.dataset.effects === session.effects;
+    b.setAttribute("aria-pressed", String(on));
+    b.disabled = session.policyState === "unsupported";
+  }
+  host.title =
+    session.policyState === "unsupported"
+      ? "This ripple server has no run policy (runtime/setRunPolicy): typing runs everything, effects included."
+      : session.policyState === "failed"
+        ? `The run policy could not be set; the page asked for ${session.effects}.\n\n${POLICY_TITLE}`
+        : POLICY_TITLE;
+}
+
+// loadRunDelay reads the typing pause setting (ms), DEFAULT_RUN_DELAY when
+// unset or unreadable.
+function loadRunDelay() {
+  const v = Number(localStorage.getItem("ripple.runDelay"));
+  return localStorage.getItem("ripple.runDelay") !== null && Number.isInteger(v) && v >= 0 && v <= MAX_RUN_DELAY ? v : DEFAULT_RUN_DELAY;
+}
+
 // ---- controls ----------------------------------------------------------------
 
 function call(method, params, what) {
@@ -1125,6 +1301,24 @@ $("autosave").addEventListener("change", () => {
   renderFileState();
   if (session.autosave && editor.current && editor.current.dirty) save(true);
 });
+for (const b of document.querySelectorAll("#policy button")) {
+  b.addEventListener("click", () => setRunPolicy(b.dataset.effects));
+}
+$("run-delay").addEventListener("change", () => {
+  const input = $("run-delay");
+  const ms = Number(input.value);
+  if (input.value.trim() === "" || !Number.isInteger(ms) || ms < 0 || ms > MAX_RUN_DELAY) {
+    input.setCustomValidity(`the run delay must be a whole number of milliseconds from 0 to ${MAX_RUN_DELAY}; it stays ${editor.runDelay} ms`);
+    input.reportValidity();
+    return;
+  }
+  input.setCustomValidity("");
+  editor.runDelay = ms;
+  localStorage.setItem("ripple.runDelay", String(ms));
+});
+$("run-delay").addEventListener("input", () => $("run-delay").setCustomValidity(""));
+$("run-delay").value = String(editor.runDelay);
+renderPolicy();
 $("run-script").addEventListener("click", () => {
   const module = editor.current && moduleOf(editor.current.path);
   if (!module) return;
@@ -1179,6 +1373,10 @@ window.addEventListener("keydown", (ev) => {
 setInterval(() => {
   if (session.run.state === "running") renderRunState(frameUpdates());
 }, 500);
+// The running statement's elapsed time ticks in place.
+setInterval(() => {
+  if (session.run.state === "running") tickElapsed($("editor"));
+}, 100);
 
 if (!session.token) {
   showBanner("conn", "error", "This page's URL has no ?token=. Open the http:// URL that `ripple serve` printed.");

@@ -11,6 +11,14 @@
 // and the document), with sent's version as oldVersion. The server answers
 // a connection's calls in order, so edits can be pipelined.
 //
+// Typing runs the code only when it pauses (PROTOCOL.md 8.2): each edit
+// goes with execute:false, so the server's text and versions stay in step
+// with every keystroke, and once no key has been typed for runDelay ms the
+// page sends an empty edit (no change, oldVersion = newVersion) with
+// execute:true, which asks for the (automatic) run of everything typed
+// since. Half-typed names and paths (`out / ""` on the way from "old" to
+// "new") are never run.
+//
 // Conflicts: another client's edit that reaches the server before one of
 // ours makes ours fail with 3003 InvalidVersion. The page then reloads the
 // buffer from the server (text/openFile) and drops its own edits that did
@@ -19,6 +27,10 @@
 import { applyEdits, diff, lineSeparator, utf16Column } from "./text.js";
 import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
+import { state } from "./values.js";
+
+// DEFAULT_RUN_DELAY is how long typing must pause before it runs (ms).
+export const DEFAULT_RUN_DELAY = 250;
 
 export class Editor {
   // host: the element to put the editor in. rpc: the Rpc. events:
@@ -26,6 +38,8 @@ export class Editor {
   //   changed(buffer)           a buffer's dirty or conflict state changed
   //   save()                    the user asked to save (Ctrl-S)
   //   annotation(update, el)    fill el for an expression update
+  //   runHere(line)             the user asked to run the statement on a
+  //                             line of the shown buffer (Ctrl/Cmd-Enter)
   constructor(host, rpc, events) {
     this.rpc = rpc;
     this.events = events;
@@ -35,6 +49,11 @@ export class Editor {
     this.cellWidgets = []; // line widgets of statements' output (showCells)
     this.runMarks = []; // line handles with a ▶ (showRunMarks)
     this.errorMarks = []; // line handles marked with a compile error
+    // runDelay: ms without typing before the typed edits run (the page's
+    // setting); runTimer: the pending run of the buffer in runTimerBuf.
+    this.runDelay = DEFAULT_RUN_DELAY;
+    this.runTimer = null;
+    this.runTimerBuf = null;
     this.cm = window.CodeMirror(host, {
       value: "",
       mode: "python",
@@ -51,6 +70,8 @@ export class Editor {
         "Cmd-S": () => this.events.save(),
         Tab: (cm) => cm.execCommand(cm.somethingSelected() ? "indentMore" : "insertSoftTab"),
         "Shift-Tab": (cm) => cm.execCommand("indentLess"),
+        "Ctrl-Enter": (cm) => this.runHere(cm),
+        "Cmd-Enter": (cm) => this.runHere(cm),
       },
     });
     this.cm.on("changes", () => this.localChange());
@@ -109,17 +130,68 @@ export class Editor {
         }
       }
       // Whatever the document has beyond the server's text (typed as the
-      // connection dropped) goes now.
-      this.sendDiff(buf, buf.doc.getValue());
+      // connection dropped) goes now, and runs as typing does.
+      if (this.sendDiff(buf, buf.doc.getValue()) || buf.unrun) this.scheduleRun(buf);
     }
   }
 
-  // localChange sends what the user typed.
+  // localChange sends what the user typed, and runs it once typing pauses.
   localChange() {
     const buf = this.current;
     if (!buf || buf.applyingRemote) return;
-    this.sendDiff(buf, buf.doc.getValue());
+    if (this.sendDiff(buf, buf.doc.getValue())) this.scheduleRun(buf);
     if (this.events.typed) this.events.typed(buf);
+  }
+
+  // scheduleRun (re)starts the wait before buf's typed edits run. A pending
+  // run of another buffer goes at once: the user moved on.
+  scheduleRun(buf) {
+    buf.unrun = true;
+    if (this.runTimerBuf && this.runTimerBuf !== buf) this.flushRun();
+    clearTimeout(this.runTimer);
+    this.runTimerBuf = buf;
+    this.runTimer = setTimeout(() => this.flushRun(), this.runDelay);
+  }
+
+  // flushRun sends the pending run now, if there is one.
+  flushRun() {
+    const buf = this.runTimerBuf;
+    clearTimeout(this.runTimer);
+    this.runTimer = null;
+    this.runTimerBuf = null;
+    if (buf && buf.unrun) this.sendRun(buf);
+  }
+
+  // cancelRun drops the pending run of the shown buffer: an explicit run
+  // (Ctrl/Cmd-Enter, ▶) is about to take the typed edits with it (a
+  // recompute compiles what execute:false left waiting).
+  cancelRun() {
+    clearTimeout(this.runTimer);
+    this.runTimer = null;
+    if (this.runTimerBuf) this.runTimerBuf.unrun = false;
+    this.runTimerBuf = null;
+  }
+
+  // sendRun asks the server to run buf's edits: an edit that changes
+  // nothing, with execute:true. It is ordered after the edits it runs (one
+  // connection's calls are answered in order) and versioned like them, so
+  // a conflict is handled the same way.
+  sendRun(buf) {
+    buf.unrun = false;
+    if (!this.rpc.connected) {
+      buf.unrun = true; // reopen() runs it after the reconnect
+      return;
+    }
+    this.call(buf, "text/applyEdit", {
+      edit: { path: buf.path, edits: [], oldVersion: buf.sentVersion, newVersion: buf.sentVersion },
+      execute: true,
+    });
+  }
+
+  // runHere asks the page to run the statement under the cursor.
+  runHere(cm) {
+    if (!this.current || !this.events.runHere) return;
+    this.events.runHere(cm.getCursor().line);
   }
 
   // showCells puts each statement's output under its last line:
@@ -167,26 +239,33 @@ export class Editor {
     });
   }
 
+  // sendDiff sends the edit that takes the server from buf.sent to text,
+  // without running it; it reports whether there was one.
   sendDiff(buf, text) {
     const edit = diff(buf.sent, text);
-    if (!edit) return;
+    if (!edit) return false;
     const oldVersion = buf.sentVersion;
     const newVersion = version(text);
     buf.sent = text;
     buf.sentVersion = newVersion;
+    this.call(buf, "text/applyEdit", { edit: { path: buf.path, edits: [edit], oldVersion, newVersion }, execute: false }, () => {
+      buf.server = text;
+      buf.serverVersion = newVersion;
+    });
+    return true;
+  }
+
+  // call makes one of buf's versioned calls, counted in flight until its
+  // reply; a failure makes the buffer resync once nothing is in flight.
+  call(buf, method, params, ok = () => {}) {
     buf.inflight++;
     this.events.changed(buf);
     this.rpc
-      .call("text/applyEdit", { edit: { path: buf.path, edits: [edit], oldVersion, newVersion } })
-      .then(
-        () => {
-          buf.server = text;
-          buf.serverVersion = newVersion;
-        },
-        (err) => {
-          buf.failed = err;
-        },
-      )
+      .call(method, params)
+      .then(ok, (err) => {
+        // An edit refused after one that failed says nothing new.
+        buf.failed = buf.failed || err;
+      })
       .finally(() => {
         buf.inflight--;
         if (buf.inflight === 0 && (buf.failed || buf.stale)) this.resync(buf);
@@ -240,6 +319,9 @@ export class Editor {
     for (const fe of fileEdits) {
       const buf = this.buffers.get(fe.path);
       if (!buf) continue;
+      // Another client's request to run its typing (an edit that changes
+      // nothing): no text to apply, and no reason to think ours is stale.
+      if ((fe.edits || []).length === 0 && fe.oldVersion === fe.newVersion) continue;
       if (fe.oldVersion !== buf.serverVersion) {
         if (fe.newVersion !== buf.serverVersion) this.markStale(buf);
         continue;
@@ -377,11 +459,15 @@ export class Editor {
 }
 
 function lineClass(u) {
-  switch (u.payload.type) {
-    case "Panic":
+  switch (state(u)) {
+    case "panic":
       return "ripple-line-panic";
-    case "Pending":
+    case "pending":
       return "ripple-line-pending";
+    case "running":
+      return "ripple-line-running";
+    case "held":
+      return "ripple-line-held";
     default:
       return null;
   }
@@ -400,6 +486,7 @@ class Buffer {
     this.failed = null; // the first error of those edits
     this.stale = false; // another client's edit raced ours: resync after replies
     this.applyingRemote = false; // the doc is being changed to match the server
+    this.unrun = false; // edits sent with execute:false and not yet run
     // The separator the file uses, so that the document's text is the
     // server's byte for byte.
     this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
