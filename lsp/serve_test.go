@@ -131,7 +131,10 @@ func (b *bundle) waitUntil(what string, cond func() bool) {
 		case <-b.ed.changed:
 		case <-tick.C:
 		case <-deadline.C:
-			b.t.Fatalf("timed out waiting for %s", what)
+			b.ed.mu.Lock()
+			logs, shows := b.ed.logs, b.ed.shows
+			b.ed.mu.Unlock()
+			b.t.Fatalf("timed out waiting for %s; main.py's hints: %v; logs: %q; messages: %q", what, b.labels("main.py"), logs, shows)
 		}
 	}
 }
