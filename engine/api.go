@@ -187,6 +187,10 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 	if cs, err := e.store.ContextsOnSlot(nil, c.KernelSlot); err == nil {
 		for _, other := range cs {
 			_ = e.store.Invalidate(other.ID, protocol.InvalidatedExpressions{All: true})
+			// The user asked for these re-runs: they are explicit
+			// (PROTOCOL.md 8.2), also for a context whose last run was
+			// typing's.
+			e.policies.began(other.ID, jobs.ReasonRestart)
 		}
 	}
 	// Bounded: a kernel that cannot come back (its start keeps failing) is
@@ -302,7 +306,7 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	}
 	var runErr error
 	if p.Execute {
-		runErr = e.edited(string(p.Edit.Path), jobs.OriginClient)
+		runErr = e.edited(string(p.Edit.Path), jobs.OriginTyping) // automatic: it may hold effects
 	} else if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
 		e.sources.deferModules(name)
 	}
@@ -482,6 +486,7 @@ func (e *Engine) destroy(id protocol.ContextID) error {
 	}
 	e.recordContext(context.Background(), id)
 	e.crashes.Reset(string(id))
+	e.policies.forget(id)
 	if err := e.queue.AbortContext(jobs.ContextID(id), jobs.ErrContextDestroyed); err != nil && !errors.Is(err, jobs.ErrShutdown) {
 		e.log.Warn("abort destroyed context", "context", id, "err", err)
 	}

@@ -48,9 +48,10 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		}
 		// A run stopped when the client left is run again; values still
 		// current come from the cache and cost nothing. A context whose
-		// last run completed is current already.
+		// last run completed is current already. Nobody asked for this
+		// run: it keeps the kind of the run it replaces (runpolicy.go).
 		if rc.LastResult != nil || rc.Status == contexts.StatusQueued || rc.Status == contexts.StatusRunning {
-			if err := e.apply(jobs.Recompute{Context: jobs.ContextID(rc.ID)}); err != nil {
+			if err := e.apply(jobs.Recompute{Context: jobs.ContextID(rc.ID), Reason: e.policies.rerunReason(rc.ID)}); err != nil {
 				e.log.Warn("refresh reconnected context", "context", rc.ID, "err", err)
 			}
 		}
@@ -96,6 +97,7 @@ func (e *Engine) expire(clientID string) {
 	if e.clients.endGrace(clientID) {
 		return
 	}
+	e.policies.forgetClient(clientID)
 	ids, err := e.store.Expired(nil, time.Now().Add(-e.cfg.DisconnectGrace+time.Millisecond))
 	if err != nil {
 		return

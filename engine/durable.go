@@ -279,7 +279,7 @@ func (e *Engine) RestoreBuffers(st durable.State) ([]string, error) {
 		for _, c := range bs.Clients {
 			clients[c] = true
 		}
-		if err := e.edited(bs.Path, jobs.OriginClient); err != nil {
+		if err := e.edited(bs.Path, jobs.OriginRestore); err != nil {
 			errs = append(errs, fmt.Errorf("restore buffer %s: %w", key, err))
 		}
 	}
@@ -331,13 +331,16 @@ func (e *Engine) ForgetBuffers(ctx context.Context, paths []string) error {
 // id, Data a savedContext as JSON. A destroyed context deletes its entry.
 const KindContext = "context"
 
-// savedContext is what the log keeps of a context: who owns it and its
-// stack. Values are not kept (they are recomputed, from the kernels'
-// caches where those survived).
+// savedContext is what the log keeps of a context: who owns it, its
+// stack, its visualizations and its own run policy. Values are not kept
+// (they are recomputed, from the kernels' caches where those survived).
 type savedContext struct {
 	Owners         []string             `json:"owners"`
 	Stack          []protocol.StackItem `json:"stack"`
 	Visualizations []savedVisualization `json:"visualizations,omitempty"`
+	// Effects is the context's own run policy (setRunPolicy); "" when it
+	// follows its owners' defaults, which are not kept.
+	Effects protocol.RunEffects `json:"effects,omitempty"`
 }
 
 // savedVisualization is an attached visualization (one-shot
@@ -383,6 +386,7 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 		for _, f := range frames {
 			sc.Stack = append(sc.Stack, f.Item)
 		}
+		sc.Effects = e.policies.ownPolicy(id)
 		vs, err := e.store.VisualizationsOfContext(nil, id)
 		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
 			e.log.Error("state log: read visualizations", "context", id, "err", err)
@@ -427,6 +431,7 @@ func (e *Engine) RestoreContexts(st durable.State) ([]protocol.ContextID, error)
 		}
 		if err := e.restoreContext(id, sc); err != nil {
 			_ = e.store.DestroyContext(id)
+			e.policies.forget(id)
 			errs = append(errs, fmt.Errorf("restore context %s: %w", key, err))
 			continue
 		}
@@ -443,7 +448,7 @@ func (e *Engine) RestoreContexts(st durable.State) ([]protocol.ContextID, error)
 		e.restoredClientGrace(o)
 	}
 	for _, id := range restored {
-		if err := e.apply(jobs.Push{Context: jobs.ContextID(id)}); err != nil {
+		if err := e.apply(jobs.Restore{Context: jobs.ContextID(id)}); err != nil {
 			errs = append(errs, fmt.Errorf("run restored context %s: %w", id, err))
 		}
 	}
@@ -461,6 +466,13 @@ func (e *Engine) restoreContext(id protocol.ContextID, sc savedContext) error {
 		if err := e.store.AddOwner(id, o); err != nil {
 			return err
 		}
+	}
+	switch sc.Effects {
+	case "":
+	case protocol.EffectsHold, protocol.EffectsAllow:
+		e.policies.setContext(id, sc.Effects)
+	default:
+		return fmt.Errorf("run policy %q is neither %q nor %q", sc.Effects, protocol.EffectsHold, protocol.EffectsAllow)
 	}
 	if _, err := e.assignSlot(id); err != nil {
 		return err

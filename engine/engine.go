@@ -94,6 +94,8 @@ type Engine struct {
 
 	runs *runTable // the runs in flight and their soft stops (runtable.go)
 
+	policies *runPolicies // run policies and each context's last run kind (runpolicy.go)
+
 	drops *dropQueue // destroyed contexts their kernels have not forgotten yet
 
 	// slotsMu makes CreateContext's choice of a slot and
@@ -178,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		clients:       newClientTable(),
 		streams:       make(map[protocol.ContextID]*stream),
 		runs:          newRunTable(),
+		policies:      newRunPolicies(),
 		drops:         newDropQueue(),
 		retired:       make(map[int]bool),
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+
+	"github.com/ripple-run/ripple/protocol"
 )
 
 // Test hooks for the external test package (compiled into tests only).
@@ -45,4 +47,15 @@ func SetAfterEnqueue(e *Engine, f func()) {
 		f()
 	}
 	e.afterEnqueue.Store(&once)
+}
+
+// StoredUpdates returns the latest update of every statement of context
+// id's top frame, as the store keeps them (what a client that connects
+// is sent).
+func StoredUpdates(e *Engine, id protocol.ContextID) ([]protocol.ExpressionUpdate, error) {
+	top, err := e.store.TopFrame(nil, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.frameUpdates(top), nil
 }

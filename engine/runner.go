@@ -63,6 +63,9 @@ type executeParams struct {
 	Finalize bool `json:"finalize,omitempty"`
 	// RunOnce: cache no statement, the context runs once (batch mode).
 	RunOnce bool `json:"runOnce,omitempty"`
+	// Effects: "hold" for an automatic run under policy hold, else
+	// "allow" (runpolicy.go; kernel/PROTOCOL.md execute).
+	Effects protocol.RunEffects `json:"effects"`
 }
 
 type executeResult struct {
@@ -122,7 +125,10 @@ type execRun struct {
 	id    protocol.ContextID
 	slot  int // the context's kernel slot when the run started
 	jobID jobs.ID
-	stack []*contexts.Frame
+	// reason is why the run was asked for (its kind, runpolicy.go); a
+	// re-run that replaces it carries it on.
+	reason jobs.Reason
+	stack  []*contexts.Frame
 	// params is the kernel's execute request.
 	params executeParams
 	// invalidate is what the run was handed to recompute: put back as
@@ -155,11 +161,12 @@ func (e *Engine) prepareRun(job *jobs.Execute) (*execRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &execRun{id: id, slot: c.KernelSlot, stack: stack, invalidate: pending}
+	r := &execRun{id: id, slot: c.KernelSlot, reason: job.Reason, stack: stack, invalidate: pending}
 	if !job.Invalidate.IsEmpty() {
 		r.invalidate = r.invalidate.Merge(fromExpressionSet(job.Invalidate))
 	}
-	r.params = executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch, RunOnce: e.cfg.Batch}
+	r.params = executeParams{ContextID: id, Generation: c.CreateIndex, Stack: make([]kernelFrame, len(stack)), StopAtSkip: e.cfg.Batch, Finalize: e.cfg.Batch, RunOnce: e.cfg.Batch,
+		Effects: runEffects(job.Reason, e.policies.effects(id, ownerIDs(c)), e.cfg.Batch)}
 	for i, f := range stack {
 		r.params.Stack[i] = toKernelFrame(f.Item)
 	}
@@ -196,6 +203,7 @@ func (e *Engine) prepareRun(job *jobs.Execute) (*execRun, error) {
 func (e *Engine) beginRun(ctx context.Context, r *execRun) {
 	_ = e.store.SetStatus(r.id, contexts.StatusRunning)
 	e.runs.begin(r.slot, r.id)
+	e.policies.began(r.id, r.reason)
 	r.params.Drop = e.takeDrops(r.slot)
 	r.jobID, _ = queue.JobID(ctx)
 	r.stream = e.stream(r.id)
@@ -268,7 +276,7 @@ func (e *Engine) takeResult(r *execRun, raw json.RawMessage) error {
 		if !e.endSoftStop(id, r.jobID) {
 			// Not asked of this run (a stop meant for a run that had just
 			// ended on this kernel): run again.
-			e.rerun(id, jobs.ReasonEdit)
+			e.rerun(id, r.reason)
 		}
 		return nil
 	}
@@ -308,7 +316,7 @@ func (e *Engine) runFailed(ctx context.Context, r *execRun, callErr error) error
 		}
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultKernelDied, Message: msg})
 		if retry {
-			e.rerun(id, jobs.ReasonRestart)
+			e.rerun(id, r.reason) // a crash keeps the kind of the run it cut short
 		}
 	case cause != nil && errors.Is(cause, jobs.ErrInterrupted):
 		e.finish(id, slot, st, &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: interruptMessage(callErr, "interrupted by the user")})
@@ -371,7 +379,9 @@ func (e *Engine) kernelReplaced(r *execRun, callErr error) {
 		return
 	}
 	st.flush()
-	e.rerun(id, jobs.ReasonRestart)
+	// The run's own kind, or explicit when a runtime/restartKernel
+	// replaced the kernel (RestartKernel says so).
+	e.rerun(id, e.policies.rerunReason(id))
 }
 
 // agentLost reports whether a call failed because its kernel's runtime
@@ -396,8 +406,17 @@ func interruptMessage(err error, msg string) string {
 
 // finish ends a run: pending updates first, then executionComplete (result
 // nil) or executionFailed, and the store's run state. kernelID is the
-// kernel the run was on (PROTOCOL.md 7.5).
+// kernel the run was on (PROTOCOL.md 7.5). A run ended by an interrupt, a
+// timeout or a kernel death leaves no statement waiting (markNotReached).
 func (e *Engine) finish(id protocol.ContextID, kernelID int, st *stream, result *protocol.ExecutionResult) {
+	if result != nil {
+		switch result.Kind {
+		case protocol.ResultInterrupted, protocol.ResultTimeout:
+			e.markNotReached(id, kernelID, st, protocol.ReasonInterrupted)
+		case protocol.ResultKernelDied:
+			e.markNotReached(id, kernelID, st, protocol.ReasonKernelDied)
+		}
+	}
 	if _, err := e.store.FinishRun(id, result); err != nil {
 		st.flush()
 		return // destroyed meanwhile
@@ -410,7 +429,8 @@ func (e *Engine) finish(id protocol.ContextID, kernelID int, st *stream, result 
 	st.send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: id, KernelID: kernelID, Result: *result})
 }
 
-// rerun enqueues an Execute of a context (after a kernel restart).
+// rerun enqueues an Execute of a context (after a kernel restart), asked
+// for reason: the reasons of the run it replaces keep its kind.
 func (e *Engine) rerun(id protocol.ContextID, reason jobs.Reason) {
 	c, err := e.store.Context(nil, id)
 	if err != nil {
@@ -485,7 +505,7 @@ func (e *Engine) onKernelRestart(ev kernel.RestartEvent) {
 			continue
 		}
 		if stack, err := e.store.Stack(nil, c.ID); err == nil && len(stack) > 0 {
-			e.rerun(c.ID, jobs.ReasonRestart)
+			e.rerun(c.ID, e.policies.rerunReason(c.ID))
 		}
 	}
 }

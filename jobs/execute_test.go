@@ -166,3 +166,56 @@ func checkErr(t *testing.T, err error, want string, sentinel error) {
 		t.Errorf("error %q does not contain %q", err, want)
 	}
 }
+
+// TestAutomaticRuns checks which runs are automatic (PROTOCOL.md 8.2): a
+// run is automatic only when every reason it was asked for is typing or a
+// restore; collapsing keeps both reasons, so an explicit request absorbed
+// into an automatic one (or the reverse) makes the run explicit.
+func TestAutomaticRuns(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		reason    jobs.Reason
+		automatic bool
+	}{
+		{jobs.ReasonEdit, true},
+		{jobs.ReasonRestore, true},
+		{jobs.ReasonEdit | jobs.ReasonRestore, true},
+		{jobs.ReasonFileWatch, false},
+		{jobs.ReasonPush, false},
+		{jobs.ReasonPop, false},
+		{jobs.ReasonRecompute, false},
+		{jobs.ReasonVisualization, false},
+		{jobs.ReasonExecuteExpression, false},
+		{jobs.ReasonBatch, false},
+		{jobs.ReasonRestart, false},
+		{jobs.ReasonClientWrite, false},
+		{jobs.ReasonEdit | jobs.ReasonRecompute, false},
+		{jobs.ReasonRestore | jobs.ReasonPush, false},
+		{jobs.ReasonEdit | jobs.ReasonFileWatch, false},
+		{0, false}, // no reason: nobody asked, so nothing says it is safe to hold
+	}
+	for _, tt := range tests {
+		if got := tt.reason.Automatic(); got != tt.automatic {
+			t.Errorf("%s: Automatic() = %v, want %v", tt.reason, got, tt.automatic)
+		}
+	}
+
+	// Collapsing ORs the reasons: typing then a recompute is explicit,
+	// typing then typing stays automatic.
+	typing := jobs.Execute{Context: "c", Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit}
+	again := typing
+	again.Collapse(&jobs.Execute{Context: "c", Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit})
+	if !again.Reason.Automatic() {
+		t.Errorf("typing collapsed with typing: %s is not automatic", again.Reason)
+	}
+	recomputed := typing
+	recomputed.Collapse(&jobs.Execute{Context: "c", Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRecompute})
+	if recomputed.Reason.Automatic() || recomputed.Reason != jobs.ReasonEdit|jobs.ReasonRecompute {
+		t.Errorf("typing collapsed with a recompute: %s, want explicit edit|recompute", recomputed.Reason)
+	}
+	explicitFirst := jobs.Execute{Context: "c", Expressions: allExprs, Priority: jobs.PriorityBatch, Reason: jobs.ReasonFileWatch}
+	explicitFirst.Collapse(&typing)
+	if explicitFirst.Reason.Automatic() {
+		t.Errorf("a disk change collapsed with typing: %s is automatic", explicitFirst.Reason)
+	}
+}

@@ -77,24 +77,42 @@ func (p Priority) String() string {
 
 // Reason says why an Execute was enqueued. It is a bit set: a collapsed
 // Execute carries the reasons of every request it absorbed.
+//
+// A run is automatic when every reason it was asked for is automatic
+// (Automatic): typing (ReasonEdit) and the restore after a server restart
+// (ReasonRestore). Every other reason is a user's explicit request
+// (PROTOCOL.md 8.2). An automatic run holds external effects, so
+// collapsing an automatic request into an explicit one (or the reverse)
+// gives an explicit run: the user asked for it.
 type Reason uint16
 
 const (
-	ReasonEdit              Reason = 1 << iota // a file edit from a client
-	ReasonFileWatch                            // a change seen on disk
+	ReasonEdit              Reason = 1 << iota // typing: text/applyEdit with execute:true, an LSP didChange (automatic)
+	ReasonFileWatch                            // a change seen on disk (ripple watch, an editor's save)
 	ReasonPush                                 // executionContext/push
 	ReasonPop                                  // executionContext/pop
 	ReasonRecompute                            // executionContext/recompute
 	ReasonVisualization                        // attach or modify a visualization
 	ReasonExecuteExpression                    // executionContext/executeExpression
 	ReasonBatch                                // a batch run (ripple run)
-	ReasonRestart                              // a re-run after the kernel was replaced
+	ReasonRestart                              // a re-run after an explicit runtime/restartKernel, or on another slot
+	ReasonClientWrite                          // a client's change other than typing: file/write, file/delete, a buffer closed back to disk
+	ReasonRestore                              // a context or buffer restored after a server restart (automatic)
 
-	reasonAll = ReasonRestart<<1 - 1
+	reasonAll = ReasonRestore<<1 - 1
+
+	// automaticReasons are the reasons of runs nobody asked for by a
+	// command.
+	automaticReasons = ReasonEdit | ReasonRestore
 )
 
 var reasonNames = [...]string{"edit", "file-watch", "push", "pop", "recompute",
-	"visualization", "executeExpression", "batch", "restart"}
+	"visualization", "executeExpression", "batch", "restart", "client-write", "restore"}
+
+// Automatic reports whether a run asked for r is automatic: r is not
+// empty and holds automatic reasons only. A re-run after a kernel crash
+// carries the reasons of the run it replaces, so it keeps its kind.
+func (r Reason) Automatic() bool { return r != 0 && r&^automaticReasons == 0 }
 
 // Has reports whether every reason of o is in r.
 func (r Reason) Has(o Reason) bool { return r&o == o }

@@ -72,6 +72,9 @@ func TestStateStrings(t *testing.T) {
 	if got := (jobs.ReasonEdit | jobs.ReasonVisualization).String(); got != "edit|visualization" {
 		t.Errorf("reason string %q", got)
 	}
+	if got := (jobs.ReasonClientWrite | jobs.ReasonRestore).String(); got != "client-write|restore" {
+		t.Errorf("reason string %q", got)
+	}
 	if got := jobs.Reason(0).String(); got != "none" {
 		t.Errorf("zero reason string %q", got)
 	}

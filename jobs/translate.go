@@ -88,18 +88,28 @@ func runContext(info ContextInfo, exec Execute, aborts ...Abort) Plan {
 type Origin uint8
 
 const (
-	// OriginClient: text/applyEdit, text/save or file/write from a client.
-	OriginClient Origin = iota
+	// OriginTyping: text/applyEdit with execute:true (typing, an LSP
+	// didChange); its runs are automatic (ReasonEdit). The zero Origin,
+	// so an edit that forgets to say runs as the safe kind.
+	OriginTyping Origin = iota
+	// OriginClient: any other change by a client: file/write,
+	// file/delete, a buffer closed back to its disk version
+	// (ReasonClientWrite, explicit).
+	OriginClient
 	// OriginDisk: a change seen on disk (ripple watch, or a file changed
-	// under a running server).
+	// under a running server; ReasonFileWatch, explicit).
 	OriginDisk
+	// OriginRestore: a buffer restored from the state log after a server
+	// restart (ReasonRestore, automatic).
+	OriginRestore
 )
 
 // Edit is a change to project files. Only the contexts it affects
 // (ContextInfo.AffectedBy) are touched: their Executes are aborted
 // (ErrEdited), EnsureCompiled(the changed modules) is enqueued on their
 // kernels, and an Execute of each (PriorityUser, or PriorityBatch for
-// OriginDisk); other contexts keep running (DESIGN.md "Edit a file").
+// OriginDisk, with the Origin's reason); other contexts keep running
+// (DESIGN.md "Edit a file").
 //
 // With NoExecute (text/applyEdit with execute:false) nothing is aborted or
 // scheduled (PROTOCOL.md: "nothing is scheduled until a later edit or
@@ -119,8 +129,13 @@ func (e Edit) Plan(cs Contexts) (Plan, error) {
 		return Plan{}, nil
 	}
 	priority, reason := PriorityUser, ReasonEdit
-	if e.Origin == OriginDisk {
+	switch e.Origin {
+	case OriginClient:
+		reason = ReasonClientWrite
+	case OriginDisk:
 		priority, reason = PriorityBatch, ReasonFileWatch
+	case OriginRestore:
+		reason = ReasonRestore
 	}
 	var p Plan
 	ids := make([]ContextID, 0, len(cs))
@@ -164,6 +179,21 @@ func (c Push) Plan(cs Contexts) (Plan, error) {
 		Priority: PriorityUser, Reason: ReasonPush}, AbortContext(c.Context, ErrStackChanged)), nil
 }
 
+// Restore is the first run of a context restored from the state log after
+// a server restart: Push's jobs, with ReasonRestore (an automatic run: it
+// holds effects, as the typing that made the values did).
+type Restore struct{ Context ContextID }
+
+// Plan implements Call.
+func (c Restore) Plan(cs Contexts) (Plan, error) {
+	info, err := cs.lookup("restore", c.Context)
+	if err != nil {
+		return Plan{}, err
+	}
+	return runContext(info, Execute{Context: c.Context, Expressions: All[ExpressionID](),
+		Priority: PriorityUser, Reason: ReasonRestore}, AbortContext(c.Context, ErrStackChanged)), nil
+}
+
 // Pop is executionContext/pop: abort the context's Executes
 // (ErrStackChanged), then, unless the stack is now empty,
 // EnsureCompiled(bottom module) and Execute(all).
@@ -186,6 +216,11 @@ type Recompute struct {
 	Context ContextID
 	// Invalidate: empty when the call names none, All() for "all".
 	Invalidate ExpressionSet
+	// Reason is ReasonRecompute when zero (a client's recompute). A
+	// refresh the engine asks on its own (a reconnected client's context)
+	// gives the reasons of the run it replaces, so it keeps that run's
+	// kind (Reason.Automatic).
+	Reason Reason
 }
 
 // Plan implements Call.
@@ -194,8 +229,12 @@ func (c Recompute) Plan(cs Contexts) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	reason := c.Reason
+	if reason == 0 {
+		reason = ReasonRecompute
+	}
 	return runContext(info, Execute{Context: c.Context, Expressions: All[ExpressionID](),
-		Invalidate: c.Invalidate, Priority: PriorityUser, Reason: ReasonRecompute},
+		Invalidate: c.Invalidate, Priority: PriorityUser, Reason: reason},
 		AbortContext(c.Context, ErrRecomputed)), nil
 }
 

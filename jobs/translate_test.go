@@ -60,6 +60,30 @@ func TestTranslations(t *testing.T) {
 			},
 		},
 		{
+			name: "a client's write is an explicit edit",
+			call: jobs.Edit{Modules: modules("shop"), Origin: jobs.OriginClient},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "shop"),
+				Executes: []jobs.Execute{
+					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonClientWrite},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonClientWrite},
+				},
+			},
+		},
+		{
+			name: "a buffer restored after a server restart runs automatically",
+			call: jobs.Edit{Modules: modules("shop"), Origin: jobs.OriginRestore},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrEdited), jobs.AbortContext("c", jobs.ErrEdited)},
+				EnsureCompiled: compile(1, "shop"),
+				Executes: []jobs.Execute{
+					{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore},
+					{Context: "c", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore},
+				},
+			},
+		},
+		{
 			name: "edit of a module nobody imports compiles and aborts nothing",
 			call: jobs.Edit{Modules: modules("unused")},
 			want: jobs.Plan{
@@ -97,6 +121,20 @@ func TestTranslations(t *testing.T) {
 			},
 		},
 		{
+			name: "restore of a context runs it as push does, automatically",
+			call: jobs.Restore{Context: "b"},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("b", jobs.ErrStackChanged)},
+				EnsureCompiled: compile(1, "shop.cart"),
+				Executes:       []jobs.Execute{{Context: "b", Slot: 1, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonRestore}},
+			},
+		},
+		{
+			name: "restore of a context with an empty stack runs nothing",
+			call: jobs.Restore{Context: "idle"},
+			want: jobs.Plan{Aborts: []jobs.Abort{jobs.AbortContext("idle", jobs.ErrStackChanged)}},
+		},
+		{
 			name:    "push leaving an empty stack is inconsistent state",
 			call:    jobs.Push{Context: "idle"},
 			wantErr: "push: context idle has an empty stack",
@@ -127,6 +165,15 @@ func TestTranslations(t *testing.T) {
 			call:    jobs.Pop{Context: "ghost"},
 			wantErr: "pop: unknown execution context ghost",
 			errIs:   jobs.ErrUnknownContext,
+		},
+		{
+			name: "a refresh the engine asks keeps the reasons of the run it replaces",
+			call: jobs.Recompute{Context: "a", Reason: jobs.ReasonEdit},
+			want: jobs.Plan{
+				Aborts:         []jobs.Abort{jobs.AbortContext("a", jobs.ErrRecomputed)},
+				EnsureCompiled: compile(0, "main"),
+				Executes:       []jobs.Execute{{Context: "a", Slot: 0, Expressions: allExprs, Priority: jobs.PriorityUser, Reason: jobs.ReasonEdit}},
+			},
 		},
 		{
 			name: "recompute with invalidated expressions",

@@ -15,6 +15,9 @@ import "context"
 type Handler interface {
 	Status(ctx context.Context) (RuntimeStatusResult, error)
 	RestartKernel(ctx context.Context, clientID string, id ContextID) error
+	// SetRunPolicy sets what automatic runs do with external effects, for
+	// one context or (ContextID "") the client's default (PROTOCOL.md 8.2).
+	SetRunPolicy(ctx context.Context, clientID string, p SetRunPolicyParams) error
 
 	ReadFile(ctx context.Context, clientID, path string) (FileReadResult, error)
 	WriteFile(ctx context.Context, clientID string, p FileWriteParams) error

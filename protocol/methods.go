@@ -16,6 +16,7 @@ const (
 
 	MethodRuntimeStatus = "runtime/status"
 	MethodRestartKernel = "runtime/restartKernel"
+	MethodSetRunPolicy  = "runtime/setRunPolicy"
 
 	MethodFileRead   = "file/read"
 	MethodFileWrite  = "file/write"
@@ -104,7 +105,8 @@ func (m Method) Call(ctx context.Context, h Handler, clientID string, p Params) 
 	return m.call(ctx, h, clientID, p)
 }
 
-// methods are the client methods in the order of PROTOCOL.md section 3.
+// methods are the client methods in the order of PROTOCOL.md section 3
+// (runtime/setRunPolicy, of 8.2, with the runtime methods).
 // Each entry ties the method's name to its params type, its result type
 // and its Handler method; the generic constructors below make a mismatch
 // between them a compile error.
@@ -117,6 +119,10 @@ var methods = []Method{
 	nullResult(MethodRestartKernel, HandledAsync,
 		func(ctx context.Context, h Handler, c string, p *RestartKernelParams) error {
 			return h.RestartKernel(ctx, c, p.ContextID)
+		}),
+	nullResult(MethodSetRunPolicy, HandledInOrder,
+		func(ctx context.Context, h Handler, c string, p *SetRunPolicyParams) error {
+			return h.SetRunPolicy(ctx, c, *p)
 		}),
 
 	withResult(MethodFileRead, HandledInOrder,

@@ -27,6 +27,10 @@ func (r *recorder) RestartKernel(_ context.Context, c string, id ContextID) erro
 	r.rec("RestartKernel", c, id)
 	return nil
 }
+func (r *recorder) SetRunPolicy(_ context.Context, c string, p SetRunPolicyParams) error {
+	r.rec("SetRunPolicy", c, p)
+	return nil
+}
 func (r *recorder) ReadFile(_ context.Context, c, path string) (FileReadResult, error) {
 	r.rec("ReadFile", c, path)
 	return FileReadResult{Contents: "x"}, nil
@@ -126,6 +130,7 @@ func TestMethodsCallTheirHandlerMethod(t *testing.T) {
 		{MethodInitProtocolConnection, HandledBySession, `{"clientId":"c"}`, "", nil},
 		{MethodRuntimeStatus, HandledInOrder, `{}`, "Status", nil},
 		{MethodRestartKernel, HandledAsync, ctx, "RestartKernel", ctxA},
+		{MethodSetRunPolicy, HandledInOrder, `{"effects":"allow"}`, "SetRunPolicy", nil},
 		{MethodFileRead, HandledInOrder, path, "ReadFile", "a.py"},
 		{MethodFileWrite, HandledInOrder, `{"path":"a.py","contents":"x"}`, "WriteFile", nil},
 		{MethodFileList, HandledInOrder, path, "ListFiles", "a.py"},

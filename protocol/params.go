@@ -103,6 +103,29 @@ type QueueStatus struct {
 	Running int `json:"running"`
 }
 
+// RunEffects is what an automatic run does with external effects
+// (PROTOCOL.md 8.2): EffectsHold or EffectsAllow.
+type RunEffects string
+
+const (
+	// EffectsHold: an automatic run (typing) holds external effects; the
+	// default.
+	EffectsHold RunEffects = "hold"
+	// EffectsAllow: automatic runs make their effects too (fully live).
+	EffectsAllow RunEffects = "allow"
+)
+
+// SetRunPolicyParams: runtime/setRunPolicy (result null). ContextID ""
+// sets the session's default: the client's contexts without a policy of
+// their own, and those it creates later.
+type SetRunPolicyParams struct {
+	ContextID ContextID  `json:"contextId,omitempty" decode:"optional"`
+	Effects   RunEffects `json:"effects"`
+}
+
+// UnmarshalJSON decodes strictly.
+func (p *SetRunPolicyParams) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, p) }
+
 // --- params shared by several methods
 
 // ContextParams are the params of the methods that only name a context.

@@ -42,6 +42,14 @@ func TestDecodeParamsNamesTheField(t *testing.T) {
 		{MethodCreateContext, `{"contextId":null}`, ""},
 		{MethodCreateContext, `{"contextId":"nope"}`, `params.contextId: expected a UUID, got "nope"`},
 
+		// Run policy.
+		{MethodSetRunPolicy, `{"effects":"hold"}`, ""},
+		{MethodSetRunPolicy, `{"contextId":` + ctx + `,"effects":"allow"}`, ""},
+		{MethodSetRunPolicy, `{}`, "params.effects: missing required field"},
+		{MethodSetRunPolicy, `{"effects":"live"}`, `params.effects: expected "hold" or "allow", got "live"`},
+		{MethodSetRunPolicy, `{"effects":true}`, "params.effects: expected string, got boolean"},
+		{MethodSetRunPolicy, `{"contextId":"c1","effects":"hold"}`, `params.contextId: expected a UUID, got "c1"`},
+
 		// Stack items.
 		{MethodPush, `{"contextId":` + ctx + `}`, "params.stackItem: missing required field"},
 		{MethodPush, `{"contextId":` + ctx + `,"stackItem":[]}`, "params.stackItem: expected object, got array"},

@@ -31,7 +31,8 @@ import (
 // encoder leaves out decodes again (unions, which encode themselves, are
 // exempt). Named string types carry their own check (stringChecks):
 // ContextID and VisualizationID are UUIDs, ExpressionID is
-// module:qualname/label, wherever they appear. A type whose pointer has a
+// module:qualname/label, RunEffects "hold" or "allow", wherever they
+// appear. A type whose pointer has a
 // decodeStrict method (InvalidatedExpressions, "all" or an array) decodes
 // itself.
 //
@@ -118,6 +119,7 @@ var stringChecks = map[reflect.Type]*stringCheck{
 	reflect.TypeFor[ContextID]():       {want: "a UUID", ok: IsUUID},
 	reflect.TypeFor[VisualizationID](): {want: "a UUID", ok: IsUUID},
 	reflect.TypeFor[ExpressionID]():    {want: wantExpressionID, ok: func(s string) bool { return ExpressionID(s).wellFormed() }},
+	reflect.TypeFor[RunEffects]():      {want: `"hold" or "allow"`, ok: func(s string) bool { return s == string(EffectsHold) || s == string(EffectsAllow) }},
 }
 
 // customDecoder is implemented by the pointer of a type that decodes

@@ -143,6 +143,20 @@ func TestStrictUnionVariants(t *testing.T) {
 		{`{"type":"DataflowError"}`, "trace: missing required field", Payload{}},
 		{`{"type":7}`, "type: expected string, got number", Payload{}},
 		{`{"type":"value"}`, `type: expected "Value", "Panic", "DataflowError" or "Pending", got "value"`, Payload{}},
+		// 8.2 and 8.4's fields: reason and startedAt of Pending, effects of Value.
+		{`{"type":"Pending","message":"not reached","reason":{"kind":"exception","expressionId":"m:f/x"}}`, "",
+			Payload{Type: PayloadPending, Message: "not reached", Reason: &PendingReason{Kind: "exception", ExpressionID: "m:f/x"}}},
+		{`{"type":"Pending","message":"running","startedAt":"2026-11-29T01:02:03.456Z"}`, "",
+			Payload{Type: PayloadPending, Message: "running", StartedAt: "2026-11-29T01:02:03.456Z"}},
+		{`{"type":"Pending","reason":null}`, "", Payload{Type: PayloadPending}},
+		{`{"type":"Pending","reason":{}}`, "reason.kind: missing required field", Payload{}},
+		{`{"type":"Pending","reason":{"kind":"held","args":"x"}}`, "reason.args: expected array, got string", Payload{}},
+		{`{"type":"Pending","reason":{"kind":"exception","expressionId":"x"}}`,
+			`reason.expressionId: expected an expression id module:qualname/label, got "x"`, Payload{}},
+		{`{"type":"Pending","startedAt":5}`, "startedAt: expected string, got number", Payload{}},
+		{`{"type":"Value","effects":["open('a', 'w')"]}`, "", Payload{Type: PayloadValue, Effects: []string{"open('a', 'w')"}}},
+		{`{"type":"Value","effects":[1]}`, "effects[0]: expected string, got number", Payload{}},
+		{`{"type":"Value","reason":{"kind":"held"},"startedAt":"t"}`, "", Payload{Type: PayloadValue}},
 	}
 	for _, tt := range tests {
 		var got Payload

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -60,6 +61,16 @@ func TestJSONRoundTrip(t *testing.T) {
 		{"DataflowError payload", ptr(DataflowErrorPayload("main:main/x")), `{"type":"DataflowError","trace":["main:main/x"]}`},
 		{"Pending payload", ptr(PendingPayload("")), `{"type":"Pending"}`},
 		{"Pending not reached", ptr(PendingPayload("not reached")), `{"type":"Pending","message":"not reached"}`},
+		{"Value payload with effects", &Payload{Type: PayloadValue, Preview: "3", MimeTypes: []string{"text/html"}, Effects: []string{"open('out.csv', 'w')", "os.remove('a')"}},
+			`{"type":"Value","preview":"3","mimeTypes":["text/html"],"effects":["open('out.csv', 'w')","os.remove('a')"]}`},
+		{"Pending running", ptr(RunningPayload(time.Date(2026, 11, 29, 2, 2, 3, 456_789_000, time.FixedZone("CET", 3600)))),
+			`{"type":"Pending","message":"running","startedAt":"2026-11-29T01:02:03.456Z"}`},
+		{"Pending not reached after an exception", ptr(NotReachedPayload(ReasonException, "main:main/x")),
+			`{"type":"Pending","message":"not reached","reason":{"kind":"exception","expressionId":"main:main/x"}}`},
+		{"Pending not reached after a kernel death", ptr(NotReachedPayload(ReasonKernelDied, "")),
+			`{"type":"Pending","message":"not reached","reason":{"kind":"kernelDied"}}`},
+		{"Pending held", ptr(HeldPayload("shutil.rmtree('out')", "shutil.rmtree", "'out'", "False", "None")),
+			`{"type":"Pending","message":"held: shutil.rmtree('out')","reason":{"kind":"held","event":"shutil.rmtree","args":["'out'","False","None"]}}`},
 		{"ExpressionUpdate full", &ExpressionUpdate{
 			ExpressionID:  "main:main/y",
 			Type:          "builtins.int",
@@ -101,6 +112,8 @@ func TestJSONRoundTrip(t *testing.T) {
 			Agents: []AgentStatus{{AgentRef: AgentRef{ID: "a1", Host: "n1", Launcher: "slurm", JobID: "42"}, Kernels: []int{3}, LeaseAgeMs: 150}}},
 			`{"kernels":[{"id":3,"pid":7,"state":"ready","contexts":[],"launcher":"slurm","agent":{"id":"a1","host":"n1","launcher":"slurm","jobId":"42"}}],"queue":{"pending":0,"running":0},"agents":[{"id":"a1","host":"n1","launcher":"slurm","jobId":"42","kernels":[3],"leaseAgeMs":150}]}`},
 		{"runtime/restartKernel", &RestartKernelParams{ContextID: ctxA}, `{"contextId":"` + string(ctxA) + `"}`},
+		{"runtime/setRunPolicy", &SetRunPolicyParams{ContextID: ctxA, Effects: EffectsAllow}, `{"contextId":"` + string(ctxA) + `","effects":"allow"}`},
+		{"runtime/setRunPolicy default", &SetRunPolicyParams{Effects: EffectsHold}, `{"effects":"hold"}`},
 		{"file/read", &FileReadParams{Path: "pkg/util.py"}, `{"path":"pkg/util.py"}`},
 		{"file/read result", &FileReadResult{Contents: "x = 1\n"}, `{"contents":"x = 1\n"}`},
 		{"file/write", &FileWriteParams{Path: "a.py", Contents: ""}, `{"path":"a.py","contents":""}`},
@@ -420,6 +433,13 @@ func TestClonesShareNothing(t *testing.T) {
 	if u.MethodCall.MethodPointer.Name != "g" || u.ProfilingInfo[0].NanoTime != 1 || u.Range.Start.Line != 0 || u.Payload.Trace[0] != "m:f/x" {
 		t.Errorf("ExpressionUpdate.Clone shares memory: %+v", u)
 	}
+	held := HeldPayload("open('a', 'w')", "open", "'a'", "'w'")
+	held.Effects, held.MimeTypes = []string{"e"}, []string{"m"}
+	hc := held.Clone()
+	hc.Reason.Args[0], hc.Reason.Kind, hc.Effects[0], hc.MimeTypes[0] = "changed", "changed", "changed", "changed"
+	if held.Reason.Args[0] != "'a'" || held.Reason.Kind != ReasonHeld || held.Effects[0] != "e" || held.MimeTypes[0] != "m" {
+		t.Errorf("Payload.Clone shares memory: %+v", held)
+	}
 
 	s := NewExplicitCall(MethodPointer{Module: "m", Name: "f"}, "1")
 	sc := s.Clone()
@@ -437,5 +457,33 @@ func TestClonesShareNothing(t *testing.T) {
 	}
 	if (*ExecutionResult)(nil).Clone() != nil {
 		t.Error("nil Clone is not nil")
+	}
+}
+
+// TestPayloadStates checks the predicates clients use to tell a waiting,
+// running, held and not-reached statement apart (PROTOCOL.md 8.4).
+func TestPayloadStates(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                               string
+		p                                  Payload
+		waiting, running, held, notReached bool
+	}{
+		{"pending", PendingPayload(""), true, false, false, false},
+		{"pending with another message", PendingPayload("queued"), true, false, false, false},
+		{"running", RunningPayload(time.Unix(0, 0)), false, true, false, false},
+		{"held", HeldPayload("os.remove('a')", "os.remove", "'a'"), false, false, true, false},
+		{"held message without its reason", PendingPayload("held: x"), true, false, false, false},
+		{"not reached after a return", PendingPayload(MessageNotReached), false, false, false, true},
+		{"not reached after an interrupt", NotReachedPayload(ReasonInterrupted, ""), false, false, false, true},
+		{"not reached after a held statement", NotReachedPayload(ReasonHeld, "m:f/x"), false, false, false, true},
+		{"value", ValuePayload("1"), false, false, false, false},
+	}
+	for _, tt := range tests {
+		p := tt.p
+		if p.IsWaiting() != tt.waiting || p.IsRunning() != tt.running || p.IsHeld() != tt.held || p.IsNotReached() != tt.notReached {
+			t.Errorf("%s: waiting %v running %v held %v notReached %v, want %v %v %v %v", tt.name,
+				p.IsWaiting(), p.IsRunning(), p.IsHeld(), p.IsNotReached(), tt.waiting, tt.running, tt.held, tt.notReached)
+		}
 	}
 }

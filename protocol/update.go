@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // ExpressionUpdate is the state of one expression after a run (or at its
@@ -51,7 +52,7 @@ func (u ExpressionUpdate) Clone() ExpressionUpdate {
 		u.Range = &r
 	}
 	u.ProfilingInfo = slices.Clone(u.ProfilingInfo)
-	u.Payload.Trace = slices.Clone(u.Payload.Trace)
+	u.Payload = u.Payload.Clone()
 	return u
 }
 
@@ -116,18 +117,66 @@ const (
 	PayloadPanic PayloadType = "Panic"
 	// PayloadDataflowError is reserved; Python kernels do not produce it.
 	PayloadDataflowError PayloadType = "DataflowError"
-	// PayloadPending: the statement will run, or was not reached (Message
-	// "not reached").
+	// PayloadPending: the statement will run, is running (Message
+	// "running"), was held (Message "held: ...") or was not reached
+	// (Message "not reached"); Reason says why for the last two.
 	PayloadPending PayloadType = "Pending"
 )
+
+// Pending messages with a meaning of their own (PROTOCOL.md 8.1, 8.2, 8.4);
+// any other message, "" included, is a statement waiting to run.
+const (
+	// MessageRunning marks the statement running now; StartedAt says since
+	// when.
+	MessageRunning = "running"
+	// MessageNotReached: the statement will not run in this run; Reason
+	// says why (absent when a return ended the frame).
+	MessageNotReached = "not reached"
+	// MessageHeldPrefix starts the message of a statement whose effect was
+	// held: "held: shutil.rmtree('out')".
+	MessageHeldPrefix = "held: "
+)
+
+// Kinds of PendingReason.
+const (
+	// ReasonException: the statement ExpressionID raised and ended the
+	// frame (8.1).
+	ReasonException = "exception"
+	// ReasonHeld: on the held statement itself, Event and Args name the
+	// effect; on a later one, ExpressionID names the held statement (8.2).
+	ReasonHeld = "held"
+	// ReasonInterrupted: the run was interrupted before the statement ran.
+	ReasonInterrupted = "interrupted"
+	// ReasonKernelDied: the kernel died before the statement ran.
+	ReasonKernelDied = "kernelDied"
+)
+
+// PendingReason says why a Pending statement will not run in this run
+// (PROTOCOL.md 8.1, 8.2, 8.4). Kind is one of the Reason constants; a
+// kind this version does not know is passed on as it is.
+type PendingReason struct {
+	Kind string `json:"kind"`
+	// ExpressionID is the statement that raised (exception) or was held
+	// (held, on the statements after it).
+	ExpressionID ExpressionID `json:"expressionId,omitempty" decode:"optional"`
+	// Event is the audit event of a held effect ("open",
+	// "shutil.rmtree"), on the held statement only.
+	Event string `json:"event,omitempty" decode:"optional"`
+	// Args are the held event's arguments, short reprs (at most 200
+	// characters each).
+	Args []string `json:"args,omitempty" decode:"optional"`
+}
+
+// UnmarshalJSON decodes strictly.
+func (r *PendingReason) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, r) }
 
 // Payload is the union Value | Panic | DataflowError | Pending; Type says
 // which fields are meaningful:
 //
-//	Value:         Preview (optional), MimeTypes (optional)
+//	Value:         Preview, MimeTypes, Effects (each optional)
 //	Panic:         Message, Trace
 //	DataflowError: Trace
-//	Pending:       Message (optional)
+//	Pending:       Message, Reason, StartedAt (each optional)
 //
 // The tags are for the strict decoder, as StackItem's.
 type Payload struct {
@@ -139,6 +188,15 @@ type Payload struct {
 	// (PROTOCOL.md 7.2: "text/html", "image/png", ...), found without
 	// rendering; the "ripple:display" visualization renders them.
 	MimeTypes []string `json:"mimeTypes" decode:"variants=Value?"`
+	// Effects are the effects the statement's last completed run made
+	// ("open('out.csv', 'w')"), in order, at most 10 (PROTOCOL.md 8.2).
+	Effects []string `json:"effects" decode:"variants=Value?"`
+	// Reason says why a Pending statement is held or not reached; nil for
+	// one that waits, runs, or follows a return.
+	Reason *PendingReason `json:"reason" decode:"variants=Pending?"`
+	// StartedAt is when a running statement started, by the kernel's
+	// clock: RFC 3339 UTC with milliseconds ("2026-11-29T01:02:03.456Z").
+	StartedAt string `json:"startedAt" decode:"variants=Pending?"`
 }
 
 // ValuePayload returns a Value payload with the given preview.
@@ -156,12 +214,72 @@ func PanicPayload(message string, trace ...ExpressionID) Payload {
 // PendingPayload returns a Pending payload; message may be "".
 func PendingPayload(message string) Payload { return Payload{Type: PayloadPending, Message: message} }
 
+// StartedAtLayout is the form of Payload.StartedAt (in UTC).
+const StartedAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// RunningPayload returns the Pending payload of a statement that started
+// running at t.
+func RunningPayload(t time.Time) Payload {
+	return Payload{Type: PayloadPending, Message: MessageRunning, StartedAt: t.UTC().Format(StartedAtLayout)}
+}
+
+// NotReachedPayload returns the Pending payload of a statement that will
+// not run in this run, for the given reason (ReasonInterrupted,
+// ReasonKernelDied; ReasonException and ReasonHeld name the statement
+// that ended the frame).
+func NotReachedPayload(kind string, origin ExpressionID) Payload {
+	return Payload{Type: PayloadPending, Message: MessageNotReached, Reason: &PendingReason{Kind: kind, ExpressionID: origin}}
+}
+
+// HeldPayload returns the Pending payload of a statement whose effect was
+// held: effect is the effect written as a call ("open('a.txt', 'w')"),
+// event and args the audit event.
+func HeldPayload(effect, event string, args ...string) Payload {
+	return Payload{Type: PayloadPending, Message: MessageHeldPrefix + effect,
+		Reason: &PendingReason{Kind: ReasonHeld, Event: event, Args: args}}
+}
+
 // DataflowErrorPayload returns a DataflowError payload.
 func DataflowErrorPayload(trace ...ExpressionID) Payload {
 	if trace == nil {
 		trace = []ExpressionID{}
 	}
 	return Payload{Type: PayloadDataflowError, Trace: trace}
+}
+
+// IsRunning reports whether p marks the statement running now.
+func (p *Payload) IsRunning() bool { return p.Type == PayloadPending && p.Message == MessageRunning }
+
+// IsNotReached reports whether p is a statement that will not run in this
+// run (after a return, an exception, a held effect, an interrupt or a
+// kernel death).
+func (p *Payload) IsNotReached() bool {
+	return p.Type == PayloadPending && p.Message == MessageNotReached
+}
+
+// IsHeld reports whether p is the statement whose effect was held.
+func (p *Payload) IsHeld() bool {
+	return p.Type == PayloadPending && p.Reason != nil && p.Reason.Kind == ReasonHeld &&
+		len(p.Message) > len(MessageHeldPrefix) && p.Message[:len(MessageHeldPrefix)] == MessageHeldPrefix
+}
+
+// IsWaiting reports whether p is a statement that waits to run in this
+// run: Pending, neither running, held nor not reached.
+func (p *Payload) IsWaiting() bool {
+	return p.Type == PayloadPending && !p.IsRunning() && !p.IsNotReached() && !p.IsHeld()
+}
+
+// Clone returns a deep copy: nothing in the result aliases p.
+func (p Payload) Clone() Payload {
+	p.Trace = slices.Clone(p.Trace)
+	p.MimeTypes = slices.Clone(p.MimeTypes)
+	p.Effects = slices.Clone(p.Effects)
+	if p.Reason != nil {
+		r := *p.Reason
+		r.Args = slices.Clone(r.Args)
+		p.Reason = &r
+	}
+	return p
 }
 
 // ErrBadPayload is returned when encoding a Payload of unknown type.
@@ -181,14 +299,10 @@ func (p *Payload) appendJSON(dst []byte) ([]byte, error) {
 			dst = appendQuoted(dst, p.Preview)
 		}
 		if len(p.MimeTypes) > 0 {
-			dst = append(dst, `,"mimeTypes":[`...)
-			for i, m := range p.MimeTypes {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendQuoted(dst, m)
-			}
-			dst = append(dst, ']')
+			dst = appendStrings(append(dst, `,"mimeTypes":`...), p.MimeTypes)
+		}
+		if len(p.Effects) > 0 {
+			dst = appendStrings(append(dst, `,"effects":`...), p.Effects)
 		}
 	case PayloadPanic:
 		dst = append(dst, `{"type":"Panic","message":`...)
@@ -203,10 +317,47 @@ func (p *Payload) appendJSON(dst []byte) ([]byte, error) {
 			dst = append(dst, `,"message":`...)
 			dst = appendQuoted(dst, p.Message)
 		}
+		if p.Reason != nil {
+			dst = p.Reason.appendJSON(append(dst, `,"reason":`...))
+		}
+		if p.StartedAt != "" {
+			dst = append(dst, `,"startedAt":`...)
+			dst = appendQuoted(dst, p.StartedAt)
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown type %q", ErrBadPayload, p.Type)
 	}
 	return append(dst, '}'), nil
+}
+
+// appendJSON appends r as JSON, its empty optional fields left out.
+func (r *PendingReason) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"kind":`...)
+	dst = appendQuoted(dst, r.Kind)
+	if r.ExpressionID != "" {
+		dst = append(dst, `,"expressionId":`...)
+		dst = appendQuoted(dst, string(r.ExpressionID))
+	}
+	if r.Event != "" {
+		dst = append(dst, `,"event":`...)
+		dst = appendQuoted(dst, r.Event)
+	}
+	if len(r.Args) > 0 {
+		dst = appendStrings(append(dst, `,"args":`...), r.Args)
+	}
+	return append(dst, '}')
+}
+
+// appendStrings appends ss as a JSON array of strings.
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, s)
+	}
+	return append(dst, ']')
 }
 
 func appendTrace(dst []byte, trace []ExpressionID) []byte {

@@ -18,15 +18,21 @@
 // The first run prints every expression, later runs only those whose
 // shown state changed (computed again, or now an error, or not reached):
 //
-//	── main:main · run 2 · 2 recomputed, 1 cached · 3.1ms ──
+//	── main:main · run 2 · 2 recomputed, 1 cached, 1 held · 3.1ms ──
 //	  * y       int  60   3.0ms
 //	  * z       int  65   2µs
 //	  ! w       ZeroDivisionError: division by zero  line 9
+//	  ⏸ #2      held: shutil.rmtree('out')  line 10
+//	  · total   not reached: held at #2 (line 10)
 //
 // The mark says how the value came: * computed in this run, = from the
 // cache, ! an error (Panic; the line is the statement's, "from x" names
-// the statement that raised when it is another one), - not computed (the
-// run ended before it, or a return above it: "not reached"). A run that
+// the statement that raised when it is another one), ⏸ held (the run was
+// automatic and the statement tried an external effect, PROTOCOL.md 8.2;
+// ripple watch's own runs are explicit, so this is rare), · not reached
+// with why: "exception in x (line 5)", "held at #2 (line 10)",
+// "interrupted", "the kernel died", or nothing after a return; - not
+// computed (a run that did not end normally left it waiting). A run that
 // fails (compile error, interrupt, kernel death, a missing function)
 // ends its table with the reason. Changed files are noted in one dimmed
 // line ("· helper.py modified, data.csv added") before the run they cause.
@@ -45,7 +51,7 @@
 //	 "payload":{"type":"Value","preview":"60"}}
 //	{"event":"output","run":2,"stream":"stdout","text":"hello\n"}
 //	{"event":"diagnostic","run":2,"diagnostic":{Diagnostic}}
-//	{"event":"complete","run":2,"recomputed":2,"cached":1,"nanoTime":3100000}
+//	{"event":"complete","run":2,"recomputed":2,"cached":1,"held":1,"nanoTime":3100000}  held only when > 0
 //	{"event":"failed","run":3,"kind":"compileError","message":"...","diagnostic":{Diagnostic}}
 //	{"event":"kernelRestarted","run":4,"reason":"..."}
 //	{"event":"interrupt","run":5}                                    Ctrl-C interrupted the run
@@ -53,8 +59,19 @@
 //
 // An update is one expression's new state, as the engine reports it
 // (PROTOCOL.md's ExpressionUpdate, flattened): "line" is 1-based,
-// "payload" is the protocol's Payload (Value with preview, Panic with
-// message and trace, Pending with an optional message: "not reached").
+// "payload" is the protocol's Payload:
+//
+//	{"type":"Value","preview":"60","mimeTypes":["text/html"],"effects":["open('out.csv', 'w')"]}
+//	{"type":"Panic","message":"AssertionError","trace":["main:main/x"]}
+//	{"type":"Pending"}                                                   will run
+//	{"type":"Pending","message":"running","startedAt":"2026-11-29T01:02:03.456Z"}
+//	{"type":"Pending","message":"held: open('a.txt', 'w')","reason":{"kind":"held","event":"open","args":["'a.txt'","'w'"]}}
+//	{"type":"Pending","message":"not reached","reason":{"kind":"exception","expressionId":"main:main/x"}}
+//	{"type":"Pending","message":"not reached"}                           after a return
+//
+// A reason's kind is exception or held (expressionId names the statement
+// that raised or was held), interrupted or kernelDied. mimeTypes and
+// effects are left out when empty.
 // A run starts with a Pending update for every statement it will compute;
 // updates of statements served from the cache come only when something
 // about them changed (their position). failed's kind is the protocol's

@@ -54,6 +54,7 @@ type Event struct {
 	// complete
 	Recomputed *int `json:"recomputed,omitempty"`
 	Cached     *int `json:"cached,omitempty"`
+	Held       int  `json:"held,omitempty"`
 
 	// failed, kernelRestarted
 	Message    string               `json:"message,omitempty"`
@@ -89,7 +90,7 @@ func (p *jsonPrinter) update(run int, r *Row) {
 func (p *jsonPrinter) end(s RunSummary) {
 	if s.Failed == nil {
 		rec, cached := s.Recomputed, s.Cached
-		p.write(&Event{Event: EventComplete, Run: s.Run, Recomputed: &rec, Cached: &cached, NanoTime: &s.NanoTime})
+		p.write(&Event{Event: EventComplete, Run: s.Run, Recomputed: &rec, Cached: &cached, Held: s.Held, NanoTime: &s.NanoTime})
 		return
 	}
 	p.write(&Event{Event: EventFailed, Run: s.Run, Kind: string(s.Failed.Kind), Message: s.Failed.Message, Diagnostic: s.Failed.Diagnostic})

@@ -46,9 +46,26 @@ func (r *Row) Recomputed() bool {
 	return false
 }
 
-// NotReached reports whether the run ended before the statement (a return
-// above it, or an interrupt).
-func (r *Row) NotReached() bool { return r.Payload.Type == protocol.PayloadPending }
+// NotReached reports whether the run ended before the statement: a return,
+// an exception or a held effect above it, an interrupt, a kernel death
+// (PROTOCOL.md 8.1, 8.4), or a Pending the run left (it did not end
+// normally). A held statement is not "not reached": it tried.
+func (r *Row) NotReached() bool { return r.Payload.Type == protocol.PayloadPending && !r.Held() }
+
+// Held reports whether the statement tried an external effect that the
+// automatic run held (PROTOCOL.md 8.2): Payload.Message says which
+// ("held: shutil.rmtree('out')"), Payload.Reason its audit event.
+func (r *Row) Held() bool { return r.Payload.IsHeld() }
+
+// Reason is why the statement was not reached, when the run said:
+// protocol.ReasonException, ReasonHeld, ReasonInterrupted,
+// ReasonKernelDied; "" otherwise.
+func (r *Row) Reason() string {
+	if r.Payload.Type != protocol.PayloadPending || r.Payload.Reason == nil {
+		return ""
+	}
+	return r.Payload.Reason.Kind
+}
 
 func rowOf(u *protocol.ExpressionUpdate) Row {
 	r := Row{ID: u.ExpressionID, Type: u.Type, Payload: u.Payload, FromCache: u.FromCache, Label: string(u.ExpressionID)}
@@ -79,8 +96,9 @@ type RunSummary struct {
 	// Sorted by position in the source.
 	Changed []Row
 	// Recomputed and Cached count the statements of the run that were
-	// computed and served from the cache, among those the run reported.
-	Recomputed, Cached int
+	// computed and served from the cache, among those the run reported;
+	// Held those whose effect the run held.
+	Recomputed, Cached, Held int
 	// NanoTime is the sum of the computed statements' execution times.
 	NanoTime int64
 	// Failed is the result of a run that ended with executionFailed, nil
@@ -163,6 +181,8 @@ func (m *Model) EndRun(failed *protocol.ExecutionResult) RunSummary {
 			s.NanoTime += r.NanoTime
 		case r.FromCache:
 			s.Cached++
+		case r.Held():
+			s.Held++
 		}
 		// A Pending still there at the end (the run stopped before the
 		// statement) differs from the value shown before: it is listed.
@@ -211,7 +231,24 @@ func (m *Model) Rows() []Row {
 // (a value served from the cache again is not news).
 func sameShown(a, b *Row) bool {
 	return a.Type == b.Type && a.Payload.Type == b.Payload.Type && a.Payload.Preview == b.Payload.Preview &&
-		a.Payload.Message == b.Payload.Message
+		a.Payload.Message == b.Payload.Message && sameReason(a.Payload.Reason, b.Payload.Reason)
+}
+
+// sameReason reports whether two not-reached reasons read the same.
+func sameReason(a, b *protocol.PendingReason) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Kind == b.Kind && a.ExpressionID == b.ExpressionID
+}
+
+// Line returns the 1-based line of the statement id of the frame, 0 if it
+// is unknown (a reason names the statement that raised or was held).
+func (m *Model) Line(id protocol.ExpressionID) int {
+	if r := m.rows[id]; r != nil {
+		return r.Line()
+	}
+	return 0
 }
 
 // sortRows orders rows as the statements are in the source; rows without a

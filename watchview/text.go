@@ -27,7 +27,9 @@ const (
 	markRecomputed = "*"
 	markCached     = "="
 	markPanic      = "!"
-	markPending    = "-"
+	markPending    = "-" // the run left it waiting (it did not end normally)
+	markHeld       = "⏸" // its effect was held (PROTOCOL.md 8.2)
+	markNotReached = "·" // the run ended before it, for a reason (8.1, 8.4)
 )
 
 const (
@@ -55,6 +57,10 @@ type textPrinter struct {
 	// panics are the diagnostics of statements that raised, by expression
 	// id: a Panic row shows its traceback under it.
 	panics map[protocol.ExpressionID]*protocol.Diagnostic
+	// lineOf is the 1-based line of a statement of the frame (0 when
+	// unknown): a not-reached row names the line of the statement that
+	// ended the run. The view's Model.Line.
+	lineOf func(protocol.ExpressionID) int
 }
 
 func (p *textPrinter) paint(sgr, s string) string {
@@ -107,6 +113,9 @@ func (p *textPrinter) table(entry string, s RunSummary) {
 		fmt.Fprintf(&head, " · %d recomputed", s.Recomputed)
 		if s.Cached > 0 {
 			fmt.Fprintf(&head, ", %d cached", s.Cached)
+		}
+		if s.Held > 0 {
+			fmt.Fprintf(&head, ", %d held", s.Held)
 		}
 		if s.Recomputed > 0 {
 			fmt.Fprintf(&head, " · %s", formatDuration(s.NanoTime))
@@ -179,9 +188,18 @@ func (p *textPrinter) rows(rows []Row) {
 			if d := p.panics[r.ID]; d != nil && (len(r.Payload.Trace) == 0 || r.Payload.Trace[0] == r.ID) {
 				p.traceback(d, lw, width)
 			}
+		case r.Held():
+			where := ""
+			if line := r.Line(); line > 0 {
+				where = fmt.Sprintf("  line %d", line)
+			}
+			room := max(minPreview, width-4-lw-utf8.RuneCountInString(where))
+			p.line(p.paint(sgrYellow, "  "+markHeld+" "+label+"  "+cut(oneLine(r.Payload.Message), room)+where))
+		case r.Payload.IsNotReached():
+			p.line(p.paint(sgrDim, "  "+markNotReached+" "+label+"  "+p.notReached(r)))
 		case r.NotReached():
 			what := r.Payload.Message
-			if what == "" {
+			if what == "" || r.Payload.IsRunning() {
 				what = "not computed"
 			}
 			p.line(p.paint(sgrDim, "  "+markPending+" "+label+"  "+what))
@@ -197,6 +215,36 @@ func (p *textPrinter) rows(rows []Row) {
 			p.line("  " + mark + " " + label + "  " + p.paint(sgrDim, typ) + "  " + preview + "  " + p.paint(sgrDim, when))
 		}
 	}
+}
+
+// notReached says why the run ended before a statement: "not reached:
+// exception in y (line 5)", "not reached: held at #2 (line 7)",
+// "not reached: interrupted", "not reached: the kernel died", or "not
+// reached" after a return.
+func (p *textPrinter) notReached(r *Row) string {
+	reason := r.Payload.Reason
+	if reason == nil {
+		return protocol.MessageNotReached
+	}
+	origin := ""
+	if reason.ExpressionID != "" {
+		_, label, _ := reason.ExpressionID.Split()
+		origin = " " + label
+		if p.lineOf != nil {
+			if line := p.lineOf(reason.ExpressionID); line > 0 {
+				origin += fmt.Sprintf(" (line %d)", line)
+			}
+		}
+	}
+	switch reason.Kind {
+	case protocol.ReasonException:
+		return "not reached: exception in" + origin
+	case protocol.ReasonHeld:
+		return "not reached: held at" + origin
+	case protocol.ReasonKernelDied:
+		return "not reached: the kernel died"
+	}
+	return "not reached: " + reason.Kind + origin
 }
 
 // traceback writes a Panic's stack under its row, innermost call last,

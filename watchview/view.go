@@ -111,7 +111,7 @@ func New(opts Options) *View {
 	if opts.JSON {
 		v.json = newJSONPrinter(opts.Out)
 	} else {
-		v.text = &textPrinter{out: opts.Out, err: opts.Err, color: opts.Color, width: opts.Width}
+		v.text = &textPrinter{out: opts.Out, err: opts.Err, color: opts.Color, width: opts.Width, lineOf: v.model.Line}
 	}
 	return v
 }

@@ -414,3 +414,83 @@ func TestTextSourceOfHashRowsAndTracebacks(t *testing.T) {
 		}
 	}
 }
+
+// Held and not-reached rows have their own marks and say why
+// (PROTOCOL.md 8.1, 8.2, 8.4); the header counts the held ones.
+func TestTextHeldAndNotReached(t *testing.T) {
+	t.Parallel()
+	notReached := func(label string, line int, kind string, origin protocol.ExpressionID) protocol.ExpressionUpdate {
+		u := pending(label, line)
+		u.Payload = protocol.NotReachedPayload(kind, origin)
+		return u
+	}
+	held := pending("#1", 5)
+	held.Payload = protocol.HeldPayload("shutil.rmtree('out')", "shutil.rmtree", "'out'")
+	got := show(t, Options{Entry: "main:main"},
+		updates(pending("x", 4), pending("#1", 5), pending("y", 6)),
+		updates(value("x", 4, "6", 1000), held, notReached("y", 6, protocol.ReasonHeld, "main:main/#1")),
+		complete(),
+		updates(pending("x", 4), pending("#1", 5), pending("y", 6)),
+		updates(upd("x", 4, "", protocol.PanicPayload("AssertionError", "main:main/x"), false, 5),
+			notReached("#1", 5, protocol.ReasonException, "main:main/x"), notReached("y", 6, protocol.ReasonException, "main:main/x")),
+		complete(),
+		updates(notReached("#1", 5, protocol.ReasonKernelDied, ""), notReached("y", 6, protocol.ReasonInterrupted, "")),
+		failed(protocol.ResultKernelDied, "the kernel died (exit status 3) while running this context", nil),
+		updates(pending("y", 6)),
+		updates(upd("y", 6, "", protocol.PendingPayload(protocol.MessageNotReached), false, 0)),
+		complete(),
+	)
+	want := strings.Join([]string{
+		"── main:main · run 1 · 1 recomputed, 1 held · 1µs ──",
+		"  * x   int  6" + strings.Repeat(" ", 79) + "    1µs",
+		"  ⏸ #1  held: shutil.rmtree('out')  line 6",
+		"  · y   not reached: held at #1 (line 6)",
+		"── main:main · run 2 · 1 recomputed · 5ns ──",
+		"  ! x   AssertionError  line 5",
+		"  · #1  not reached: exception in x (line 5)",
+		"  · y   not reached: exception in x (line 5)",
+		"── main:main · run 3 · failed (kernelDied) ──",
+		"  · #1  not reached: the kernel died",
+		"  · y   not reached: interrupted",
+		"  the kernel died (exit status 3) while running this context",
+		"── main:main · run 4 · 0 recomputed ──",
+		"  · y  not reached",
+		"",
+	}, "\n")
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The JSON form carries the payload's reason, startedAt and effects as
+// the protocol writes them, and the count of held statements.
+func TestJSONHeldAndNotReached(t *testing.T) {
+	t.Parallel()
+	held := pending("#1", 5)
+	held.Payload = protocol.HeldPayload("open('a.txt', 'w')", "open", "'a.txt'", "'w'", "524865")
+	running := pending("x", 4)
+	running.Payload = protocol.RunningPayload(time.Date(2026, 11, 29, 1, 2, 3, 456e6, time.UTC))
+	written := value("x", 4, "6", 1)
+	written.Payload.Effects = []string{"open('b.txt', 'w')"}
+	after := pending("y", 6)
+	after.Payload = protocol.NotReachedPayload(protocol.ReasonHeld, "main:main/#1")
+	got := decodeLines(t, show(t, Options{JSON: true}, updates(running), updates(written, held, after), complete()))
+	if len(got) != 5 {
+		t.Fatalf("%d lines, want 5: %v", len(got), got)
+	}
+	if p := got[0]["payload"].(map[string]any); p["message"] != "running" || p["startedAt"] != "2026-11-29T01:02:03.456Z" {
+		t.Errorf("running payload %v", p)
+	}
+	if p := got[1]["payload"].(map[string]any); fmt.Sprint(p["effects"]) != "[open('b.txt', 'w')]" {
+		t.Errorf("value payload %v, want its effects", p)
+	}
+	if r := got[2]["payload"].(map[string]any)["reason"].(map[string]any); r["kind"] != "held" || r["event"] != "open" || fmt.Sprint(r["args"]) != "['a.txt' 'w' 524865]" {
+		t.Errorf("held reason %v", r)
+	}
+	if r := got[3]["payload"].(map[string]any)["reason"].(map[string]any); r["kind"] != "held" || r["expressionId"] != "main:main/#1" {
+		t.Errorf("not reached reason %v", r)
+	}
+	if c := got[4]; c["event"] != "complete" || c["held"] != 1.0 {
+		t.Errorf("complete %v, want held 1", c)
+	}
+}

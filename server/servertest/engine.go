@@ -173,6 +173,19 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 	return err
 }
 
+// SetRunPolicy answers runtime/setRunPolicy: the context must exist (the
+// fake keeps no policy).
+func (e *Engine) SetRunPolicy(ctx context.Context, clientID string, p protocol.SetRunPolicyParams) error {
+	if err := e.enter(ctx, protocol.MethodSetRunPolicy, clientID); err != nil {
+		return err
+	}
+	if p.ContextID == "" {
+		return nil
+	}
+	_, err := e.context(p.ContextID)
+	return err
+}
+
 // checkPath refuses absolute paths and ".." escapes (the fake has no
 // symlinks).
 func checkPath(p string) error {
