@@ -5,56 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/protocol"
 )
 
 // Run state (PROTOCOL.md 8.1, 8.2, 8.4): a Pending payload says why a
-// statement has no fresh value. The kinds of its reason:
-const (
-	// reasonException: not reached, the statement reason.expressionId
-	// raised and ended the frame's run.
-	reasonException = "exception"
-	// reasonHeld: on the statement that tried an effect in an automatic
-	// run (reason.event set), it was held; on the ones after it, not
-	// reached because of it (reason.expressionId).
-	reasonHeld = "held"
-	// reasonInterrupted: not reached, the run was interrupted.
-	reasonInterrupted = "interrupted"
-	// reasonKernelDied: not reached, the kernel died.
-	reasonKernelDied = "kernelDied"
-)
-
-// messageRunning and messageNotReached are the Pending messages of the
-// statement running now and of one the run will not reach.
-const (
-	messageRunning    = "running"
-	messageNotReached = "not reached"
-)
+// statement has no fresh value (protocol.Payload's IsRunning, IsHeld,
+// IsNotReached and its Reason).
 
 // isRunning reports the statement running now.
-func isRunning(u protocol.ExpressionUpdate) bool {
-	return u.Payload.Type == protocol.PayloadPending && u.Payload.Message == messageRunning
-}
+func isRunning(u protocol.ExpressionUpdate) bool { return u.Payload.IsRunning() }
 
 // isHeld reports the statement that tried an effect an automatic run held:
 // an explicit run of it (ripple.run, a save) makes the effect.
-func isHeld(u protocol.ExpressionUpdate) bool {
-	if u.Payload.Type != protocol.PayloadPending {
-		return false
-	}
-	if r := u.Payload.Reason; r != nil && r.Kind == reasonHeld && r.Event != "" {
-		return true
-	}
-	return strings.HasPrefix(u.Payload.Message, "held: ")
-}
+func isHeld(u protocol.ExpressionUpdate) bool { return u.Payload.IsHeld() }
 
-// isWaiting reports a statement the run has yet to reach (plain Pending:
-// ⏳) or is running.
+// isWaiting reports a statement the run has yet to reach (⏳) or is
+// running.
 func isWaiting(u protocol.ExpressionUpdate) bool {
-	return u.Payload.Type == protocol.PayloadPending && (u.Payload.Message == "" || u.Payload.Message == messageRunning)
+	return u.Payload.IsWaiting() || u.Payload.IsRunning()
 }
 
 // endWaiting makes the statements of a run that ended still waiting (⏳
@@ -66,8 +36,7 @@ func isWaiting(u protocol.ExpressionUpdate) bool {
 func (e *entry) endWaiting(kind string) {
 	for id, u := range e.updates {
 		if isWaiting(u) {
-			u.Payload = protocol.Payload{Type: protocol.PayloadPending, Message: messageNotReached,
-				Reason: &protocol.PendingReason{Kind: kind}}
+			u.Payload = protocol.NotReachedPayload(kind, "")
 			e.updates[id] = u
 		}
 	}

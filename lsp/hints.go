@@ -176,19 +176,19 @@ func (e *entry) notReached(r protocol.PendingReason) string {
 		line = fmt.Sprintf("line %d", x.Range.Start.Line+1)
 	}
 	switch r.Kind {
-	case reasonException:
+	case protocol.ReasonException:
 		if line == "" {
 			return "not reached: an exception ended the run"
 		}
 		return "not reached: " + line + " raised"
-	case reasonHeld:
+	case protocol.ReasonHeld:
 		if line == "" {
 			return "not reached (held)"
 		}
 		return "not reached (held at " + line + ")"
-	case reasonInterrupted:
+	case protocol.ReasonInterrupted:
 		return "not reached (interrupted)"
-	case reasonKernelDied:
+	case protocol.ReasonKernelDied:
 		return "not reached (kernel died)"
 	}
 	return "not reached (" + r.Kind + ")"

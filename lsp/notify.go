@@ -262,9 +262,9 @@ func (s *session) apply(n note, out *outgoing) {
 		msg := fmt.Sprintf("ripple: %s: %s: %s", e.top(), p.Result.Kind, p.Result.Message)
 		switch p.Result.Kind {
 		case protocol.ResultInterrupted:
-			e.endWaiting(reasonInterrupted)
+			e.endWaiting(protocol.ReasonInterrupted)
 		case protocol.ResultKernelDied:
-			e.endWaiting(reasonKernelDied)
+			e.endWaiting(protocol.ReasonKernelDied)
 		}
 		s.runEnded(e, out, msg)
 		switch p.Result.Kind {
