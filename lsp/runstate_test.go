@@ -11,7 +11,19 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	lsproto "go.lsp.dev/protocol"
+
+	"github.com/ripple-run/ripple/internal/testenv"
 )
+
+// needKernelEffects skips (fails under CI) when the kernel in this tree
+// does not mark run state yet (PROTOCOL.md 8.1, 8.2, 8.4): its side of
+// issue 24 is effects.py.
+func needKernelEffects(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join("..", "kernel", "python", "ripple_kernel", "effects.py")); err != nil {
+		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
+	}
+}
 
 // initializeWith initializes with initializationOptions opts (JSON) and
 // utf-32 positions.
@@ -169,6 +181,7 @@ const heldMain = "def main():\n    n = 3\n    open('published.txt', 'w').write(s
 // is written only when the lens's command runs, and then the rest runs
 // too. A save runs a held statement the same way.
 func TestHeldStatementRunsFromItsLens(t *testing.T) {
+	needKernelEffects(t)
 	b := setup(t)
 	b.initialize(lsproto.PositionEncodingKindUTF32)
 	published := filepath.Join(b.dir, "published.txt")
@@ -255,6 +268,7 @@ const raiseMain = "def main():\n    a = 6\n    b = a // 0\n    c = a + 1\n    re
 // TestNotReachedAfterException: the statements after one that raised are
 // not reached, naming its line, and keep their last value in the tooltip.
 func TestNotReachedAfterException(t *testing.T) {
+	needKernelEffects(t)
 	b := setup(t)
 	b.initialize(lsproto.PositionEncodingKindUTF32)
 	b.open(strings.Replace(raiseMain, "a // 0", "a // 1", 1))
@@ -278,6 +292,7 @@ const sleepMain = "import time\ndef main():\n    a = 6\n    time.sleep(120)\n   
 // interrupt no statement is left ⏳ or running, and the ones the run did
 // not reach say so.
 func TestInterruptLeavesNoPending(t *testing.T) {
+	needKernelEffects(t)
 	b := setup(t)
 	b.initialize(lsproto.PositionEncodingKindUTF32)
 	b.open(sleepMain)

@@ -36,9 +36,20 @@ type bundle struct {
 	toSrv  io.Closer  // the client's write end: closing it is end of input
 }
 
+//
+// The kernels get a temp dir of their own (TMPDIR): the project, under the
+// system temp dir as every t.TempDir() is, would otherwise be all temp,
+// where an automatic run's writes are allowed (PROTOCOL.md 8.2).
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	dir := t.TempDir()
+	base := t.TempDir()
+	dir, tmp := filepath.Join(base, "project"), filepath.Join(base, "tmp")
+	for _, d := range []string{dir, tmp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TMPDIR", tmp) // the kernels inherit it
 	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(mainPy), 0o644); err != nil {
 		t.Fatal(err)
 	}
