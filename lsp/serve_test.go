@@ -36,10 +36,11 @@ type bundle struct {
 	toSrv  io.Closer  // the client's write end: closing it is end of input
 }
 
-//
-// The kernels get a temp dir of their own (TMPDIR): the project, under the
-// system temp dir as every t.TempDir() is, would otherwise be all temp,
-// where an automatic run's writes are allowed (PROTOCOL.md 8.2).
+// setup starts an engine on a project holding mainPy and serves it to an
+// LSP client. The kernels get a temp dir of their own (TMPDIR): the
+// project, under the system temp dir as every t.TempDir() is, would
+// otherwise be all temp, where an automatic run's writes are allowed
+// (PROTOCOL.md 8.2).
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	base := t.TempDir()
