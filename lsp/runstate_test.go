@@ -15,14 +15,23 @@ import (
 	"github.com/ripple-run/ripple/internal/testenv"
 )
 
+// kernelEffects is the kernel's side of issue 24: while it is not in the
+// tree, the kernel neither holds effects nor marks the running statement.
+var kernelEffects = filepath.Join("..", "kernel", "python", "ripple_kernel", "effects.py")
+
 // needKernelEffects skips (fails under CI) when the kernel in this tree
-// does not mark run state yet (PROTOCOL.md 8.1, 8.2, 8.4): its side of
-// issue 24 is effects.py.
+// does not mark run state yet (PROTOCOL.md 8.1, 8.2, 8.4).
 func needKernelEffects(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join("..", "kernel", "python", "ripple_kernel", "effects.py")); err != nil {
+	if _, err := os.Stat(kernelEffects); err != nil {
 		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
 	}
+}
+
+// kernelMarksRunState reports whether the kernel's side is in the tree.
+func kernelMarksRunState() bool {
+	_, err := os.Stat(kernelEffects)
+	return err == nil
 }
 
 // initializeWith initializes with initializationOptions opts (JSON) and
@@ -292,11 +301,14 @@ const sleepMain = "import time\ndef main():\n    a = 6\n    time.sleep(120)\n   
 // interrupt no statement is left ⏳ or running, and the ones the run did
 // not reach say so.
 func TestInterruptLeavesNoPending(t *testing.T) {
-	needKernelEffects(t)
 	b := setup(t)
 	b.initialize(lsproto.PositionEncodingKindUTF32)
 	b.open(sleepMain)
-	b.waitUntil("the sleep marked running", func() bool { return b.label(3) == "▶ running" })
+	running := "▶ running"
+	if !kernelMarksRunState() { // the engine's side alone: the interrupt's marks
+		running = "⏳"
+	}
+	b.waitUntil("the sleep marked "+running, func() bool { return b.label(2) == "= 6" && b.label(3) == running })
 	if got := b.label(4); got != "⏳" {
 		t.Errorf("b's hint while the sleep runs = %q, want ⏳", got)
 	}
@@ -311,4 +323,21 @@ func TestInterruptLeavesNoPending(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKernelDeathLeavesNoPending: a statement that kills the kernel
+// leaves the ones after it not reached (kernel died), none ⏳ (once the
+// engine has given up re-running it on a new kernel).
+func TestKernelDeathLeavesNoPending(t *testing.T) {
+	b := setup(t)
+	b.initialize(lsproto.PositionEncodingKindUTF32)
+	b.open("import os\ndef main():\n    a = 6\n    os._exit(3)\n    b = a + 1\n    return b\n")
+	b.waitUntil("b not reached (kernel died), nothing ⏳", func() bool {
+		for _, ls := range b.labels("main.py") {
+			if slices.ContainsFunc(ls, func(l string) bool { return strings.HasPrefix(l, "⏳") || strings.HasPrefix(l, "▶") }) {
+				return false
+			}
+		}
+		return b.label(4) == "∅ not reached (kernel died)"
+	})
 }
