@@ -194,6 +194,9 @@ func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	b := setup(t)
 	b.initialize(lsproto.PositionEncodingKindUTF32)
 	published := filepath.Join(b.dir, "published.txt")
+	// The entry's first run (explicit) ends first: an automatic run
+	// queued with it would be collapsed into it, and so explicit.
+	b.waitUntil("main's first run", func() bool { return b.label(2) == "= 42" })
 	b.open(heldMain)
 	b.waitUntil("the write held", func() bool { return b.label(2) == "⏸ held: open('published.txt', 'w')" })
 	if got := b.label(3); got != "∅ not reached (held at line 3)" {
