@@ -190,7 +190,7 @@ func (e *Engine) RestartKernel(ctx context.Context, clientID string, id protocol
 			// The user asked for these re-runs: they are explicit
 			// (PROTOCOL.md 8.2), also for a context whose last run was
 			// typing's.
-			e.policies.began(other.ID, jobs.ReasonRestart)
+			e.policies.restarted(other.ID)
 		}
 	}
 	// Bounded: a kernel that cannot come back (its start keeps failing) is

@@ -97,6 +97,15 @@ func (p *runPolicies) began(id protocol.ContextID, reason jobs.Reason) {
 	p.lastReason[id] = reason
 }
 
+// restarted records that an explicit runtime/restartKernel replaces
+// context id's kernel: the re-run that follows is explicit, also after a
+// run that typing caused.
+func (p *runPolicies) restarted(id protocol.ContextID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastReason[id] = jobs.ReasonRestart
+}
+
 // rerunReason returns what a re-run of context id that the engine asks on
 // its own carries: its last run's reasons (ReasonRestart when none ran).
 func (p *runPolicies) rerunReason(id protocol.ContextID) jobs.Reason {

@@ -229,3 +229,19 @@ func TestRestoredContextsRunAutomatically(t *testing.T) {
 		t.Errorf("setRunPolicy on a restored context: %v", err)
 	}
 }
+
+// A client's default survives a reconnect within the disconnect grace.
+func TestSessionPolicySurvivesReconnect(t *testing.T) {
+	t.Parallel()
+	l := newEffectsLauncher()
+	h := setup(t, map[string]string{"main.py": policyMain}, engine.Config{Launcher: l})
+	must(t, h.e.SetRunPolicy(h.ctx, clientID, protocol.SetRunPolicyParams{Effects: protocol.EffectsAllow}))
+	h.e.Disconnect(clientID, h.client)
+	h.client = newRecorder()
+	must(t, firstErr(h.e.Connect(h.ctx, clientID, h.client)))
+	id, _ := h.newContext("main:main")
+	m := h.client.mark()
+	h.setText("main.py", policyBody("2"))
+	h.client.waitRun(t, m, id)
+	expect(t, "typing after the reconnect", l.last(t, id), "allow")
+}
