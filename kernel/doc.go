@@ -1,8 +1,10 @@
 // Package kernel runs persistent Python kernel processes and talks to them
 // over the wire protocol of kernel/PROTOCOL.md (loopback TCP, token
-// handshake, length-prefixed frames). The Python side is python/server.py,
-// embedded in the binary and installed into the user's cache directory on
-// first use (ScriptDir); it loads the execution engine python/engine.py.
+// handshake, length-prefixed frames). The Python side is the package
+// python/ripple_kernel, embedded in the binary and installed into the
+// user's cache directory on first use (ScriptDir); a kernel starts at
+// ripple_kernel/main.py (see bootstrap) and loads the execution engine
+// ripple_kernel/engine.py.
 //
 // Start here:
 //

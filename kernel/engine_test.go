@@ -8,7 +8,9 @@ import (
 	"testing"
 )
 
-// testEngine exercises the kernel API that engine.py relies on.
+// testEngine exercises the kernel API that engine.py relies on. It is
+// installed as ripple_kernel/engine.py (withEngine), so it reaches the
+// kernel's own modules relatively.
 const testEngine = `
 import os, signal, sys
 
@@ -60,7 +62,7 @@ def register(kernel):
                     pass
 
     def region_state(params):
-        s = sys.modules["_ripple_server"]._S
+        s = kernel.state
         return {"in_user": s.in_user, "pending": s.pending, "request": s.request}
 
     def inject(params):
@@ -68,13 +70,13 @@ def register(kernel):
         # bytecode of one call of the region machinery (as if the signal
         # landed there): params where (which code), call (which call of
         # it, 0 = first), at (which bytecode of that call).
-        srv = sys.modules["_ripple_server"]
+        from . import signals
         target = {
-            "user_code": srv._KernelAPI.user_code.__code__,
-            "enter": srv._UserCode.__enter__.__code__,
-            "exit": srv._UserCode.__exit__.__code__,
-            "nested_enter": srv._Nested.__enter__.__code__,
-            "nested_exit": srv._Nested.__exit__.__code__,
+            "user_code": type(kernel).user_code.__code__,
+            "enter": signals.UserCode.__enter__.__code__,
+            "exit": signals.UserCode.__exit__.__code__,
+            "nested_enter": signals.Nested.__enter__.__code__,
+            "nested_exit": signals.Nested.__exit__.__code__,
         }[params["where"]]
         st = {"calls": 0, "ops": 0, "fired": False}
 
@@ -82,7 +84,7 @@ def register(kernel):
             if event == "opcode":
                 if st["ops"] == params["at"]:
                     st["fired"] = True
-                    srv._on_sigint(signal.SIGINT, frame)
+                    kernel.interrupts.on_sigint(signal.SIGINT, frame)
                 st["ops"] += 1
             return local
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,20 +131,25 @@ func (c *counter) Output(s Stream, b []byte) {
 
 func (c *counter) Progress(json.RawMessage) {}
 
-// withEngine installs server.py plus the given engine.py source into a
-// temporary script directory and makes the kernel use it.
+// withEngine installs the ripple_kernel package with the given source as
+// its engine module into a temporary script directory and makes the
+// kernel use it.
 func withEngine(t testing.TB, engine string) func(*Config) {
 	t.Helper()
 	dir := t.TempDir()
-	server, err := fs.ReadFile(pythonFiles, "python/server.py")
+	pkg := filepath.Join(dir, "ripple_kernel")
+	if err := os.Mkdir(pkg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files, err := readPythonFiles(pythonFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "server.py"), server, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "engine.py"), []byte(engine), 0o600); err != nil {
-		t.Fatal(err)
+	files["ripple_kernel/engine.py"] = []byte(engine)
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return func(c *Config) { c.scriptDir = dir }
 }

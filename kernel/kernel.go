@@ -177,45 +177,54 @@ type Kernel struct {
 	remote *remote
 }
 
-// bootstrap runs server.py (in the directory argv[1], with the port as its
-// argument) as `python server.py PORT` would, from a compiled copy: Python
-// never caches the bytecode of the script it runs, and compiling the
-// 1,300-line server cost every kernel start ~15 ms. The copy lives next to
-// it, named by the interpreter's cache tag and version (the directory's name is the
-// hash of the files, so server.py never changes under it), written
-// atomically by the first kernel that misses it; a copy that cannot be
-// read or written only costs the compile. As for a script, sys.path[0] is
-// the script's directory before anything is imported (a project's own
-// json.py must not shadow the server's; server.py then makes it the
-// project root), the code runs in __main__'s namespace with __file__ set,
-// and the bootstrap leaves no name of its own there but sys.
-const bootstrap = `import sys, marshal
-def _load(d, f):
-    c = "%s/__pycache__/server.%s-%x.ripple" % (d, sys.implementation.cache_tag, sys.hexversion)
-    try:
-        with open(c, "rb") as h:
-            return marshal.load(h)
-    except Exception:
-        pass
-    with open(f, "rb") as h:
-        code = compile(h.read(), f, "exec", dont_inherit=True)
-    try:
-        import os
-        os.makedirs(d + "/__pycache__", exist_ok=True)
-        t = "%s.%d" % (c, os.getpid())
-        with open(t, "wb") as h:
-            marshal.dump(code, h)
-        os.replace(t, c)
-    except Exception:
-        pass
-    return code
-sys.path[0] = sys.argv[1]
-__file__ = sys.argv[1] + "/server.py"
-sys.argv = [__file__] + sys.argv[2:]
-_code = _load(sys.path[0], __file__)
-del _load, marshal
-exec(globals().pop("_code"), globals())
+// bootstrap starts the Python side from the install directory (argv[1])
+// as `python -c bootstrap DIR COMMAND ARGS...`: it runs the text of
+// ripple_kernel/loader.py, whose finder serves the ripple_kernel package
+// from DIR with a code cache of its own (Python never caches what it
+// compiles for a script, and ripple cannot rely on its bytecode cache:
+// see loader.py), and calls ripple_kernel.main.main(COMMAND ARGS...).
+// COMMAND is "kernel PORT" for a kernel (Start), "labels" or "affected"
+// for the static readers of labels.go.
+//
+// For a kernel, sys.path[0] (the working directory, the project root, for
+// -c) becomes DIR before anything is imported, as for a script in DIR: a
+// project's own json.py must not shadow the kernel's imports; main then
+// makes it the project root. Under -I (labels.go) sys.path has no such
+// entry and is left alone. The bootstrap leaves no name of its own in
+// __main__ but sys, and main replaces __main__ with the user's.
+const bootstrap = `import sys
+if sys.argv[2:3] == ["kernel"]:
+    sys.path[0] = sys.argv[1]
+_p = sys.argv[1] + "/ripple_kernel/loader.py"
+_n = {"__name__": "ripple_kernel_bootstrap", "__file__": _p}
+with open(_p, "rb") as _f:
+    exec(compile(_f.read(), _p, "exec", dont_inherit=True), _n)
+_n["install"](sys.argv[1])
+del _p, _n, _f
+sys.exit(__import__("ripple_kernel.main", fromlist=["main"]).main(sys.argv[2:]))
 `
+
+// bootstrapArgs is the command line that runs bootstrap from dir.
+func bootstrapArgs(dir string, args ...string) []string {
+	return append([]string{"-c", bootstrap, dir}, args...)
+}
+
+// kernelCommand is the kernel process of cfg (cfg.Root already absolute):
+// bootstrap from the install directory dir, in a process group of its
+// own, with the environment of kernel/PROTOCOL.md ("Process and
+// connection"). The caller sets its output and extra files.
+func kernelCommand(cfg Config, dir string, port int, token, tag string) *exec.Cmd {
+	cmd := exec.Command(cfg.Python.Path, append([]string{"-u"}, bootstrapArgs(dir, "kernel", strconv.Itoa(port))...)...)
+	cmd.Dir = cfg.Root
+	cmd.Env = append(append(os.Environ(), cfg.Env...),
+		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+cfg.Root, "RIPPLE_KERNEL_ID="+cfg.ID,
+		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
+	if len(cfg.Preload) > 0 {
+		cmd.Env = append(cmd.Env, "RIPPLE_PRELOAD="+strings.Join(cfg.Preload, ","))
+	}
+	cmd.SysProcAttr = procAttr()
+	return cmd
+}
 
 // Start launches a kernel process and returns once it is ready to serve
 // requests (the handshake of kernel/PROTOCOL.md is done). If the process
@@ -277,19 +286,11 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 	}
 	defer cellFile.Close() // the child has its own copy; the mapping stays
 
-	cmd := exec.Command(cfg.Python.Path, "-u", "-c", bootstrap, dir, strconv.Itoa(acc.port()))
-	cmd.Dir = root
 	tag := newKernelTag()
-	cmd.Env = append(append(os.Environ(), cfg.Env...),
-		"RIPPLE_TOKEN="+token, "RIPPLE_ROOT="+root, "RIPPLE_KERNEL_ID="+cfg.ID,
-		"RIPPLE_DEATH_FD=3", "RIPPLE_INTERRUPT_FD=4", kernelTagEnv+"="+tag)
-	if len(cfg.Preload) > 0 {
-		cmd.Env = append(cmd.Env, "RIPPLE_PRELOAD="+strings.Join(cfg.Preload, ","))
-	}
+	cmd := kernelCommand(cfg, dir, acc.port(), token, tag)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
-	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		deathW.Close()
 		cell.close()

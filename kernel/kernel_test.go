@@ -68,7 +68,7 @@ func TestPythonErrorsAreRemoteErrors(t *testing.T) {
 		if re.Type != c.typ || !strings.Contains(re.Message, c.msg) {
 			t.Errorf("eval %q: got %s: %s, want %s containing %q", c.code, re.Type, re.Message, c.typ, c.msg)
 		}
-		if strings.Contains(re.Traceback, "server.py") {
+		if strings.Contains(re.Traceback, "ripple_kernel") {
 			t.Errorf("traceback shows kernel frames:\n%s", re.Traceback)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"time"
 )
 
@@ -23,7 +22,7 @@ const labelsTimeout = 30 * time.Second
 // the statements of every function of module as source defines it, by
 // qualname ("f", "C.m", "__main__" for the top level run as a script),
 // read statically by py with the kernel's own label rules
-// (python/ripple_labels.py) in a short process of its own: nothing of the
+// (python/ripple_kernel/labels.py) in a short process of its own: nothing of the
 // module runs, and no kernel is asked, so the answer does not wait for a
 // run. A source that does not parse is ErrNoLabels.
 func StatementIDs(ctx context.Context, py Interpreter, module, source string) (map[string][]string, error) {
@@ -37,7 +36,7 @@ func StatementIDs(ctx context.Context, py Interpreter, module, source string) (m
 	}
 	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py.Path, "-I", filepath.Join(dir, "ripple_labels.py"))
+	cmd := exec.CommandContext(ctx, py.Path, append([]string{"-I"}, bootstrapArgs(dir, "labels")...)...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -69,7 +68,7 @@ type FrameStatements struct {
 // StatementsAffected reports whether changing module from oldSource (the
 // version the kernel runs) to newSource may invalidate one of the
 // statements of frames, and why; read statically by py
-// (python/ripple_affected.py) in a short process of its own. It is
+// (python/ripple_kernel/affected.py) in a short process of its own. It is
 // conservative: what it cannot tell is affected.
 func StatementsAffected(ctx context.Context, py Interpreter, module, oldSource, newSource string, frames []FrameStatements) (bool, string, error) {
 	dir, err := ScriptDir()
@@ -82,7 +81,7 @@ func StatementsAffected(ctx context.Context, py Interpreter, module, oldSource, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py.Path, "-I", filepath.Join(dir, "ripple_affected.py"))
+	cmd := exec.CommandContext(ctx, py.Path, append([]string{"-I"}, bootstrapArgs(dir, "affected")...)...)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

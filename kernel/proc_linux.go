@@ -22,7 +22,7 @@ import (
 // locked goroutines. A second race is handled on the Python side: when
 // the death signal kills the kernel midway through its own clean-up, Linux
 // does not kill the children of user code; the kernel's sentinel (see
-// server.py), which that clean-up kills last, does.
+// ripple_kernel/group.py), which that clean-up kills last, does.
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -13,14 +13,14 @@ import (
 // restart or a stop, or dead by itself: os._exit, a crash) the supervisor
 // kills its process group as before and then every process carrying the
 // tag (killTagged). When the server itself is killed with SIGKILL, the
-// kernel's sentinel (server.py), which waits on the death pipe, does the
+// kernel's sentinel (ripple_kernel/group.py), which waits on the death pipe, does the
 // same sweep before killing the group; the kernel's own exit paths sweep
 // too. cgroups would be the stronger fence, but a per-kernel cgroup needs
 // a delegated, writable cgroup v2 hierarchy, which the machines ripple
 // runs on (containers, CI) do not generally give; the tag needs nothing.
 
 // kernelTagEnv is the environment variable holding a kernel's tag; the
-// Python side (server.py) reads the same name.
+// Python side (ripple_kernel/group.py) reads the same name.
 const kernelTagEnv = "RIPPLE_KERNEL_TAG"
 
 // maxTagPasses bounds killTagged's passes (a process forking as fast as

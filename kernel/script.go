@@ -15,11 +15,18 @@ import (
 	"time"
 )
 
-// pythonFiles is the Python side: server.py and, when present, the
-// execution engine engine.py. Tests under python/tests are not embedded.
+// pythonFiles is the Python side: the ripple_kernel package (the kernel
+// process, the execution engine, pytest's plugin). Tests under
+// python/tests are not embedded.
 //
-//go:embed python/*.py
+//go:embed python/ripple_kernel/*.py
 var pythonFiles embed.FS
+
+// The files the bootstrap (kernel.go) starts from.
+const (
+	loaderFile = "ripple_kernel/loader.py"
+	mainFile   = "ripple_kernel/main.py"
+)
 
 // scriptDirOnce installs the embedded files once per process.
 var scriptDirOnce = sync.OnceValues(func() (string, error) {
@@ -101,6 +108,9 @@ func installScripts(parent string, fsys fs.FS) (string, error) {
 	}
 	defer os.RemoveAll(tmp) // no-op once renamed
 	for _, name := range names {
+		if err := os.MkdirAll(filepath.Join(tmp, filepath.Dir(name)), 0o700); err != nil {
+			return "", fmt.Errorf("kernel: create script cache: %w", err)
+		}
 		if err := writeSynced(filepath.Join(tmp, name), files[name]); err != nil {
 			return "", fmt.Errorf("kernel: write %s: %w", name, err)
 		}
@@ -127,9 +137,13 @@ func installScripts(parent string, fsys fs.FS) (string, error) {
 }
 
 func readPythonFiles(fsys fs.FS) (map[string][]byte, error) {
-	matches, err := fs.Glob(fsys, "python/*.py")
-	if err != nil {
-		return nil, err
+	var matches []string
+	for _, pattern := range []string{"python/ripple_kernel/*.py"} {
+		m, err := fs.Glob(fsys, pattern)
+		if err != nil {
+			return nil, err
+		}
+		matches = append(matches, m...)
 	}
 	files := make(map[string][]byte, len(matches))
 	for _, m := range matches {
@@ -137,10 +151,12 @@ func readPythonFiles(fsys fs.FS) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		files[filepath.Base(m)] = b
+		files[strings.TrimPrefix(m, "python/")] = b // "ripple_kernel/engine.py"
 	}
-	if _, ok := files["server.py"]; !ok {
-		return nil, fmt.Errorf("kernel: embedded files lack python/server.py")
+	for _, name := range []string{loaderFile, mainFile} {
+		if _, ok := files[name]; !ok {
+			return nil, fmt.Errorf("kernel: embedded files lack python/%s", name)
+		}
 	}
 	return files, nil
 }

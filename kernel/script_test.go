@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-func testFiles(server string) fstest.MapFS {
+const testLoader = "def install(directory):\n    pass\n"
+
+func testFiles(main string) fstest.MapFS {
 	return fstest.MapFS{
-		"python/server.py":       {Data: []byte(server)},
-		"python/engine.py":       {Data: []byte("def register(kernel):\n    return {}\n")},
-		"python/tests/x_test.py": {Data: []byte("not installed")},
+		"python/ripple_kernel/main.py":   {Data: []byte(main)},
+		"python/ripple_kernel/loader.py": {Data: []byte(testLoader)},
+		"python/tests/x_test.py":         {Data: []byte("not installed")},
 	}
 }
 
@@ -28,21 +30,21 @@ func TestInstallScripts(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(dir), "kernel-") {
 		t.Errorf("dir = %s", dir)
 	}
-	for name, want := range map[string]string{"server.py": "print('v1')\n", "engine.py": "def register(kernel):\n    return {}\n"} {
+	for name, want := range map[string]string{mainFile: "print('v1')\n", loaderFile: testLoader} {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v", name, got, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "x_test.py")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "tests", "x_test.py")); !os.IsNotExist(err) {
 		t.Errorf("files under python/tests were installed")
 	}
 
 	// Reused as is when present (a __pycache__ beside the files is fine).
 	os.Mkdir(filepath.Join(dir, "__pycache__"), 0o700)
-	st1, _ := os.Stat(filepath.Join(dir, "server.py"))
+	st1, _ := os.Stat(filepath.Join(dir, mainFile))
 	again, err := installScripts(parent, testFiles("print('v1')\n"))
-	st2, _ := os.Stat(filepath.Join(again, "server.py"))
+	st2, _ := os.Stat(filepath.Join(again, mainFile))
 	if err != nil || again != dir || !os.SameFile(st1, st2) {
 		t.Errorf("second install: %s, %v; want the same files in %s", again, err, dir)
 	}
@@ -54,13 +56,13 @@ func TestInstallScripts(t *testing.T) {
 	}
 
 	// A damaged install is replaced.
-	os.WriteFile(filepath.Join(dir, "server.py"), []byte("garbage"), 0o600)
+	os.WriteFile(filepath.Join(dir, mainFile), []byte("garbage"), 0o600)
 	fixed, err := installScripts(parent, testFiles("print('v1')\n"))
 	if err != nil || fixed != dir {
 		t.Fatalf("repair: %s, %v", fixed, err)
 	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "server.py")); string(got) != "print('v1')\n" {
-		t.Errorf("damaged server.py not replaced: %q", got)
+	if got, _ := os.ReadFile(filepath.Join(dir, mainFile)); string(got) != "print('v1')\n" {
+		t.Errorf("damaged main.py not replaced: %q", got)
 	}
 
 	// No temporary or damaged directories are left behind.
@@ -93,11 +95,15 @@ func TestInstallScriptsConcurrently(t *testing.T) {
 	}
 }
 
-func TestInstallScriptsNeedsServer(t *testing.T) {
+func TestInstallScriptsNeedsBootstrapFiles(t *testing.T) {
 	t.Parallel()
-	_, err := installScripts(t.TempDir(), fstest.MapFS{"python/engine.py": {Data: []byte("x")}})
-	if err == nil || !strings.Contains(err.Error(), "server.py") {
-		t.Errorf("err = %v", err)
+	for _, missing := range []string{mainFile, loaderFile} {
+		files := testFiles("x")
+		delete(files, "python/"+missing)
+		_, err := installScripts(t.TempDir(), files)
+		if err == nil || !strings.Contains(err.Error(), missing) {
+			t.Errorf("without %s: err = %v", missing, err)
+		}
 	}
 }
 

@@ -9,7 +9,8 @@ before the conservative rules and the one after) can be compared on the
 same programs and edits.
 
 Usage: python3 bench/engine/reruns.py [--engine DIR] [--fuzz DIR] [--seeds N] [--edits N]
-  --engine DIR: the directory of engine.py (default kernel/python)
+  --engine DIR: the directory holding ripple_kernel/ (or, for older engines,
+  engine.py) (default kernel/python)
   --fuzz DIR: the directory of fuzzprog.py (default kernel/python/tests)
 """
 
@@ -37,7 +38,12 @@ def main():
     sys.path.insert(1, TESTS)
     import enginetest
 
-    enginetest.ENGINE_PATH = os.path.join(os.path.abspath(args.engine), "engine.py")
+    engine_dir = os.path.abspath(args.engine)
+    if os.path.exists(os.path.join(engine_dir, "engine.py")):
+        enginetest.ENGINE_PATH = os.path.join(engine_dir, "engine.py")  # the flat layout of older engines
+    else:
+        enginetest.KERNEL_DIR = engine_dir  # the ripple_kernel package
+
     counts, sizes = [], []
     for seed in range(1, args.seeds + 1):
         rng = random.Random(seed)

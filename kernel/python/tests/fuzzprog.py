@@ -7,7 +7,7 @@ functions), so a generated statement is well typed wherever the names it
 reads are defined; edits may still leave names undefined, which gives
 NameError panics: also behaviour to compare.
 
-The patterns of issue 13 part 4 are in the language: a project function
+The patterns of mutation through calls and module state are in the language: a project function
 mutating its argument (add_to), a mutating call inside a larger
 expression, a nested function rebinding a frame name through `nonlocal`,
 a closure whose state advances with each call (make_counter), iterators and
@@ -17,7 +17,6 @@ bump) and a function of the body rebinding a module global (`global G`),
 and `del`.
 """
 
-import random
 import re
 
 INTS = ["a", "b", "c", "n", "k", "m"]
@@ -157,7 +156,7 @@ class Generator:
             options += [self._dict_set, self._dict_get, self._dict_helper, self._dict_pop]
         if funcs and ints:
             options += [self._call_func, self._call_func]
-        # issue 13, part 4
+        # mutation through calls, module state
         if ints:
             options += [self._nonlocal_def, self._counter, self._bump, self._global_def, self._read_g,
                         self._make_iter, self._make_grid]
@@ -315,7 +314,7 @@ class Generator:
         t = self._new("int")
         return Stmt("%s = %s.pop('%s', 0)" % (t, self._pick(dicts), self.rng.choice("abc")), {t: "int"})
 
-    # -- issue 13 patterns -----------------------------------------------------------
+    # -- mutation through calls and module state --------------------------------------
 
     def _add_to(self, env, ints, lists, dicts, funcs):
         l = self._pick(lists)

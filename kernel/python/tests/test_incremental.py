@@ -1,20 +1,19 @@
-"""Edits of long functions: the run of an edit visits what changed (issue 16).
+"""Edits of long functions: the run of an edit visits what changed.
 
 The engine keeps, between runs of a frame, what it needs to check and visit
-only the statements an edit can affect (engine_run: Runner._sync,
-Frame._forget_sync): the statements to check, the dirty ones, the merged
+only the statements an edit can affect (rerun.RerunPlanner.sync,
+frame.SyncState): the statements to check, the dirty ones, the merged
 bindings of blocks of clean statements. Here sessions edit one statement
 at a time in bodies longer than a block, with the shapes that need a visit
 (del, a return, a panic, mutations, visualizations, interrupts, partial
 runs, script frames), and every step is compared with a fresh run (the
-invariant test's Driver). Small blocks (engine_run.BLOCK) make block edges
+invariant test's Driver). Small blocks (frame.BLOCK) make block edges
 frequent.
 """
 
 import random
 
-from enginetest import EngineTestCase, Session, engine_module, main_stack
-from fuzzprog import Generator
+from enginetest import EngineTestCase, engine_module, main_stack
 from test_invariant import Driver, generate_and_check
 
 
@@ -55,9 +54,11 @@ HELPERS = "K = 1\n\n\ndef h(v):\n    return v + K\n"
 
 class LongFunctions(EngineTestCase):
     def setUp(self):
-        run = engine_module().run
-        self.addCleanup(setattr, run, "BLOCK", run.BLOCK)
-        run.BLOCK = 4
+        engine_module()  # installs the package's loader
+        from ripple_kernel import frame as frame_module
+
+        self.addCleanup(setattr, frame_module, "BLOCK", frame_module.BLOCK)
+        frame_module.BLOCK = 4
 
     def driver(self, files):
         s = self.session()

@@ -1,4 +1,4 @@
-"""The value journal (engine_journal.py): a second Engine on the same
+"""The value journal (ripple_kernel/journal.py): a second Engine on the same
 journal file (a new kernel after a restart) restores what the first one
 computed, and nothing that would break the caching invariant."""
 
@@ -94,8 +94,8 @@ class JournalTest(unittest.TestCase):
     def test_restored_reader_moved_across_a_call_mutator(self):
         # A restored entry knows what it saw of the mutations through
         # calls: deleting the first zs = list(xs) hands its label to the
-        # second, after the pop, which must run (engine_run's
-        # _seen_mutations; the invariant test's seed 7018, after a restart).
+        # second, after the pop, which must run (mutation.seen_mutations;
+        # the invariant test's seed 7018, after a restart).
         src = "def main():\n    xs = [2, 4, 4]\n    zs = list(xs)\n    m = len(xs) * 0 + xs.pop()\n    zs = list(xs)\n"
         s = self.session({"main": src})
         s.run()

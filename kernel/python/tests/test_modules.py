@@ -242,7 +242,7 @@ class Versions(EngineTestCase):
         def alone():
             out = {}
             for m in names:
-                table._versions = None
+                table.globals.invalidate()
                 out[m] = (dict(table.versions(m)), table.module_hash(m))
             return out
 
@@ -256,7 +256,7 @@ class Versions(EngineTestCase):
             for _ in range(10):
                 order = names[:]
                 rng.shuffle(order)
-                table._versions = None
+                table.globals.invalidate()
                 for m in order:
                     self.assertEqual((dict(table.versions(m)), table.module_hash(m)), want[m], (m, order))
         # The edit of b changed the module hash of every module with a name

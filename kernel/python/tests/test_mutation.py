@@ -1,5 +1,6 @@
 """The caching invariant (PROTOCOL.md 5.3) for mutation through calls and
-module state (issue 13, part 4): each case runs a sequence of sources in one
+module state (a call mutating an argument, a closure's state, a module
+global a helper rebinds): each case runs a sequence of sources in one
 session, and after every step the view must equal a fresh session's."""
 
 import re

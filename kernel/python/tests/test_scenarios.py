@@ -1,4 +1,5 @@
-"""The 13 acceptance scenarios of issue 4, at the engine level."""
+"""The 13 acceptance scenarios of the engine (edits, recomputes, panics,
+visualizations, interrupts, mutation chains), at the engine level."""
 
 import signal
 import sys

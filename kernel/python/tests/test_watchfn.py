@@ -1,4 +1,4 @@
-"""ripple_watchfn.py: the diff of a saved module against the imported one
+"""ripple_kernel/watchfn.py: the diff of a saved module against the imported one
 (what --watch's hot path may patch, and why not), the patch in place, and
 the recorder's units and contexts."""
 
@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import ripple_watchfn as wf  # noqa: E402
+from ripple_kernel import hotpatch, watchfn as wf  # noqa: E402
 
 LIB = '''import functools
 
@@ -127,9 +127,9 @@ class Patch(unittest.TestCase):
         # The fast path: only plain's new text is parsed; what follows it
         # moves by a line.
         old_m = self.mod.C.m.__code__.co_firstlineno
-        units = wf._Units(wf.ast.parse(LIB))
+        units = hotpatch.Units(wf.ast.parse(LIB))
         new = LIB.replace("return x * K", "y = 1\n    return x * K + y", 1)
-        self.assertIsNotNone(wf._edit_in_body(units, LIB, new, self.path))
+        self.assertIsNotNone(hotpatch.edit_in_body(units, LIB, new, self.path))
         changed, moved = self.patch("return x * K", "y = 1\n    return x * K + y")
         self.assertEqual(changed, [self.rel + "::plain"])
         self.assertIn(self.rel + "::C.m", moved)
@@ -143,7 +143,7 @@ class Patch(unittest.TestCase):
         self.assertEqual(changed, [self.rel + "::C.m"])
         self.assertEqual((self.mod.C().m(), self.mod.plain(1)), (7, 3))
         # An edit that reaches the def line is not the fast path.
-        self.assertIsNone(wf._edit_in_body(units, LIB, LIB.replace("def plain(x):", "def plain(x):  # c"), self.path))
+        self.assertIsNone(hotpatch.edit_in_body(units, LIB, LIB.replace("def plain(x):", "def plain(x):  # c"), self.path))
 
     def test_nested_closure_made_before(self):
         self.patch("return 1\n    return inner", "return 5\n    return inner")

@@ -15,11 +15,22 @@
   keeping only frames in project files.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import reprlib
-import sys
 import traceback
+import types
+from typing import TYPE_CHECKING, Any, Callable, Collection, Dict, List, Optional, Tuple
+
+from .api import WireObject
+
+if TYPE_CHECKING:
+    from .text import Source
+
+# A type's display facts: (kind of a known type or None, mime types): see mime_types.
+_Facts = Tuple[Optional[str], Tuple[str, ...]]
 
 PREVIEW_LIMIT = 200
 VISUALIZATION_LIMIT = 1 << 20
@@ -28,7 +39,7 @@ DISPLAY_VISUALIZATION = "ripple:display"
 
 
 class _Repr(reprlib.Repr):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.maxlevel = 3
         self.maxtuple = 10
@@ -44,7 +55,7 @@ class _Repr(reprlib.Repr):
 
     # reprlib sorts dicts and sets (O(n log n) and not what repr shows);
     # these keep iteration order and look at the first items only.
-    def repr_dict(self, x, level):
+    def repr_dict(self, x: Dict[object, object], level: int) -> str:
         n = len(x)
         if n == 0:
             return "{}"
@@ -59,7 +70,7 @@ class _Repr(reprlib.Repr):
             pieces.append("%s: %s" % (self.repr1(key, newlevel), self.repr1(value, newlevel)))
         return "{%s}" % ", ".join(pieces)
 
-    def _repr_unordered(self, x, level, left, right, limit):
+    def _repr_unordered(self, x: Collection[object], level: int, left: str, right: str, limit: int) -> str:
         if not x:
             return repr(x)
         if level <= 0:
@@ -72,18 +83,18 @@ class _Repr(reprlib.Repr):
             pieces.append(self.repr1(item, level - 1))
         return left + ", ".join(pieces) + right
 
-    def repr_set(self, x, level):
+    def repr_set(self, x: Collection[object], level: int) -> str:
         return self._repr_unordered(x, level, "{", "}", self.maxset)
 
-    def repr_frozenset(self, x, level):
+    def repr_frozenset(self, x: Collection[object], level: int) -> str:
         return self._repr_unordered(x, level, "frozenset({", "})", self.maxfrozenset)
 
-    def repr_int(self, x, level):
+    def repr_int(self, x: int, level: int) -> str:
         if x.bit_length() > 600:
             return "<int with %d bits>" % x.bit_length()
         return super().repr_int(x, level)
 
-    def repr1(self, x, level):
+    def repr1(self, x: object, level: int) -> str:
         # Subclasses of builtins keep their own repr; reprlib would dispatch
         # on the type's name and may mis-handle them.
         try:
@@ -93,7 +104,7 @@ class _Repr(reprlib.Repr):
         except BaseException as exc:
             return _fallback(x, exc)
 
-    def repr_instance(self, x, level):
+    def repr_instance(self, x: object, level: int) -> str:
         try:
             s = repr(x)
         except KeyboardInterrupt:
@@ -107,14 +118,14 @@ class _Repr(reprlib.Repr):
         return s
 
 
-def _fallback(x, exc):
+def _fallback(x: object, exc: BaseException) -> str:
     return "<%s object (repr raised %s)>" % (_safe_type_name(x), type(exc).__name__)
 
 
 _REPR = _Repr()
 
 
-def preview(value):
+def preview(value: object) -> str:
     """A short, never-raising repr of value (KeyboardInterrupt excepted)."""
     try:
         s = _REPR.repr(value)
@@ -127,14 +138,14 @@ def preview(value):
     return s
 
 
-def _safe_type_name(value):
+def _safe_type_name(value: object) -> str:
     try:
         return type(value).__name__
     except Exception:
         return "object"
 
 
-def type_name(value):
+def type_name(value: object) -> str:
     t = type(value)
     try:
         module = t.__module__
@@ -148,7 +159,7 @@ def type_name(value):
     return "%s.%s" % (module, qualname)
 
 
-def exception_message(exc):
+def exception_message(exc: BaseException) -> str:
     """``Type: message`` as the last line of a traceback shows it."""
     t = type(exc)
     name = t.__qualname__
@@ -166,7 +177,7 @@ def exception_message(exc):
     return "%s: %s" % (name, text) if text else name
 
 
-def encode_visualization(result, limit=VISUALIZATION_LIMIT):
+def encode_visualization(result: object, limit: int = VISUALIZATION_LIMIT) -> Tuple[object, Optional[str]]:
     """(data, error): data is JSON-safe; non-JSON results become their str.
 
     NaN and infinities are not JSON, so a result holding them is sent as its
@@ -203,7 +214,7 @@ _REPR_METHODS = (
 _BINARY = frozenset(["image/png", "image/jpeg"])
 # Types known by their class (module, qualname) anywhere in the MRO, so
 # neither matplotlib nor pandas is imported to recognise them.
-_KNOWN = {
+_KNOWN: Dict[Tuple[object, object], str] = {
     ("matplotlib.figure", "Figure"): "figure",
     ("matplotlib.axes._base", "_AxesBase"): "axes",
     ("pandas.core.frame", "DataFrame"): "frame",
@@ -215,10 +226,10 @@ _KIND_MIMES = {
     "frame": ("text/html",),
     "series": ("text/html",),
 }
-_TYPE_MIMES = {}  # type -> (kind or None, mime types): see mime_types
+_TYPE_MIMES: Dict[type, _Facts] = {}  # see mime_types
 
 
-def _type_facts(t):
+def _type_facts(t: type) -> _Facts:
     facts = _TYPE_MIMES.get(t)
     if facts is not None:
         return facts
@@ -249,7 +260,7 @@ def _type_facts(t):
     return facts
 
 
-def mime_types(value):
+def mime_types(value: object) -> Tuple[str, ...]:
     """The mime types value offers beyond text/plain (a tuple, often
     empty), without rendering anything. An object that has only
     _repr_mimebundle_ declares nothing here: what it offers is known only
@@ -257,7 +268,7 @@ def mime_types(value):
     return _type_facts(type(value))[1]
 
 
-def _figure_bytes(fig, fmt):
+def _figure_bytes(fig: Any, fmt: str) -> bytes:
     import io
 
     buf = io.BytesIO()
@@ -265,7 +276,7 @@ def _figure_bytes(fig, fmt):
     return buf.getvalue()
 
 
-def _encode_mime(mime, data):
+def _encode_mime(mime: str, data: object) -> object:
     if isinstance(data, (bytes, bytearray, memoryview)):
         if mime in _BINARY:
             import base64
@@ -275,7 +286,7 @@ def _encode_mime(mime, data):
     return data
 
 
-def mime_bundle(value, mimes=None):
+def mime_bundle(value: Any, mimes: Optional[Collection[str]] = None) -> Dict[str, object]:
     """{mime: data} of value: text/plain (its repr) and what it offers
     (7.2); binary types base64-encoded. mimes, when given, limits the rich
     types rendered. Raises ValueError when the bundle's JSON is over
@@ -284,9 +295,12 @@ def mime_bundle(value, mimes=None):
         plain = repr(value)
     except Exception as exc:
         plain = _fallback(value, exc)
-    bundle = {"text/plain": plain[:100000]}
+    bundle: Dict[str, object] = {"text/plain": plain[:100000]}
     kind = _type_facts(type(value))[0]
-    want = (lambda m: True) if mimes is None else (lambda m: m in mimes)
+
+    def want(mime: str) -> bool:
+        return mimes is None or mime in mimes
+
     if kind in ("figure", "axes"):
         fig = value if kind == "figure" else value.figure
         for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
@@ -323,16 +337,16 @@ def mime_bundle(value, mimes=None):
 class Diagnostics:
     """Builds Diagnostic objects for failures in project code.
 
-    sources: callable(filename) -> engine_text.Source or None, for the
+    sources: callable(filename) -> text.Source or None, for the
     modules the engine knows; other project files fall back to linecache.
     """
 
-    def __init__(self, root, sources, engine_dir):
+    def __init__(self, root: str, sources: Callable[[str], Optional[Source]], engine_dir: str) -> None:
         self.root = os.path.realpath(root)
         self.sources = sources
         self.engine_dir = os.path.realpath(engine_dir)
 
-    def relative(self, filename):
+    def relative(self, filename: Optional[str]) -> Optional[str]:
         """Project-relative POSIX path of filename, or None outside the root."""
         if not filename or filename.startswith("<"):
             return None
@@ -343,7 +357,8 @@ class Diagnostics:
             return os.path.relpath(real, self.root).replace(os.sep, "/")
         return None
 
-    def stack(self, tb, frame_names=None):
+    def stack(self, tb: Optional[types.TracebackType],
+              frame_names: Optional[Dict[str, str]] = None) -> List[WireObject]:
         """Frames of tb in project files, innermost last."""
         out = []
         frame_names = frame_names or {}
@@ -357,7 +372,7 @@ class Diagnostics:
             out.append({"functionName": name, "path": path, "location": self._location(summary)})
         return out
 
-    def _location(self, summary):
+    def _location(self, summary: traceback.FrameSummary) -> Optional[WireObject]:
         source = self.sources(summary.filename)
         colno = getattr(summary, "colno", None)
         if source is None:
@@ -375,12 +390,14 @@ class Diagnostics:
             getattr(summary, "end_colno", None),
         )
 
-    def for_exception(self, exc, location=None, path=None, expression_id=None, frame_names=None, message=None):
+    def for_exception(self, exc: BaseException, location: Optional[WireObject] = None, path: Optional[str] = None,
+                      expression_id: Optional[str] = None, frame_names: Optional[Dict[str, str]] = None,
+                      message: Optional[str] = None) -> WireObject:
         stack = self.stack(exc.__traceback__, frame_names)
         if location is None and stack:
             location = stack[-1]["location"]
             path = path or stack[-1]["path"]
-        diag = {"kind": "Error", "message": message or exception_message(exc), "stack": stack}
+        diag: WireObject = {"kind": "Error", "message": message or exception_message(exc), "stack": stack}
         if path is not None:
             diag["path"] = path
         if location is not None:
@@ -389,9 +406,9 @@ class Diagnostics:
             diag["expressionId"] = expression_id
         return diag
 
-    def for_syntax_error(self, exc, path):
+    def for_syntax_error(self, exc: SyntaxError, path: str) -> WireObject:
         """A Diagnostic for a SyntaxError raised while parsing path."""
-        diag = {"kind": "Error", "message": exception_message(exc), "stack": [], "path": path}
+        diag: WireObject = {"kind": "Error", "message": exception_message(exc), "stack": [], "path": path}
         lineno = exc.lineno
         if lineno:
             # SyntaxError offsets are 1-based character offsets into the line.

@@ -19,19 +19,27 @@ its body changed (an earlier one may define what it reads); or a changed
 top-level statement of the module (a def, class member, assignment,
 import, ...) binds or mentions a name the statement can reach: the names
 and attribute names it mentions, closed over the top-level statements
-binding them. Labels are the kernel's own (ripple_labels.py).
+binding them. Labels are the kernel's own (labels.py).
 """
+
+from __future__ import annotations
 
 import ast
 import json
-import os
 import sys
+from typing import Dict, List, Optional, Set, Tuple, Union
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
-import ripple_labels  # noqa: E402
+from . import analysis
+from . import labels as ripple_labels
+from .api import WireObject
+
+_Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+# A top-level statement or class member: (its dump, the node compared (a
+# class's header), the whole node).
+_Entry = Tuple[str, ast.AST, ast.AST]
 
 
-def _idents(node):
+def _idents(node: ast.AST) -> Set[str]:
     out = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
@@ -47,7 +55,7 @@ def _idents(node):
     return out
 
 
-def _binds(node):
+def _binds(node: ast.AST) -> Set[str]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -59,8 +67,8 @@ def _binds(node):
     return out
 
 
-def _find(tree, qualname):
-    node = tree
+def _find(tree: ast.Module, qualname: str) -> Optional[_Function]:
+    node: ast.AST = tree
     for part in qualname.split("."):
         found = None
         for child in getattr(node, "body", []):
@@ -72,16 +80,16 @@ def _find(tree, qualname):
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
-def _header(fn):
+def _header(fn: _Function) -> str:
     return ast.dump(fn.args) + "|" + "|".join(ast.dump(d) for d in fn.decorator_list) + "|" + (ast.dump(fn.returns) if fn.returns else "")
 
 
-def _entries(tree, frames):
+def _entries(tree: ast.Module, frames: Set[str]) -> List[_Entry]:
     """Top-level statements, class members one by one, as (key, node);
     the defs of the frames' functions are left out (compared apart)."""
-    out = []
+    out: List[_Entry] = []
 
-    def walk(body, prefix):
+    def walk(body: List[ast.stmt], prefix: str) -> None:
         for node in body:
             q = prefix + node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
             if q is not None and q in frames and not isinstance(node, ast.ClassDef):
@@ -89,7 +97,7 @@ def _entries(tree, frames):
             if isinstance(node, ast.ClassDef):
                 head = ast.ClassDef(name=node.name, bases=node.bases, keywords=node.keywords, body=[], decorator_list=node.decorator_list)
                 out.append((ast.dump(head), head, node))
-                walk(node.body, q + ".")
+                walk(node.body, prefix + node.name + ".")
             else:
                 out.append((ast.dump(node), node, node))
 
@@ -97,12 +105,11 @@ def _entries(tree, frames):
     return out
 
 
-def affected(module, old, new, frames):
+def affected(module: str, old: str, new: str, frames: List[WireObject]) -> Tuple[bool, str]:
     try:
         t_old, t_new = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
         return True, "a version does not parse"
-    analysis = ripple_labels.load_analysis()
     reach = set()
     quals = {f["qualname"] for f in frames}
     for f in frames:
@@ -125,10 +132,10 @@ def affected(module, old, new, frames):
             reach |= _idents(fo.body[i])
         reach.add(q.split(".")[0])
     e_old, e_new = _entries(t_old, quals), _entries(t_new, quals)
-    k_old = {}
+    k_old: Dict[str, int] = {}
     for k, _, _ in e_old:
         k_old[k] = k_old.get(k, 0) + 1
-    k_new = {}
+    k_new: Dict[str, int] = {}
     for k, _, _ in e_new:
         k_new[k] = k_new.get(k, 0) + 1
     changed = [(head, full) for k, head, full in e_old if k_old[k] != k_new.get(k, 0)]
@@ -153,11 +160,8 @@ def affected(module, old, new, frames):
     return False, "no change reaches the statements"
 
 
-def main():
+def main() -> None:
     req = json.load(sys.stdin)
     hit, why = affected(req["module"], req["old"], req["new"], req["frames"])
     json.dump({"affected": hit, "why": why}, sys.stdout)
 
-
-if __name__ == "__main__":
-    main()

@@ -30,12 +30,19 @@ that installs the cache removes the entries whose source file is gone
 (suites in temporary directories) or that nothing wrote for 30 days.
 """
 
+from __future__ import annotations
+
 import hashlib
 import importlib.util
 import marshal
 import os
 import sys
 import time
+from types import CodeType
+from typing import TYPE_CHECKING, Optional, Tuple, cast
+
+if TYPE_CHECKING:
+    import pathlib
 
 _HEADER = b"ripple-rewrite-2\n"
 _DIGEST_SIZE = 32
@@ -43,7 +50,7 @@ _PRUNE_EVERY = 24 * 3600
 _KEEP_FOR = 30 * 24 * 3600
 
 
-def cache_dir():
+def cache_dir() -> str:
     """The cache's directory, or "" when it is turned off."""
     d = os.environ.get("RIPPLE_REWRITE_CACHE", "")
     if d == "off":
@@ -56,7 +63,7 @@ def cache_dir():
     return os.path.join(base, "ripple", "pytest-rewrite")
 
 
-def install():
+def install() -> str:
     """Wrap pytest's _rewrite_test with the cache, once per process.
     Returns the cache's directory, or "" when it is off or this pytest has
     no _rewrite_test of the shape it knows (then nothing changes)."""
@@ -71,12 +78,13 @@ def install():
     current = getattr(rewrite, "_rewrite_test", None)
     if current is None:
         return ""
-    if getattr(current, "_ripple_cache", None) is not None:
-        return current._ripple_cache
+    cached = getattr(current, "_ripple_cache", None)
+    if cached is not None:
+        return str(cached)
     original = current
     tag = ("%s\0%s\0" % (pytest.__version__, sys.implementation.cache_tag)).encode() + importlib.util.MAGIC_NUMBER
 
-    def _rewrite_test(fn, config):
+    def _rewrite_test(fn: pathlib.Path, config: pytest.Config) -> Tuple[os.stat_result, CodeType]:
         try:
             before = os.stat(fn)
             source = fn.read_bytes()
@@ -101,17 +109,17 @@ def install():
             _write(directory, entry, path, digest, co)
         return stat, co
 
-    _rewrite_test._ripple_cache = directory
+    _rewrite_test._ripple_cache = directory  # type: ignore[attr-defined]  # marks the wrapper: installed once
     rewrite._rewrite_test = _rewrite_test
     prune(directory)
     return directory
 
 
-def _prefix(path, digest):
+def _prefix(path: str, digest: bytes) -> bytes:
     return _HEADER + path.encode("utf-8", "surrogateescape") + b"\n" + digest
 
 
-def _read(entry, path, digest):
+def _read(entry: str, path: str, digest: bytes) -> Optional[CodeType]:
     try:
         with open(entry, "rb") as f:
             data = f.read()
@@ -121,12 +129,12 @@ def _read(entry, path, digest):
     if not data.startswith(prefix):
         return None
     try:
-        return marshal.loads(data[len(prefix):])
+        return cast(CodeType, marshal.loads(data[len(prefix):]))  # _write stores code objects
     except (EOFError, ValueError, TypeError):
         return None
 
 
-def _write(directory, entry, path, digest, co):
+def _write(directory: str, entry: str, path: str, digest: bytes, co: CodeType) -> None:
     tmp = "%s.%d.tmp" % (entry, os.getpid())
     try:
         os.makedirs(directory, exist_ok=True)
@@ -140,7 +148,7 @@ def _write(directory, entry, path, digest, co):
             pass
 
 
-def prune(directory, now=None):
+def prune(directory: str, now: Optional[float] = None) -> Optional[int]:
     """Remove the entries whose source is gone or that are older than
     _KEEP_FOR, unless a prune ran in the last _PRUNE_EVERY seconds.
     Returns how many it removed (None: it did not run)."""
@@ -177,7 +185,7 @@ def prune(directory, now=None):
     return removed
 
 
-def _source_exists(entry):
+def _source_exists(entry: str) -> bool:
     """Whether the source file an entry was written for is still there
     (an entry that does not start as one is not worth keeping either)."""
     with open(entry, "rb") as f:

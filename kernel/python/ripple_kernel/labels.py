@@ -11,54 +11,31 @@ stdout: {"functions": {qualname: [expression id]}} or {"error": message}
 A qualname is what the kernel's find_function finds (``f``, ``C.m``, the
 last definition of a name winning at each level) plus ``__main__``, the
 module's top level as a script (PROTOCOL.md 7.1). Labels come from the
-kernel's own functions (engine_analysis.label_base and labels,
-engine_run.script_labels), loaded from the files next to this one; nothing
-of the module runs.
+kernel's own functions (analysis.label_base, labelling.py's numbering, the
+one a run's plans use); nothing of the module runs.
 """
 
+from __future__ import annotations
+
 import ast
-import importlib.util
 import json
-import os
 import sys
+from types import ModuleType
+from typing import Dict, List, Sequence, Union
+
+from . import analysis
+from .labelling import SCRIPT, number_labels, script_base
 
 
-def _load(name, file):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), file))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-class _Info:
-    __slots__ = ("label",)
-
-    def __init__(self, label):
-        self.label = label
-
-
-class _Stmt:
-    __slots__ = ("info", "node")
-
-    def __init__(self, node, analysis):
-        self.node = node
-        self.info = _Info(analysis.label_base(node))
-
-
-def load_analysis():
-    """The kernel's engine_analysis module, loaded from beside this file."""
-    return sys.modules.get("_ripple_engine_analysis") or _load("_ripple_engine_analysis", "engine_analysis.py")
-
-
-def function_ids(analysis, module, qualname, node):
+def function_ids(analysis: ModuleType, module: str, qualname: str,
+                 node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> List[str]:
     """The expression ids of the statements of def node, in order."""
-    labels = analysis.labels([_Info(analysis.label_base(s)) for s in node.body])
+    labels = number_labels(analysis.label_base(s) for s in node.body)
     return ["%s:%s/%s" % (module, qualname, label) for label in labels]
 
 
-def _defs(body, prefix, out, analysis, module):
-    last = {}
+def _defs(body: Sequence[ast.stmt], prefix: str, out: Dict[str, List[str]], analysis: ModuleType, module: str) -> None:
+    last: Dict[str, Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]] = {}
     for child in body:
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             last[child.name] = child  # the last definition wins, as at run time
@@ -69,7 +46,7 @@ def _defs(body, prefix, out, analysis, module):
         _defs(node.body, qualname + ".", out, analysis, module)
 
 
-def main():
+def main() -> None:
     req = json.load(sys.stdin)
     module, source = req["module"], req["source"]
     try:
@@ -77,15 +54,8 @@ def main():
     except (SyntaxError, ValueError) as e:
         json.dump({"error": "%s: %s" % (type(e).__name__, e)}, sys.stdout)
         return
-    analysis = load_analysis()
-    _load("_ripple_engine_values", "engine_values.py")
-    run = _load("_ripple_engine_run", "engine_run.py")
-    out = {}
+    out: Dict[str, List[str]] = {}
     _defs(tree.body, "", out, analysis, module)
-    script = run.script_labels([_Stmt(s, analysis) for s in tree.body])
-    out[run.SCRIPT] = ["%s:%s/%s" % (module, run.SCRIPT, label) for label in script]
+    script = number_labels(script_base(s, analysis.label_base(s)) for s in tree.body)
+    out[SCRIPT] = ["%s:%s/%s" % (module, SCRIPT, label) for label in script]
     json.dump({"functions": out}, sys.stdout)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""The value journal (issue 16): computed statement values kept on disk, so
+"""The value journal: computed statement values kept on disk, so
 that a frame on a new kernel (after a server restart, a crash, the warm
 spare taking over) gets its cache back instead of running its statements
 again (no repeated side effects). runtime/restartKernel is a reset: the
@@ -15,15 +15,15 @@ What is kept, and under which key:
   content key: the hash of the statement's normalised source, the names it
   reads and, for each, the content key of its local definer, the argument
   hash, or the global's version (already a hash of the defining source and
-  what it reaches, engine_modules) or the imported modules' hashes; plus
+  what it reaches, versions.py) or the imported modules' hashes; plus
   the number of earlier statements of the same hash. It says what the
   entry's ``sig`` says with kernel-local stamps, in terms a new process
   computes alike: equal keys, equal values, for deterministic code.
 - The bindings, values and direct calls of all the frame's statements are
-  pickled TOGETHER, with the frame's mutation log (engine_run's mutlog), in
+  pickled TOGETHER, with the frame's mutation log (Frame.mutlog), in
   their state at the end of the run, as the in-memory cache holds them: one
   object bound by two statements (``ys = xs``) comes back as one object,
-  and _dirty_reads still knows which statement mutated which object.
+  and the run still knows which statement mutated which object.
   A statement whose part does not pickle, or is larger than STATEMENT_CAP,
   is left out (it runs again after a restart, and so do its dependents).
   Frames whose statements rebound module globals (module state) are not
@@ -34,7 +34,7 @@ statement changed through a call (a registry a helper appends to, without
 rebinding it) is as the new process imported it. A statement that runs
 again after the restart and reads it sees the import-time object, where
 the old kernel would have seen the changed one. Only `global` rebinding
-is tracked as module state (engine_run's _module_state).
+is tracked as module state (modstate.py).
 
 Restoring (Journal.restore) rehydrates a frame that has never run on this
 kernel: matching statements get entries with fresh stamps and signatures
@@ -42,7 +42,7 @@ computed from the restored entries, so rerun_set sees a valid cache and
 decides the rest as after any edit. A statement is restored only with all
 its local definers. The ids a recompute names lose their entries first.
 
-Writing happens in the kernel's idle time (server.py calls ``idle`` when no
+Writing happens in the kernel's idle time (the kernel calls ``idle`` when no
 request came for IDLE_SECONDS after a result was sent), never on the path
 of a run, one frame per call.
 
@@ -65,17 +65,35 @@ checkpoint with its fsync, may take milliseconds, during which sqlite3
 releases the GIL and a request is served on the main thread.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import pickle
 import queue
 import signal
 import sqlite3
-import sys
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-run = sys.modules["_ripple_engine_run"]
+from .frame import DELETED, Entry, Frame
+from .objects import immutable
+from .plan import IMPORT, LOCAL, PARAM, Plan
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+Bindings = Tuple[Tuple[str, object], ...]
+# A statement's row in a frame's pickle: [content key, expression id,
+# stamp, update, returned, bindings, value, call]. Any: what the file
+# holds is the journal's wire, read back as it was written.
+Record = List[Any]
+# A mutation log item in the pickle: (object, creator id, [(mutator id, stamp)]).
+LogItem = Tuple[object, str, List[Tuple[str, int]]]
+# An item of the writer's queue (see _Writer).
+WriterItem = Union[None, threading.Event, Tuple[object, ...]]
+Log = Callable[[str], object]
 
 ENV_PATH = "RIPPLE_VALUES_DB"
 ENV_IDLE = "RIPPLE_VALUES_IDLE_MS"  # idle time before a write; 0: right after the result, waited for
@@ -93,19 +111,19 @@ class _Deleted:
     and comes back as itself."""
 
 
-def _dumps(obj):
+def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _out(bindings):
-    return tuple((n, _Deleted if v is run.DELETED else v) for n, v in bindings)
+def _out(bindings: Bindings) -> Bindings:
+    return tuple((n, _Deleted if v is DELETED else v) for n, v in bindings)
 
 
-def _in(bindings):
-    return tuple((n, run.DELETED if v is _Deleted else v) for n, v in bindings)
+def _in(bindings: Bindings) -> Bindings:
+    return tuple((n, DELETED if v is _Deleted else v) for n, v in bindings)
 
 
-def _hash(*parts):
+def _hash(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(p.encode("utf-8", "surrogatepass"))
@@ -113,7 +131,7 @@ def _hash(*parts):
     return h.hexdigest()
 
 
-def from_env(log):
+def from_env(log: Log) -> Optional[Journal]:
     """The journal the environment asks for, or None."""
     path = os.environ.get(ENV_PATH)
     if not path:
@@ -123,7 +141,7 @@ def from_env(log):
     except ValueError:
         budget = DEFAULT_BUDGET
     try:
-        idle = int(os.environ.get(ENV_IDLE)) / 1000.0
+        idle = int(os.environ.get(ENV_IDLE)) / 1000.0  # type: ignore[arg-type]  # None: TypeError, as intended
     except (TypeError, ValueError):
         idle = IDLE_SECONDS
     return Journal(path, budget, max(idle, 0.0), log)
@@ -134,15 +152,15 @@ class _Writer:
     ("row", key, keys, data, size), ("touch", key), ("reopen",), a threading.Event
     (set when everything before it is done), None (stop)."""
 
-    def __init__(self, journal):
+    def __init__(self, journal: Journal) -> None:
         self.journal = journal
-        self.queue = queue.SimpleQueue()
-        self.thread = None
+        self.queue: queue.SimpleQueue[WriterItem] = queue.SimpleQueue()
+        self.thread: Optional[threading.Thread] = None
 
-    def put(self, item):
+    def put(self, item: WriterItem) -> None:
         if self.thread is None:
             # No signal for this thread: SIGINT and the kernel's other
-            # signals stay the main thread's (server.py's pump does the same).
+            # signals stay the main thread's (the kernel's output pump does the same).
             old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
             try:
                 self.thread = threading.Thread(target=self._run, name="ripple-journal", daemon=True)
@@ -151,7 +169,7 @@ class _Writer:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
         self.queue.put(item)
 
-    def flush(self, timeout):
+    def flush(self, timeout: float) -> None:
         """Wait (up to timeout seconds) until the queued items are written."""
         if self.thread is None:
             return
@@ -159,16 +177,16 @@ class _Writer:
         self.queue.put(done)
         done.wait(timeout)
 
-    def stop(self, timeout):
+    def stop(self, timeout: float) -> None:
         if self.thread is None:
             return
         self.queue.put(None)
         self.thread.join(timeout)
         self.thread = None
 
-    def _run(self):
+    def _run(self) -> None:
         j = self.journal
-        db = None
+        db: Optional[sqlite3.Connection] = None
         while True:
             item = self.queue.get()
             if item is None:
@@ -188,6 +206,7 @@ class _Writer:
                     db.execute("PRAGMA synchronous=NORMAL")
                 if item[0] == "row":
                     _, key, keys, data, size = item
+                    assert isinstance(key, str)
                     with db:
                         db.execute("BEGIN IMMEDIATE")
                         db.execute(
@@ -204,20 +223,23 @@ class _Writer:
 
 
 class Journal:
-    def __init__(self, path, budget, idle, log):
+    """The value journal of one kernel (the module doc)."""
+
+    def __init__(self, path: str, budget: int, idle: float, log: Log) -> None:
         self.path = path
         self.budget = budget
         self.idle_seconds = idle
         self.log = log
-        self.db = None
+        self.db: Optional[sqlite3.Connection] = None
+        self._ino: Optional[int] = None  # the inode of the file this kernel opened
         self.broken = False  # the file cannot be used at all: journal off
         # id(frame) -> frame: frames whose cache changed since written.
-        self.pending = {}
+        self.pending: Dict[int, Frame] = {}
         self.writer = _Writer(self)
 
     # -- the file -------------------------------------------------------------------
 
-    def _open(self):
+    def _open(self) -> Optional[sqlite3.Connection]:
         if self.db is not None or self.broken:
             return self.db
         try:
@@ -236,7 +258,7 @@ class Journal:
             self.log("value journal %s unusable, values are not kept: %s" % (self.path, exc))
         return self.db
 
-    def _connect(self):
+    def _connect(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         try:
             self._ino = os.stat(self.path).st_ino
@@ -263,7 +285,7 @@ class Journal:
             raise
         return db
 
-    def _move_aside(self, exc):
+    def _move_aside(self, exc: BaseException) -> None:
         """Keep a damaged or foreign file as values.db.corrupt-TIME. Only
         the file this kernel found bad: another kernel of the project may
         have moved it and made a new one already."""
@@ -282,11 +304,11 @@ class Journal:
         except OSError:
             pass
 
-    def flush(self, timeout=5.0):
+    def flush(self, timeout: float = 5.0) -> None:
         """Wait until what was handed to the writer is written."""
         self.writer.flush(timeout)
 
-    def close(self):
+    def close(self) -> None:
         self.writer.stop(5.0)
         if self.db is not None:
             self.db.close()
@@ -295,10 +317,10 @@ class Journal:
     # -- keys -------------------------------------------------------------------------
 
     @staticmethod
-    def frame_key(frame, plan):
+    def frame_key(frame: Frame, plan: Plan) -> Optional[Tuple[str, str]]:
         """(row key, argument hash), or None when the frame is not journalled."""
         params = frame.params
-        if any(not run._immutable(v) for v in params.values()):
+        if any(not immutable(v) for v in params.values()):
             return None
         try:
             args = hashlib.sha256(pickle.dumps(sorted(params.items()), protocol=4)).hexdigest() if params else ""
@@ -307,21 +329,21 @@ class Journal:
         return _hash(FORMAT, plan.module, plan.qualname, args), args
 
     @staticmethod
-    def content_keys(runner, plan, args):
+    def content_keys(runner: Runner, plan: Plan, args: str) -> List[str]:
         """The content key of every statement of plan (module doc)."""
-        keys = []
-        seen = {}
+        keys: List[str] = []
+        seen: Dict[str, int] = {}
         for ps in plan.stmts:
             parts = [ps.info.key, "|".join(ps.dep_names)]
             for name, kind, ref in ps.deps:
-                if kind == run.LOCAL:
-                    parts.append(keys[ref])
-                elif kind == run.PARAM:
+                if kind == LOCAL:
+                    parts.append(keys[ref])  # type: ignore[index]  # a LOCAL dep's ref is an index
+                elif kind == PARAM:
                     parts.append("param:" + args)
-                elif kind == run.IMPORT:
-                    parts.append("import:" + repr(tuple(runner.modules.module_hash(m) for m in ref)))
+                elif kind == IMPORT:
+                    parts.append("import:" + repr(tuple(runner.engine.modules.module_hash(m) for m in ref)))  # type: ignore[union-attr]  # an IMPORT dep's ref is module names
                 else:
-                    parts.append("global:" + repr(runner._global_version(plan.module, name)))
+                    parts.append("global:" + repr(runner.global_version(plan.module, name)))
             text = "\0".join(parts)
             n = seen.get(text, 0)
             seen[text] = n + 1
@@ -330,7 +352,7 @@ class Journal:
 
     # -- restoring --------------------------------------------------------------------
 
-    def restore(self, runner, frame, plan, invalidate):
+    def restore(self, runner: Runner, frame: Frame, plan: Plan, invalidate: Union[None, str, Sequence[str]]) -> int:
         """Rehydrate the cache of a frame new to this kernel; returns the
         number of statements restored."""
         if invalidate == "all" or frame.cache:
@@ -381,7 +403,8 @@ class Journal:
         return chosen
 
     @staticmethod
-    def _rehydrate(runner, frame, plan, cks, records, mutlog, invalidate):
+    def _rehydrate(runner: Runner, frame: Frame, plan: Plan, cks: List[str], records: List[Record],
+                   mutlog: List[LogItem], invalidate: Union[None, str, Sequence[str]]) -> int:
         """Entries (and the mutation log) for the statements of plan whose
         content key is among the records, with all their local definers
         (module doc); returns how many."""
@@ -394,7 +417,7 @@ class Journal:
             r = by_ck.get(ck)
             if r is None or ps.id in dropped:
                 continue
-            if any(kind == run.LOCAL and ref not in chosen for _, kind, ref in ps.deps):
+            if any(kind == LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
             call = r[7]
             pointer = None
@@ -424,10 +447,10 @@ class Journal:
             update["fromCache"] = False
             if pointer is not None:
                 update["methodCall"] = {"methodPointer": pointer}
-            cache[ps.id] = run.Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
+            cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
         for i in chosen:
             ps = stmts[i]
-            cache[ps.id].sig = runner._current_sig(plan, ps, frame)
+            cache[ps.id].sig = runner.current_sig(plan, ps, frame)
         # The mutation log, in this process's ids and stamps: a mutation
         # by a statement not restored (or by another stamp of it) gets
         # stamp 0, which no entry has, so the object counts as dirty.
@@ -439,23 +462,23 @@ class Journal:
                 new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
             log[id(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
         # What each restored statement saw of the mutations through calls
-        # (engine_run's _seen_mutations), as the restored log says for this
+        # (mutation.seen_mutations), as the restored log says for this
         # layout: an edit that later moves a statement across such a
         # mutation is seen as for an entry of this process.
-        layout = runner._layout(frame, plan)
+        layout = runner.layout(frame, plan)
         for i in chosen:
             e = cache[stmts[i].id]
-            e.seen = runner._seen_mutations(plan, frame, i)
+            e.seen = runner.seen_mutations(plan, frame, i)
             e.layout = layout
         return len(chosen)
 
     # -- writing ----------------------------------------------------------------------
 
-    def changed(self, frame):
+    def changed(self, frame: Frame) -> None:
         """The frame's cache changed: write it when the kernel is idle."""
         self.pending[id(frame)] = frame
 
-    def idle(self, runner_factory, arrived=None):
+    def idle(self, runner_factory: Callable[[], Runner], arrived: Optional[Callable[[], bool]] = None) -> bool:
         """Write one pending frame; returns whether more are pending. A
         write that arrived() interrupts (a request came: it comes first)
         stays pending."""
@@ -475,7 +498,7 @@ class Journal:
             self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
         return bool(self.pending)
 
-    def write(self, runner, frame, arrived=None):
+    def write(self, runner: Runner, frame: Frame, arrived: Optional[Callable[[], bool]] = None) -> Optional[bool]:
         """Hand the frame's row to the writer: True if handed, False if
         the frame is not journalled, None if arrived() said to stop
         (between the phases: keys, pickle)."""
@@ -489,12 +512,12 @@ class Journal:
         skip = frame.journal_skip
         for k in [k for k, stamp in skip.items() if k not in frame.cache or frame.cache[k].stamp != stamp]:
             del skip[k]
-        records = {}
+        records: Dict[str, Record] = {}
         for ps, ck in zip(plan.stmts, cks):
             e = frame.cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites or ps.id in skip:
                 continue
-            if e.sig != runner._current_sig(plan, ps, frame):
+            if e.sig != runner.current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
             big = _too_big(e.value)
             for _, v in e.bindings:
@@ -506,18 +529,18 @@ class Journal:
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
-        blob, records = self._pickle(plan, frame, records, mutlog)
-        if blob is None:
+        blob, kept = self._pickle(plan, frame, records, mutlog)
+        if blob is None or kept is None:
             return False
         if arrived is not None and arrived():
             return None
         if self._open() is None:
             return False
-        keys = pickle.dumps(frozenset(r[0] for r in records.values()), protocol=4)
+        keys = pickle.dumps(frozenset(r[0] for r in kept.values()), protocol=4)
         self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
         return True
 
-    def _evict(self, db, keep):
+    def _evict(self, db: sqlite3.Connection, keep: str) -> None:
         total = db.execute("SELECT COALESCE(SUM(size), 0) FROM frames").fetchone()[0]
         if total <= self.budget:
             return
@@ -530,7 +553,8 @@ class Journal:
             db.execute("DELETE FROM frames WHERE key=?", (keep,))
 
     @staticmethod
-    def _pickle(plan, frame, records, mutlog):
+    def _pickle(plan: Plan, frame: Frame, records: Dict[str, Record],
+                mutlog: List[LogItem]) -> Tuple[Optional[bytes], Optional[Dict[str, Record]]]:
         """(one pickle of the records and the mutation log, the records
         in it), or (None, None). Left out: a record whose part does not
         pickle or is larger than STATEMENT_CAP (remembered in
@@ -540,15 +564,15 @@ class Journal:
         leaves out its creator and its mutators (they run again, making a
         new object)."""
 
-        def close(records):
-            kept = {}
+        def close(records: Dict[str, Record]) -> Dict[str, Record]:
+            kept: Dict[str, Record] = {}
             for ps in plan.stmts:
                 r = records.get(ps.id)
-                if r is not None and all(kind != run.LOCAL or plan.stmts[ref].id in kept for _, kind, ref in ps.deps):
+                if r is not None and all(kind != LOCAL or plan.stmts[ref].id in kept for _, kind, ref in ps.deps):  # type: ignore[index]  # a LOCAL dep's ref is an index
                     kept[ps.id] = r
             return kept
 
-        def dump(records, log):
+        def dump(records: Dict[str, Record], log: Iterable[LogItem]) -> bytes:
             return _dumps({"stmts": list(records.values()), "mutlog": [m for m in log if m[1] in records]})
 
         records = close(records)
@@ -588,14 +612,14 @@ _SCALARS = frozenset([int, float, bool, complex, type(None)])
 _SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
 
 
-def _too_big(value):
+def _too_big(value: object) -> bool:
     """Whether a value is plainly larger than STATEMENT_CAP, told without
     pickling it: an array's nbytes, a long sequence or mapping."""
     t = type(value)
     if t in _SCALARS:
         return False
     if t in _SIZED:
-        return len(value) > STATEMENT_CAP // 8
+        return len(value) > STATEMENT_CAP // 8  # type: ignore[arg-type]  # one of _SIZED
     if getattr(t, "nbytes", None) is None:
         return False
     nbytes = getattr(value, "nbytes", None)

@@ -1,0 +1,315 @@
+"""Output: the connection's writer, and fd-level capture of what the
+process writes (kernel/PROTOCOL.md "Output").
+
+fd 1 and 2 become pipes at start (capture_fds), so output of C code and of
+child processes is captured as well as Python's. Two threads forward it:
+
+- the main thread drains the pipes before it writes a request's `res`
+  (drain_locked), and whenever the engine asks (Kernel.flush_output);
+- the pump thread (pump) forwards pipe output as it appears, notices when
+  the connection closes, and nudges the main thread when an interrupt's
+  handler is stuck (signals.Nudger).
+
+Every frame is written under `send_lock`, and the pump reads the pipes only
+while holding it; so when the main thread holds the lock, no output byte
+sits in a thread's private buffer, and draining the pipes before writing
+`res` forwards every byte the request wrote (the ordering rule of the
+protocol).
+
+A child that user code forks shares the socket: after_fork_in_child
+(registered with os.register_at_fork) closes the child's copy, so that it
+never writes a frame; its output still reaches the pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import sys
+import threading
+from typing import Callable, List, Optional, TextIO, cast
+
+from .signals import Interrupts, Nudger, State
+from .wire import OUT_FRAME_MAX, SMALL_FRAME, Payload, dumps, frame_head
+
+# Poll flag for "peer closed", 0 where the OS has none.
+POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000 if sys.platform.startswith("linux") else 0)
+
+_THREAD_START = threading.Thread.start
+
+
+class Output:
+    """The connection to the Go side and the capture of fd 1 and 2.
+
+    `send_lock` guards the socket and `state.expression`/`state.told`;
+    the pipes' read ends are read only under it. The drain buffer and poll
+    object are the main thread's, the pump's buffer the pump's.
+    """
+
+    sock: socket.socket  # the connection to the Go side, once connect() made it
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.send_lock = threading.Lock()
+        self.out_r = -1  # read ends of the fd 1 / fd 2 pipes (non-blocking)
+        self.err_r = -1
+        self.pipe_size = 65536  # capacity of the output pipes
+        self.drain_poll = select.poll()  # over the two read ends (main thread)
+        self.drain_view = memoryview(bytearray(0))  # the main thread's read buffer
+        self.routed: List[Optional[TextIO]] = [None, None]  # the routed sys.stdout and sys.stderr (ThreadRouted)
+        self.main_thread = threading.get_ident()
+        self.pump_thread: Optional[threading.Thread] = None
+
+    # ------------------------------------------------------------ frames
+
+    def send_frame(self, kind: bytes, rid: int, payload: Payload) -> None:
+        """Write one frame. The caller holds send_lock."""
+        head = frame_head(kind, rid, payload)
+        if len(payload) <= SMALL_FRAME:
+            self.sock.sendall(head + payload)
+        else:
+            self.sock.sendall(head)
+            self.sock.sendall(payload)
+
+    def attribute_locked(self, rid: int) -> None:
+        """Before an output frame of request rid: tell the Go side which
+        statement it belongs to when that changed. The caller holds
+        send_lock."""
+        s = self.state
+        if rid and s.told != s.expression:
+            s.told = s.expression
+            self.send_frame(b"prog", rid, dumps({"type": "output", "expressionId": s.expression}))
+
+    def drain_locked(self, rid: int) -> None:
+        """Forward what fd 1 and 2 hold now as frames of request rid.
+
+        The caller holds send_lock. Bounded: reads at most what a pipe can
+        hold (plus what is written meanwhile, up to one buffer), so a child
+        process that writes forever cannot keep the caller here.
+        """
+        view = self.drain_view
+        for fd, _ in self.drain_poll.poll(0):
+            kind = b"out" if fd == self.out_r else b"err"
+            budget = self.pipe_size
+            while budget > 0:
+                try:
+                    n = os.readv(fd, (view,))
+                except BlockingIOError:
+                    break
+                if not n:
+                    break
+                self.attribute_locked(rid)
+                self.send_frame(kind, rid, view[:n])
+                budget -= n
+
+    def flush_python_streams(self) -> None:
+        """Flush Python's buffers into fd 1 and 2. -u makes the standard
+        streams write through, but user code may have replaced them with
+        buffered ones."""
+        out, err = sys.stdout, sys.stderr
+        plain = (out is sys.__stdout__ or out is self.routed[0]) and (err is sys.__stderr__ or err is self.routed[1])
+        for stream in (out, err) if plain else (out, err, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------ set-up
+
+    def connect(self, port: int, token: bytes) -> None:
+        """Connect to the Go side and present the token (the handshake of
+        kernel/PROTOCOL.md; the `ready` frame follows once the kernel is set
+        up)."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.connect(("127.0.0.1", port))
+        self.sock = sock
+        sock.sendall(b"auth 0 %d\n%s" % (len(token), token))
+
+    def capture_fds(self) -> None:
+        """Turn fd 1 and 2 into pipes read by the pump and the drain."""
+        import fcntl
+
+        ends = []
+        for target in (1, 2):
+            r, w = os.pipe()
+            if sys.platform.startswith("linux"):
+                try:
+                    fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), OUT_FRAME_MAX)
+                except OSError:
+                    pass
+            os.set_blocking(r, False)
+            os.dup2(w, target)  # inheritable: child processes write here too
+            os.close(w)
+            ends.append(r)
+        self.out_r, self.err_r = ends
+        self.pipe_size = max(_pipe_size(self.out_r), _pipe_size(self.err_r))
+        self.drain_poll.register(self.out_r, select.POLLIN)
+        self.drain_poll.register(self.err_r, select.POLLIN)
+        self.drain_view = memoryview(bytearray(OUT_FRAME_MAX))
+        os.register_at_fork(after_in_child=self.after_fork_in_child)
+
+    def route_streams(self) -> None:
+        """Route what background threads write (ThreadRouted), and note in
+        every thread which request started it."""
+        self.main_thread = threading.get_ident()
+        # A ThreadRouted stands in for a TextIO (it forwards the rest).
+        sys.stdout = self.routed[0] = cast(TextIO, ThreadRouted(sys.stdout, b"out", self))
+        sys.stderr = self.routed[1] = cast(TextIO, ThreadRouted(sys.stderr, b"err", self))
+        main_thread, state = self.main_thread, self.state
+
+        def start(self: threading.Thread) -> None:
+            """Thread.start, noting which request started the thread (a
+            thread started by another thread inherits its origin)."""
+            if threading.get_ident() == main_thread:
+                self._ripple_request = state.request  # type: ignore[attr-defined]  # our mark on user threads
+            else:
+                self._ripple_request = getattr(  # type: ignore[attr-defined]  # our mark on user threads
+                    threading.current_thread(), "_ripple_request", 0
+                )
+            return _THREAD_START(self)
+
+        # Patched for every thread user code starts.
+        threading.Thread.start = start  # type: ignore[assignment]  # mypy forbids assigning to a method
+
+    def after_fork_in_child(self) -> None:
+        """A child forked by user code shares our socket: it must never
+        write a frame. Its output still reaches the pipes (fd 1 and 2)."""
+        self.state.forked = True
+        try:
+            self.sock.close()  # the child's copy only; the parent's stays open
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------ the pump
+
+    def start_pump(self, interrupts: Interrupts, on_disconnect: Callable[[], None]) -> None:
+        """Start the pump thread (see pump)."""
+        self.pump_thread = threading.Thread(
+            target=self.pump, args=(interrupts, on_disconnect), name="ripple-pump", daemon=True
+        )
+        self.pump_thread.start()
+
+    def pump(self, interrupts: Interrupts, on_disconnect: Callable[[], None]) -> None:
+        """Forward pipe output as it appears; call on_disconnect when the
+        connection closes; nudge the main thread when a SIGINT's handler is
+        stuck behind a system call (Nudger). Runs with SIGINT, SIGTERM and
+        NUDGE_SIGNAL blocked (inherited)."""
+        poller = select.poll()
+        poller.register(self.out_r, select.POLLIN)
+        poller.register(self.err_r, select.POLLIN)
+        poller.register(interrupts.wake_r, select.POLLIN)
+        sock_fd = self.sock.fileno()
+        idle_timeout: Optional[int] = None
+        if POLLRDHUP:
+            poller.register(sock_fd, POLLRDHUP)
+        else:
+            idle_timeout = 250  # no POLLRDHUP: watch the parent instead
+        parent = os.getppid()
+        buf = memoryview(bytearray(OUT_FRAME_MAX))
+        nudger = Nudger(interrupts)
+        state = self.state
+        while True:
+            try:
+                events = poller.poll(nudger.timeout(idle_timeout))
+            except InterruptedError:
+                continue
+            for fd, ev in events:
+                if fd == sock_fd:
+                    on_disconnect()
+                    return
+                if fd == interrupts.wake_r:
+                    nudger.signalled()
+                    continue
+                try:
+                    self._forward(poller, fd, buf)
+                except OSError:
+                    on_disconnect()
+                    return
+            if state.pump_stop:
+                return
+            nudger.tick()
+            if not POLLRDHUP and os.getppid() != parent:
+                on_disconnect()
+                return
+
+    def _forward(self, poller: select.poll, fd: int, buf: memoryview) -> None:
+        """The pump: forward what pipe fd holds as output of the request
+        running now."""
+        kind = b"out" if fd == self.out_r else b"err"
+        with self.send_lock:
+            try:
+                n = os.readv(fd, (buf,))
+            except BlockingIOError:
+                return  # the main thread drained it first
+            if n:
+                self.attribute_locked(self.state.request)
+                self.send_frame(kind, self.state.request, buf[:n])
+            else:
+                # Every write end is closed (user code closed fd 1 or 2):
+                # nothing will come; stop polling it.
+                poller.unregister(fd)
+
+    def stop_pump(self, interrupts: Interrupts) -> None:
+        """The last exit step: end the pump before the interpreter's
+        teardown. A daemon thread left polling wakes up as the teardown
+        closes the pipes and then waits for the GIL the exiting main thread
+        holds, which costs every stopping kernel milliseconds."""
+        if self.state.forked or self.pump_thread is None:
+            return
+        self.state.pump_stop = True
+        interrupts.wake()
+        self.pump_thread.join(0.5)
+
+
+class ThreadRouted:
+    """sys.stdout / sys.stderr as user code sees them (kernel/PROTOCOL.md
+    "Output of background threads"). Text written by the main thread, or by
+    a thread the request in flight started, goes to fd 1 / 2 as before.
+    Text written by a thread an earlier request started is sent at once as
+    output of that request (frames with its id), so it reaches the context
+    whose run started the thread and never the run in flight. Everything
+    else is the wrapped stream's."""
+
+    __slots__ = ("_stream", "_kind", "_output")
+    _stream: TextIO
+    _kind: bytes
+    _output: Output
+
+    def __init__(self, stream: TextIO, kind: bytes, output: Output) -> None:
+        object.__setattr__(self, "_stream", stream)
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_output", output)
+
+    def write(self, text: str) -> int:
+        output = self._output
+        if threading.get_ident() != output.main_thread:
+            origin = getattr(threading.current_thread(), "_ripple_request", 0)
+            if origin and origin != output.state.request and isinstance(text, str):
+                data = text.encode("utf-8", "replace")
+                try:
+                    with output.send_lock:
+                        output.send_frame(self._kind, origin, data)
+                except OSError:
+                    pass  # the connection is gone: the kernel is exiting
+                return len(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._stream, name, value)
+
+
+def _pipe_size(fd: int) -> int:
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        try:
+            return fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+        except OSError:
+            pass
+    return 65536

@@ -1,0 +1,181 @@
+"""Module state: module globals a frame's statements rebind through calls.
+
+A project function may rebind a module global (`global COUNT` in a
+helper, or in a function nested in the body): module state that
+statements change and read through calls. A fresh run starts from the
+modules' own values, so when any statement that changes it runs again (or
+one that may: a changed statement with a call), the state goes back to
+what it was before the frame first changed it (Frame.gbase) and every
+statement from the first of them on that calls something or reads a
+module global runs again, in order. Which globals can be rebound is static
+(the names of `global` statements in a module's functions: watched); which
+statement rebound one is a run-time fact (Entry.gwrites, Frame.gwriters).
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+
+from .frame import DELETED, Frame
+from .plan import GLOBAL, Plan, PlanStmt
+
+if TYPE_CHECKING:
+    from .modules import ModuleTable
+
+# (module name, module dict, names its functions declare `global`)
+Watched = List[Tuple[str, Dict[str, object], Tuple[str, ...]]]
+# ModuleState.watched's answer per module table: (the table's generation, watched)
+_WATCHED: "weakref.WeakKeyDictionary[ModuleTable, Tuple[object, Watched]]" = weakref.WeakKeyDictionary()
+
+
+def reads_state(plan: Plan, ps: PlanStmt) -> bool:
+    """Whether the statement may read module state: it calls something or
+    reads a module global (a name the body never binds, also when an
+    earlier statement is taken to mutate it: `helpers.h0(a)`)."""
+    if ps.info.maybe:
+        return True
+    bound = plan.bound
+    return any(kind == GLOBAL or name not in bound for name, kind, _ in ps.deps)
+
+
+def stale_state_reads(frame: Frame) -> bool:
+    """Whether a statement after the pass's first new writer (Frame.gnew)
+    that may read module state came from the cache."""
+    plan = frame.plan
+    if plan is None or frame.gnew is None:
+        return False
+    for k in range(frame.gnew + 1, len(plan.stmts)):
+        ps = plan.stmts[k]
+        if k not in frame.last_rerun and ps.id in frame.reached and reads_state(plan, ps):
+            return True
+    return False
+
+
+class ModuleState:
+    """The module state rules of the module doc, for one execute request."""
+
+    def __init__(self, modules: ModuleTable) -> None:
+        self.modules = modules
+        self._last: Optional[Tuple[object, Watched]] = None  # _WATCHED's entry, as last looked up
+
+    def watched(self) -> Watched:
+        """[(module name, module dict, names)] of loaded project modules
+        whose functions declare globals; recomputed when a module changed
+        (kept per module table, across requests). Asked before every
+        statement that runs."""
+        table = self.modules
+        key = table._generation
+        cached = self._last
+        if cached is None or cached[0] != key:
+            cached = self._last = _WATCHED.get(table)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out: Watched = []
+        for rec in list(table.records.values()):
+            src, module = rec.source, rec.module
+            if src is None or module is None or "global" not in src.text:
+                continue
+            names = set()
+            for node in ast.walk(src.tree):
+                if isinstance(node, ast.Global):
+                    names.update(node.names)
+            if names:
+                out.append((rec.name, module.__dict__, tuple(sorted(names))))
+        _WATCHED[table] = self._last = (key, out)
+        return out
+
+    def resets(self, plan: Plan, frame: Frame, rerun: Set[int]) -> Set[int]:
+        """The statements to add to rerun for module state; puts the state
+        back as it was before the frame first changed it when they are
+        needed."""
+        watched = self.watched()
+        if not watched and not frame.gbase:
+            return set()
+        start = _start(plan, frame, rerun, watched)
+        if start is None:
+            return set()
+        frame.gwriters = {w for w in frame.gwriters if w in plan.by_id}  # a deleted writer's effect is undone below
+        if frame.gwriters or start == 0:
+            first = min((plan.by_id[w].index for w in frame.gwriters if w in plan.by_id), default=start)
+            start = min(start, first)
+        _restore(frame, watched)
+        added = set()
+        stmts = plan.stmts
+        for k in range(start, len(stmts)):
+            ps = stmts[k]
+            if k in rerun:
+                continue
+            if ps.id in frame.gwriters or reads_state(plan, ps):
+                added.add(k)
+        return added
+
+
+def _start(plan: Plan, frame: Frame, rerun: Set[int], watched: Watched) -> Optional[int]:
+    """The index from which module state must be redone, or None."""
+    cache = frame.cache
+    start = None
+    force, frame.gforce = frame.gforce, False
+    writers = [plan.by_id[w].index for w in frame.gwriters if w in plan.by_id]
+    if force and writers:
+        start = min(writers)
+    for wid in frame.gwriters:
+        ps: Optional[PlanStmt] = plan.by_id.get(wid)
+        e = cache.get(wid)
+        if ps is not None and e is not None and e.key != ps.info.key:
+            # The id names another statement now (a deleted `b = bump(a)`
+            # hands its label to the next `b = ...`): where the writer was
+            # is not known, so the state is redone from the top.
+            ps = None
+        if ps is None or e is None or not e.gwrites or ps.index in rerun:
+            start = 0 if ps is None else (ps.index if start is None else min(start, ps.index))
+    for (mod, name), (mdict, _) in frame.gbase.items():
+        if not any(w[1] is mdict for w in watched):
+            start = 0  # the module was loaded again: its state is fresh
+            break
+    if writers:
+        # A statement to run before a writer must see the state as it was
+        # before the writer, not as the last run left it.
+        last = max(writers)
+        for i in sorted(rerun):
+            if i >= last or (start is not None and i >= start):
+                break
+            if reads_state(plan, plan.stmts[i]):
+                start = i
+                break
+    return start
+
+
+def _restore(frame: Frame, watched: Watched) -> None:
+    """Put the module globals the frame changed back as they were before;
+    forget those of modules loaded again since."""
+    for (mod, name), (mdict, value) in list(frame.gbase.items()):
+        if any(w[1] is mdict for w in watched):
+            if value is DELETED:
+                mdict.pop(name, None)
+            else:
+                mdict[name] = value
+        else:
+            del frame.gbase[(mod, name)]
+
+
+def snapshot(watched: Watched) -> List[object]:
+    """The watched globals' values now (DELETED: unbound), in order."""
+    return [mdict.get(name, DELETED) for _, mdict, names in watched for name in names]
+
+
+def state_writes(frame: Frame, watched: Watched, before: List[object]) -> Tuple[Tuple[str, str], ...]:
+    """(module, name) of the watched globals changed since before (a
+    snapshot); notes the value before the frame first changed each."""
+    out = []
+    i = 0
+    for mod, mdict, names in watched:
+        for name in names:
+            old = before[i]
+            i += 1
+            if mdict.get(name, DELETED) is not old:
+                out.append((mod, name))
+                if (mod, name) not in frame.gbase:
+                    frame.gbase[(mod, name)] = (mdict, old)
+    return tuple(out)

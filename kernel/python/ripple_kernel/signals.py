@@ -1,0 +1,328 @@
+"""Signals: which request a SIGINT is for, where it may raise, SIGTERM,
+and the nudge that makes a late SIGINT's handler run (kernel/PROTOCOL.md
+"Interrupts").
+
+The kernel's request state (``State``) lives here too: the signal handlers
+are its main writers. Signal handlers run on the main thread between
+bytecodes, so the fields the main thread writes need no lock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from types import FrameType, TracebackType
+from typing import Callable, Literal, Optional, Type
+
+NUDGE_FIRST = 0.001  # seconds an announced SIGINT may wait for its handler before a nudge
+NUDGE_MAX = 0.05  # longest gap between two nudges
+# The nudge: a signal whose handler does nothing, sent to the main thread
+# to end a system call that started just after a SIGINT (see Nudger).
+# SIGWINCH is ignored by default and the kernel has no terminal of its own.
+NUDGE_SIGNAL = signal.SIGWINCH
+
+
+class State:
+    """Mutable kernel state shared by the main thread and the signal handlers.
+
+    Signal handlers run on the main thread between bytecodes, so the fields
+    written by the main thread need no lock; `request` is also read by the
+    pump thread, under the send lock for output (Kernel.finish), and with
+    `claimed` by its Nudger (a stale read there costs one harmless nudge
+    or delays one by a poll round).
+
+    A plain class with __slots__ rather than a dataclass: the signal
+    handler and every user-code region read it, on the per-statement path.
+    """
+
+    __slots__ = ("request", "pending", "claimed", "in_user", "terminating", "forked", "pump_stop", "expression", "told")
+
+    def __init__(self) -> None:
+        self.request = 0  # id of the request being served, 0 when idle
+        self.pending = 0  # highest id an unraised interrupt was meant for; 0 once raised
+        self.claimed = 0  # highest id read from the interrupt cell by a SIGINT
+        self.in_user = False  # inside a user_code() region: SIGINT raises
+        self.terminating = False  # SIGTERM or EOF: exit, do not serve
+        self.forked = False  # this is a child that user code forked
+        self.pump_stop = False  # the kernel is exiting: the pump returns (Output.stop_pump)
+        # Output attribution (PROTOCOL.md 7.3), both guarded by the send
+        # lock: the statement running now (set_expression), and the one the
+        # Go side was last told output belongs to (an `output` prog frame
+        # goes before the first output frame of another statement).
+        self.expression: Optional[str] = None
+        self.told: Optional[str] = None
+
+
+def zero_cell() -> memoryview:
+    """An interrupt cell that never names a request (before the real one
+    is mapped, or in a kernel started without one)."""
+    return memoryview(bytearray(16)).cast("Q")
+
+
+def map_interrupt_cell(fd: int) -> memoryview:
+    """Map the interrupt cell the Go side passed as fd (read-only): memory
+    shared with the Go side, native-endian uint64s; the first names the
+    request the Go side last interrupted, the second the one it asked to
+    stop at its next statement boundary."""
+    import mmap
+
+    try:
+        mapping = mmap.mmap(fd, 16, mmap.MAP_SHARED, mmap.PROT_READ)
+    except (OSError, ValueError) as e:
+        raise RuntimeError("cannot map the interrupt cell (fd %d): %s" % (fd, e)) from None
+    finally:
+        # mmap keeps a close-on-exec duplicate; this inherited one would
+        # reach every process user code starts.
+        os.close(fd)
+    return memoryview(mapping).cast("Q")
+
+
+class UserCode:
+    """The user-code region: SIGINT raises KeyboardInterrupt only inside it.
+
+    An interrupt of the current request that arrived outside a region
+    (while it ran, or before the kernel started it) raises when the
+    request next enters one. Regions nest through Kernel.user_code, which
+    hands out the inert Nested region while a region is open, so only the
+    outermost region changes state (nothing to undo when an interrupt lands
+    inside an inner region's enter or exit).
+    """
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        s = self.state
+        if s.in_user:
+            raise RuntimeError("kernel.user_code() regions do not nest")
+        s.in_user = True
+        if s.pending and s.pending == s.request:
+            s.pending = 0
+            s.in_user = False
+            raise KeyboardInterrupt
+        return None
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        self.state.in_user = False
+        return False
+
+
+class Nested:
+    """A region inside a region: user code already runs, nothing to track."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        return False
+
+
+_ENTER_CODE = UserCode.__enter__.__code__
+_EXIT_CODE = UserCode.__exit__.__code__
+
+
+class Critical:
+    """Run kernel bookkeeping inside a user region without being torn by
+    SIGINT: the interrupt is recorded and raised when the section ends."""
+
+    __slots__ = ("state", "saved")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.saved = False
+
+    def __enter__(self) -> None:
+        self.saved = self.state.in_user
+        self.state.in_user = False
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        s = self.state
+        if self.saved:
+            s.in_user = True
+            if exc_type is None and s.pending and s.pending == s.request:
+                s.pending = 0
+                s.in_user = False
+                raise KeyboardInterrupt
+        return False
+
+
+class Interrupts:
+    """The kernel's signal handlers and the interrupt cell they read.
+
+    Installed on the main thread (install); the wakeup pipe it sets up is
+    watched by the pump thread, whose Nudger reads `cell` and the state.
+    """
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        # The interrupt cell (PROTOCOL.md "Interrupts"); read-only here.
+        self.cell = zero_cell()
+        self.wake_r = -1  # read end of the signal wakeup pipe (signal.set_wakeup_fd)
+        self.wake_w = -1  # its write end
+        self.main_thread = 0  # threading.get_ident() of the main thread
+
+    def on_sigint(self, signum: int, frame: Optional[FrameType]) -> None:
+        """Attribute a SIGINT to a request, then interrupt that request.
+
+        The Go side writes the id of the request it interrupts into the cell
+        before it sends SIGINT, so the cell is current whenever this runs:
+        an id above every id already claimed is what this signal (or one
+        that coalesced with it) is for. A SIGINT that announces no new id
+        (sent by another process, or by user code) is for the request
+        running now, as Ctrl-C would be.
+
+        Only the running request is interrupted on the spot, and only inside
+        user code. Any other interrupt is recorded in `pending`, which keeps
+        the highest id: the interrupt of a request whose frame the kernel
+        has not read yet raises when that request enters user code; one of
+        a request that has ended is never matched again (ids only grow), so
+        it cannot touch a later request.
+        """
+        s = self.state
+        target = self.cell[0]
+        if target > s.claimed:
+            s.claimed = target
+        else:
+            target = s.request
+        if s.in_user and target == s.request:
+            code = frame.f_code if frame is not None else None
+            if code is not _EXIT_CODE:
+                if code is _ENTER_CODE:
+                    # Raising here skips __exit__; leave the region ourselves.
+                    s.in_user = False
+                raise KeyboardInterrupt
+            # The user code already finished: a late interrupt. Record it; it
+            # must not turn a finished result into `int`.
+            s.in_user = False
+        if target > s.pending:
+            s.pending = target
+
+    def on_sigterm(self, signum: int, frame: Optional[FrameType]) -> None:
+        if self.state.terminating:
+            return
+        self.state.terminating = True
+        raise SystemExit(0)
+
+    @staticmethod
+    def on_nudge(signum: int, frame: Optional[FrameType]) -> None:
+        """NUDGE_SIGNAL: nothing to do; its delivery ended a system call."""
+
+    def stop_requested(self) -> bool:
+        """Whether the Go side asked the running request to stop at its
+        next statement boundary (the cell's second word names it)."""
+        return self.state.request != 0 and self.cell[1] == self.state.request
+
+    def handler_due(self) -> bool:
+        """Whether the Go side interrupted the running request and no SIGINT
+        handler has claimed that interrupt yet (read by the pump thread)."""
+        target = self.cell[0]
+        return target > self.state.claimed and target == self.state.request
+
+    def install(self, start_helpers: Callable[[], None]) -> None:
+        """Install the handlers on the main thread, and run start_helpers
+        (which starts the kernel's own threads) with the handled signals
+        blocked: helper threads inherit the mask and never receive them.
+        Every signal with a Python handler writes its number to the wakeup
+        pipe, which the pump watches (Nudger)."""
+        self.main_thread = threading.get_ident()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        self.wake_r, self.wake_w = wake_r, wake_w
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGINT, self.on_sigint)
+        signal.signal(signal.SIGTERM, self.on_sigterm)
+        signal.signal(NUDGE_SIGNAL, self.on_nudge)
+        wanted = {signal.SIGINT, signal.SIGTERM, NUDGE_SIGNAL}
+        signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+        start_helpers()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
+
+    def wake(self) -> None:
+        """Wake the pump (its poll watches the wakeup pipe)."""
+        try:
+            os.write(self.wake_w, b"\0")
+        except OSError:
+            pass
+
+
+class Nudger:
+    """Makes sure the SIGINT handler of an announced interrupt runs.
+
+    CPython runs a Python signal handler on the main thread between
+    bytecodes, or when a system call returns EINTR. A SIGINT that arrives
+    after the last check and before a blocking call starts (user code
+    about to enter time.sleep, select, waitpid...) only trips a flag: the
+    call blocks on, its handler does not run, and the interrupt would be
+    lost until the Go side's timeout kills the kernel. The C-level handler
+    also writes the signal's number to the wakeup pipe, which wakes the
+    pump; if the interrupt the Go side announced for the running request
+    is still unclaimed NUDGE_FIRST later, the pump sends NUDGE_SIGNAL to
+    the main thread: the blocking call fails with EINTR and CPython runs
+    the pending handlers, the SIGINT one included. Nudges repeat, further
+    apart, until the handler has claimed the interrupt or the request is
+    no longer running. A nudge sent needlessly runs a handler that does
+    nothing, and CPython retries the call it interrupted (C code that does
+    not retry on EINTR sees an error, but only in a request the Go side is
+    interrupting anyway).
+
+    Why watching only the running request is enough: when the pump finds
+    no due interrupt, either its handler has run already, or the request
+    it names has not started, and then the main thread will run through
+    Python function calls (where CPython checks for pending handlers)
+    before that request's user code starts.
+
+    Owned by the pump thread.
+    """
+
+    __slots__ = ("interrupts", "at", "gap")
+
+    def __init__(self, interrupts: Interrupts) -> None:
+        self.interrupts = interrupts
+        self.at: Optional[float] = None  # monotonic time of the next nudge; None: not watching
+        self.gap = NUDGE_FIRST
+
+    def signalled(self) -> None:
+        """The wakeup pipe has bytes: a signal reached the process."""
+        try:
+            while os.read(self.interrupts.wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+        if self.at is None and self.interrupts.handler_due():
+            self.gap = NUDGE_FIRST
+            self.at = time.monotonic() + self.gap
+
+    def timeout(self, idle: Optional[int]) -> Optional[int]:
+        """The pump's poll timeout in milliseconds (None: forever)."""
+        if self.at is None:
+            return idle
+        wait = max(0, int((self.at - time.monotonic()) * 1000) + 1)
+        return wait if idle is None else min(wait, idle)
+
+    def tick(self) -> None:
+        if self.at is None:
+            return
+        if not self.interrupts.handler_due():
+            self.at = None
+            return
+        now = time.monotonic()
+        if now >= self.at:
+            try:
+                signal.pthread_kill(self.interrupts.main_thread, NUDGE_SIGNAL)
+            except OSError:
+                pass
+            self.gap = min(self.gap * 2, NUDGE_MAX)
+            self.at = now + self.gap
