@@ -64,13 +64,30 @@ func (b *bundle) open(text string) {
 // insert sends one didChange of main.py inserting s at line:character.
 func (b *bundle) insert(version int32, line, character uint32, s string) {
 	b.t.Helper()
-	at := lsproto.Position{Line: line, Character: character}
+	b.replace(version, line, character, character, s)
+}
+
+// replace sends one didChange of main.py replacing line:from..to by s.
+func (b *bundle) replace(version int32, line, from, to uint32, s string) {
+	b.t.Helper()
+	r := lsproto.Range{Start: lsproto.Position{Line: line, Character: from}, End: lsproto.Position{Line: line, Character: to}}
 	if err := b.server.DidChange(b.t.Context(), &lsproto.DidChangeTextDocumentParams{
 		TextDocument:   lsproto.VersionedTextDocumentIdentifier{TextDocumentIdentifier: lsproto.TextDocumentIdentifier{URI: b.uri("main.py")}, Version: version},
-		ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangePartial{Range: lsproto.Range{Start: at, End: at}, Text: s}},
+		ContentChanges: []lsproto.TextDocumentContentChangeEvent{&lsproto.TextDocumentContentChangePartial{Range: r, Text: s}},
 	}); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// startWith makes main.py hold text on disk, initializes (main:main's
+// first run, explicit, runs it) and opens it in the editor.
+func (b *bundle) startWith(text string) {
+	b.t.Helper()
+	if err := os.WriteFile(filepath.Join(b.dir, "main.py"), []byte(text), 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.initialize(lsproto.PositionEncodingKindUTF32)
+	b.open(text)
 }
 
 func (b *bundle) save() {
@@ -181,23 +198,20 @@ func TestRunDelayOptionRefusedByName(t *testing.T) {
 	}
 }
 
-// heldMain writes a file in the project: an automatic run (the editor's
-// text, run when opened or typed) holds the write.
-const heldMain = "def main():\n    n = 3\n    open('published.txt', 'w').write(str(n))\n    total = n + 1\n    return total\n"
+// pubMain is typed into: a write the typing adds is held.
+const pubMain = "def main():\n    n = 3\n    total = n + 1\n    return total\n"
 
-// TestHeldStatementRunsFromItsLens: the write an automatic run held shows
-// ⏸ held with a ▶ Run lens, the statements after it not reached; the file
-// is written only when the lens's command runs, and then the rest runs
-// too. A save runs a held statement the same way.
+// TestHeldStatementRunsFromItsLens: a typed write an automatic run held
+// shows ⏸ held with a ▶ Run lens, the statements after it not reached; the
+// file is written only when the lens's command runs, and then the rest
+// runs too. A save runs a held statement the same way.
 func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	needKernelEffects(t)
 	b := setup(t)
-	b.initialize(lsproto.PositionEncodingKindUTF32)
+	b.startWith(pubMain)
+	b.waitUntil("main's first run", func() bool { return b.label(2) == "= 4" })
 	published := filepath.Join(b.dir, "published.txt")
-	// The entry's first run (explicit) ends first: an automatic run
-	// queued with it would be collapsed into it, and so explicit.
-	b.waitUntil("main's first run", func() bool { return b.label(2) == "= 42" })
-	b.open(heldMain)
+	b.insert(2, 2, 0, "    open('published.txt', 'w').write(str(n))\n")
 	b.waitUntil("the write held", func() bool { return b.label(2) == "⏸ held: open('published.txt', 'w')" })
 	if got := b.label(3); got != "∅ not reached (held at line 3)" {
 		t.Errorf("total's hint = %q, want not reached, held at line 3", got)
@@ -235,15 +249,15 @@ func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	}
 
 	// Typed: the new write is held; saving runs it.
-	b.insert(2, 2, 38, "other.txt'); open('")
-	draft := filepath.Join(b.dir, "other.txt")
-	b.waitUntil("the typed write held", func() bool { return strings.HasPrefix(b.label(2), "⏸ held: open('other.txt', 'w')") })
-	if _, err := os.Stat(draft); !errors.Is(err, os.ErrNotExist) {
+	b.insert(3, 3, 0, "    open('other.txt', 'w').write('x')\n")
+	other := filepath.Join(b.dir, "other.txt")
+	b.waitUntil("the typed write held", func() bool { return b.label(3) == "⏸ held: open('other.txt', 'w')" })
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("other.txt after typing: %v, want it absent", err)
 	}
 	b.save()
-	b.waitUntil("other.txt written after the save", func() bool { _, err := os.Stat(draft); return err == nil })
-	b.waitUntil("total = 4 after the save", func() bool { return b.label(3) == "= 4" })
+	b.waitUntil("other.txt written after the save", func() bool { _, err := os.Stat(other); return err == nil })
+	b.waitUntil("total = 4 after the save", func() bool { return b.label(4) == "= 4" })
 }
 
 // TestRunStatementRefusedByName: ripple.run on a statement no context
@@ -282,11 +296,9 @@ const raiseMain = "def main():\n    a = 6\n    b = a // 0\n    c = a + 1\n    re
 func TestNotReachedAfterException(t *testing.T) {
 	needKernelEffects(t)
 	b := setup(t)
-	b.initialize(lsproto.PositionEncodingKindUTF32)
-	b.open(strings.Replace(raiseMain, "a // 0", "a // 1", 1))
+	b.startWith(strings.Replace(raiseMain, "a // 0", "a // 1", 1))
 	b.waitUntil("c = 7", func() bool { return b.label(3) == "= 7" })
-	b.insert(2, 2, 13, "0") // a // 10
-	b.insert(3, 2, 14, " // 0")
+	b.replace(2, 2, 13, 14, "0") // a // 0
 	b.waitUntil("b raised", func() bool { return strings.HasPrefix(b.label(2), "✗ ZeroDivisionError") })
 	b.waitUntil("c not reached", func() bool { return b.label(3) == "∅ not reached: line 3 raised" })
 	if got := b.label(4); got != "∅ not reached: line 3 raised" {
@@ -305,13 +317,12 @@ const sleepMain = "import time\ndef main():\n    a = 6\n    time.sleep(120)\n   
 // not reach say so.
 func TestInterruptLeavesNoPending(t *testing.T) {
 	b := setup(t)
-	b.initialize(lsproto.PositionEncodingKindUTF32)
-	b.open(sleepMain)
+	b.startWith(sleepMain)
 	running := "▶ running"
 	if !kernelMarksRunState() { // the engine's side alone: the interrupt's marks
 		running = "⏳"
 	}
-	b.waitUntil("the sleep marked "+running, func() bool { return b.label(2) == "= 6" && b.label(3) == running })
+	b.waitUntil("the sleep marked "+running, func() bool { return strings.HasSuffix(b.label(2), " 6") && b.label(3) == running })
 	if got := b.label(4); got != "⏳" {
 		t.Errorf("b's hint while the sleep runs = %q, want ⏳", got)
 	}
@@ -333,8 +344,7 @@ func TestInterruptLeavesNoPending(t *testing.T) {
 // engine has given up re-running it on a new kernel).
 func TestKernelDeathLeavesNoPending(t *testing.T) {
 	b := setup(t)
-	b.initialize(lsproto.PositionEncodingKindUTF32)
-	b.open("import os\ndef main():\n    a = 6\n    os._exit(3)\n    b = a + 1\n    return b\n")
+	b.startWith("import os\ndef main():\n    a = 6\n    os._exit(3)\n    b = a + 1\n    return b\n")
 	b.waitUntil("b not reached (kernel died), nothing ⏳", func() bool {
 		for _, ls := range b.labels("main.py") {
 			if slices.ContainsFunc(ls, func(l string) bool { return strings.HasPrefix(l, "⏳") || strings.HasPrefix(l, "▶") }) {
