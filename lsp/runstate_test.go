@@ -79,15 +79,16 @@ func (b *bundle) replace(version int32, line, from, to uint32, s string) {
 	}
 }
 
-// startWith makes main.py hold text on disk, initializes (main:main's
-// first run, explicit, runs it) and opens it in the editor.
-func (b *bundle) startWith(text string) {
+// start initializes (main:main's first run, explicit, runs main.py as on
+// disk) and opens main.py in the editor with that text.
+func (b *bundle) start() {
 	b.t.Helper()
-	if err := os.WriteFile(filepath.Join(b.dir, "main.py"), []byte(text), 0o644); err != nil {
+	text, err := os.ReadFile(filepath.Join(b.dir, "main.py"))
+	if err != nil {
 		b.t.Fatal(err)
 	}
 	b.initialize(lsproto.PositionEncodingKindUTF32)
-	b.open(text)
+	b.open(string(text))
 }
 
 func (b *bundle) save() {
@@ -207,8 +208,8 @@ const pubMain = "def main():\n    n = 3\n    total = n + 1\n    return total\n"
 // runs too. A save runs a held statement the same way.
 func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	needKernelEffects(t)
-	b := setup(t)
-	b.startWith(pubMain)
+	b := setupWith(t, pubMain)
+	b.start()
 	b.waitUntil("main's first run", func() bool { return b.label(2) == "= 4" })
 	published := filepath.Join(b.dir, "published.txt")
 	b.insert(2, 2, 0, "    open('published.txt', 'w').write(str(n))\n")
@@ -295,8 +296,8 @@ const raiseMain = "def main():\n    a = 6\n    b = a // 0\n    c = a + 1\n    re
 // not reached, naming its line, and keep their last value in the tooltip.
 func TestNotReachedAfterException(t *testing.T) {
 	needKernelEffects(t)
-	b := setup(t)
-	b.startWith(strings.Replace(raiseMain, "a // 0", "a // 1", 1))
+	b := setupWith(t, strings.Replace(raiseMain, "a // 0", "a // 1", 1))
+	b.start()
 	b.waitUntil("c = 7", func() bool { return b.label(3) == "= 7" })
 	b.replace(2, 2, 13, 14, "0") // a // 0
 	b.waitUntil("b raised", func() bool { return strings.HasPrefix(b.label(2), "✗ ZeroDivisionError") })
@@ -316,8 +317,8 @@ const sleepMain = "import time\ndef main():\n    a = 6\n    time.sleep(120)\n   
 // interrupt no statement is left ⏳ or running, and the ones the run did
 // not reach say so.
 func TestInterruptLeavesNoPending(t *testing.T) {
-	b := setup(t)
-	b.startWith(sleepMain)
+	b := setupWith(t, sleepMain)
+	b.start()
 	running := "▶ running"
 	if !kernelMarksRunState() { // the engine's side alone: the interrupt's marks
 		running = "⏳"
@@ -343,8 +344,8 @@ func TestInterruptLeavesNoPending(t *testing.T) {
 // leaves the ones after it not reached (kernel died), none ⏳ (once the
 // engine has given up re-running it on a new kernel).
 func TestKernelDeathLeavesNoPending(t *testing.T) {
-	b := setup(t)
-	b.startWith("import os\ndef main():\n    a = 6\n    os._exit(3)\n    b = a + 1\n    return b\n")
+	b := setupWith(t, "import os\ndef main():\n    a = 6\n    os._exit(3)\n    b = a + 1\n    return b\n")
+	b.start()
 	b.waitUntil("b not reached (kernel died), nothing ⏳", func() bool {
 		for _, ls := range b.labels("main.py") {
 			if slices.ContainsFunc(ls, func(l string) bool { return strings.HasPrefix(l, "⏳") || strings.HasPrefix(l, "▶") }) {
