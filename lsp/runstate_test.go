@@ -125,6 +125,9 @@ func (b *bundle) tooltip(line int) string {
 	return ""
 }
 
+// shows reports whether a hint label is the value v, computed or cached.
+func shows(label, v string) bool { return label == "= "+v || label == "≡ "+v }
+
 // logged counts the log messages equal to s.
 func (r *recorder) logged(s string) int {
 	r.mu.Lock()
@@ -244,7 +247,9 @@ func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	if _, err := b.server.ExecuteCommand(t.Context(), &lsproto.ExecuteCommandParams{Command: run.Command.Command, Arguments: run.Command.Arguments}); err != nil {
 		t.Fatalf("the lens's command: %v", err)
 	}
-	b.waitUntil("total = 4 after the explicit run", func() bool { return b.label(3) == "= 4" })
+	// From the cache, or computed: the explicit run goes on past the held
+	// statement.
+	b.waitUntil("total = 4 after the explicit run", func() bool { return shows(b.label(3), "4") })
 	if got, err := os.ReadFile(published); err != nil || string(got) != "3" {
 		t.Fatalf("published.txt after the lens's command: %q, %v; want 3", got, err)
 	}
@@ -258,7 +263,7 @@ func TestHeldStatementRunsFromItsLens(t *testing.T) {
 	}
 	b.save()
 	b.waitUntil("other.txt written after the save", func() bool { _, err := os.Stat(other); return err == nil })
-	b.waitUntil("total = 4 after the save", func() bool { return b.label(4) == "= 4" })
+	b.waitUntil("total = 4 after the save", func() bool { return shows(b.label(4), "4") })
 }
 
 // TestRunStatementRefusedByName: ripple.run on a statement no context
