@@ -14,7 +14,6 @@ import (
 
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/engine/enginetest"
-	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -25,18 +24,6 @@ import (
 // arguments, the statements after it not reached), run by a recompute of
 // it, and run at once by a batch run (ripple run); writes to the temp and
 // cache dirs pass; matplotlib's savefig; setRunPolicy allow.
-
-// needKernelEffects skips (fails under CI) when the kernel in this tree
-// does not hold effects yet: its side of issue 24 is effects.py.
-func needKernelEffects(t *testing.T) {
-	if os.Getenv("R24_FORCE") != "" {
-		return
-	}
-	t.Helper()
-	if _, err := os.Stat(filepath.Join("..", "kernel", "python", "ripple_kernel", "effects.py")); err != nil {
-		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
-	}
-}
 
 // effectsEnv is a project whose kernels have a temp dir and a home of
 // their own: a project under the system temp dir, as every t.TempDir()
@@ -153,10 +140,12 @@ type effectCase struct {
 	raises bool
 }
 
+// (The append closes its file with a with: a file object that is not
+// closed is flushed when released, which a kernel's caches may delay.)
 var effectCases = []effectCase{
 	{name: "write", stmt: `open("out.txt", "w").write("x")`, event: "open", arg: "out.txt",
 		happened: func(d string) bool { return exists(d, "out.txt") }},
-	{name: "append", files: map[string]string{"log.txt": "a"}, stmt: `open("log.txt", "a").write("b")`, event: "open", arg: "log.txt",
+	{name: "append", files: map[string]string{"log.txt": "a"}, stmt: `with open("log.txt", "a") as f: f.write("b")`, event: "open", arg: "log.txt",
 		happened: func(d string) bool { b, _ := os.ReadFile(filepath.Join(d, "log.txt")); return string(b) == "ab" }},
 	{name: "create", stmt: `open("new.txt", "x").close()`, event: "open", arg: "new.txt",
 		happened: func(d string) bool { return exists(d, "new.txt") }},
@@ -189,7 +178,6 @@ var effectCases = []effectCase{
 // and a batch run runs it at once.
 func TestEffectsHeldByTyping(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	for _, c := range effectCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -293,7 +281,6 @@ func equalSnapshots(a, b map[string]string) bool {
 // or $XDG_CACHE_HOME) are not held: caches keep working while typing.
 func TestTempAndCacheWritesPass(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	imports := "import os\nimport tempfile"
 	stmts := []string{
 		`open(os.path.join(tempfile.gettempdir(), "t.txt"), "w").write("t")`,
@@ -336,7 +323,6 @@ func TestTempAndCacheWritesPass(t *testing.T) {
 // typing; to the temp dir, written.
 func TestSavefigHeldInProjectNotInTemp(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	py := debianPython(t, "matplotlib")
 	imports := "import os\nimport tempfile\nimport matplotlib.pyplot as plt"
 	env := newEffectsEnv(t, py, map[string]string{"main.py": effectMain(imports)})
@@ -363,7 +349,6 @@ func TestSavefigHeldInProjectNotInTemp(t *testing.T) {
 // runtime/setRunPolicy allow: typing runs the effect live.
 func TestSetRunPolicyAllowRunsLive(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	env := newEffectsEnv(t, "", map[string]string{"main.py": effectMain(effectImports)})
 	h := env.start(t, engine.Config{})
 	id, _ := h.newContext("main:main")
@@ -384,7 +369,6 @@ func TestSetRunPolicyAllowRunsLive(t *testing.T) {
 // its run made.
 func TestRunningAndEffectsReachClients(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	env := newEffectsEnv(t, "", map[string]string{"main.py": effectMain("import os\nimport time",
 		`open("out.txt", "w").write("x")`, `while not os.path.exists("go"): time.sleep(0.01)`)})
 	h := env.start(t, engine.Config{})

@@ -48,7 +48,6 @@ const assertThenWrite = `def main():
 
 func TestExceptionEndsTheFunction(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	h := setup(t, map[string]string{"main.py": assertThenWrite}, engine.Config{})
 	_, run := h.newContext("main:main")
 	checkEndedAt(t, run, "main:main/#1", "main:main/#2", "main:main/n", "main:main/return")
@@ -72,7 +71,6 @@ def main():
 
 func TestCaughtExceptionGoesOn(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	h := setup(t, map[string]string{"main.py": tryMain}, engine.Config{})
 	_, run := h.newContext("main:main")
 	if run.failed != nil {
@@ -90,7 +88,6 @@ n = 2
 
 func TestExceptionEndsTheScript(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	h := setup(t, map[string]string{"main.py": assertThenWriteScript}, engine.Config{})
 	_, run := h.newContext("main:__main__")
 	checkEndedAt(t, run, "main:__main__/#1", "main:__main__/#2", "main:__main__/n")
@@ -117,7 +114,6 @@ def main():
 
 func TestExceptionEndsTheLocalCallFrame(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	h := setup(t, map[string]string{"main.py": publishMain, "ready": ""}, engine.Config{})
 	id, first := h.newContext("main:main")
 	expect(t, "y", first.updates.Values()["main:main/y"], "1")
@@ -166,7 +162,6 @@ const fixableMain = `def main():
 // which stops at the exception.
 func TestExceptionCachingInvariant(t *testing.T) {
 	t.Parallel()
-	needKernelEffects(t)
 	h := setup(t, map[string]string{"main.py": fixableMain}, engine.Config{})
 	id, m := h.startContext("main:main")
 	first := h.client.waitRun(t, m, id)

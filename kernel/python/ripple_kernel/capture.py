@@ -36,8 +36,6 @@ from .wire import OUT_FRAME_MAX, SMALL_FRAME, Payload, dumps, frame_head
 # Poll flag for "peer closed", 0 where the OS has none.
 POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000 if sys.platform.startswith("linux") else 0)
 
-_THREAD_START = threading.Thread.start
-
 
 class Output:
     """The connection to the Go side and the capture of fd 1 and 2.
@@ -159,6 +157,8 @@ class Output:
         sys.stdout = self.routed[0] = cast(TextIO, ThreadRouted(sys.stdout, b"out", self))
         sys.stderr = self.routed[1] = cast(TextIO, ThreadRouted(sys.stderr, b"err", self))
         main_thread, state = self.main_thread, self.state
+        # The start in place now (effects.install's marks user threads too).
+        previous = threading.Thread.start
 
         def start(self: threading.Thread) -> None:
             """Thread.start, noting which request started the thread (a
@@ -169,7 +169,7 @@ class Output:
                 self._ripple_request = getattr(  # type: ignore[attr-defined]  # our mark on user threads
                     threading.current_thread(), "_ripple_request", 0
                 )
-            return _THREAD_START(self)
+            return previous(self)
 
         # Patched for every thread user code starts.
         threading.Thread.start = start  # type: ignore[assignment]  # mypy forbids assigning to a method

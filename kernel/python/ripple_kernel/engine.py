@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import analysis, display, instrument, journal, modules, values
+from . import analysis, display, effects, instrument, journal, modules, values
 from .api import KernelAPI, WireObject
 from .calls import Calls
 from .frame import Frame
@@ -125,6 +125,9 @@ class Engine:
         self.visualization_callable = self.calls.visualization_callable
         self.refresh_arguments = self.calls.refresh_arguments
         self._mplbackend = display.install(self)
+        # The process's one audit hook (8.2): it looks at events only while
+        # a user statement runs (statement.StatementRunner).
+        effects.install()
 
     def handlers(self) -> Dict[str, Handler]:
         return {
@@ -288,7 +291,7 @@ class Engine:
             for vis in req.visualizations:
                 if vis.get("apply") or vis.get("oneshot"):
                     wanted.add(vis["expressionId"])
-        runner = Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once)
+        runner = Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once, req.hold)
         journalled = self.journal is not None and not req.run_once
         try:
             for depth, item in enumerate(req.stack):

@@ -37,7 +37,9 @@ Call = Tuple[object, Tuple[object, ...], Dict[str, object]]  # (callee, args, kw
 # None, [Mutation]]. A list, changed in place (and unpacked by journal.py),
 # so its items' types are not one.
 MutLog = List[Any]
-Reported = Union["WireObject", str, Tuple[str, "WireObject"]]  # an update sent, PENDING, or (NOT_REACHED, range)
+# An update sent, PENDING, or (NOT_REACHED, range, reason kind or None, the
+# id of the statement that ended the run or None): runner.FramePass.
+Reported = Union["WireObject", str, Tuple[str, "WireObject", Optional[str], Optional[str]]]
 Pointer = Tuple[str, str]  # (module, qualname)
 
 V = TypeVar("V")
@@ -288,6 +290,9 @@ class Frame(FrameState):
         self.script_globals: Union[None, bool, Dict[str, object]] = None
         self.reached: Set[str] = set()  # ids applied or run without a panic in the last run
         self.panicked: Dict[int, Tuple[str, List[str]]] = {}  # index -> (message, trace) of the last run
+        # ids the last run did not reach because a statement before them
+        # ended it (a return, an exception, a held effect): they did not run.
+        self.unreached: Set[str] = set()
 
     def reset(self, pointer: Pointer) -> None:
         """Forget the function the frame ran: it runs pointer now. What the

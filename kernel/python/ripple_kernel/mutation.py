@@ -87,12 +87,10 @@ def value(view: View, name: str, at: int) -> object:
 
 
 def never_ran(frame: Frame, ps: PlanStmt) -> bool:
-    """Whether the statement got a propagated Panic last run (it did not
-    run) and has no entry."""
-    if ps.id in frame.cache:
-        return False
-    p = frame.panicked.get(ps.index)
-    return p is not None and bool(p[1]) and p[1][0] != ps.id
+    """Whether the statement did not run last run (a statement before it
+    ended the frame's run: an exception, a held effect, a return) and has
+    no entry."""
+    return ps.id in frame.unreached and ps.id not in frame.cache
 
 
 def read_objects(frame: Frame, stmts: List[PlanStmt], k: int) -> Iterator[Tuple[int, object]]:

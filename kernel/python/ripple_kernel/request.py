@@ -45,6 +45,7 @@ class ExecuteRequest:
     stop_at_skip: bool
     finalize: bool
     run_once: bool
+    hold: bool = False  # effects "hold": an automatic run refuses external effects (8.2)
 
 
 def params_object(params: object, what: str) -> WireObject:
@@ -123,7 +124,12 @@ def execute_request(raw: object) -> ExecuteRequest:
     for name, flag in zip(("stopAtSkip", "finalize", "runOnce"), flags):
         if type(flag) is not bool:
             raise ValueError("execute: %s must be a boolean" % name)
-    return ExecuteRequest(context_id, generation, dropped, stack, invalidate, wanted, visualizations, *flags)
+    effects = params.get("effects", "allow")
+    if effects not in ("hold", "allow"):
+        raise ValueError('execute: effects must be "hold" or "allow", got %r' % (effects,))
+    stop_at_skip, finalize, run_once = flags
+    return ExecuteRequest(context_id, generation, dropped, stack, invalidate, wanted, visualizations, stop_at_skip,
+                          finalize, run_once, effects == "hold")
 
 
 def _stack(stack: object) -> List[WireObject]:

@@ -298,8 +298,8 @@ class RerunPlanner:
             if len(rerun) < everything:
                 live = self.effects.effects(view, i, rerun, r.relied)
             if live and never_ran(frame, stmts[i]):
-                # It did not run last time (a Panic of a statement it
-                # depends on): its effects were never applied, so no chain;
+                # It did not run last time (a statement before it ended the
+                # frame's run): its effects were never applied, so no chain;
                 # the statements after it that must see them join only if
                 # it runs now (runner.FramePass._run_deferred).
                 r.deferred[i] = live

@@ -29,7 +29,7 @@ from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutati
 from .plan import Plan, PlanStmt, build_plan, declared, find_function
 from .rerun import Rerun, RerunPlanner, Versions, layout
 from .scriptplan import SCRIPT, build_script_plan
-from .statement import FrameRun, Hooks, RunSettings, StatementRunner, update_of
+from .statement import RETURNED, FrameRun, Hooks, RunSettings, StatementRunner, update_of
 from .visualize import Visualizer
 
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from .modules import ModuleRecord
 
 Emit = Callable[["WireObject"], None]
+# Why a frame's run ended before its end: (kind, the statement's id), kind
+# statement.RAISED or statement.HELD (the reason kinds of 8.1 and 8.2).
+Reason = Tuple[str, str]
+INTERRUPTED = "interrupted"  # the reason kind of 8.4's not reached after an interrupt
 
 
 class Failure(Exception):
@@ -72,7 +76,8 @@ class FrameJob:
 class Runner:
     """Runs frames for one execute request."""
 
-    def __init__(self, engine: Engine, emit: Emit, stop_at_skip: bool = False, run_once: bool = False) -> None:
+    def __init__(self, engine: Engine, emit: Emit, stop_at_skip: bool = False, run_once: bool = False,
+                 hold: bool = False) -> None:
         self.engine = engine
         self.kernel: KernelAPI = engine.kernel
         self.modules = engine.modules
@@ -81,8 +86,8 @@ class Runner:
         self.versions = Versions(self.modules)
         effects = MutationAnalysis(self.modules)
         self.visualizer = Visualizer(engine, emit)
-        self.statements = StatementRunner(engine, emit, RunSettings(stop_at_skip, run_once), self.versions, effects,
-                                          self.visualizer)
+        self.statements = StatementRunner(engine, emit, RunSettings(stop_at_skip, run_once, hold), self.versions,
+                                          effects, self.visualizer)
         self.planner = RerunPlanner(self.versions, effects, self.statements.state)
 
     # What the value journal (journal.py) reads of a frame, as a run does.
@@ -225,13 +230,22 @@ class FramePass:
             vis_by_id.setdefault(vis["expressionId"], []).append(vis)
         hooks = Hooks()
         fr = FrameRun(frame, plan, job.depth, self.module_dict, job.top, self._namespace(hooks), hooks, vis_by_id,
-                      {plan.filename: plan.qualname})
+                      {plan.filename: plan.qualname}, self.batch)
         self._send_pending(sorted(rerun))
         frame.reached = set()
         frame.panicked = {}
+        frame.unreached = set()
         self.todo, self.visits = self._visits(vis_by_id)
-        rest, stopped = self._visit(fr)
-        self._not_reached(rest)
+        try:
+            rest, reason, stopped = self._visit(fr)
+        except KeyboardInterrupt:
+            self._flush()
+            self._interrupted()
+            raise
+        except BaseException:
+            self._flush()  # a Failure: what ran is reported
+            raise
+        self._not_reached(rest, reason)
         self._flush()
         self._finish(vis_by_id, stopped)
 
@@ -306,10 +320,11 @@ class FramePass:
             self.emit({"type": "updates", "depth": self.job.depth, "updates": batch[:]})
             batch.clear()
 
-    def _visit(self, fr: FrameRun) -> Tuple[Sequence[int], bool]:
+    def _visit(self, fr: FrameRun) -> Tuple[Sequence[int], Optional[Reason], bool]:
         """Visit the statements in order (the hot loop of a run); returns
-        (the statements after a return, each to report not reached; whether
-        an edit stopped the run at a statement boundary)."""
+        (the statements after the one that ended the frame's run, each to
+        report not reached; why, None after a return; whether an edit
+        stopped the run at a statement boundary)."""
         frame, plan, ns = self.frame, self.plan, fr.ns
         cache, reported, reached, batch = frame.cache, frame.reported, frame.reached, self.batch
         dirty, stmts, ids, todo = frame.sync.dirty, plan.stmts, plan.ids, self.todo
@@ -324,7 +339,7 @@ class FramePass:
             if full and i > prev + 1:
                 apply_clean(cache, frame.sync, ids, ns, reached, prev + 1, i)
             if i >= n:
-                return (), False
+                return (), None, False
             pos += 1
             prev = i
             ps = stmts[i]
@@ -351,49 +366,26 @@ class FramePass:
                     self._flush()
                     self.runner.visualizer.visualize(vis_by_id[ps.id], e.value, ns, self.module_dict, fresh=False)
                 if e.returned:
-                    return (range(i + 1, n) if full else todo[pos:]), False
+                    return (range(i + 1, n) if full else todo[pos:]), None, False
                 continue
             dirty.add(i)
-            if self._propagate_panic(fr, ps):
-                continue
-            self._flush()
-            returned = self.runner.statements.run(fr, ps)
-            if i not in frame.panicked:
+            end = self.runner.statements.run(fr, ps)
+            if end is None or end is RETURNED:
                 reached.add(ps.id)
                 if i in self.rerun.deferred:
                     self._run_deferred(i, pos)
-            if self.runner.kernel.stop_requested():
-                # An edit asked the run to end at a statement boundary
-                # (kernel/PROTOCOL.md): this statement's value is cached;
-                # the frame's bookkeeping is done as after a whole run,
-                # then the run ends; the run that follows the edit goes on
-                # from here.
-                return (), True
-            if returned:
-                return (range(i + 1, n) if full else todo[pos:]), False
-
-    def _propagate_panic(self, fr: FrameRun, ps: PlanStmt) -> bool:
-        """When a statement ps depends on panicked, ps gets that Panic
-        without running (it loses its entry); returns whether it did."""
-        panics = fr.panics
-        origins: List[str] = []
-        for j in ps.local_deps:
-            p = panics.get(j)
-            if p is not None:
-                for origin in p[1]:
-                    if origin not in origins:
-                        origins.append(origin)
-        if not origins:
-            return False
-        self.frame.cache.pop(ps.id, None)
-        first = self.plan.by_id[origins[0]].index
-        message = panics[first][0]
-        panics[ps.index] = (message, origins)
-        update = update_of(ps, {"type": "Panic", "message": message, "trace": origins})
-        self.frame.reported[ps.id] = update
-        self._flush()
-        self.emit({"type": "updates", "depth": self.job.depth, "updates": [update]})
-        return True
+            # An edit may ask the run to end at a statement boundary
+            # (kernel/PROTOCOL.md): this statement's value is cached; the
+            # frame's bookkeeping is done as after a whole run, then the
+            # run ends; the run that follows the edit goes on from here.
+            stopped = self.runner.kernel.stop_requested()
+            if end is not None:
+                # A return, an uncaught exception (8.1) or a held effect
+                # (8.2) ends the frame's run: nothing after it runs.
+                rest = range(i + 1, n) if full else todo[pos:]
+                return rest, (None if end is RETURNED else (end, ps.id)), stopped
+            if stopped:
+                return (), None, True
 
     def _run_deferred(self, i: int, pos: int) -> None:
         """Statement i ran after all: what comes after and sees its effects
@@ -407,19 +399,43 @@ class FramePass:
                     visits.add(j)
                     bisect.insort(todo, j, pos)
 
-    def _not_reached(self, rest: Sequence[int]) -> None:
-        """Report the statements after a return not reached; sent again when
-        one moved: the client's range of it must follow edits too."""
+    def _not_reached(self, rest: Sequence[int], reason: Optional[Reason]) -> None:
+        """Report the statements after the one that ended the frame's run
+        not reached, with the reason (None: a return; else (kind, the
+        statement's id)); sent again when one moved: the client's range of
+        it must follow edits too."""
         frame, stmts = self.frame, self.plan.stmts
         reported, dirty = frame.reported, frame.sync.dirty
+        kind, origin = reason or (None, None)
+        unreached = frame.unreached
+        updates = []
         for k in rest:
             ps = stmts[k]
             dirty.add(k)
-            if reported.get(ps.id) != (NOT_REACHED, ps.range):
-                reported[ps.id] = (NOT_REACHED, ps.range)
-                self._flush()
-                update = update_of(ps, {"type": "Pending", "message": "not reached"})
-                self.emit({"type": "updates", "depth": self.job.depth, "updates": [update]})
+            unreached.add(ps.id)
+            key = (NOT_REACHED, ps.range, kind, origin)
+            if reported.get(ps.id) != key:
+                reported[ps.id] = key
+                updates.append(update_of(ps, not_reached(kind, origin)))
+        if updates:
+            self._flush()
+            self.emit({"type": "updates", "depth": self.job.depth, "updates": updates})
+
+    def _interrupted(self) -> None:
+        """After an interrupt (8.4): the statements this pass meant to run
+        and did not (still Pending, the one running included) are not
+        reached, reason interrupted, never left Pending."""
+        frame, stmts = self.frame, self.plan.stmts
+        reported = frame.reported
+        updates = []
+        for i in sorted(self.rerun.members):
+            ps = stmts[i]
+            if reported.get(ps.id) is PENDING:
+                frame.sync.dirty.add(i)
+                reported[ps.id] = (NOT_REACHED, ps.range, INTERRUPTED, None)
+                updates.append(update_of(ps, not_reached(INTERRUPTED, None)))
+        if updates:
+            self.emit({"type": "updates", "depth": self.job.depth, "updates": updates})
 
     def _finish(self, vis_by_id: Dict[str, List[WireObject]], stopped: bool) -> None:
         """The frame's bookkeeping after the visits: stale keys, merged
@@ -447,6 +463,19 @@ class FramePass:
                             vis, "expression %s is not a statement of %s:%s" % (vis_id, plan.module, plan.qualname))
         if stopped:
             raise Failure("stopped", "stopped at a statement boundary by an edit")
+
+
+def not_reached(kind: Optional[str], origin: Optional[str]) -> WireObject:
+    """The Pending payload of a statement this run does not reach (8.1,
+    8.4): why (kind; None after a return) and the statement that ended
+    the frame's run (origin, for an exception or a held effect)."""
+    payload: WireObject = {"type": "Pending", "message": "not reached"}
+    if kind is not None:
+        reason: WireObject = {"kind": kind}
+        if origin is not None:
+            reason["expressionId"] = origin
+        payload["reason"] = reason
+    return payload
 
 
 def _needed(plan: Plan, wanted: Collection[str]) -> Set[int]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from . import instrument, values
+from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
@@ -29,6 +30,13 @@ if TYPE_CHECKING:
     from .visualize import Visualizer
 
 Emit = Callable[["WireObject"], None]
+
+# How a statement ended its frame's run (StatementRunner.run's answer; None:
+# it did not): a return (or a skip under stopAtSkip), an uncaught exception
+# (8.1), a held effect (8.2).
+RETURNED = "return"
+RAISED = "exception"
+HELD = "held"
 
 
 class _Return(BaseException):
@@ -99,6 +107,10 @@ class FrameRun:
     hooks: Hooks
     vis_by_id: Dict[str, List[WireObject]]  # expression id -> its visualizations
     frame_names: Dict[str, str]  # the frame's filename -> qualname, for diagnostics
+    # Updates not sent yet (cached statements', the last statement's value):
+    # they go out together with the next running mark, or before anything
+    # else is sent (runner.FramePass.flush), in order.
+    batch: List[WireObject]
 
     @property
     def panics(self) -> Dict[int, Tuple[str, List[str]]]:
@@ -137,10 +149,11 @@ def is_skip_outcome(exc: BaseException) -> bool:
 class RunSettings:
     """What an execute request asks of its runs (kernel/PROTOCOL.md)."""
 
-    stop_at_skip: bool = False  # stopAtSkip: a skip or xfail outcome ends the frame
+    stop_at_skip: bool = False  # stopAtSkip: a skip or xfail outcome ends the frame as a return does
     # runOnce: no statement is cached (values, bindings, mutation logs), so
     # objects die when the code releases them; no module state is tracked.
     run_once: bool = False
+    hold: bool = False  # effects "hold": the statements' external effects are refused (effects.py)
 
 
 class StatementRunner:
@@ -159,9 +172,15 @@ class StatementRunner:
         self.visualizer = visualizer
         self.stop_at_skip = settings.stop_at_skip
         self.run_once = settings.run_once
+        self.guard = GUARD
+        self.effects_mode = HOLD if settings.hold else RECORD
+        if settings.hold:
+            self.guard.refresh_roots()
+        self.clock = StartClock()
 
-    def run(self, fr: FrameRun, ps: PlanStmt) -> bool:
-        """Run one statement of R; returns whether it returned from the frame."""
+    def run(self, fr: FrameRun, ps: PlanStmt) -> Optional[str]:
+        """Run one statement of R; returns how it ended the frame's run
+        (RETURNED, RAISED, HELD), or None when the run goes on."""
         frame, plan, ns, hooks = fr.frame, fr.plan, fr.ns, fr.hooks
         info = ps.info
         frame.cache.pop(ps.id, None)  # no stale entry survives an interrupt or a panic
@@ -180,19 +199,24 @@ class StatementRunner:
         before = _declared_values(fr)
         size = len(ns)
         started = time.perf_counter_ns()
+        guard = self.guard
+        guard.effects = guard.held = None  # what this statement does, from here on
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            self._running(fr, ps)
             self.engine.set_expression(ps.id)
             with self.kernel.user_code():
                 started = time.perf_counter_ns()
                 try:
+                    guard.mode = self.effects_mode
                     exec(code, ns)
                 except _Return as ret:
                     returned = True
                     hooks.value = ret.value
                     hooks.has = True
                 finally:
+                    guard.mode = OFF  # the kernel's code from here on
                     # Logged even when it raised or was interrupted: its
                     # partial effects make the objects dirty.
                     if not self.run_once:
@@ -210,7 +234,13 @@ class StatementRunner:
             forget_broken_imports()
             raise
         except BaseException as exc:  # a Panic of this statement
+            if guard.held is not None:
+                return self._held(fr, ps, guard.held)
             return self._panicked(fr, ps, exc, time.perf_counter_ns() - started)
+        if guard.held is not None:  # its code caught the refusal: held all the same
+            return self._held(fr, ps, guard.held)
+        if guard.effects:
+            update["payload"]["effects"] = guard.effects
         bindings = tuple((name, ns.get(name, DELETED)) for name in ps.defines)
         if not self.run_once:
             register_objects(frame, ns, info, ps.id)
@@ -224,10 +254,40 @@ class StatementRunner:
         frame.reported[ps.id] = update
         self.kernel.flush_output()
         self.engine.set_expression(None)
-        self.emit({"type": "updates", "depth": fr.depth, "updates": [update]})
+        # Sent with the next statement's running mark, or at the end.
+        fr.batch.append(update)
         if fr.top and ps.id in fr.vis_by_id:
+            self.flush(fr)
             self.visualizer.visualize(fr.vis_by_id[ps.id], value, ns, fr.module_dict, fresh=True)
-        return returned
+        return RETURNED if returned else None
+
+    def flush(self, fr: FrameRun) -> None:
+        """Send the updates batched so far (FrameRun.batch)."""
+        batch = fr.batch
+        if batch:
+            self.emit({"type": "updates", "depth": fr.depth, "updates": batch[:]})
+            batch.clear()
+
+    def _running(self, fr: FrameRun, ps: PlanStmt) -> None:
+        """Mark the statement running (8.4), with what was batched before it:
+        one write, so a run of cheap statements costs no more frames."""
+        fr.batch.append(update_of(ps, {"type": "Pending", "message": "running", "startedAt": self.clock.now()}))
+        self.flush(fr)
+
+    def _held(self, fr: FrameRun, ps: PlanStmt, held: Held) -> str:
+        """Report the statement held (8.2): it tried an effect an automatic
+        run refuses. Nothing is cached for it (its entry is gone); its
+        partial mutations are logged as a Panic's are."""
+        forget_broken_imports()
+        self.kernel.flush_output()
+        self.engine.set_expression(None)
+        update = update_of(ps, held.payload())
+        fr.frame.reported[ps.id] = update
+        if not self.run_once:
+            register_objects(fr.frame, fr.ns, ps.info, ps.id)
+        fr.batch.append(update)
+        self.flush(fr)
+        return HELD
 
     def _method_call(self, call: Call, update: WireObject) -> Optional[Call]:
         """The statement's direct call when it calls a method of the project
@@ -238,9 +298,9 @@ class StatementRunner:
         update["methodCall"] = {"methodPointer": pointer}
         return call
 
-    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int) -> bool:
-        """Report the statement's Panic; returns whether it ends the frame
-        (a skip or xfail outcome under stopAtSkip, as a return would)."""
+    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int) -> str:
+        """Report the statement's Panic; it ends the frame's run (8.1), as a
+        return does for a skip or xfail outcome under stopAtSkip."""
         forget_broken_imports()
         message = values.exception_message(exc)
         trace = [ps.id]
@@ -250,13 +310,33 @@ class StatementRunner:
         )
         self.kernel.flush_output()
         self.engine.set_expression(None)
+        self.flush(fr)
         self.emit({"type": "diagnostic", "diagnostic": diag})
         update = update_of(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
         fr.frame.reported[ps.id] = update
         if not self.run_once:
             register_objects(fr.frame, fr.ns, ps.info, ps.id)
         self.emit({"type": "updates", "depth": fr.depth, "updates": [update]})
-        return self.stop_at_skip and is_skip_outcome(exc)
+        return RETURNED if self.stop_at_skip and is_skip_outcome(exc) else RAISED
+
+
+class StartClock:
+    """startedAt of a running mark (8.4): RFC 3339 UTC with milliseconds,
+    "2026-11-29T01:02:03.456Z"; the formatted second is reused."""
+
+    __slots__ = ("second", "prefix")
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.prefix = ""
+
+    def now(self) -> str:
+        t = time.time()
+        second = int(t)
+        if second != self.second:
+            self.second = second
+            self.prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return "%s.%03dZ" % (self.prefix, min(int((t - second) * 1000), 999))
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:

@@ -101,6 +101,16 @@ class Run:
             out[u["expressionId"]] = describe(u)
         return out
 
+    def reasons(self, depth=0):
+        """{id: (reason kind, expressionId)} of the statements a run
+        reported Pending with a reason (not reached, held: PROTOCOL.md 8)."""
+        out = {}
+        for u in self.updates(depth):
+            reason = u["payload"].get("reason")
+            if u["payload"]["type"] == "Pending" and reason is not None:
+                out[u["expressionId"]] = (reason["kind"], reason.get("expressionId"))
+        return out
+
     def diagnostics(self):
         return [ev["diagnostic"] for ev in self.events if ev["type"] == "diagnostic"]
 

@@ -23,10 +23,12 @@ class Execution(EngineTestCase):
         self.assertEqual(s.view(), {"main:main/x": "-1", "main:main/#1": "None", "main:main/y": "2"})
 
     def test_stop_at_skip(self):
-        # A skip outcome ends the frame in batch runs (stopAtSkip), like a
-        # return; the server runs the independent statements on as after
-        # any Panic. pytest's classes are matched by module and name, as
-        # pytest defines them (Skipped claims the module "builtins").
+        # Any exception ends the frame's run (PROTOCOL.md 8.1); a skip
+        # outcome in batch runs (stopAtSkip) ends it as a return does: the
+        # test does not apply, the statements after it are not reached
+        # without a reason. pytest's classes are matched by module and
+        # name, as pytest defines them (Skipped claims the module
+        # "builtins").
         header = (
             "import unittest\n"
             "class Skipped(BaseException):\n    pass\n"
@@ -38,14 +40,20 @@ class Execution(EngineTestCase):
             ("raise Skipped('not today')", "Skipped: not today"),
         ]:
             s = self.session({"main": src("x = 1", raiser, "y = 2", header=header)})
-            want = {"main:main/x": "1", "main:main/#1": ("Panic", message, ("main:main/#1",))}
-            self.assertEqual(s.run(stop_at_skip=True).values(), dict(want, **{"main:main/y": ("Pending", "not reached")}))
+            want = {"main:main/x": "1", "main:main/#1": ("Panic", message, ("main:main/#1",)),
+                    "main:main/y": ("Pending", "not reached")}
+            run = s.run(stop_at_skip=True)
+            self.assertEqual(run.values(), want)
+            self.assertEqual(run.reasons(), {})
             s = self.session({"main": src("x = 1", raiser, "y = 2", header=header)})
-            self.assertEqual(s.run().values(), dict(want, **{"main:main/y": "2"}))
-        # Any other exception is a Panic the run goes on after, also in
-        # batch runs.
+            run = s.run()
+            self.assertEqual(run.values(), want)
+            self.assertEqual(run.reasons(), {"main:main/y": ("exception", "main:main/#1")})
+        # Any other exception ends the run with its reason, also in batch runs.
         s = self.session({"main": src("x = 1", "raise Other('x')", "y = 2", header=header)})
-        self.assertEqual(s.run(stop_at_skip=True).values()["main:main/y"], "2")
+        run = s.run(stop_at_skip=True)
+        self.assertEqual(run.values()["main:main/y"], ("Pending", "not reached"))
+        self.assertEqual(run.reasons(), {"main:main/y": ("exception", "main:main/#1")})
 
     def test_arguments_are_evaluated_once_per_change(self):
         # The first run after the arguments were evaluated uses them as
@@ -217,7 +225,9 @@ class Execution(EngineTestCase):
         s = self.session({"main": "def r(n):\n    return r(n + 1)\n\n" + src("a = 1", "b = r(0)", "c = a + 1")})
         run = s.run()
         self.assertEqual(run.values()["main:main/b"][1][:14], "RecursionError")
-        self.assertEqual(run.values()["main:main/c"], "2")
+        # It ends the run as any exception does (8.1).
+        self.assertEqual(run.values()["main:main/c"], ("Pending", "not reached"))
+        self.assertEqual(run.reasons(), {"main:main/c": ("exception", "main:main/b")})
         self.assertEqual(run.result, {"status": "complete"})
 
     def test_wanted_runs_only_what_is_needed(self):

@@ -6,7 +6,7 @@ recomputes (none, "all", some ids), pushes and pops of LocalCalls into
 helper calls, and interrupts (deterministic: at the n-th line of project
 code, mid-statement, or at the n-th user-code region). After every step that
 was not interrupted, every value of the visible frame as a client sees it
-(type + preview, or Panic message and trace, or "not reached") must equal
+(type + preview, or Panic message and trace, or "not reached" and why) must equal
 what a fresh engine reports running the current sources from scratch. The
 fresh engine runs in a forked child that first unloads the parent engine's
 modules, so it starts with fresh module objects and empty caches.
@@ -46,7 +46,10 @@ def view_of(updates):
         elif kind == "Panic":
             out[expression_id] = ["Panic", payload["message"], list(payload["trace"])]
         else:
-            out[expression_id] = [kind, payload.get("message")]
+            # Pending: "not reached" with its reason (PROTOCOL.md 8.1: the
+            # statement that raised ended the run), or a plain wait.
+            reason = payload.get("reason")
+            out[expression_id] = [kind, payload.get("message"), reason and [reason["kind"], reason.get("expressionId")]]
     return out
 
 

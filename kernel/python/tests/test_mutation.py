@@ -112,8 +112,8 @@ class Mutation(EngineTestCase):
         )
 
     def test_mutator_after_a_panic_converges(self):
-        # A mutator that gets a propagated Panic does not run: it drags
-        # nothing into the next runs (only the panicking statement retries).
+        # A mutator after a Panic is not reached (8.1): it drags nothing
+        # into the next runs (only the panicking statement retries).
         s = self.session({"helpers": HELPERS, "main": body("xs = [1]", "n = missing + 1", "add_to(xs, n)", "m = sum(xs)")})
         s.run()
         self.assertEqual(s.run().computed(), ["main:main/n"])

@@ -102,9 +102,11 @@ class Scenarios(EngineTestCase):
         msg = "ZeroDivisionError: division by zero"
         values = run.values()
         self.assertEqual(values[X], ("Panic", msg, (X,)))
-        self.assertEqual(values[Y], ("Panic", msg, (X,)))
-        self.assertEqual(values[Z], ("Panic", msg, (X,)))
-        self.assertEqual(s.view()["main:main/w"], "3")
+        # The exception ends the run (8.1): the statements after it, the
+        # independent w too, are not reached, naming x.
+        for later in (Y, Z, "main:main/w"):
+            self.assertEqual(values[later], ("Pending", "not reached"))
+            self.assertEqual(run.reasons()[later], ("exception", X))
         [diag] = run.diagnostics()
         self.assertEqual(diag["expressionId"], X)
         self.assertEqual(diag["path"], "main.py")
@@ -112,7 +114,8 @@ class Scenarios(EngineTestCase):
         self.assertEqual(diag["stack"][-1]["functionName"], "main")
         s.compile({"main": main})
         run = s.run()
-        self.assertEqual(run.values(), {X: "6", Y: "30", Z: "35"})
+        self.assertEqual(run.values(), {X: "6", Y: "30", Z: "35", "main:main/w": "3"})
+        self.assertEqual(run.computed(), [X, Y, Z])  # w comes from the cache
         self.assertEqual(s.view(), {X: "6", Y: "30", Z: "35", "main:main/w": "3"})
 
     def test_07_undefined_name(self):
@@ -121,7 +124,8 @@ class Scenarios(EngineTestCase):
         values = run.values()
         msg = "NameError: name 'q' is not defined"
         self.assertEqual(values[Y], ("Panic", msg, (Y,)))
-        self.assertEqual(values[Z], ("Panic", msg, (Y,)))
+        self.assertEqual(values[Z], ("Pending", "not reached"))
+        self.assertEqual(run.reasons(), {Z: ("exception", Y)})
         self.assertEqual(values[X], "6")
         [diag] = run.diagnostics()
         self.assertEqual(diag["location"], {"start": {"line": 5, "character": 4}, "end": {"line": 5, "character": 17}})

@@ -91,12 +91,18 @@ class Scripts(EngineTestCase):
         self.assertEqual(s.view()["main:__main__/x"], "8")
         self.assertEqual(s.view()["main:__main__/y"], "5")
 
-    def test_panics_propagate_and_independent_statements_run(self):
-        s = self.session_of({"main": "a = 1 / 0\nb = a + 1\nc = 3\n"})
-        values = s.run(script_stack()).values()
+    def test_an_exception_ends_the_script(self):
+        # As `python main.py` would (8.1): nothing after the raise runs,
+        # the independent c included.
+        s = self.session_of({"main": "a = 1 / 0\nb = a + 1\nc = print('c ran') or 3\n"})
+        run = s.run(script_stack())
+        values = run.values()
         self.assertEqual(values["main:__main__/a"][0], "Panic")
-        self.assertEqual(values["main:__main__/b"], ("Panic", "ZeroDivisionError: division by zero", ("main:__main__/a",)))
-        self.assertEqual(values["main:__main__/c"], "3")
+        self.assertEqual(values["main:__main__/b"], ("Pending", "not reached"))
+        self.assertEqual(values["main:__main__/c"], ("Pending", "not reached"))
+        self.assertEqual(run.reasons(), {"main:__main__/b": ("exception", "main:__main__/a"),
+                                         "main:__main__/c": ("exception", "main:__main__/a")})
+        self.assertEqual(run.output, "")
 
     def test_local_call_into_a_project_function_and_a_script_function(self):
         s = self.session_of({
