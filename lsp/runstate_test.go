@@ -11,28 +11,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	lsproto "go.lsp.dev/protocol"
-
-	"github.com/ripple-run/ripple/internal/testenv"
 )
-
-// kernelEffects is the kernel's side of issue 24: while it is not in the
-// tree, the kernel neither holds effects nor marks the running statement.
-var kernelEffects = filepath.Join("..", "kernel", "python", "ripple_kernel", "effects.py")
-
-// needKernelEffects skips (fails under CI) when the kernel in this tree
-// does not mark run state yet (PROTOCOL.md 8.1, 8.2, 8.4).
-func needKernelEffects(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(kernelEffects); err != nil {
-		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
-	}
-}
-
-// kernelMarksRunState reports whether the kernel's side is in the tree.
-func kernelMarksRunState() bool {
-	_, err := os.Stat(kernelEffects)
-	return err == nil
-}
 
 // initializeWith initializes with initializationOptions opts (JSON) and
 // utf-32 positions.
@@ -210,7 +189,6 @@ const pubMain = "def main():\n    n = 3\n    total = n + 1\n    return total\n"
 // file is written only when the lens's command runs, and then the rest
 // runs too. A save runs a held statement the same way.
 func TestHeldStatementRunsFromItsLens(t *testing.T) {
-	needKernelEffects(t)
 	b := setupWith(t, pubMain)
 	b.start()
 	b.waitUntil("main's first run", func() bool { return b.label(2) == "= 4" })
@@ -305,7 +283,6 @@ const raiseMain = "def main():\n    a = 6\n    b = a // 0\n    c = a + 1\n    re
 // TestNotReachedAfterException: the statements after one that raised are
 // not reached, naming its line, and keep their last value in the tooltip.
 func TestNotReachedAfterException(t *testing.T) {
-	needKernelEffects(t)
 	b := setupWith(t, strings.Replace(raiseMain, "a // 0", "a // 1", 1))
 	b.start()
 	b.waitUntil("c = 7", func() bool { return b.label(3) == "= 7" })
@@ -329,11 +306,7 @@ const sleepMain = "import time\ndef main():\n    a = 6\n    time.sleep(120)\n   
 func TestInterruptLeavesNoPending(t *testing.T) {
 	b := setupWith(t, sleepMain)
 	b.start()
-	running := "▶ running"
-	if !kernelMarksRunState() { // the engine's side alone: the interrupt's marks
-		running = "⏳"
-	}
-	b.waitUntil("the sleep marked "+running, func() bool { return strings.HasSuffix(b.label(2), " 6") && b.label(3) == running })
+	b.waitUntil("the sleep marked running", func() bool { return strings.HasSuffix(b.label(2), " 6") && b.label(3) == "▶ running" })
 	if got := b.label(4); got != "⏳" {
 		t.Errorf("b's hint while the sleep runs = %q, want ⏳", got)
 	}

@@ -75,16 +75,6 @@ func kernelTemp(t *testing.T) []string {
 	return append(os.Environ(), "TMPDIR="+tmp)
 }
 
-// needKernelEffects skips (fails under CI) when the kernel in this tree
-// does not mark run state yet (PROTOCOL.md 8.1, 8.2, 8.4): its side of
-// issue 24 is effects.py.
-func needKernelEffects(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join("..", "..", "kernel", "python", "ripple_kernel", "effects.py")); err != nil {
-		testenv.NeedOrSkip(t, "the kernel's side of PROTOCOL.md 8 (kernel/python/ripple_kernel/effects.py) is not in this tree: %v", err)
-	}
-}
-
 // runClient runs a client process (its children in its process group,
 // killed together at the deadline) and fails the test unless it exits 0.
 // Its output is logged either way.
@@ -128,7 +118,6 @@ func TestVSCodeClient(t *testing.T) {
 // by the lens's command), a save running a held statement, the running
 // statement marked and no ⏳ left after an interrupt.
 func TestVSCodeClientRunState(t *testing.T) {
-	needKernelEffects(t)
 	node := need(t, "node", "apt-get install nodejs; bash .ci/run does it")
 	if _, err := os.Stat(filepath.Join("node_modules", "vscode-languageserver-protocol", "package.json")); err != nil {
 		testenv.NeedOrSkip(t, "%s needs vscode-languageserver-protocol (npm ci in tests/lsp; bash .ci/run does it): %v", t.Name(), err)
