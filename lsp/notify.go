@@ -195,31 +195,7 @@ func (s *session) loop(ctx context.Context) {
 func (s *session) apply(n note, out *outgoing) {
 	switch p := n.params.(type) {
 	case protocol.ExpressionUpdatesParams:
-		e := s.byID[p.ContextID]
-		if e == nil {
-			return
-		}
-		lensBefore := e.lensKey()
-		for _, u := range p.Updates {
-			if !e.inTop(u.ExpressionID) {
-				continue // a frame left by push or pop
-			}
-			if isWaiting(u) {
-				s.runStarted(e, out)
-				delete(e.output, u.ExpressionID) // it runs again: its output is new
-				// What it raised in a run an edit superseded (whose
-				// findings this run carries on) is not this run's: it
-				// says again if it still raises. Not published now, so
-				// a persisting error does not flicker.
-				e.fresh = slices.DeleteFunc(e.fresh, func(d protocol.Diagnostic) bool { return d.ExpressionID == u.ExpressionID })
-			}
-			if u.Payload.Type == protocol.PayloadValue {
-				e.last[u.ExpressionID] = u.Payload.Preview
-			}
-			e.updates[u.ExpressionID] = u
-		}
-		out.hints = true
-		out.lenses = out.lenses || e.lensKey() != lensBefore
+		s.applyUpdates(p, out)
 	case protocol.OutputParams:
 		e := s.byID[p.ContextID]
 		if e == nil {
@@ -296,6 +272,36 @@ func (s *session) apply(n note, out *outgoing) {
 	case protocol.FileEventParams, protocol.FileModifiedOnDiskParams:
 		// Files on disk: the editor watches its own.
 	}
+}
+
+// applyUpdates records a run's updates of the top frames' statements. The
+// caller holds mu.
+func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing) {
+	e := s.byID[p.ContextID]
+	if e == nil {
+		return
+	}
+	lensBefore := e.lensKey()
+	for _, u := range p.Updates {
+		if !e.inTop(u.ExpressionID) {
+			continue // a frame left by push or pop
+		}
+		if isWaiting(u) {
+			s.runStarted(e, out)
+			delete(e.output, u.ExpressionID) // it runs again: its output is new
+			// What it raised in a run an edit superseded (whose
+			// findings this run carries on) is not this run's: it
+			// says again if it still raises. Not published now, so
+			// a persisting error does not flicker.
+			e.fresh = slices.DeleteFunc(e.fresh, func(d protocol.Diagnostic) bool { return d.ExpressionID == u.ExpressionID })
+		}
+		if u.Payload.Type == protocol.PayloadValue {
+			e.last[u.ExpressionID] = u.Payload.Preview
+		}
+		e.updates[u.ExpressionID] = u
+	}
+	out.hints = true
+	out.lenses = out.lenses || e.lensKey() != lensBefore
 }
 
 // runStarted marks the start of a run, unless one is going. The caller
