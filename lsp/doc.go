@@ -16,21 +16,29 @@
 //   - Documents: didOpen/didChange (incremental)/didSave/didClose map onto
 //     ripple's text buffers (text/openFile, text/applyEdit, text/save,
 //     text/closeFile), so the unsaved text is what runs; edits on disk are
-//     picked up by the engine's watcher as in serve.
+//     picked up by the engine's watcher as in serve. A didChange is
+//     applied at once without running; the run (automatic: effects held,
+//     PROTOCOL.md 8.2) is asked when changes pause for runDelayMs
+//     (initializationOptions {"ripple": {"runDelayMs": 250}},
+//     debounce.go). didSave runs at once, and runs the file's held
+//     statements explicitly (held.go).
 //   - One execution context per entry the user runs. main:main (else
 //     main:__main__, the script frame, when main.py has no main) starts at
 //     `initialized`. Code lenses: ▶ Run on each top-level function without
 //     parameters, ▶ Run as script on a module's first line, enter › on a
 //     statement that calls a project function (a LocalCall), ‹ back (pop),
-//     ■ Interrupt while a run goes. workspace/executeCommand offers the
-//     same: ripple.run, ripple.enter, ripple.back, ripple.interrupt,
-//     ripple.recompute, ripple.restartKernel (lenses.go has the
-//     arguments).
+//     ■ Interrupt while a run goes, ▶ Run on a held statement.
+//     workspace/executeCommand offers the same: ripple.run (an entry, or
+//     a statement to run explicitly), ripple.enter, ripple.back,
+//     ripple.interrupt, ripple.recompute, ripple.restartKernel (lenses.go
+//     has the arguments).
 //   - Inlay hints after each statement of the frames shown: "= value" for
 //     a value the latest run computed, "≡ value" for one it took from the
-//     cache, ⏳ pending, ✗ for an exception; the tooltip has the type and
-//     time. workspace/inlayHint/refresh follows each coalesced flush of
-//     updates (when the client supports it).
+//     cache, ⏳ waiting, ▶ running, ⏸ held: effect, ∅ not reached (with
+//     why: the line that raised or was held, an interrupt, a kernel
+//     death), ✗ for an exception (hints.go); the tooltip has the type,
+//     time, why and the last value. workspace/inlayHint/refresh follows
+//     each coalesced flush of updates (when the client supports it).
 //   - Diagnostics: compile errors at their range; a Panic at its
 //     statement with the exception message and the traceback's project
 //     frames as relatedInformation; cleared when the run that fixed it ends.
@@ -85,7 +93,9 @@
 // land in an inbox (Notify never blocks) that one loop goroutine applies to
 // the session state under mu and then sends on; a refresher goroutine
 // collapses refresh requests so at most one inlayHint/refresh is
-// outstanding; progress goroutines create and begin work-done progress.
+// outstanding; a debouncer goroutine asks the run of edited documents
+// once changes pause; progress goroutines create and begin work-done
+// progress.
 // Serve cancels them all and waits for them before it returns, then
 // destroys its contexts, closes its buffers and disconnects from the
 // engine.

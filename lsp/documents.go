@@ -15,8 +15,10 @@ import (
 
 // Documents map onto ripple's text buffers (PROTOCOL.md 3, text/*): didOpen
 // opens the buffer and, when the editor's text is not the disk's, replaces
-// its content; didChange applies the changes as one text/applyEdit (so the
-// unsaved text is what runs); didSave saves the buffer; didClose closes it.
+// its content; didChange applies the changes as one text/applyEdit without
+// running them (so the unsaved text is what runs next), and the run is asked
+// once changes pause (debounce.go); didSave saves the buffer and runs it,
+// its held statements explicitly; didClose closes it.
 //
 // The session keeps the editor's text and the buffer's version. When the
 // buffer moved under it (another client, a reload from disk), the edit is
@@ -41,7 +43,9 @@ func (s *session) DidOpen(ctx context.Context, p *lsproto.DidOpenTextDocumentPar
 	}
 	d := &document{uri: p.TextDocument.URI, path: rel, text: p.TextDocument.Text, version: res.CurrentVersion}
 	if res.Content != d.text {
-		if d.version, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, d.text); err != nil {
+		// Run at once: nothing is being typed yet, and the values shown
+		// must be the editor's text's.
+		if d.version, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, d.text, true); err != nil {
 			s.log.Warn("sync opened buffer", "path", rel, "err", err)
 		}
 	}
@@ -53,8 +57,10 @@ func (s *session) DidOpen(ctx context.Context, p *lsproto.DidOpenTextDocumentPar
 }
 
 // DidChange applies the editor's changes to the buffer: one applyEdit per
-// notification, its edits converted to code points in order, each on the
-// result of the previous one.
+// notification (execute:false), its edits converted to code points in
+// order, each on the result of the previous one. The run of the new text
+// is asked when changes pause (debounce.go), so a half-typed name is
+// never run.
 func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumentParams) error {
 	if err := s.checkInitialized(); err != nil {
 		return err
@@ -93,8 +99,8 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 	}
 	newVersion := string(workspace.VersionOf(text))
 	// The hints follow the text at once: the ranges of the last run move
-	// with the lines, before the run of the new text (which the edit below
-	// starts) brings exact ones.
+	// with the lines, before the run of the new text (asked once changes
+	// pause) brings exact ones.
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if s.modulePath(e.top().Module) != rel {
@@ -113,13 +119,13 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 		}
 	}
 	s.mu.Unlock()
-	err = s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+	err = s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Edit: protocol.FileEdit{
 		Path: protocol.Path(rel), Edits: edits, OldVersion: version, NewVersion: newVersion}})
 	if errors.Is(err, workspace.ErrInvalidVersion) {
 		// The buffer moved under us: make it the editor's text again.
 		var res protocol.OpenFileResult
 		if res, err = s.eng.OpenFile(ctx, s.clientID, rel); err == nil {
-			newVersion, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, text)
+			newVersion, err = s.replace(ctx, rel, res.Content, res.CurrentVersion, text, false)
 		}
 	}
 	if err != nil {
@@ -130,9 +136,13 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 		d.text = text
 		if err == nil {
 			d.version = newVersion
+			s.unrun[rel] = true
 		}
 	}
 	s.mu.Unlock()
+	// After the version above is recorded: the run the debouncer asks
+	// names it.
+	s.changed()
 	return nil
 }
 
@@ -146,11 +156,11 @@ func (s *session) refuseChange(err error) error {
 	return nil
 }
 
-// replace makes the buffer at rel (content at version) hold text, and
-// returns the new version.
-func (s *session) replace(ctx context.Context, rel, content, version, text string) (string, error) {
+// replace makes the buffer at rel (content at version) hold text, runs it
+// when execute is set, and returns the new version.
+func (s *session) replace(ctx context.Context, rel, content, version, text string, execute bool) (string, error) {
 	v := string(workspace.VersionOf(text))
-	err := s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+	err := s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: execute, Edit: protocol.FileEdit{
 		Path:       protocol.Path(rel),
 		Edits:      []protocol.TextEdit{{Range: protocol.Range{End: endOf(content)}, Text: text}},
 		OldVersion: version, NewVersion: v}})
@@ -160,7 +170,10 @@ func (s *session) replace(ctx context.Context, rel, content, version, text strin
 	return v, nil
 }
 
-// DidSave saves the buffer (an atomic write of what the editor saved).
+// DidSave saves the buffer (an atomic write of what the editor saved),
+// runs the edits still waiting for a pause at once, and runs the file's
+// held statements explicitly (PROTOCOL.md 8.2: a save is the user asking;
+// held.go).
 func (s *session) DidSave(ctx context.Context, p *lsproto.DidSaveTextDocumentParams) error {
 	if err := s.checkInitialized(); err != nil {
 		return err
@@ -179,9 +192,11 @@ func (s *session) DidSave(ctx context.Context, p *lsproto.DidSaveTextDocumentPar
 	if !ok {
 		return nil
 	}
+	s.runEdited(ctx)
 	if err := s.eng.SaveFile(ctx, s.clientID, protocol.SaveParams{Path: protocol.Path(rel), CurrentVersion: version}); err != nil {
 		s.log.Warn("save buffer", "path", rel, "err", err)
 	}
+	s.runHeld(ctx, rel)
 	return nil
 }
 
@@ -198,6 +213,7 @@ func (s *session) DidClose(ctx context.Context, p *lsproto.DidCloseTextDocumentP
 	s.mu.Lock()
 	_, ok := s.docs[rel]
 	delete(s.docs, rel)
+	delete(s.unrun, rel) // closing reverts and runs the disk's text
 	s.mu.Unlock()
 	if !ok {
 		return nil

@@ -23,17 +23,29 @@ const hintMax = 48
 //	= 42         computed by the latest run
 //	≡ 42         served from the cache (the statement did not run again)
 //	⏳            pending: the run will compute it
+//	▶ running    the run is computing it now
+//	⏸ held: shutil.rmtree('out')   an automatic run held its effect (▶ Run runs it)
+//	∅ not reached: line 4 raised   the run ended before it (PROTOCOL.md 8.1, 8.4):
+//	               (held at line 3), (interrupted), (kernel died)
 //	… not reached  a return ended the run before it
 //	✗ ValueError: bad   it raised, or depends on a statement that did
 //
-// Its tooltip holds the type and the time.
+// Its tooltip holds the type and the time, and for a statement without a
+// fresh value why, and the last value it had.
 const (
-	markComputed = "="
-	markCached   = "≡"
-	markPending  = "⏳"
-	markPanic    = "✗"
-	markSkipped  = "…"
+	markComputed   = "="
+	markCached     = "≡"
+	markPending    = "⏳"
+	markRunning    = "▶"
+	markHeld       = "⏸"
+	markNotReached = "∅"
+	markPanic      = "✗"
+	markSkipped    = "…"
 )
+
+// heldMax is the longest held effect a hint shows, in code points (the
+// kernel cuts each argument at 200).
+const heldMax = 72
 
 // shown is a statement of a frame the editor shows.
 type shown struct {
@@ -89,9 +101,9 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 		}
 		hints = append(hints, lsproto.InlayHint{
 			Position:    s.enc.toLSP(text, at),
-			Label:       lsproto.String(hintLabel(sh.u)),
+			Label:       lsproto.String(sh.e.hintLabel(sh.u)),
 			PaddingLeft: &t,
-			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: details(sh.u)},
+			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: sh.e.details(sh.u)},
 		})
 	}
 	slices.SortFunc(hints, func(a, b lsproto.InlayHint) int {
@@ -130,14 +142,21 @@ func bindsOnly(text string, u protocol.ExpressionUpdate) bool {
 	return false
 }
 
-// hintLabel is the label of a statement's hint.
-func hintLabel(u protocol.ExpressionUpdate) string {
+// hintLabel is the label of a statement's hint. The caller holds mu.
+func (e *entry) hintLabel(u protocol.ExpressionUpdate) string {
 	switch u.Payload.Type {
 	case protocol.PayloadPending:
-		if u.Payload.Message != "" {
-			return markSkipped + " " + u.Payload.Message
+		switch {
+		case u.Payload.Message == "":
+			return markPending
+		case isRunning(u):
+			return markRunning + " running"
+		case isHeld(u):
+			return markHeld + " " + cut(u.Payload.Message, heldMax)
+		case u.Payload.Reason != nil:
+			return markNotReached + " " + e.notReached(*u.Payload.Reason)
 		}
-		return markPending
+		return markSkipped + " " + u.Payload.Message
 	case protocol.PayloadPanic, protocol.PayloadDataflowError:
 		return markPanic + " " + cut(u.Payload.Message, hintMax)
 	}
@@ -148,9 +167,38 @@ func hintLabel(u protocol.ExpressionUpdate) string {
 	return mark + " " + cut(u.Payload.Preview, hintMax)
 }
 
+// notReached says why a statement was not reached, naming the statement
+// that ended the run by its line (1-based, as editors number them) when
+// the frame shows it. The caller holds mu.
+func (e *entry) notReached(r protocol.PendingReason) string {
+	line := ""
+	if x, ok := e.updates[r.ExpressionID]; ok && r.ExpressionID != "" && x.Range != nil {
+		line = fmt.Sprintf("line %d", x.Range.Start.Line+1)
+	}
+	switch r.Kind {
+	case protocol.ReasonException:
+		if line == "" {
+			return "not reached: an exception ended the run"
+		}
+		return "not reached: " + line + " raised"
+	case protocol.ReasonHeld:
+		if line == "" {
+			return "not reached (held)"
+		}
+		return "not reached (held at " + line + ")"
+	case protocol.ReasonInterrupted:
+		return "not reached (interrupted)"
+	case protocol.ReasonKernelDied:
+		return "not reached (kernel died)"
+	}
+	return "not reached (" + r.Kind + ")"
+}
+
 // details is the markdown of a statement's tooltip (and of its hover,
-// under the preview): type, time, whether it ran, what it calls.
-func details(u protocol.ExpressionUpdate) string {
+// under the preview): type, time, whether it ran, why it has no fresh
+// value, its last value then, its effects, what it calls. The caller
+// holds mu.
+func (e *entry) details(u protocol.ExpressionUpdate) string {
 	var b strings.Builder
 	if u.Type != "" {
 		fmt.Fprintf(&b, "`%s`", u.Type)
@@ -167,6 +215,18 @@ func details(u protocol.ExpressionUpdate) string {
 		b.WriteString(" · ")
 	}
 	switch {
+	case isRunning(u):
+		b.WriteString("running")
+		if at := u.Payload.StartedAt; at != "" {
+			fmt.Fprintf(&b, " since %s", at)
+		}
+	case isHeld(u):
+		fmt.Fprintf(&b, "%s: an automatic run (typing) does not touch the world; ▶ Run, or saving the file, runs it", u.Payload.Message)
+	case u.Payload.Type == protocol.PayloadPending && u.Payload.Reason != nil:
+		b.WriteString(e.notReached(*u.Payload.Reason))
+		if r := u.Payload.Reason; r.ExpressionID != "" {
+			fmt.Fprintf(&b, " (`%s`)", r.ExpressionID)
+		}
 	case u.Payload.Type == protocol.PayloadPending:
 		b.WriteString("pending")
 		if u.Payload.Message != "" {
@@ -176,6 +236,12 @@ func details(u protocol.ExpressionUpdate) string {
 		b.WriteString("from the cache")
 	default:
 		b.WriteString("computed")
+	}
+	if last, ok := e.last[u.ExpressionID]; ok && u.Payload.Type == protocol.PayloadPending {
+		fmt.Fprintf(&b, " · last value `%s`", cut(last, hintMax))
+	}
+	if fx := u.Payload.Effects; len(fx) > 0 {
+		fmt.Fprintf(&b, " · effects: `%s`", strings.Join(fx, "`, `"))
 	}
 	if u.MethodCall != nil {
 		fmt.Fprintf(&b, " · calls `%s`", u.MethodCall.MethodPointer)
@@ -241,7 +307,7 @@ func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.H
 	case protocol.PayloadPanic, protocol.PayloadDataflowError:
 		fmt.Fprintf(&b, "\n```\n%s\n```\n", u.Payload.Message)
 	}
-	b.WriteString(details(u))
+	b.WriteString(best.e.details(u))
 	if out := best.e.output[u.ExpressionID]; out != "" {
 		fmt.Fprintf(&b, "\n\noutput:\n```\n%s\n```", strings.TrimSuffix(out, "\n"))
 	}

@@ -17,6 +17,9 @@ import (
 // them. Arguments are JSON strings:
 //
 //	ripple.run          ENTRY ("module:qualname"; module:__main__ runs a module as a script)
+//	ripple.run          EXPRESSION [CONTEXT]  run that statement now, explicitly (its
+//	                    effects allowed: the ▶ Run of a held statement), in CONTEXT or
+//	                    in every context that shows its frame
 //	ripple.enter        CONTEXT EXPRESSION   push a LocalCall into the call at EXPRESSION
 //	ripple.back         CONTEXT              pop the top frame
 //	ripple.interrupt    [CONTEXT]            interrupt the run (every context when absent)
@@ -34,8 +37,8 @@ const (
 // CodeLens answers textDocument/codeLens: ▶ Run on each top-level function
 // without parameters, ▶ Run as script on the first line of a module, and
 // for each frame shown in the document ‹ back (on an entered frame),
-// ■ Interrupt (while it runs) and enter › on each statement that calls a
-// project function.
+// ■ Interrupt (while it runs), enter › on each statement that calls a
+// project function and ▶ Run on each held statement (PROTOCOL.md 8.2).
 func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]lsproto.CodeLens, error) {
 	if err := s.checkInitialized(); err != nil {
 		return nil, err
@@ -72,7 +75,7 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 			continue
 		}
 		first := -1
-		var calls []protocol.ExpressionUpdate
+		var calls, held []protocol.ExpressionUpdate
 		for _, u := range e.updates {
 			if u.Range == nil {
 				continue
@@ -82,6 +85,9 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 			}
 			if u.MethodCall != nil {
 				calls = append(calls, u)
+			}
+			if isHeld(u) {
+				held = append(held, u)
 			}
 		}
 		if first < 0 {
@@ -97,7 +103,12 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 		if e.running {
 			lens(head, "■ Interrupt", cmdInterrupt, string(e.id))
 		}
-		slices.SortFunc(calls, func(a, b protocol.ExpressionUpdate) int { return a.Range.Start.Line - b.Range.Start.Line })
+		byLine := func(a, b protocol.ExpressionUpdate) int { return a.Range.Start.Line - b.Range.Start.Line }
+		slices.SortFunc(held, byLine)
+		for _, u := range held {
+			lens(u.Range.Start.Line, "▶ Run", cmdRun, string(u.ExpressionID), string(e.id))
+		}
+		slices.SortFunc(calls, byLine)
 		for _, u := range calls {
 			lens(u.Range.Start.Line, "enter › "+u.MethodCall.MethodPointer.Qualname(), cmdEnter, string(e.id), string(u.ExpressionID))
 		}
@@ -119,10 +130,20 @@ func (s *session) ExecuteCommand(ctx context.Context, p *lsproto.ExecuteCommandP
 	var err error
 	switch p.Command {
 	case cmdRun:
-		if len(args) != 1 {
-			return nil, rpcError(fmt.Errorf("%w: %s wants one argument, module:function, got %d", ErrCommandArguments, p.Command, len(args)))
+		switch {
+		case len(args) == 0 || len(args) > 2:
+			return nil, rpcError(fmt.Errorf("%w: %s wants module:function, or a statement's expression id and optionally a context id, got %d arguments", ErrCommandArguments, p.Command, len(args)))
+		case strings.Contains(args[0], "/"): // module:qualname/label
+			var id protocol.ContextID
+			if len(args) == 2 {
+				id = protocol.ContextID(args[1])
+			}
+			err = s.runStatement(ctx, protocol.ExpressionID(args[0]), id)
+		case len(args) == 2:
+			return nil, rpcError(fmt.Errorf("%w: %s %s: a function takes no context id (a statement's expression id does)", ErrCommandArguments, p.Command, args[0]))
+		default:
+			err = s.run(ctx, args[0])
 		}
-		err = s.run(ctx, args[0])
 	case cmdEnter:
 		if len(args) != 2 {
 			return nil, rpcError(fmt.Errorf("%w: %s wants two arguments, a context id and an expression id, got %d", ErrCommandArguments, p.Command, len(args)))

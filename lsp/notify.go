@@ -85,6 +85,9 @@ type entry struct {
 	frames  []protocol.MethodPointer
 	updates map[protocol.ExpressionID]protocol.ExpressionUpdate // the top frame's latest
 	output  map[protocol.ExpressionID]string                    // per statement of the top frame, bounded
+	// last is each top-frame statement's latest Value preview, kept while
+	// it waits, is held or is not reached (shown as its last value).
+	last    map[protocol.ExpressionID]string
 	running bool
 	gen     int // runs started
 	begun   time.Time
@@ -109,6 +112,7 @@ func (e *entry) setFrames(frames []protocol.MethodPointer) {
 	e.frames = frames
 	e.updates = make(map[protocol.ExpressionID]protocol.ExpressionUpdate)
 	e.output = make(map[protocol.ExpressionID]string)
+	e.last = make(map[protocol.ExpressionID]string)
 }
 
 // outgoing is what the loop sends after applying a batch.
@@ -191,28 +195,7 @@ func (s *session) loop(ctx context.Context) {
 func (s *session) apply(n note, out *outgoing) {
 	switch p := n.params.(type) {
 	case protocol.ExpressionUpdatesParams:
-		e := s.byID[p.ContextID]
-		if e == nil {
-			return
-		}
-		lensBefore := e.lensKey()
-		for _, u := range p.Updates {
-			if !e.inTop(u.ExpressionID) {
-				continue // a frame left by push or pop
-			}
-			if u.Payload.Type == protocol.PayloadPending && u.Payload.Message == "" {
-				s.runStarted(e, out)
-				delete(e.output, u.ExpressionID) // it runs again: its output is new
-				// What it raised in a run an edit superseded (whose
-				// findings this run carries on) is not this run's: it
-				// says again if it still raises. Not published now, so
-				// a persisting error does not flicker.
-				e.fresh = slices.DeleteFunc(e.fresh, func(d protocol.Diagnostic) bool { return d.ExpressionID == u.ExpressionID })
-			}
-			e.updates[u.ExpressionID] = u
-		}
-		out.hints = true
-		out.lenses = out.lenses || e.lensKey() != lensBefore
+		s.applyUpdates(p, out)
 	case protocol.OutputParams:
 		e := s.byID[p.ContextID]
 		if e == nil {
@@ -253,6 +236,12 @@ func (s *session) apply(n note, out *outgoing) {
 			}
 		}
 		msg := fmt.Sprintf("ripple: %s: %s: %s", e.top(), p.Result.Kind, p.Result.Message)
+		switch p.Result.Kind {
+		case protocol.ResultInterrupted:
+			e.endWaiting(protocol.ReasonInterrupted)
+		case protocol.ResultKernelDied:
+			e.endWaiting(protocol.ReasonKernelDied)
+		}
 		s.runEnded(e, out, msg)
 		switch p.Result.Kind {
 		case protocol.ResultKernelDied, protocol.ResultFailure, protocol.ResultTimeout:
@@ -283,6 +272,36 @@ func (s *session) apply(n note, out *outgoing) {
 	case protocol.FileEventParams, protocol.FileModifiedOnDiskParams:
 		// Files on disk: the editor watches its own.
 	}
+}
+
+// applyUpdates records a run's updates of the top frames' statements. The
+// caller holds mu.
+func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing) {
+	e := s.byID[p.ContextID]
+	if e == nil {
+		return
+	}
+	lensBefore := e.lensKey()
+	for _, u := range p.Updates {
+		if !e.inTop(u.ExpressionID) {
+			continue // a frame left by push or pop
+		}
+		if isWaiting(u) {
+			s.runStarted(e, out)
+			delete(e.output, u.ExpressionID) // it runs again: its output is new
+			// What it raised in a run an edit superseded (whose
+			// findings this run carries on) is not this run's: it
+			// says again if it still raises. Not published now, so
+			// a persisting error does not flicker.
+			e.fresh = slices.DeleteFunc(e.fresh, func(d protocol.Diagnostic) bool { return d.ExpressionID == u.ExpressionID })
+		}
+		if u.Payload.Type == protocol.PayloadValue {
+			e.last[u.ExpressionID] = u.Payload.Preview
+		}
+		e.updates[u.ExpressionID] = u
+	}
+	out.hints = true
+	out.lenses = out.lenses || e.lensKey() != lensBefore
 }
 
 // runStarted marks the start of a run, unless one is going. The caller
@@ -338,6 +357,9 @@ func (e *entry) lensKey() string {
 	for id, u := range e.updates {
 		if u.MethodCall != nil {
 			ids = append(ids, string(id))
+		}
+		if isHeld(u) { // its ▶ Run
+			ids = append(ids, "held "+string(id))
 		}
 	}
 	slices.Sort(ids)

@@ -36,10 +36,30 @@ type bundle struct {
 	toSrv  io.Closer  // the client's write end: closing it is end of input
 }
 
+// setup starts an engine on a project whose main.py is mainPy and serves
+// it to an LSP client. The kernels get a temp dir of their own (TMPDIR): the
+// project, under the system temp dir as every t.TempDir() is, would
+// otherwise be all temp, where an automatic run's writes are allowed
+// (PROTOCOL.md 8.2).
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(mainPy), 0o644); err != nil {
+	return setupWith(t, mainPy)
+}
+
+// setupWith is setup with main.py holding text (written before the engine
+// starts: a write under a running engine is a change on disk, whose
+// explicit run could join the test's own).
+func setupWith(t *testing.T, text string) *bundle {
+	t.Helper()
+	base := t.TempDir()
+	dir, tmp := filepath.Join(base, "project"), filepath.Join(base, "tmp")
+	for _, d := range []string{dir, tmp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TMPDIR", tmp) // the kernels inherit it
+	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
@@ -131,7 +151,10 @@ func (b *bundle) waitUntil(what string, cond func() bool) {
 		case <-b.ed.changed:
 		case <-tick.C:
 		case <-deadline.C:
-			b.t.Fatalf("timed out waiting for %s", what)
+			b.ed.mu.Lock()
+			logs, shows := b.ed.logs, b.ed.shows
+			b.ed.mu.Unlock()
+			b.t.Fatalf("timed out waiting for %s; main.py's hints: %v; logs: %q; messages: %q", what, b.labels("main.py"), logs, shows)
 		}
 	}
 }

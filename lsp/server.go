@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	lsproto "go.lsp.dev/protocol"
@@ -36,6 +38,9 @@ var (
 	// ErrUnknownContext: a command names a context this session does not
 	// show.
 	ErrUnknownContext = errors.New("unknown execution context")
+	// ErrInitializationOptions: initialize's initializationOptions has a
+	// ripple setting ripple cannot use.
+	ErrInitializationOptions = errors.New("bad initializationOptions")
 	// ErrExitWithoutShutdown: the client sent exit before shutdown (LSP:
 	// the server exits with status 1).
 	ErrExitWithoutShutdown = errors.New("exit without shutdown")
@@ -59,6 +64,42 @@ type Config struct {
 	Entries []string
 	// Version is reported as the server's version at initialize.
 	Version string
+}
+
+// DefaultRunDelay is how long the editor's changes must pause before the
+// edited buffers run (initializationOptions ripple.runDelayMs changes it):
+// long enough that a half-typed name is not run at each key, short
+// enough to feel live.
+const DefaultRunDelay = 250 * time.Millisecond
+
+// maxRunDelay bounds ripple.runDelayMs: past a minute, typing would look
+// as if it ran nothing.
+const maxRunDelay = time.Minute
+
+// runDelayOption reads ripple.runDelayMs from initializationOptions
+// (absent: DefaultRunDelay; 0: run at each change). Other keys, ripple's
+// or not, are left to whoever defines them.
+func runDelayOption(raw lsproto.LSPAny) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return DefaultRunDelay, nil
+	}
+	var opts struct {
+		Ripple *struct {
+			RunDelayMs *json.RawMessage `json:"runDelayMs"`
+		} `json:"ripple"`
+	}
+	if err := json.Unmarshal(raw, &opts); err != nil {
+		return 0, fmt.Errorf("%w: initializationOptions: want an object like {\"ripple\": {\"runDelayMs\": 250}}: %v", ErrInitializationOptions, err)
+	}
+	if opts.Ripple == nil || opts.Ripple.RunDelayMs == nil || string(*opts.Ripple.RunDelayMs) == "null" {
+		return DefaultRunDelay, nil
+	}
+	var ms int64
+	if err := json.Unmarshal(*opts.Ripple.RunDelayMs, &ms); err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxRunDelay {
+		return 0, fmt.Errorf("%w: initializationOptions.ripple.runDelayMs: want a whole number of milliseconds from 0 to %d, got %s",
+			ErrInitializationOptions, maxRunDelay.Milliseconds(), *opts.Ripple.RunDelayMs)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Serve speaks LSP on rwc (Content-Length framing) with eng as the engine
@@ -171,6 +212,7 @@ type session struct {
 	client   lsproto.Client // set before any goroutine that uses it starts
 
 	inbox   inbox         // engine notifications, drained by the loop
+	kick    chan struct{} // capacity 1: an edit waits for a run (debouncer)
 	refresh chan struct{} // capacity 1: a refresh is wanted
 	exited  chan struct{} // closed by the exit notification
 	exitOne sync.Once
@@ -191,6 +233,14 @@ type session struct {
 	byID        map[protocol.ContextID]*entry // guarded by mu
 	published   map[string]bool               // guarded by mu: paths with diagnostics shown
 	pendingLens bool                          // guarded by mu: a codeLens refresh is wanted
+	// runDelay is how long changes must pause before the edited buffers
+	// run (set once, at initialize; initializationOptions
+	// ripple.runDelayMs). Guarded by mu.
+	runDelay time.Duration
+	// unrun are the open documents changed since their last run was
+	// asked (by path): the debouncer asks it once changes pause, didSave
+	// at once. Guarded by mu.
+	unrun map[string]bool
 }
 
 // clientCaps is what the client said it supports.
@@ -218,6 +268,9 @@ func newSession(eng *engine.Engine, cfg Config) *session {
 		clientID:  cfg.ClientID,
 		inbox:     inbox{wake: make(chan struct{}, 1)},
 		refresh:   make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
+		runDelay:  DefaultRunDelay,
+		unrun:     make(map[string]bool),
 		exited:    make(chan struct{}),
 		docs:      make(map[string]*document),
 		byID:      make(map[protocol.ContextID]*entry),
@@ -225,11 +278,13 @@ func newSession(eng *engine.Engine, cfg Config) *session {
 	}
 }
 
-// start starts the loop and the refresher; they end when ctx does.
+// start starts the loop, the refresher and the debouncer; they end when
+// ctx does.
 func (s *session) start(ctx context.Context) {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.loop(ctx) }()
 	go func() { defer s.wg.Done(); s.refresher(ctx) }()
+	go func() { defer s.wg.Done(); s.debouncer(ctx) }()
 }
 
 // detach ends the session's use of the engine: its contexts are destroyed,
@@ -286,11 +341,16 @@ func (s *session) Initialize(ctx context.Context, p *lsproto.InitializeParams) (
 		caps.progress = w.WorkDoneProgress != nil && *w.WorkDoneProgress
 	}
 	enc := negotiate(offered)
+	delay, err := runDelayOption(p.InitializationOptions)
+	if err != nil {
+		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, err.Error())
+	}
 	if _, err := s.eng.Connect(ctx, s.clientID, s); err != nil {
 		return nil, rpcError(err)
 	}
 	s.mu.Lock()
 	s.enc, s.caps, s.initialized, s.connected = enc, caps, true, true
+	s.runDelay = delay
 	s.mu.Unlock()
 
 	t := true

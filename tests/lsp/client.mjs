@@ -2,7 +2,8 @@
 // library VS Code's own LSP client is built on, through the editor
 // scenario (the one nvim_test.lua runs too): first run's hints, an edit that re-runs only its dependents, a
 // Panic diagnostic that appears and clears, a code lens that enters a call
-// and goes back, an interrupt (with work-done progress), a kernel restart,
+// and goes back, an interrupt (with work-done progress, leaving no
+// statement ⏳), a kernel restart,
 // bad commands, and an emoji before a statement on the same line.
 //
 //   node client.mjs RIPPLE_BINARY PROJECT_DIR ENCODING
@@ -261,6 +262,9 @@ check(seen.creates.length > 0, "window/workDoneProgress/create requested", seen.
 const slowHints = await byLine(mainURI);
 check(slowHints.get(12)?.[0]?.label === "= 1", "x = 1 computed before the interrupt", slowHints.get(12));
 check(!slowHints.get(13)?.[0]?.label.startsWith("="), "y has no value", slowHints.get(13));
+const waiting = [12, 13, 14].flatMap((l) => slowHints.get(l) ?? []).filter((h) => /^[⏳▶]/.test(h.label));
+check(waiting.length === 0, "no statement of slow() left ⏳ or running after the interrupt", waiting);
+check(slowHints.get(14)?.[0]?.label === "∅ not reached (interrupted)", "return y not reached (interrupted)", slowHints.get(14));
 await until("■ Interrupt to go", async () => !(await lenses(mainURI)).some((l) => l.command?.title === "■ Interrupt"));
 
 // 6b. ▶ Run as script runs the module's top level (its defs and imports,

@@ -50,13 +50,29 @@ func ripple(t *testing.T) string {
 }
 
 // project copies testdata/live to a fresh directory and returns it.
-func project(t *testing.T) string {
+func project(t *testing.T) string { return projectFrom(t, "live") }
+
+// projectFrom copies testdata/name to a fresh directory and returns it.
+func projectFrom(t *testing.T, name string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "live")
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "live"))); err != nil {
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", name))); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// kernelTemp returns the environment of a client whose server's kernels
+// get a temp dir of their own: the project, under the system temp dir as
+// every t.TempDir() is, would otherwise be all temp, where an automatic
+// run's writes are allowed (PROTOCOL.md 8.2).
+func kernelTemp(t *testing.T) []string {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "TMPDIR="+tmp)
 }
 
 // runClient runs a client process (its children in its process group,
@@ -94,6 +110,26 @@ func TestVSCodeClient(t *testing.T) {
 				t.Fatalf("the client did not finish its scenario")
 			}
 		})
+	}
+}
+
+// TestVSCodeClientRunState runs runstate.mjs: not-reached hints after an
+// exception, a typed write held with its ▶ Run lens (the file written only
+// by the lens's command), a save running a held statement, the running
+// statement marked and no ⏳ left after an interrupt.
+func TestVSCodeClientRunState(t *testing.T) {
+	node := need(t, "node", "apt-get install nodejs; bash .ci/run does it")
+	if _, err := os.Stat(filepath.Join("node_modules", "vscode-languageserver-protocol", "package.json")); err != nil {
+		testenv.NeedOrSkip(t, "%s needs vscode-languageserver-protocol (npm ci in tests/lsp; bash .ci/run does it): %v", t.Name(), err)
+	}
+	bin := ripple(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "runstate.mjs", bin, projectFrom(t, "runstate"))
+	cmd.Env = kernelTemp(t)
+	out := runClient(t, cmd)
+	if !strings.Contains(out, "PASS runstate") {
+		t.Fatalf("the client did not finish its scenario")
 	}
 }
 

@@ -1,0 +1,14 @@
+import time
+
+
+def main():
+    n = 3
+    total = n + 1
+    return total
+
+
+def slow():
+    a = 6
+    time.sleep(120)
+    b = a + 1
+    return b
