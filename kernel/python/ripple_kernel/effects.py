@@ -22,7 +22,8 @@ Effects (held in hold mode, recorded always), the events of EVENTS:
   sendmsg to an IPv4 or IPv6 address that is not loopback (AF_UNIX and
   other families are local: allowed).
 Not effects: reads (open for reading, os.open O_RDONLY), Python's bytecode
-caches (a path with a ``__pycache__`` component), /dev/null, a file
+caches (a path with a ``__pycache__`` component, or under
+sys.pycache_prefix), /dev/null, a file
 descriptor already open, and anything the kernel itself does: the hook
 looks at events only while GUARD.mode is set, which the engine does around
 the exec of a user statement and nothing else (journal writes, pipes, the
@@ -118,7 +119,8 @@ class Guard:
         gettempdir() may write a probe file the first time."""
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         roots = []
-        for root in (tempfile.gettempdir(), cache):
+        # sys.pycache_prefix (PYTHONPYCACHEPREFIX) holds bytecode caches too.
+        for root in (tempfile.gettempdir(), cache, getattr(sys, "pycache_prefix", None) or ""):
             if os.path.isabs(root):
                 real = os.path.realpath(root)
                 if real != os.sep:

@@ -235,11 +235,10 @@ class StatementRunner:
         except KeyboardInterrupt:
             forget_broken_imports()
             raise
-        except BaseException as exc:  # a Panic of this statement
-            if guard.held is not None:
-                return self._held(fr, ps, guard.held)
-            return self._panicked(fr, ps, exc, time.perf_counter_ns() - started)
-        if guard.held is not None:  # its code caught the refusal: held all the same
+        except BaseException as exc:  # a Panic of this statement, unless it was held
+            if guard.held is None:
+                return self._panicked(fr, ps, exc, time.perf_counter_ns() - started)
+        if guard.held is not None:  # held, also when its code caught the refusal
             return self._held(fr, ps, guard.held)
         if guard.effects:
             update["payload"]["effects"] = guard.effects
@@ -256,8 +255,7 @@ class StatementRunner:
         frame.reported[ps.id] = update
         self.kernel.flush_output()
         self.engine.set_expression(None)
-        # Sent with the next statement's running mark, or at the end.
-        fr.batch.append(update)
+        fr.batch.append(update)  # sent with the next running mark, or before anything else
         if fr.top and ps.id in fr.vis_by_id:
             self.flush(fr)
             self.visualizer.visualize(fr.vis_by_id[ps.id], value, ns, fr.module_dict, fresh=True)
