@@ -656,9 +656,12 @@ func fromExpressionSet(set jobs.ExpressionSet) protocol.InvalidatedExpressions {
 	return inv
 }
 
+// allPending reports whether us is the start of a pass: every update a
+// Pending that waits, or the running mark of the first statement, which
+// the kernel sends with them (PROTOCOL.md 8.4).
 func allPending(us []protocol.ExpressionUpdate) bool {
 	for i := range us {
-		if us[i].Payload.Type != protocol.PayloadPending || us[i].Payload.Message != "" {
+		if !us[i].Payload.IsWaiting() && !us[i].Payload.IsRunning() {
 			return false
 		}
 	}

@@ -97,8 +97,10 @@ func runEnds(notes []note, id protocol.ContextID) int {
 
 // runStarts counts the runs of id that the kernel started and that were to
 // recompute expr: each run sends Pending for what it will run, flushed at
-// once, before anything else. A run superseded before it started costs
-// nothing and is not counted; one superseded while running is.
+// once, before anything else (the first statement already marked running,
+// in the same notification: PROTOCOL.md 8.4). A run superseded before it
+// started costs nothing and is not counted; one superseded while running
+// is.
 func runStarts(notes []note, id protocol.ContextID, expr protocol.ExpressionID) int {
 	n := 0
 	for _, nt := range notes {
@@ -107,7 +109,7 @@ func runStarts(notes []note, id protocol.ContextID, expr protocol.ExpressionID) 
 			continue
 		}
 		for _, u := range p.Updates {
-			if u.ExpressionID == expr && u.Payload.Type == protocol.PayloadPending && u.Payload.Message == "" {
+			if u.ExpressionID == expr && (u.Payload.IsWaiting() || u.Payload.IsRunning()) {
 				n++
 			}
 		}
