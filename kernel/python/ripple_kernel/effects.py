@@ -10,7 +10,9 @@ records the effects each statement made (``effects`` on its Value).
 
 Effects (held in hold mode, recorded always), the events of EVENTS:
 - on a path outside the temp dir (tempfile.gettempdir()) and the user's
-  cache dir ($XDG_CACHE_HOME, else ~/.cache), both resolved with realpath:
+  cache dir ($XDG_CACHE_HOME, else ~/.cache), both resolved with realpath,
+  or inside the project (its files are the user's even in a project that
+  lies in the temp dir, /tmp/demo):
   opening a file to write, append, create or truncate (``open``, also
   os.open's flags), removing, renaming, linking, truncating, mkdir (of a
   path that does not exist yet), chmod/chown/utime/xattrs,
@@ -98,13 +100,17 @@ class Guard:
     and held after it; it clears them before. Everything else is the
     hook's: the kernel's main thread writes mode, any thread may append."""
 
-    __slots__ = ("mode", "effects", "held", "roots", "dirs", "main", "busy", "installed")
+    __slots__ = ("mode", "effects", "held", "roots", "project", "dirs", "main", "busy", "installed")
 
     def __init__(self) -> None:
         self.mode = OFF
         self.effects: Optional[List[str]] = None  # the running statement's effects, as calls
         self.held: Optional[Held] = None  # the first effect it was refused
         self.roots: Tuple[str, ...] = ()  # realpaths where files may change (refresh_roots)
+        # The project root's realpath ("" unknown): its files are the
+        # user's even when it lies in the temp or cache dir (a project in
+        # /tmp/demo), so changes under it are effects all the same.
+        self.project = ""
         # Directory -> its realpath, for the writes of a file-heavy
         # statement; emptied by every event but "open" (one may move or
         # link a directory) and when it grows large.
@@ -257,6 +263,9 @@ def _outside(guard: Guard, path: Any, dir_fd: object = None, follow: bool = True
             real = os.path.realpath(real)
     if _in_pycache(real):
         return False
+    project = guard.project
+    if project and (real == project or real.startswith(project + os.sep)):
+        return True
     for root in guard.roots:
         if real == root or real.startswith(root + os.sep):
             return False

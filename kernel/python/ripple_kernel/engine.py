@@ -127,7 +127,7 @@ class Engine:
         self._mplbackend = display.install(self)
         # The process's one audit hook (8.2): it looks at events only while
         # a user statement runs (statement.StatementRunner).
-        effects.install()
+        effects.install().project = self.root
 
     def handlers(self) -> Dict[str, Handler]:
         return {

@@ -243,6 +243,14 @@ class HeldEffects(EffectsCase):
         self.assert_held(s.run(effects="hold"), "os.remove", "link")
         self.assertTrue(exists(s.root, "link"))
 
+    def test_a_project_in_the_temp_dir_is_still_the_user_s(self):
+        # ripple tried in /tmp/demo: the temp dir is allowed, the project in
+        # it is not.
+        s = self.project(program('shutil.rmtree("out")'), {"out/keep.txt": "k"})
+        tempfile.tempdir = os.path.dirname(s.root)
+        self.assert_held(s.run(effects="hold"), "shutil.rmtree", "out")
+        self.assertTrue(exists(s.root, "out/keep.txt"))
+
 
 class AllowedEffects(EffectsCase):
     def test_temp_and_cache_writes_pass(self):
