@@ -259,8 +259,8 @@ func TestServeBinarySecondServerOnProject(t *testing.T) {
 	}
 }
 
-// journalMain's n appends a line to ran.log each time it runs (through
-// side.note): the side effect the value journal must not repeat.
+// journalMain's n appends a line to ran.log beside the project each time
+// it runs (through side.note): the side effect the value journal must not repeat.
 const journalMain = `from side import note
 
 
@@ -271,7 +271,7 @@ def main():
 `
 
 const journalSide = `def note(s):
-    with open("ran.log", "a") as f:
+    with open("../ran.log", "a") as f:  # beside the project: a restored run may not write into it
         f.write(s + "\n")
     return len(s)
 `
@@ -288,7 +288,7 @@ func TestServeBinaryRestoresValuesAfterKill9(t *testing.T) {
 	writeFile(t, dir, "main.py", journalMain)
 	writeFile(t, dir, "side.py", journalSide)
 	env := []string{"RIPPLE_VALUES_IDLE_MS=0"}
-	lines := func() string { return readFile(t, dir, "ran.log") }
+	lines := func() string { return readFile(t, dir, "../ran.log") }
 
 	p := startServe(t, env, "--kernels", "1", dir)
 	c, _ := connect(t, p.url, "ide")
