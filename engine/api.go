@@ -300,7 +300,10 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	if err != nil {
 		return err
 	}
-	if len(res.Others) > 0 {
+	// A run request (no edits, the version unchanged: what the page and
+	// ripple lsp send when typing pauses) changes nothing others must apply.
+	changed := len(p.Edit.Edits) > 0 || p.Edit.OldVersion != p.Edit.NewVersion
+	if len(res.Others) > 0 && changed {
 		e.notifyClients(clientIDs(res.Others), protocol.NotifyTextDidChange,
 			protocol.DidChangeParams{Edits: []protocol.FileEdit{p.Edit.Clone()}})
 	}

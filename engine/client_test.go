@@ -326,3 +326,27 @@ func TestDisconnectInterruptsAndReconnectResumes(t *testing.T) {
 		t.Errorf("the old client got %d notifications after it disconnected", n-m)
 	}
 }
+
+// The run request a client sends when typing pauses (an edit without
+// changes at the current version, execute:true) is not a change: other
+// clients with the file open get no text/didChange for it.
+func TestRunRequestIsNoChangeForOthers(t *testing.T) {
+	t.Parallel()
+	h := setup(t, map[string]string{"main.py": scenarioMain, "helper.py": scenarioHelper}, engine.Config{})
+	other := newRecorder()
+	if _, err := h.e.Connect(h.ctx, "client-b", other); err != nil {
+		t.Fatal(err)
+	}
+	_, version := h.openFile("helper.py")
+	if _, err := h.e.OpenFile(h.ctx, "client-b", "helper.py"); err != nil {
+		t.Fatal(err)
+	}
+	mb := other.mark()
+	must(t, h.e.ApplyEdit(h.ctx, clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
+		Path: "helper.py", OldVersion: version, NewVersion: version,
+	}}))
+	waitIdle(t, h.e)
+	if n := other.countNotes(mb, func(n note) bool { _, ok := n.Params.(protocol.DidChangeParams); return ok }); n != 0 {
+		t.Errorf("the other client got %d text/didChange for a run request", n)
+	}
+}
