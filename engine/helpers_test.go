@@ -111,6 +111,26 @@ func isEnd(id protocol.ContextID) func(note) bool {
 }
 
 // waitRun waits for the end of a run of ctxID after mark and collects it.
+// outputUntilValue waits for the runs of context id from mark `from` on
+// until one reports expression expr with value want, and returns what
+// those runs printed; a failed run fails the test. For tests of what an
+// edit made run again while a statement was running.
+func (r *recorder) outputUntilValue(t testing.TB, from int, id protocol.ContextID, expr, want string) string {
+	t.Helper()
+	var out strings.Builder
+	for {
+		run := r.waitRun(t, from, id)
+		out.WriteString(run.output)
+		if run.failed != nil {
+			t.Fatalf("run: %+v", run.failed)
+		}
+		if run.updates.Values()[expr] == want {
+			return out.String()
+		}
+		from = r.mark()
+	}
+}
+
 func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runResult {
 	t.Helper()
 	notes := r.waitFrom(t, from, "end of run of "+string(id), isEnd(id))

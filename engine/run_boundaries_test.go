@@ -42,20 +42,9 @@ func TestBoundaryStopDoesNotRepeatARecompute(t *testing.T) {
 	})
 	h.setText("util.py", "def f():\n    return 2\n")
 	write(t, filepath.Dir(gate), "gate", "")
-	var out strings.Builder
-	for {
-		run := h.client.waitRun(t, m, id)
-		out.WriteString(run.output)
-		if run.failed != nil {
-			t.Fatalf("run: %+v", run.failed)
-		}
-		if run.updates.Values()["main:main/y"] == "2" {
-			break
-		}
-		m = h.client.mark()
-	}
-	if n := strings.Count(out.String(), "WORK"); n != 1 {
-		t.Fatalf("the recomputed statement ran %d times after the recompute, want 1: output %q", n, out.String())
+	out := h.client.outputUntilValue(t, m, id, "main:main/y", "2")
+	if n := strings.Count(out, "WORK"); n != 1 {
+		t.Fatalf("the recomputed statement ran %d times after the recompute, want 1: output %q", n, out)
 	}
 }
 
@@ -172,20 +161,9 @@ func TestEditOfTheFramesModuleInterruptsOnlyWhatItChanges(t *testing.T) {
 	m = h.client.mark()
 	h.setText("main.py", src("2", wait))
 	write(t, filepath.Dir(gate), "gate", "")
-	var out strings.Builder
-	for {
-		run := h.client.waitRun(t, m, id)
-		out.WriteString(run.output)
-		if run.failed != nil {
-			t.Fatalf("run: %+v", run.failed)
-		}
-		if run.updates.Values()["main:main/y"] == "2" {
-			break
-		}
-		m = h.client.mark()
-	}
-	if strings.Contains(out.String(), "WORK") {
-		t.Fatalf("an edit of another function repeated the running statement: output %q", out.String())
+	out := h.client.outputUntilValue(t, m, id, "main:main/y", "2")
+	if strings.Contains(out, "WORK") {
+		t.Fatalf("an edit of another function repeated the running statement: output %q", out)
 	}
 
 	// Now the running statement's callee changes: interrupted, re-run.

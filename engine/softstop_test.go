@@ -31,20 +31,9 @@ func TestEditStopsARunAtTheNextStatementBoundary(t *testing.T) {
 	m = h.client.mark()
 	h.setText("util.py", "def f():\n    return 2\n")
 	write(t, filepath.Dir(release), "release", "")
-	var out strings.Builder
-	for {
-		run := h.client.waitRun(t, m, id)
-		out.WriteString(run.output)
-		if run.failed != nil {
-			t.Fatalf("run: %+v", run.failed)
-		}
-		if run.updates.Values()["main:main/y"] == "2" {
-			break
-		}
-		m = h.client.mark()
-	}
-	if strings.Contains(out.String(), "WORK") {
-		t.Fatalf("the edit repeated the running statement: output %q", out.String())
+	out := h.client.outputUntilValue(t, m, id, "main:main/y", "2")
+	if strings.Contains(out, "WORK") {
+		t.Fatalf("the edit repeated the running statement: output %q", out)
 	}
 }
 
