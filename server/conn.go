@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/ripple-run/ripple/internal/callorder"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -263,8 +262,12 @@ func (c *conn) dispatchLoop() {
 				}()
 				continue
 			}
+			// Notifications wait for the reply, all of them: PROTOCOL.md
+			// 8.6 puts a text/applyEdit's reply before any didChange
+			// built on the edit and any expressionUpdates of its run, so
+			// the call gets no early release (callorder.WithRelease).
 			c.out.hold()
-			reply := c.ses.handleDecoded(callorder.WithRelease(c.ctx, c.out.unhold), frame)
+			reply := c.ses.handleDecoded(c.ctx, frame)
 			c.out.release(reply)
 			// Backpressure: a client that does not read its replies is not
 			// served more until it does.

@@ -41,6 +41,10 @@ import (
 // and released right after the frame's reply, so a reply always precedes the
 // notifications its call caused (e.g. the state resend of a reconnect, or
 // the Pending updates of a push whose job starts before the call returns).
+// No call releases them early: PROTOCOL.md 8.6 puts the reply to a
+// text/applyEdit before any text/didChange built on that edit (another
+// client's edit, applied while this reply waited for the state log) and
+// before the expressionUpdates of the run it caused.
 type outbox struct {
 	limit int           // bytes; immutable
 	wake  chan struct{} // capacity 1: signalled when the queue gains messages
@@ -356,25 +360,6 @@ func (o *outbox) release(reply []byte) {
 		// bound starts now.
 		o.overSince = time.Now()
 	}
-	o.signal()
-}
-
-// unhold stops holding notifications back before the frame's reply is
-// ready (callorder.Release): those held so far are queued now, those to
-// come as they are pushed; release later queues only the reply.
-func (o *outbox) unhold() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.holding {
-		return
-	}
-	o.holding = false
-	if o.closed {
-		return
-	}
-	o.queue = append(o.queue, o.held...)
-	clear(o.held)
-	o.held = o.held[:0]
 	o.signal()
 }
 

@@ -193,35 +193,6 @@ func TestOutboxHoldPutsTheReplyFirst(t *testing.T) {
 	}
 }
 
-// callorder.Release (text/applyEdit, once its jobs are queued) lets the
-// call's notifications go before its reply, which still comes after them.
-func TestOutboxUnholdLetsNotificationsAheadOfTheReply(t *testing.T) {
-	t.Parallel()
-	o := newOutbox(1 << 20)
-	o.hold()
-	o.notify(protocol.NotifyOutput, output("A", "held"))
-	if got := drain(t, o); len(got) != 0 {
-		t.Fatalf("held notifications were sent: %v", got)
-	}
-	o.unhold()
-	o.notify(protocol.NotifyOutput, output("A", "after"))
-	if got := strings.Join(drain(t, o), " | "); got != "output:A:held | output:A:after" {
-		t.Fatalf("after unhold got %s", got)
-	}
-	o.unhold() // twice is harmless
-	o.release([]byte(`{"jsonrpc":"2.0","id":7,"result":null}`))
-	if got := strings.Join(drain(t, o), " | "); got != "reply:7" {
-		t.Fatalf("got %s, want the reply alone", got)
-	}
-	// The next frame holds again.
-	o.hold()
-	o.notify(protocol.NotifyOutput, output("A", "next"))
-	o.release([]byte(`{"jsonrpc":"2.0","id":8,"result":null}`))
-	if got := strings.Join(drain(t, o), " | "); got != "reply:8 | output:A:next" {
-		t.Fatalf("got %s", got)
-	}
-}
-
 func TestOutboxRepliesAreNeverDropped(t *testing.T) {
 	t.Parallel()
 	o := newOutbox(100)
