@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,15 +21,47 @@ import (
 //go:embed static
 var static embed.FS
 
-// contentSecurityPolicy allows the page's own scripts, styles and images
-// and connections to its own origin only ('self' covers ws:// to the same
-// host and port), and no framing: the page can edit the user's files, so
-// no other site may load it in a frame to click for the user. Images may
-// also be data: URLs: the PNGs and SVGs a statement displays (PROTOCOL.md
-// 7.2) arrive in mime bundles; HTML ones go into sandboxed srcdoc frames,
-// which inherit this policy (no script runs in them).
+// contentSecurityPolicy allows the page's own scripts, styles, fonts
+// (KaTeX's) and images and connections to its own origin only ('self'
+// covers ws:// to the same host and port), and no framing: the page can
+// edit the user's files, so no other site may load it in a frame to click
+// for the user. Images may also be data: URLs: the PNGs and SVGs a
+// statement displays (PROTOCOL.md 7.2) arrive in mime bundles. HTML ones go
+// into sandboxed frames of frame.html (frame-src 'self'), which has a
+// policy of its own (framePolicy).
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"font-src 'self'; frame-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// framePath is the page a rich HTML output is shown in. It is loaded in a
+// frame sandboxed without allow-same-origin (an origin of its own: nothing
+// in it can reach the page, its storage or the server's token), and its
+// policy lets the output look as it would in a notebook: its own <style>
+// elements and style attributes, data: images and fonts. Only the frame's
+// own inline script runs (named by its hash); the output's scripts do not.
+// Only this origin may frame it.
+const framePath = "/frame.html"
+
+// framePolicy returns frame.html's policy for the SHA-256 of its script.
+func framePolicy(scriptHash string) string {
+	return "default-src 'none'; script-src 'sha256-" + scriptHash + "'; style-src 'unsafe-inline'; img-src data:; font-src data:; " +
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+}
+
+// inlineScriptHash returns the base64 SHA-256 of the text of the first
+// <script> element of an HTML page ("" when it has none): what a policy
+// names to let that script, and no other, run.
+func inlineScriptHash(page []byte) string {
+	_, rest, ok := bytes.Cut(page, []byte("<script>"))
+	if !ok {
+		return ""
+	}
+	script, _, ok := bytes.Cut(rest, []byte("</script>"))
+	if !ok {
+		return ""
+	}
+	sum := sha256.Sum256(script)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
 
 // asset is one embedded file, ready to serve.
 type asset struct {
@@ -36,6 +69,8 @@ type asset struct {
 	body        []byte
 	contentType string
 	etag        string // strong ETag from the content
+	policy      string // its Content-Security-Policy
+	frameable   bool   // this origin may frame it (X-Frame-Options SAMEORIGIN)
 }
 
 var (
@@ -68,6 +103,11 @@ func loadAssets() (map[string]*asset, error) {
 				body:        body,
 				contentType: ctype,
 				etag:        `"` + hex.EncodeToString(sum[:12]) + `"`,
+				policy:      contentSecurityPolicy,
+			}
+			if urlPath == framePath {
+				assets[urlPath].policy = framePolicy(inlineScriptHash(body))
+				assets[urlPath].frameable = true
 			}
 			return nil
 		})
@@ -102,9 +142,13 @@ func Handler() http.Handler {
 		}
 		h := w.Header()
 		h.Set("Content-Type", a.contentType)
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("Content-Security-Policy", a.policy)
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
+		if a.frameable {
+			h.Set("X-Frame-Options", "SAMEORIGIN")
+		} else {
+			h.Set("X-Frame-Options", "DENY")
+		}
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("ETag", a.etag)

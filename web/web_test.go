@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"io"
 	"io/fs"
@@ -245,4 +247,42 @@ func TestBehindTheServer(t *testing.T) {
 		t.Fatalf("WebSocket from the page's origin %s: %v", origin, err)
 	}
 	c.Close()
+}
+
+// TestFramePolicy: the page rich HTML outputs are shown in has a policy of
+// its own that lets the output's styles apply (a DataFrame looks as in a
+// notebook) and runs only the frame's own script, named by its hash; only
+// this origin may frame it, and the page itself still forbids inline
+// styles and may frame only its own origin.
+func TestFramePolicy(t *testing.T) {
+	t.Parallel()
+	h := web.Handler()
+	res, body := get(t, h, "GET", "/frame.html", nil)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /frame.html: %d", res.StatusCode)
+	}
+	csp := res.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"style-src 'unsafe-inline'", "frame-ancestors 'self'", "default-src 'none'", "img-src data:"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("frame policy %q lacks %q", csp, want)
+		}
+	}
+	script := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindStringSubmatch(body)
+	if script == nil {
+		t.Fatal("frame.html has no inline script")
+	}
+	sum := sha256.Sum256([]byte(script[1]))
+	if want := "script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(csp, want) {
+		t.Errorf("frame policy %q does not name its script's hash (%s)", csp, want)
+	}
+	if strings.Contains(csp, "script-src 'unsafe") || strings.Contains(csp, "'self'; style") {
+		t.Errorf("frame policy %q lets other scripts run", csp)
+	}
+	if got := res.Header.Get("X-Frame-Options"); got != "SAMEORIGIN" {
+		t.Errorf("frame X-Frame-Options %q, want SAMEORIGIN", got)
+	}
+	page, _ := get(t, h, "GET", "/", nil)
+	if pcsp := page.Header.Get("Content-Security-Policy"); !strings.Contains(pcsp, "frame-src 'self'") || !strings.Contains(pcsp, "style-src 'self';") {
+		t.Errorf("page policy %q: want frame-src 'self' and no inline styles", pcsp)
+	}
 }

@@ -307,14 +307,18 @@ function onNotify(method, p) {
       if (p.contextId !== session.contextId) return;
       appendOutput(p.stream, p.text);
       if (p.expressionId) {
-        cellOf(p.expressionId).text(p.stream, p.text);
-        scheduleRender();
+        // The cell paints itself; only a new one needs a render (to get
+        // its place under the statement).
+        const c = cellOf(p.expressionId);
+        const was = c.empty;
+        c.text(p.stream, p.text);
+        if (was) scheduleRender();
       }
       break;
     case "executionContext/displayData":
       if (p.contextId !== session.contextId) return;
       if (p.expressionId) cellOf(p.expressionId).display(p.data);
-      else writeOutput((out) => out.append(bundleNode(p.data)));
+      else writeOutput(() => runOutput().display(p.data));
       scheduleRender();
       break;
     case "executionContext/visualizationUpdate":
@@ -360,7 +364,7 @@ function onUpdates(updates) {
     session.diagnostics = [];
     renderProblems();
     // The output pane holds the latest run only.
-    $("output").replaceChildren();
+    clearOutput();
     for (const [id, u] of session.updates) {
       if (u.payload.type === "Value" && !u.fromCache) session.updates.set(id, { ...u, fromCache: true });
     }
@@ -374,6 +378,7 @@ function onUpdates(updates) {
     session.updates.set(u.expressionId, { ...u, seq: ++session.seq, last, arrived: now });
     // It runs again: what it printed before is not its output any more.
     if (u.payload.type === "Pending" && (!u.payload.message || u.payload.message === "running")) session.cells.get(u.expressionId)?.clear();
+    else if (u.payload.type !== "Pending") session.cells.get(u.expressionId)?.settle();
   }
   scheduleRender();
 }
@@ -394,7 +399,8 @@ function settleUnreached(kind) {
 function cellOf(expressionId) {
   let c = session.cells.get(expressionId);
   if (!c) {
-    c = new Cell();
+    c = new Cell(label(expressionId).replace(/[^\w.-]+/g, "_"));
+    c.resized = () => editor.cellResized(c.box);
     session.cells.set(expressionId, c);
   }
   return c;
@@ -925,31 +931,38 @@ function showVizError(message) {
 
 // ---- output and problems -------------------------------------------------------
 
-const MAX_OUTPUT = 200_000; // characters kept in the output pane
+// The output pane: everything the run printed, as one Cell (its terminals
+// keep the last OUTPUT_KEEP lines of each stream in the DOM).
+const OUTPUT_KEEP = 1000;
+let runCell = null;
+
+function runOutput() {
+  if (!runCell) {
+    runCell = new Cell("run", OUTPUT_KEEP);
+    runCell.resized = () => {
+      const out = $("output");
+      if (out.dataset.pinned !== "false") out.scrollTop = out.scrollHeight;
+    };
+    $("output").replaceChildren(runCell.element());
+  }
+  return runCell;
+}
+
+function clearOutput() {
+  runCell = null;
+  $("output").replaceChildren();
+}
 
 // writeOutput changes the output pane with change(out), keeping it
-// scrolled to the end if it was there, and bounded.
+// scrolled to the end if it was there.
 function writeOutput(change) {
   const out = $("output");
-  const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
   change(out);
-  while (out.textContent.length > MAX_OUTPUT && out.firstElementChild) out.firstElementChild.remove();
-  if (atBottom) out.scrollTop = out.scrollHeight;
+  if (out.dataset.pinned !== "false") out.scrollTop = out.scrollHeight;
 }
 
 function appendOutput(stream, text) {
-  writeOutput((out) => {
-    const last = out.lastElementChild;
-    if (last && last.dataset.stream === stream) {
-      last.textContent += text;
-      return;
-    }
-    const s = document.createElement("span");
-    s.dataset.stream = stream;
-    s.className = stream;
-    s.textContent = text;
-    out.append(s);
-  });
+  runOutput().text(stream, text);
 }
 
 function renderProblems() {
@@ -1024,9 +1037,9 @@ function render() {
     const cells = [];
     for (const u of updates) {
       const c = session.cells.get(u.expressionId);
-      if (c && !c.empty && u.range) cells.push({ line: u.range.end.line, node: c.element() });
+      if (c && !c.empty && u.range) cells.push({ id: u.expressionId, line: u.range.end.line, node: c.element() });
     }
-    editor.showCells(cells);
+    editor.showCells(cells, settled());
   } else editor.clearCells();
   const module = editor.current ? moduleOf(editor.current.path) : null;
   editor.showRunMarks((name) => {
@@ -1347,7 +1360,12 @@ window.addEventListener("beforeunload", (ev) => {
   }
 });
 $("reconnect").addEventListener("click", () => rpc.reconnectNow());
-$("clear-output").addEventListener("click", () => $("output").replaceChildren());
+$("clear-output").addEventListener("click", () => clearOutput());
+// The pane follows new output while it is scrolled to the end.
+$("output").addEventListener("scroll", () => {
+  const out = $("output");
+  out.dataset.pinned = String(out.scrollTop + out.clientHeight >= out.scrollHeight - 8);
+});
 $("viz-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   attachViz($("viz-expr").value, $("viz-code").value.trim());

@@ -29,6 +29,10 @@ import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
 import { state } from "./values.js";
 
+// BIG_FILE: from this many lines on, CodeMirror renders only the lines
+// near the view.
+const BIG_FILE = 2000;
+
 // DEFAULT_RUN_DELAY is how long typing must pause before it runs (ms).
 export const DEFAULT_RUN_DELAY = 250;
 
@@ -46,7 +50,7 @@ export class Editor {
     this.buffers = new Map(); // path -> Buffer
     this.current = null; // the Buffer shown
     this.annotations = []; // {bookmark, lineHandle} on the current doc
-    this.cellWidgets = []; // line widgets of statements' output (showCells)
+    this.cellWidgets = new Map(); // ExpressionId -> {widget, node, height}: statements' output (showCells)
     this.runMarks = []; // line handles with a ▶ (showRunMarks)
     this.errorMarks = []; // line handles marked with a compile error
     // runDelay: ms without typing before the typed edits run (the page's
@@ -61,6 +65,11 @@ export class Editor {
       indentUnit: 4,
       tabSize: 4,
       readOnly: "nocursor",
+      matchBrackets: true,
+      // Every line is rendered while files are small: an output under a
+      // line is then never taken out of the DOM by scrolling (a frame
+      // would reload). Big files keep CodeMirror's window (show()).
+      viewportMargin: Infinity,
       gutters: ["ripple-run", "CodeMirror-linenumbers", "ripple-gutter"],
       // A lone or trailing "\r" is part of the text the server has; it
       // should not show as a special character.
@@ -72,6 +81,12 @@ export class Editor {
         "Shift-Tab": (cm) => cm.execCommand("indentLess"),
         "Ctrl-Enter": (cm) => this.runHere(cm),
         "Cmd-Enter": (cm) => this.runHere(cm),
+        "Ctrl-/": (cm) => cm.toggleComment({ indent: true }),
+        "Cmd-/": (cm) => cm.toggleComment({ indent: true }),
+        "Ctrl-H": "replace",
+        "Ctrl-Space": (cm) => this.complete(cm),
+        "Ctrl-I": (cm) => this.inspect(cm),
+        "Cmd-I": (cm) => this.inspect(cm),
       },
     });
     this.cm.on("changes", () => this.localChange());
@@ -105,6 +120,7 @@ export class Editor {
     this.clearCells();
     this.current = buf;
     this.cm.swapDoc(buf.doc);
+    this.cm.setOption("viewportMargin", buf.doc.lineCount() < BIG_FILE ? Infinity : 10);
     this.setWritable(this.rpc.connected);
   }
 
@@ -194,24 +210,49 @@ export class Editor {
     this.events.runHere(cm.getCursor().line);
   }
 
-  // showCells puts each statement's output under its last line:
-  // cells is [{line, node}] on the shown buffer.
-  showCells(cells) {
-    this.clearCells();
+  // showCells puts each statement's output under its last line: cells is
+  // [{id, line, node}] on the shown buffer. A cell already shown keeps its
+  // widget (its node, an HTML output's frame included, is never taken out
+  // of the DOM) unless its statement moved; while the ranges are of an
+  // older text (settled false: edits wait for their run) a shown cell stays
+  // where CodeMirror keeps it, on its line as lines are typed around it.
+  showCells(cells, settled = true) {
     const doc = this.cm.getDoc();
+    const want = new Map(cells.filter((c) => c.line >= 0 && c.line < doc.lineCount()).map((c) => [c.id, c]));
     this.cm.operation(() => {
-      for (const { line, node } of cells) {
-        if (line < 0 || line >= doc.lineCount()) continue;
-        this.cellWidgets.push(doc.addLineWidget(line, node, { coverGutter: false, noHScroll: true }));
+      for (const [id, w] of this.cellWidgets) {
+        const c = want.get(id);
+        const at = w.widget.line ? doc.getLineNumber(w.widget.line) : null;
+        if (c && c.node === w.node && at !== null && (at === c.line || !settled)) continue;
+        w.widget.clear();
+        this.cellWidgets.delete(id);
+      }
+      for (const [id, c] of want) {
+        if (this.cellWidgets.has(id)) continue;
+        const widget = doc.addLineWidget(c.line, c.node, { coverGutter: false, noHScroll: true });
+        this.cellWidgets.set(id, { widget, node: c.node });
       }
     });
   }
 
+  // cellResized tells CodeMirror that a cell's height may have changed (at
+  // most once per frame: the terminal paints once per frame).
+  cellResized(node) {
+    for (const w of this.cellWidgets.values()) {
+      if (w.node !== node) continue;
+      const h = node.offsetHeight;
+      if (h !== w.height) {
+        w.height = h;
+        w.widget.changed();
+      }
+    }
+  }
+
   clearCells() {
     this.cm.operation(() => {
-      for (const w of this.cellWidgets) w.clear();
+      for (const w of this.cellWidgets.values()) w.widget.clear();
     });
-    this.cellWidgets = [];
+    this.cellWidgets.clear();
   }
 
   // showRunMarks puts a ▶ in the gutter of every top-level def of the
@@ -366,7 +407,11 @@ export class Editor {
   }
 
   // showAnnotations puts one annotation per update beside the statement's
-  // first line, in a column right of the longest of those lines.
+  // first line, in a column right of the longest of those lines but never
+  // further right than the editor's visible width allows (VALUE_ROOM
+  // characters are kept for the value): the values follow the window, not
+  // the longest line. A line that reaches past the column has its value
+  // under it, in the column.
   showAnnotations(updates) {
     this.clearAnnotations();
     const doc = this.cm.getDoc();
@@ -380,22 +425,42 @@ export class Editor {
     if (placed.length === 0) return;
     const tab = this.cm.getOption("tabSize");
     const width = (line) => this.displayWidth(doc.getLine(line), tab);
-    const column = Math.max(36, ...placed.map((p) => width(p.line) + 3));
     // In pixels of the editor's font: the annotation's own font is smaller.
     const charWidth = this.cm.defaultCharWidth();
+    const column = valueColumn(placed.map((p) => width(p.line)), this.visibleColumns(charWidth));
     this.cm.operation(() => {
       for (const { u, line } of placed) {
         const el = document.createElement("span");
         el.className = "ripple-annotation";
-        el.style.marginLeft = `${(column - width(line)) * charWidth}px`;
         this.events.annotation(u, el);
         const text = doc.getLine(line);
-        const bookmark = doc.setBookmark({ line, ch: text.length }, { widget: el, insertLeft: true });
+        const w = width(line);
+        let bookmark = null;
+        let below = null;
+        if (w + 2 <= column) {
+          el.style.marginLeft = `${(column - w) * charWidth}px`;
+          bookmark = doc.setBookmark({ line, ch: text.length }, { widget: el, insertLeft: true });
+        } else {
+          const row = document.createElement("div");
+          row.className = "ripple-annotation-below";
+          row.style.paddingLeft = `${column * charWidth + 4}px`;
+          row.append(el);
+          below = doc.addLineWidget(line, row, { coverGutter: false, noHScroll: true, insertAt: 0 });
+        }
         const cls = lineClass(u);
         const handle = cls ? doc.addLineClass(line, "background", cls) : null;
-        this.annotations.push({ bookmark, handle, cls });
+        this.annotations.push({ bookmark, below, handle, cls });
       }
     });
+  }
+
+  // visibleColumns is how many characters of the editor's font fit in its
+  // text area as shown now.
+  visibleColumns(charWidth) {
+    const info = this.cm.getScrollInfo();
+    const gutters = this.cm.getGutterElement().offsetWidth;
+    const px = info.clientWidth - gutters - 12;
+    return Math.max(0, Math.floor(px / charWidth));
   }
 
   // lineText returns a line of the shown buffer, or null past its end.
@@ -408,7 +473,8 @@ export class Editor {
     const doc = this.cm.getDoc();
     this.cm.operation(() => {
       for (const a of this.annotations) {
-        a.bookmark.clear();
+        if (a.bookmark) a.bookmark.clear();
+        if (a.below) a.below.clear();
         if (a.handle) doc.removeLineClass(a.handle, "background", a.cls);
       }
     });
@@ -456,6 +522,20 @@ export class Editor {
   refresh() {
     this.cm.refresh();
   }
+}
+
+// VALUE_ROOM is how many characters the value column keeps at the right
+// edge for a value (its preview is at most 30, its type and time follow).
+export const VALUE_ROOM = 46;
+
+// valueColumn returns the column of the values: right of the longest of
+// the lines (widths, in characters) by 3, at least 36, but no further
+// right than visible - VALUE_ROOM (at least 12), so the values are in
+// view whatever the longest line.
+export function valueColumn(widths, visible) {
+  const want = Math.max(36, ...widths.map((w) => w + 3));
+  const most = Math.max(12, visible - VALUE_ROOM);
+  return Math.min(want, most);
 }
 
 function lineClass(u) {
