@@ -79,7 +79,9 @@ class Kernel:
         self.output = Output(self.state)
         self.group = ProcessGroup(self.state, self.log)
         self.user_ns: Dict[str, object] = {}  # globals of the user's __main__ (become_script)
-        self.methods: Dict[str, Handler] = {"ping": _ping, "eval": self._eval, "shutdown": self._shutdown}
+        self.methods: Dict[str, Handler] = {"ping": _ping, "eval": self._eval, "shutdown": self._shutdown,
+                                            "complete": self._completion("complete"),
+                                            "inspect": self._completion("inspect")}
         # The names the engine added to methods (load_engine); a kernel that
         # runs pytest drops them.
         self.engine_methods: List[str] = []
@@ -377,6 +379,27 @@ class Kernel:
         with self._region:
             text = self.evaluator.repr(eval(co, self.user_ns))
         return {"repr": text}
+
+    def _completion(self, method: str) -> Handler:
+        """complete or inspect (complete.py, imported on the first call: it
+        imports inspect, which a kernel's start does not pay for)."""
+
+        def handler(params: WireObject) -> object:
+            from . import complete
+
+            return complete.methods(self._namespaces)[method](params)
+
+        return handler
+
+    def _namespaces(self, context_id: Optional[str]) -> Optional[Tuple[Dict[str, object], Dict[str, object]]]:
+        """(locals, globals) completion looks in: a context's top frame
+        (engine.context_namespaces), else __main__; None: no such context."""
+        if context_id is None:
+            return self.user_ns, self.user_ns
+        if self.engine is None:
+            return None
+        found: Optional[Tuple[Dict[str, object], Dict[str, object]]] = self.engine.context_namespaces(context_id)
+        return found
 
     def _shutdown(self, params: WireObject) -> WireObject:
         self.state.terminating = True
