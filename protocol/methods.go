@@ -193,6 +193,10 @@ var methods = []Method{
 		func(ctx context.Context, h Handler, c string, p *ExecuteExpressionParams) error {
 			return h.ExecuteExpression(ctx, c, *p)
 		}),
+	// Completion and inspection (complete.go), for a Handler that is a
+	// Completer.
+	completeMethod(),
+	inspectMethod(),
 }
 
 // paramsPointer is *P, a params type.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -103,6 +104,14 @@ func (r *recorder) ExecuteExpression(_ context.Context, c string, p ExecuteExpre
 	r.rec("ExecuteExpression", c, p)
 	return nil
 }
+func (r *recorder) CompleteAt(_ context.Context, c string, p CompleteParams) (CompleteResult, error) {
+	r.rec("CompleteAt", c, p)
+	return CompleteResult{}, nil
+}
+func (r *recorder) InspectAt(_ context.Context, c string, p InspectParams) (InspectResult, error) {
+	r.rec("InspectAt", c, p)
+	return InspectResult{}, nil
+}
 
 // TestMethodsCallTheirHandlerMethod checks every entry of the method table:
 // who handles it, the Handler method its Call reaches with the decoded
@@ -149,6 +158,8 @@ func TestMethodsCallTheirHandlerMethod(t *testing.T) {
 		{MethodModifyVisualization, HandledInOrder, `{` + vis + `,` + config + `}`, "ModifyVisualization", nil},
 		{MethodDetachVisualization, HandledInOrder, `{"executionContextId":"` + string(ctxA) + `",` + vis + `,"expressionId":"m:f/x"}`, "DetachVisualization", nil},
 		{MethodExecuteExpression, HandledInOrder, `{"executionContextId":"` + string(ctxA) + `",` + vis + `,"expressionId":"m:f/x","expression":"x"}`, "ExecuteExpression", nil},
+		{MethodComplete, HandledAsync, `{"contextId":"` + string(ctxA) + `","code":"df[","cursor":3}`, "CompleteAt", nil},
+		{MethodInspect, HandledAsync, `{"code":"len","cursor":3,"detailLevel":1}`, "InspectAt", nil},
 	}
 	all := Methods()
 	if len(all) != len(tests) {
@@ -223,3 +234,40 @@ func TestMethodsAreACopy(t *testing.T) {
 		t.Error("changing Methods()' result changed the next one")
 	}
 }
+
+// Completion params that cannot be answered are refused naming the field;
+// a Handler that is not a Completer answers MethodNotFound.
+func TestCompleteParams(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ method, params, field string }{
+		{MethodComplete, `{"code":"ab","cursor":3}`, "cursor"},
+		{MethodComplete, `{"code":"😀","cursor":2}`, "cursor"},
+		{MethodComplete, `{"code":"ab","cursor":-1}`, "cursor"},
+		{MethodComplete, `{"cursor":0}`, "code"},
+		{MethodInspect, `{"code":"ab","cursor":1,"detailLevel":2}`, "detailLevel"},
+	} {
+		p, _ := NewParams(tt.method)
+		err := DecodeParams(json.RawMessage(tt.params), p)
+		if err == nil {
+			m, _ := LookupMethod(tt.method)
+			var r recorder
+			_, err = m.Call(context.Background(), &r, "c", p)
+			if r.called != "" {
+				t.Errorf("%s %s reached the handler", tt.method, tt.params)
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%s %s: %v, want an error naming %s", tt.method, tt.params, err, tt.field)
+		}
+	}
+	p, _ := NewParams(MethodComplete)
+	if err := DecodeParams(json.RawMessage(`{"code":"😀x","cursor":2}`), p); err != nil {
+		t.Errorf("a cursor in code points after an emoji: %v", err)
+	}
+	m, _ := LookupMethod(MethodComplete)
+	if _, err := m.Call(context.Background(), stackless{}, "c", p); !errors.Is(err, &Error{Code: CodeMethodNotFound}) {
+		t.Errorf("a Handler without completion: %v, want MethodNotFound", err)
+	}
+}
+
+type stackless struct{ Handler }

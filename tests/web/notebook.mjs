@@ -104,8 +104,10 @@ async function steps(page) {
   await page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/df"] .ann-main').click();
   await waitFor(page, "a table in a sandboxed iframe", () => {
     const f = document.querySelector("#viz-view iframe.cell-html");
-    return !!f && f.getAttribute("sandbox") === "" && f.srcdoc.includes("<table") && f.srcdoc.includes("pear");
+    return !!f && f.getAttribute("sandbox") === "allow-scripts" && f.dataset.loads === "1";
   });
+  const vizFrame = await (await page.$("#viz-view iframe.cell-html")).contentFrame();
+  await vizFrame.waitForFunction(() => !!document.querySelector("table") && document.body.textContent.includes("pear"), null, { timeout: STEP_TIMEOUT });
 
   log("a click right of a line's end puts the cursor on that line");
   // A short line, and one whose value runs past the editor's right edge.

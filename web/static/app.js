@@ -86,6 +86,7 @@ const session = {
   stack: store.get("stack", []),
   entry: store.get("entry", ""),
   connectedOnce: false,
+  downSince: null, // when the connection was lost (null while connected)
   modules: [],
   modulePaths: new Map(), // module -> path of its file
   updates: new Map(), // ExpressionId -> latest update of the frame, with seq
@@ -135,6 +136,8 @@ const editor = new Editor($("editor"), rpc, {
   typed: (buf) => scheduleAutosave(buf),
   save: () => save(),
   runHere: (line) => runLine(line),
+  complete: (code, cursor) => rpc.call("executionContext/complete", { contextId: session.contextId, code, cursor }),
+  inspect: (code, cursor) => rpc.call("executionContext/inspect", { contextId: session.contextId, code, cursor, detailLevel: 0 }),
   annotation: (u, el) =>
     fillAnnotation(
       u,
@@ -160,8 +163,12 @@ function onConnState(name, info) {
     case "open":
       $("conn-text").textContent = "connected";
       hideBanner("conn");
+      hideBanner("gone");
+      session.downSince = null;
       break;
     case "reconnecting": {
+      session.downSince ??= Date.now();
+      if (Date.now() - session.downSince >= GONE_AFTER) showGone();
       const wait = info.delay ? ` in ${Math.round(info.delay / 100) / 10} s` : "";
       $("conn-text").textContent = `disconnected · retrying${wait}`;
       showBanner("conn", "warn", "Disconnected from ripple. Reconnecting with the same client id; edits are paused until then.");
@@ -169,6 +176,33 @@ function onConnState(name, info) {
       break;
     }
   }
+}
+
+// GONE_AFTER: a server not reachable for this long is taken for gone (it
+// stopped, or was started again elsewhere); the page says so and where the
+// unsaved text is, and keeps trying.
+const GONE_AFTER = 20_000;
+
+// showGone says that the server is gone and offers each buffer's unsaved
+// text as a download (it is also in this tab and in localStorage).
+function showGone() {
+  const dirty = [...editor.buffers.values()].filter((b) => b.dirty);
+  const since = new Date(session.downSince).toLocaleTimeString();
+  const where = dirty.length
+    ? ` Unsaved text of ${dirty.map((b) => b.path).join(", ")} is kept in this tab and in this browser's storage; download it, or start ripple serve on ${location.host} again and this page saves it.`
+    : " Nothing typed here is unsaved.";
+  showBanner("gone", "error", `The ripple server at ${location.host} has not answered since ${since}: it stopped or was started elsewhere (open the URL it printed).${where}`,
+    dirty.map((b) => [`Download ${b.path.split("/").pop()}`, async () => download(b.path.split("/").pop(), b.doc.getValue())]));
+}
+
+function download(name, text) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
 }
 
 // probe tells a refused token or origin from a server that is gone: the
@@ -597,33 +631,64 @@ async function openFile(path) {
   render();
 }
 
-async function save(auto = false) {
-  const cur = editor.current;
-  if (!cur) return;
-  const path = cur.path;
+async function save(auto = false, buf = editor.current) {
+  if (!buf) return;
+  const path = buf.path;
+  clearTimeout(buf.autosaveTimer);
   session.saving.set(path, "saving");
   renderFileState();
   try {
-    const buf = await editor.save();
+    await editor.save(buf);
     session.saving.delete(path);
-    if (buf && !auto) toast("info", `Saved ${buf.path}`);
+    if (!buf.dirty) forgetUnsaved(buf);
+    if (!auto) toast("info", `Saved ${buf.path}`);
   } catch (e) {
     session.saving.set(path, "failed");
-    toast("error", `Save failed: ${e.message}`);
+    if (auto && /being merged/.test(e.message)) scheduleAutosave(buf);
+    else toast("error", `Save failed: ${e.message}`);
   }
   renderFileState();
 }
 
-// Autosave: a buffer is saved 1 s after the last keystroke (the toggle in
-// the file bar turns it off; the choice is remembered).
-let autosaveTimer = null;
+// Autosave: each buffer is saved 1 s after its last keystroke, whichever
+// file is shown by then (the toggle in the file bar turns it off; the
+// choice is remembered). Until then its text is also kept in this
+// browser (keepUnsaved), so a server that is gone for good loses none.
+const AUTOSAVE_DELAY = 1000;
 function scheduleAutosave(buf) {
-  clearTimeout(autosaveTimer);
+  clearTimeout(buf.autosaveTimer);
+  keepUnsaved(buf);
   renderFileState();
   if (!session.autosave) return;
-  autosaveTimer = setTimeout(() => {
-    if (editor.current === buf && buf.dirty) save(true);
-  }, 1000);
+  buf.autosaveTimer = setTimeout(() => {
+    if (buf.dirty && editor.buffers.get(buf.path) === buf) save(true, buf);
+  }, AUTOSAVE_DELAY);
+}
+
+// keepUnsaved keeps a dirty buffer's text in localStorage (at most every
+// 300 ms per buffer), keyed by the project and path; forgetUnsaved drops it
+// once saved.
+function unsavedKey(path) {
+  return `ripple.unsaved.${$("project").textContent}:${path}`;
+}
+function keepUnsaved(buf) {
+  if (buf.keepTimer) return;
+  buf.keepTimer = setTimeout(() => {
+    buf.keepTimer = null;
+    try {
+      if (buf.dirty) localStorage.setItem(unsavedKey(buf.path), JSON.stringify({ text: buf.doc.getValue(), at: Date.now() }));
+      else localStorage.removeItem(unsavedKey(buf.path));
+    } catch (e) {
+      // storage full or denied: the server still has the buffer
+    }
+  }, 300);
+}
+function forgetUnsaved(buf) {
+  try {
+    localStorage.removeItem(unsavedKey(buf.path));
+  } catch (e) {
+    // nothing kept
+  }
 }
 
 // replaceChanged makes doc's text `text` by replacing only the span that
@@ -658,9 +723,13 @@ function offerRecovered() {
   showBanner(`recovered:${buf.path}`, "info",
     `${buf.path} has unsaved changes from ${new Date(r.savedAt).toLocaleString()} that ripple kept when it stopped.`, [
       ["Restore", async () => {
+        // Taken once: the offer goes, and so does the kept copy, so a
+        // later page never offers (and reverts to) it again.
+        buf.recovered = null;
+        hideBanner(`recovered:${buf.path}`);
         await editor.open(buf.path);
         replaceChanged(buf.doc, r.content);
-        hideBanner(`recovered:${buf.path}`);
+        await rpc.call("file/delete", { path: r.path }).catch(() => {});
       }],
       ["Discard", async () => {
         await call("file/delete", { path: r.path }, "Discard");

@@ -20,11 +20,19 @@
 // "new") are never run.
 //
 // Conflicts: another client's edit that reaches the server before one of
-// ours makes ours fail with 3003 InvalidVersion. The page then reloads the
-// buffer from the server (text/openFile) and drops its own edits that did
-// not land, saying so: the server's buffer is the one all clients share.
+// ours makes ours fail with 3003 InvalidVersion. The server's causal order
+// (PROTOCOL.md 8.6: the reply to our edit comes before any didChange built
+// on it) tells the page which: a didChange on the server text the page
+// knows, while edits of its own are in flight, came first, so those edits
+// will fail. The page merges (text.js rebase) the other edit into what the
+// user sees, lets its own in-flight edits fail quietly ("rebasing"), and
+// then sends what the user typed again as one edit on the merged server
+// text: both clients' keystrokes are kept, as in a collaborative editor.
+// Anything else unexpected (an edit refused for another reason, a
+// didChange the page cannot place) reloads the buffer from the server
+// (text/openFile), saying so.
 
-import { applyEdits, diff, lineSeparator, utf16Column } from "./text.js";
+import { applyEdits, diff, lineSeparator, rebase, utf16Column } from "./text.js";
 import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
 import { state } from "./values.js";
@@ -49,7 +57,7 @@ export class Editor {
     this.events = events;
     this.buffers = new Map(); // path -> Buffer
     this.current = null; // the Buffer shown
-    this.annotations = []; // {bookmark, lineHandle} on the current doc
+    this.annotations = []; // {id, host, bookmark | below, handle, cls} on the current doc (showAnnotations)
     this.cellWidgets = new Map(); // ExpressionId -> {widget, node, height}: statements' output (showCells)
     this.runMarks = []; // line handles with a ▶ (showRunMarks)
     this.errorMarks = []; // line handles marked with a compile error
@@ -90,6 +98,14 @@ export class Editor {
       },
     });
     this.cm.on("changes", () => this.localChange());
+    // Completion opens by itself after "." and inside ["…", as a notebook's
+    // does; Ctrl-Space asks anywhere.
+    this.cm.on("inputRead", (cm, change) => {
+      const typed = change.text.join("");
+      if (change.origin !== "+input" || !/^[.\["']$/.test(typed)) return;
+      const line = cm.getLine(change.from.line).slice(0, change.from.ch + 1);
+      if (typed === "." ? /[\w)\]]\.$/.test(line) : /\w\[["']?$/.test(line)) this.complete(cm);
+    });
   }
 
   // setWritable makes the editor editable (connected) or not.
@@ -109,6 +125,9 @@ export class Editor {
       buf.recovered = res.recovered || null;
       this.buffers.set(path, buf);
       await buf.readDisk(this.rpc);
+      // A buffer another page left unsaved on the server is saved like
+      // one typed here (autosave), unless it is only a recovery offer.
+      if (buf.dirty && this.events.typed) this.events.typed(buf);
     }
     this.show(buf);
     return buf;
@@ -155,6 +174,12 @@ export class Editor {
   localChange() {
     const buf = this.current;
     if (!buf || buf.applyingRemote) return;
+    if (buf.rebasing) {
+      // Sent once the edits in flight have failed (settleRebase).
+      buf.unrun = true;
+      if (this.events.typed) this.events.typed(buf);
+      return;
+    }
     if (this.sendDiff(buf, buf.doc.getValue())) this.scheduleRun(buf);
     if (this.events.typed) this.events.typed(buf);
   }
@@ -194,7 +219,7 @@ export class Editor {
   // a conflict is handled the same way.
   sendRun(buf) {
     buf.unrun = false;
-    if (!this.rpc.connected) {
+    if (!this.rpc.connected || buf.rebasing) {
       buf.unrun = true; // reopen() runs it after the reconnect
       return;
     }
@@ -202,6 +227,78 @@ export class Editor {
       edit: { path: buf.path, edits: [], oldVersion: buf.sentVersion, newVersion: buf.sentVersion },
       execute: true,
     });
+  }
+
+  // complete shows completions from the running kernel at the cursor
+  // (executionContext/complete through events.complete): the live
+  // namespace of the frame shown, so a DataFrame's columns complete in
+  // df[". Offsets are code points both ways.
+  async complete(cm) {
+    if (!this.current || !this.events.complete) return;
+    const doc = cm.getDoc();
+    const text = doc.getValue();
+    const at = doc.indexFromPos(doc.getCursor());
+    let res;
+    try {
+      res = await this.events.complete(text, codePoints(text, at));
+    } catch (e) {
+      this.events.notice("warn", `Completion: ${e.message}`);
+      return;
+    }
+    if (!res || !res.matches || res.matches.length === 0 || doc.getValue() !== text) return;
+    const from = doc.posFromIndex(utf16Index(text, res.cursorStart));
+    const to = doc.posFromIndex(utf16Index(text, res.cursorEnd));
+    cm.showHint({
+      completeSingle: false,
+      hint: () => ({
+        from,
+        to,
+        list: res.matches.map((m) => ({
+          text: m.text,
+          displayText: `${m.text}${m.signature ? "  " + m.signature : ""}`,
+          className: `ripple-hint ripple-hint-${m.type}`,
+        })),
+      }),
+    });
+  }
+
+  // inspect shows what the name under the cursor is (signature and
+  // docstring from the kernel), in a box under the cursor.
+  async inspect(cm) {
+    if (!this.current || !this.events.inspect) return;
+    const doc = cm.getDoc();
+    const text = doc.getValue();
+    const pos = doc.getCursor();
+    let res;
+    try {
+      res = await this.events.inspect(text, codePoints(text, doc.indexFromPos(pos)));
+    } catch (e) {
+      this.events.notice("warn", `Docs: ${e.message}`);
+      return;
+    }
+    this.showDoc(cm, pos, res && res.found ? res.text : "Nothing known here.");
+  }
+
+  // showDoc puts text in a box under pos until the next key or click.
+  showDoc(cm, pos, text) {
+    this.hideDoc();
+    const box = document.createElement("div");
+    box.className = "ripple-doc";
+    box.textContent = text;
+    cm.addWidget(pos, box, true);
+    this.docBox = box;
+    const hide = () => {
+      this.hideDoc();
+      cm.off("cursorActivity", hide);
+      cm.off("blur", hide);
+    };
+    cm.on("cursorActivity", hide);
+    cm.on("blur", hide);
+  }
+
+  hideDoc() {
+    if (this.docBox) this.docBox.remove();
+    this.docBox = null;
   }
 
   // runHere asks the page to run the statement under the cursor.
@@ -290,6 +387,7 @@ export class Editor {
     buf.sent = text;
     buf.sentVersion = newVersion;
     this.call(buf, "text/applyEdit", { edit: { path: buf.path, edits: [edit], oldVersion, newVersion }, execute: false }, () => {
+      if (buf.rebasing) return; // cannot have landed (see the file's doc): resent after
       buf.server = text;
       buf.serverVersion = newVersion;
     });
@@ -304,12 +402,15 @@ export class Editor {
     this.rpc
       .call(method, params)
       .then(ok, (err) => {
-        // An edit refused after one that failed says nothing new.
-        buf.failed = buf.failed || err;
+        // An edit refused after one that failed says nothing new; one
+        // refused because another client's edit came first is expected
+        // while rebasing.
+        if (!buf.rebasing || err.code === DISCONNECTED) buf.failed = buf.failed || err;
       })
       .finally(() => {
         buf.inflight--;
-        if (buf.inflight === 0 && (buf.failed || buf.stale)) this.resync(buf);
+        if (buf.inflight === 0 && buf.rebasing) this.settleRebase(buf);
+        else if (buf.inflight === 0 && (buf.failed || buf.stale)) this.resync(buf);
         this.events.changed(buf);
       });
   }
@@ -374,19 +475,39 @@ export class Editor {
         this.markStale(buf);
         continue;
       }
-      buf.server = text;
-      buf.serverVersion = fe.newVersion;
-      if (buf.inflight > 0) {
-        // Our edits in flight were based on the old text: they fail, and
-        // resync follows their replies.
-        buf.stale = true;
+      if (buf.inflight > 0 || buf.rebasing) {
+        // Another client's edit came before ours in flight (8.6: had ours
+        // landed first, its reply would be here already): merge it into
+        // what the user sees; ours fail and are sent again, merged.
+        const merged = rebase(buf.server, fe.edits, buf.doc.getValue());
+        buf.server = text;
+        buf.serverVersion = fe.newVersion;
+        buf.rebasing = true;
+        buf.applySplices(merged.splices);
+        this.events.changed(buf);
         continue;
       }
+      buf.server = text;
+      buf.serverVersion = fe.newVersion;
       buf.sent = text;
       buf.sentVersion = fe.newVersion;
       buf.setDocText(text);
       this.events.changed(buf);
     }
+  }
+
+  // settleRebase ends a rebase once the page's own edits that the other
+  // client's came before have all failed: what the user sees goes to the
+  // server as one edit on its text, and runs.
+  settleRebase(buf) {
+    buf.rebasing = false;
+    if (buf.failed) {
+      this.resync(buf);
+      return;
+    }
+    buf.sent = buf.server;
+    buf.sentVersion = buf.serverVersion;
+    if (this.sendDiff(buf, buf.doc.getValue()) || buf.unrun) this.scheduleRun(buf);
   }
 
   markStale(buf) {
@@ -396,9 +517,9 @@ export class Editor {
 
   // save writes the shown buffer (text/save). Edits still in flight go
   // first: the server answers in order.
-  async save() {
-    const buf = this.current;
+  async save(buf = this.current) {
     if (!buf) return null;
+    if (buf.rebasing) throw new Error("another client's edit is being merged; saving in a moment");
     const ver = buf.sentVersion;
     await this.rpc.call("text/save", { path: buf.path, currentVersion: ver });
     buf.diskVersion = ver;
@@ -412,8 +533,12 @@ export class Editor {
   // characters are kept for the value): the values follow the window, not
   // the longest line. A line that reaches past the column has its value
   // under it, in the column.
+  //
+  // An annotation already shown on the same line keeps its widget and only
+  // its content is replaced: CodeMirror rebuilds a line whose widget is
+  // added or cleared, and with it the outputs under that line (an HTML
+  // output's frame would load again at every render).
   showAnnotations(updates) {
-    this.clearAnnotations();
     const doc = this.cm.getDoc();
     const placed = [];
     for (const u of updates) {
@@ -422,36 +547,70 @@ export class Editor {
       if (line < 0 || line >= doc.lineCount()) continue;
       placed.push({ u, line });
     }
-    if (placed.length === 0) return;
     const tab = this.cm.getOption("tabSize");
     const width = (line) => this.displayWidth(doc.getLine(line), tab);
     // In pixels of the editor's font: the annotation's own font is smaller.
     const charWidth = this.cm.defaultCharWidth();
     const column = valueColumn(placed.map((p) => width(p.line)), this.visibleColumns(charWidth));
+    const old = new Map(this.annotations.map((a) => [a.id, a]));
+    const next = [];
     this.cm.operation(() => {
       for (const { u, line } of placed) {
         const el = document.createElement("span");
         el.className = "ripple-annotation";
         this.events.annotation(u, el);
-        const text = doc.getLine(line);
         const w = width(line);
-        let bookmark = null;
-        let below = null;
-        if (w + 2 <= column) {
-          el.style.marginLeft = `${(column - w) * charWidth}px`;
-          bookmark = doc.setBookmark({ line, ch: text.length }, { widget: el, insertLeft: true });
-        } else {
-          const row = document.createElement("div");
-          row.className = "ripple-annotation-below";
-          row.style.paddingLeft = `${column * charWidth + 4}px`;
-          row.append(el);
-          below = doc.addLineWidget(line, row, { coverGutter: false, noHScroll: true, insertAt: 0 });
+        const inline = w + 2 <= column;
+        let a = old.get(u.expressionId);
+        old.delete(u.expressionId);
+        if (a && (a.inline !== inline || a.lineNo() !== line)) {
+          this.clearAnnotation(a);
+          a = null;
         }
+        if (!a) a = this.addAnnotation(u.expressionId, line, inline);
+        a.host.replaceChildren(el);
+        if (inline) a.host.style.marginLeft = `${(column - w) * charWidth}px`;
+        else a.host.style.paddingLeft = `${column * charWidth + 4}px`;
         const cls = lineClass(u);
-        const handle = cls ? doc.addLineClass(line, "background", cls) : null;
-        this.annotations.push({ bookmark, below, handle, cls });
+        if (cls !== a.cls) {
+          if (a.cls) doc.removeLineClass(a.handle, "background", a.cls);
+          if (cls) doc.addLineClass(a.handle, "background", cls);
+          a.cls = cls;
+        }
+        next.push(a);
       }
+      for (const a of old.values()) this.clearAnnotation(a);
     });
+    this.annotations = next;
+  }
+
+  // addAnnotation makes the widget an annotation lives in: a bookmark at
+  // the line's end, or (not inline) a line widget under the line.
+  addAnnotation(id, line, inline) {
+    const doc = this.cm.getDoc();
+    const host = document.createElement(inline ? "span" : "div");
+    host.className = inline ? "ripple-annotation-host" : "ripple-annotation-below";
+    const handle = doc.getLineHandle(line);
+    const a = { id, host, inline, handle, cls: null, bookmark: null, below: null };
+    if (inline) a.bookmark = doc.setBookmark({ line, ch: doc.getLine(line).length }, { widget: host, insertLeft: true });
+    else a.below = doc.addLineWidget(line, host, { coverGutter: false, noHScroll: true, insertAt: 0 });
+    // The line it is on now (edits move it), or -1 once its line is gone.
+    a.lineNo = () => {
+      if (a.bookmark) {
+        const at = a.bookmark.find();
+        return at && at.ch === doc.getLine(at.line).length ? at.line : -1;
+      }
+      const n = doc.getLineNumber(a.handle);
+      return n === null ? -1 : n;
+    };
+    return a;
+  }
+
+  clearAnnotation(a) {
+    const doc = this.cm.getDoc();
+    if (a.bookmark) a.bookmark.clear();
+    if (a.below) a.below.clear();
+    if (a.cls && doc.getLineNumber(a.handle) !== null) doc.removeLineClass(a.handle, "background", a.cls);
   }
 
   // visibleColumns is how many characters of the editor's font fit in its
@@ -470,13 +629,8 @@ export class Editor {
   }
 
   clearAnnotations() {
-    const doc = this.cm.getDoc();
     this.cm.operation(() => {
-      for (const a of this.annotations) {
-        if (a.bookmark) a.bookmark.clear();
-        if (a.below) a.below.clear();
-        if (a.handle) doc.removeLineClass(a.handle, "background", a.cls);
-      }
+      for (const a of this.annotations) this.clearAnnotation(a);
     });
     this.annotations = [];
   }
@@ -538,6 +692,27 @@ export function valueColumn(widths, visible) {
   return Math.min(want, most);
 }
 
+// codePoints converts a UTF-16 index into text to a code point offset.
+export function codePoints(text, index) {
+  let n = 0;
+  for (let i = 0; i < index; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < index) i++;
+    n++;
+  }
+  return n;
+}
+
+// utf16Index converts a code point offset into text to a UTF-16 index.
+export function utf16Index(text, points) {
+  let i = 0;
+  for (let n = 0; n < points && i < text.length; n++) {
+    const c = text.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff ? 2 : 1;
+  }
+  return i;
+}
+
 function lineClass(u) {
   switch (state(u)) {
     case "panic":
@@ -567,6 +742,10 @@ class Buffer {
     this.stale = false; // another client's edit raced ours: resync after replies
     this.applyingRemote = false; // the doc is being changed to match the server
     this.unrun = false; // edits sent with execute:false and not yet run
+    // rebasing: another client's edit came before the edits in flight;
+    // they fail, and what the user typed is sent again once they have
+    // (Editor.settleRebase).
+    this.rebasing = false;
     // The separator the file uses, so that the document's text is the
     // server's byte for byte.
     this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
@@ -598,6 +777,19 @@ class Buffer {
       return disk === ver;
     } catch (e) {
       return false;
+    }
+  }
+
+  // applySplices applies UTF-16 splices ({from, to, text}, in order) to
+  // the document as remote changes (the cursor moves with the text).
+  applySplices(splices) {
+    this.applyingRemote = true;
+    try {
+      for (const sp of splices) {
+        this.doc.replaceRange(sp.text, this.doc.posFromIndex(sp.from), this.doc.posFromIndex(sp.to), "+remote");
+      }
+    } finally {
+      this.applyingRemote = false;
     }
   }
 

@@ -372,11 +372,14 @@ export class Term {
   }
 }
 
+// lineNode is one line's element; it ends with "\n" (not shown: a block
+// ignores its last line break) so that the text copied or read is the
+// printed text.
 function lineNode(runs) {
   const div = document.createElement("div");
   div.className = "term-line";
-  if (runs.length === 1 && runs[0][1] === 0) {
-    div.textContent = runs[0][0];
+  if (runs.length === 0 || (runs.length === 1 && runs[0][1] === 0)) {
+    div.textContent = (runs.length ? runs[0][0] : "") + "\n";
     return div;
   }
   for (const [text, sid] of runs) {
@@ -400,6 +403,7 @@ function lineNode(runs) {
     span.className = cls.join(" ");
     div.append(span);
   }
+  div.append("\n");
   return div;
 }
 

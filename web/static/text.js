@@ -148,3 +148,52 @@ export function lineSeparator(text) {
   const crlf = (text.match(/\r\n/g) || []).length;
   return lf > 0 && lf === crlf ? "\r\n" : "\n";
 }
+
+// rebase merges another client's edits (protocol TextEdits on base, in
+// order, as text/didChange sends them) into mine, a text made from base by
+// local edits the server has not accepted (they will fail: the other
+// edits came first). It returns {base, text, splices}: base with their
+// edits, mine with them too, and the UTF-16 splices [{from, to, text}]
+// that turn mine into text, in order (for the editor, which keeps its
+// cursor and marks through them).
+//
+// Our change is taken as the one span where base and mine differ (as
+// diff() sends it). An edit of theirs before or after that span moves
+// over it; one that overlaps it keeps ours: their deletion stops at our
+// span and their text goes on the side of it where their edit started.
+// Both clients' text is kept; neither's keystrokes are dropped.
+export function rebase(base, edits, mine) {
+  let tb = base;
+  let m = mine;
+  const splices = [];
+  const splice = (from, to, text) => {
+    if (from === to && text === "") return;
+    m = m.slice(0, from) + text + m.slice(to);
+    splices.push({ from, to, text });
+  };
+  for (const e of edits) {
+    const starts = lineStarts(tb);
+    const from = offsetAt(tb, e.range.start, starts);
+    const to = offsetAt(tb, e.range.end, starts);
+    if (to < from) throw new Error(`edit range ends before it starts`);
+    // Our change relative to their text so far: tb[cs, ce) became m[cs, cs + ctLen).
+    const max = Math.min(tb.length, m.length);
+    let cs = 0;
+    while (cs < max && tb.charCodeAt(cs) === m.charCodeAt(cs)) cs++;
+    let suffix = 0;
+    while (suffix < max - cs && tb.charCodeAt(tb.length - 1 - suffix) === m.charCodeAt(m.length - 1 - suffix)) suffix++;
+    const ce = tb.length - suffix;
+    const ctLen = m.length - suffix - cs;
+    const shift = ctLen - (ce - cs);
+    if (tb === m || to <= cs) splice(from, to, e.text);
+    else if (from >= ce) splice(from + shift, to + shift, e.text);
+    else {
+      const left = from < cs;
+      if (to > ce) splice(cs + ctLen, to + shift, left ? "" : e.text);
+      else if (!left) splice(cs + ctLen, cs + ctLen, e.text);
+      if (left) splice(from, cs, e.text);
+    }
+    tb = tb.slice(0, from) + e.text + tb.slice(to);
+  }
+  return { base: tb, text: m, splices };
+}

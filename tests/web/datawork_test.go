@@ -1,0 +1,131 @@
+package web
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ripple-run/ripple/internal/syncbuf"
+	"github.com/ripple-run/ripple/internal/testenv"
+)
+
+// dataworkProject is TestBrowserDataWork's project: main.py shows a
+// DataFrame, Markdown and LaTeX, prints colours and a "\r", has a
+// 120-character line; big.py prints 10,000 lines, stream.py 1 MB/s for
+// 4 s; helpers.py is another file to switch to.
+var dataworkProject = map[string]string{
+	"main.py": `import pandas as pd
+from ripple import display
+
+
+class Md:
+    def __init__(self, text):
+        self.text = text
+
+    def _repr_markdown_(self):
+        return self.text
+
+
+class Tex:
+    def _repr_latex_(self):
+        return r"$$\frac{a^2}{b}$$"
+
+
+df = pd.DataFrame({"fruit": ["apple", "pear", "plum"], "weight_kg": [3, 5, 2]})
+display(df)
+display(Md("# Title\n\nSome *emphasis*."))
+display(Tex())
+print("\x1b[31mred\x1b[0m and plain")
+print("loading.....\rdone")
+note = "` + strings.Repeat("n", 120-len(`note = ""`)) + `"
+total = int(df["weight_kg"].sum())
+extra = total + 1
+`,
+	"big.py": `n = 10000
+for i in range(n):
+    print("line", i)
+done = n
+`,
+	"stream.py": `import time
+
+chunk = ("y" * 99 + "\n") * 1000
+for k in range(40):
+    print(chunk, end="")
+    time.sleep(0.1)
+streamed = 40
+`,
+	"helpers.py": `def double(x):
+    return 2 * x
+`,
+}
+
+// TestBrowserDataWork runs datawork.mjs (issue 29) against ripple serve on
+// Debian's python3 with pandas and jedi: rich outputs as in a notebook,
+// values in view at 1280 px, frames loaded once, completion of a
+// DataFrame column, comment, find, docs, autosave on a file switch, two
+// tabs typing at once, a 10,000-line print and a 1 MB/s stream, dark mode
+// and screenshots (tests/artifacts/datawork-*.png).
+func TestBrowserDataWork(t *testing.T) {
+	node := needNode(t)
+	needBrowser(t)
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import pandas, jedi").Run(); err != nil {
+		testenv.NeedOrSkip(t, "%s lacks pandas or jedi (.ci/run installs them): %v", python, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "ripple")
+	build := []string{"build", "-o", bin}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	project := t.TempDir()
+	for name, text := range dataworkProject {
+		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(bin, "serve", "--kernels", "1", "--python", python, "--token", "datawork-token", project)
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	srv.Stdout, srv.Stderr = stdout, stderr
+	srv.WaitDelay = 10 * time.Second
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	defer func() {
+		srv.Process.Signal(syscall.SIGINT)
+		if err := <-exited; err != nil {
+			t.Errorf("ripple serve after SIGINT: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("ripple serve stderr:\n%s", stderr.String())
+		}
+	}()
+	page := waitPageURL(ctx, t, stdout, exited)
+	out, errOut, err := runNode(ctx, node, nil, "datawork.mjs", page, project, artifacts)
+	t.Logf("datawork.mjs:\n%s%s", out, errOut)
+	if err != nil {
+		t.Fatalf("datawork.mjs failed (%v); see the log above and %s", err, filepath.Join(artifacts, "datawork-failure.png"))
+	}
+	for _, w := range []string{"1024", "1440", "1920"} {
+		for _, scheme := range []string{"light", "dark"} {
+			if _, err := os.Stat(filepath.Join(artifacts, "datawork-"+w+"-"+scheme+".png")); err != nil {
+				t.Errorf("no screenshot: %v", err)
+			}
+		}
+	}
+}
