@@ -232,10 +232,10 @@ async function bigOutput(page, module, doneExpr, lines) {
   }, doneExpr);
   const tDone = await page.evaluate(() => performance.now());
   await waitFor(page, `${lines} lines under the loop`, (n) =>
-    [...document.querySelectorAll(".ripple-cell .term")].some((t) => t.dataset.lines === String(n)), lines);
+    [...document.querySelectorAll(".CodeMirror .ripple-cell .term")].some((t) => t.dataset.lines === String(n)), lines);
   const tShown = await page.evaluate(() => performance.now());
   const tasks = await longTasksSince(page, t0);
-  const dom = await page.evaluate(() => Math.max(...[...document.querySelectorAll(".ripple-cell .term")].map((t) => t.querySelectorAll(".term-line").length)));
+  const dom = await page.evaluate(() => Math.max(...[...document.querySelectorAll(".CodeMirror .ripple-cell .term")].map((t) => t.querySelectorAll(".term-line").length)));
   const mem = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize : 0));
   return { total: tShown - t0, afterEnd: Math.max(0, tShown - tDone), tasks, dom, mem };
 }
@@ -250,15 +250,15 @@ async function output(page) {
   figure("print10k_longest_task_ms", Math.round(Math.max(0, ...r.tasks.map((t) => t.duration))));
   figure("print10k_dom_lines", r.dom);
   if (r.dom > 201) throw new Error(`${r.dom} line elements under the loop; want the last 200`);
-  const bar = await page.textContent(".ripple-cell .term-bar");
+  const bar = await page.textContent(".CodeMirror .ripple-cell .term-bar");
   if (!bar.includes("9800 earlier lines")) throw new Error(`the fold says ${JSON.stringify(bar)}`);
-  const [download] = await Promise.all([page.waitForEvent("download"), page.locator(".ripple-cell .term-download").first().click()]);
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator(".CodeMirror .ripple-cell .term-download").first().click()]);
   const text = readFileSync(await download.path(), "utf8");
   const got = text.split("\n").filter(Boolean);
   if (got.length !== 10000 || got[9999] !== "line 9999") throw new Error(`the download holds ${got.length} lines ending ${JSON.stringify(got.at(-1))}`);
-  await page.locator(".ripple-cell .term-all").first().click();
-  await waitFor(page, "every line shown", () => [...document.querySelectorAll(".ripple-cell .term")].some((t) => t.querySelectorAll(".term-line").length === 10000));
-  await page.locator(".ripple-cell .term-all").first().click();
+  await page.locator(".CodeMirror .ripple-cell .term-all").first().click();
+  await waitFor(page, "every line shown", () => [...document.querySelectorAll(".CodeMirror .ripple-cell .term")].some((t) => t.querySelectorAll(".term-line").length === 10000));
+  await page.locator(".CodeMirror .ripple-cell .term-all").first().click();
   // A generous bound that the old page (40 s blocked) fails by far and a
   // loaded machine passes: no single task of a second.
   const worst = Math.max(0, ...r.tasks.map((t) => t.duration));

@@ -129,3 +129,19 @@ func TestBrowserDataWork(t *testing.T) {
 		}
 	}
 }
+
+// TestPageTerminalAndMerge runs termcheck.mjs: the page's terminal model
+// ("\r", "\b", ANSI colours, erase, escapes cut between chunks, 10,000
+// lines) and its merge of another client's edit into unsent typing (both
+// texts kept, 2,000 random pairs).
+func TestPageTerminalAndMerge(t *testing.T) {
+	t.Parallel()
+	node := needNode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, err := runNode(ctx, node, nil, "termcheck.mjs")
+	if err != nil {
+		t.Fatalf("node termcheck.mjs: %v\n%s%s", err, stdout, stderr)
+	}
+	t.Logf("%s", stdout)
+}

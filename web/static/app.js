@@ -1002,7 +1002,7 @@ function showVizError(message) {
 
 // The output pane: everything the run printed, as one Cell (its terminals
 // keep the last OUTPUT_KEEP lines of each stream in the DOM).
-const OUTPUT_KEEP = 1000;
+const OUTPUT_KEEP = 500;
 let runCell = null;
 
 function runOutput() {

@@ -116,7 +116,7 @@ function frameOf(source) {
 window.addEventListener("message", (ev) => {
   const f = ev.data && ev.data.rippleFrame ? frameOf(ev.source) : null;
   if (!f) return;
-  if (ev.data.rippleFrame === "ready") {
+  if (ev.data.rippleFrame === "ready" && ev.source) {
     f.iframe.dataset.loads = String(Number(f.iframe.dataset.loads || 0) + 1);
     ev.source.postMessage({ rippleFrame: "show", html: f.html, dark: matchMedia("(prefers-color-scheme: dark)").matches }, "*");
   } else if (ev.data.rippleFrame === "height" && Number.isFinite(ev.data.height)) {

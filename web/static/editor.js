@@ -37,6 +37,11 @@ import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
 import { state } from "./values.js";
 
+// KERNEL_UNAVAILABLE (PROTOCOL.md 6): every kernel is busy; BUSY_RETRY_MS
+// is how long completion keeps asking.
+const KERNEL_UNAVAILABLE = 5001;
+const BUSY_RETRY_MS = 3000;
+
 // BIG_FILE: from this many lines on, CodeMirror renders only the lines
 // near the view.
 const BIG_FILE = 2000;
@@ -239,11 +244,20 @@ export class Editor {
     const text = doc.getValue();
     const at = doc.indexFromPos(doc.getCursor());
     let res;
-    try {
-      res = await this.events.complete(text, codePoints(text, at));
-    } catch (e) {
-      this.events.notice("warn", `Completion: ${e.message}`);
-      return;
+    // A kernel busy with the run typing started answers soon: asked again
+    // while the text is unchanged, for up to BUSY_RETRY_MS.
+    for (let waited = 0; ; waited += 150) {
+      try {
+        res = await this.events.complete(text, codePoints(text, at));
+        break;
+      } catch (e) {
+        if (e.code === KERNEL_UNAVAILABLE && waited < BUSY_RETRY_MS && doc.getValue() === text) {
+          await new Promise((r) => setTimeout(r, 150));
+          continue;
+        }
+        if (doc.getValue() === text) this.events.notice("warn", `Completion: ${e.message}`);
+        return;
+      }
     }
     if (!res || !res.matches || res.matches.length === 0 || doc.getValue() !== text) return;
     const from = doc.posFromIndex(utf16Index(text, res.cursorStart));

@@ -67,6 +67,19 @@ function applySGR(style, params) {
   return s;
 }
 
+// sliceRuns returns the runs' characters [from, to) as runs.
+function sliceRuns(runs, from, to) {
+  const out = [];
+  let at = 0;
+  for (const [text, sid] of runs) {
+    const end = at + text.length;
+    if (end > from && at < to) out.push([text.slice(Math.max(0, from - at), Math.min(text.length, to - at)), sid]);
+    at = end;
+    if (at >= to) break;
+  }
+  return out;
+}
+
 // xterm256 is the CSS colour of a 256-colour index from 16 on.
 function xterm256(n) {
   if (n >= 232) {
@@ -83,10 +96,10 @@ export class TermModel {
   constructor() {
     // lines: the finished lines, each [[text, styleId], ...] runs.
     this.lines = [];
-    // The line being written: its characters, their styles and the
-    // cursor column (a "\r" puts it at 0; what follows overwrites).
+    // The line being written: its runs, its length and the cursor column
+    // (a "\r" puts it at 0; what follows overwrites), in UTF-16 units.
     this.cur = [];
-    this.curStyle = [];
+    this.len = 0;
     this.col = 0;
     this.style = {};
     this.sid = 0;
@@ -166,19 +179,9 @@ export class TermModel {
         this.style = applySGR(this.style, params);
         this.sid = styleId(this.style);
         break;
-      case "K": {
-        const mode = params[0] || 0;
-        if (mode === 0) {
-          this.cur.length = this.col;
-          this.curStyle.length = this.col;
-        } else if (mode === 1) {
-          for (let k = 0; k < this.col && k < this.cur.length; k++) this.cur[k] = " ";
-        } else {
-          this.cur = [];
-          this.curStyle = [];
-        }
+      case "K":
+        this.erase(params[0] || 0);
         break;
-      }
       case "G": // cursor to column n (1-based)
         this.col = Math.max(0, (params[0] || 1) - 1);
         break;
@@ -188,41 +191,64 @@ export class TermModel {
     return j + 1;
   }
 
-  // put writes plain characters at the cursor, overwriting.
+  // put writes plain characters at the cursor, overwriting. The line
+  // being written is kept as runs ([[text, styleId]]) and its length;
+  // appending at its end (the common case: no "\r" before) extends the
+  // last run, so a long print costs no per-character work. Overwriting
+  // after a "\r" splits the runs at the cursor.
   put(text) {
-    for (const ch of text) {
-      while (this.cur.length < this.col) {
-        this.cur.push(" ");
-        this.curStyle.push(0);
-      }
-      this.cur[this.col] = ch;
-      this.curStyle[this.col] = this.sid;
-      this.col++;
+    if (this.col > this.len) {
+      this.cur.push([" ".repeat(this.col - this.len), 0]);
+      this.len = this.col;
+    }
+    if (this.col === this.len) {
+      const last = this.cur[this.cur.length - 1];
+      if (last && last[1] === this.sid) last[0] += text;
+      else this.cur.push([text, this.sid]);
+      this.len += text.length;
+      this.col = this.len;
+      return;
+    }
+    // Overwrite [col, col + n) and keep what is right of it.
+    const n = text.length;
+    const before = sliceRuns(this.cur, 0, this.col);
+    const after = sliceRuns(this.cur, this.col + n, this.len);
+    this.cur = [...before, [text, this.sid], ...after].filter((r) => r[0] !== "");
+    this.len = Math.max(this.len, this.col + n);
+    this.col += n;
+  }
+
+  // erase applies "ESC[K" (mode 0: to the line's end, 1: from its start,
+  // 2: all of it).
+  erase(mode) {
+    if (mode === 0) {
+      this.cur = sliceRuns(this.cur, 0, this.col);
+      this.len = Math.min(this.len, this.col);
+    } else if (mode === 1) {
+      const n = Math.min(this.col, this.len);
+      this.cur = [[" ".repeat(n), 0], ...sliceRuns(this.cur, n, this.len)].filter((r) => r[0] !== "");
+    } else {
+      this.cur = [];
+      this.len = 0;
     }
   }
 
   commit() {
-    this.lines.push(this.runs());
+    this.lines.push(this.cur);
     this.cur = [];
-    this.curStyle = [];
+    this.len = 0;
     this.col = 0;
   }
 
   // runs returns the line being written as [[text, styleId]] runs.
   runs() {
-    const out = [];
-    for (let k = 0; k < this.cur.length; k++) {
-      const last = out[out.length - 1];
-      if (last && last[1] === this.curStyle[k]) last[0] += this.cur[k];
-      else out.push([this.cur[k], this.curStyle[k]]);
-    }
-    return out;
+    return this.cur;
   }
 
   // tail reports whether a line is being written (text after the last
   // line end).
   get tail() {
-    return this.cur.length > 0;
+    return this.len > 0;
   }
 
   // lineCount counts the lines shown, the one being written included.
@@ -320,18 +346,19 @@ export class Term {
       this.tailEl.remove();
       this.tailEl = null;
     }
-    // Lines that fell out of the window go from the top; if the window
-    // moved past everything shown, start over.
-    if (start > this.first + this.pre.childElementCount) {
+    // Lines that fell out of the window go from the top, in one DOM
+    // operation; if the window moved past everything shown, start over.
+    if (start >= this.first + this.pre.childElementCount) {
       this.pre.replaceChildren();
       this.first = start;
       this.done = start;
+    } else if (this.first < start) {
+      const range = document.createRange();
+      range.setStartBefore(this.pre.firstChild);
+      range.setEndBefore(this.pre.children[start - this.first]);
+      range.deleteContents();
+      this.first = start;
     }
-    while (this.first < start && this.pre.firstElementChild) {
-      this.pre.firstElementChild.remove();
-      this.first++;
-    }
-    if (this.done < start) this.done = start;
     const frag = document.createDocumentFragment();
     for (let k = this.done; k < m.lines.length; k++) frag.append(lineNode(m.lines[k]));
     this.done = m.lines.length;
