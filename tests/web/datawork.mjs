@@ -272,6 +272,13 @@ async function output(page) {
   if (s.dom > 201) throw new Error(`${s.dom} line elements under the stream; want the last 200`);
 }
 
+async function noInput(page) {
+  log("input() says it is not supported here, and why");
+  await page.fill("#entry", "ask:__main__");
+  await page.press("#entry", "Enter");
+  await waitAnnotation(page, "ask:__main__/answer", { text: "input() is not supported here" });
+}
+
 async function screenshots(page) {
   log("screenshots at 1024, 1440, 1920 px, light and dark");
   await page.fill("#entry", "main:__main__");
@@ -286,6 +293,8 @@ async function screenshots(page) {
       await page.setViewportSize({ width: w, height: h });
       await waitFor(page, `the layout at ${w}`, (w) => window.innerWidth === w, w);
       await waitFor(page, "the frame sized", () => Number(document.querySelector(".ripple-cell iframe.cell-html")?.dataset.contentHeight) > 40);
+      // The outputs in view: the DataFrame's line at the top.
+      await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('df =')); cm.scrollTo(0, cm.heightAtLine(i - 1, 'local'))");
       await page.screenshot({ path: join(artifacts, `datawork-${w}-${scheme}.png`) });
     }
   }
@@ -320,6 +329,7 @@ async function run() {
     await step("autosave", autosaveOnSwitch);
     await step("tabs", twoTabs);
     await step("output", output);
+    await step("input", noInput);
     await step("screens", screenshots);
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
   } catch (err) {

@@ -59,6 +59,15 @@ for k in range(40):
     time.sleep(0.1)
 streamed = 40
 `,
+	"ask.py": `def ask():
+    try:
+        return input("name? ")
+    except EOFError as e:
+        return str(e)
+
+
+answer = ask()
+`,
 	"helpers.py": `def double(x):
     return 2 * x
 `,

@@ -88,6 +88,9 @@ def serve_kernel(args: List[str], log: TextIO) -> int:
 
         kernel.interrupts.cell = map_interrupt_cell(settings.cell_fd)
     kernel.become_script()
+    from .noinput import install_input
+
+    install_input()  # before the preload: Jupyter's replaces it
     _load_code(kernel, settings.preload)
     kernel.output.connect(port, settings.token)
     kernel.start_helpers()
