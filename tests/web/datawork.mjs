@@ -279,6 +279,42 @@ async function noInput(page) {
   await waitAnnotation(page, "ask:__main__/answer", { text: "input() is not supported here" });
 }
 
+async function runsAndTracebacks(page) {
+  log("▶ on a function with parameters asks for its arguments, prefilled the next time");
+  await page.locator(".tree-row", { hasText: "helpers.py" }).click();
+  await waitFor(page, "helpers.py shown", () => document.getElementById("file-name").textContent === "helpers.py");
+  await page.locator('.ripple-run-def[data-name="double"]').click();
+  await waitFor(page, "the arguments dialog", () => document.getElementById("args-dialog").open);
+  await page.fill('#args-fields input[name="x"]', "21");
+  await page.locator('#args-form button[type="submit"]').click();
+  await waitAnnotation(page, "helpers:double/y", { text: "42" });
+  await page.locator('.ripple-run-def[data-name="double"]').click();
+  await waitFor(page, "the dialog prefilled from the last call", () =>
+    document.getElementById("args-dialog").open && document.querySelector('#args-fields input[name="x"]').value === "21");
+  await page.locator("#args-cancel").click();
+  await waitFor(page, "the dialog closed, the view kept", () => !document.getElementById("args-dialog").open &&
+    !!document.querySelector('.CodeMirror-code .ripple-annotation[data-expr="helpers:double/y"]'));
+
+  log("a traceback with source lines and frames that show their line");
+  await page.fill("#entry", "helpers:fail(0)");
+  await page.press("#entry", "Enter");
+  await waitFor(page, "the raising frame's source in the traceback", () =>
+    [...document.querySelectorAll("#problems .frame-source")].some((c) => c.textContent === "return 1 / n"));
+  await page.locator("#problems .frame-link", { hasText: "inner" }).first().click();
+  await waitFor(page, "the cursor on the raising line", () => document.querySelector(".CodeMirror").CodeMirror.getCursor().line === 6);
+
+  log("the visualization pane resizes by its edge");
+  const before = (await page.locator(".viz").boundingBox()).width;
+  const h = await page.locator("#viz-resize").boundingBox();
+  await page.mouse.move(h.x + 2, h.y + 100);
+  await page.mouse.down();
+  await page.mouse.move(h.x - 150, h.y + 100, { steps: 5 });
+  await page.mouse.up();
+  const after = (await page.locator(".viz").boundingBox()).width;
+  if (Math.abs(after - before - 150) > 4) throw new Error(`the pane went from ${before}px to ${after}px, want 150px wider`);
+  await page.dblclick("#viz-resize");
+}
+
 async function screenshots(page) {
   log("screenshots at 1024, 1440, 1920 px, light and dark");
   await page.fill("#entry", "main:__main__");
@@ -330,6 +366,7 @@ async function run() {
     await step("tabs", twoTabs);
     await step("output", output);
     await step("input", noInput);
+    await step("runs", runsAndTracebacks);
     await step("screens", screenshots);
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
   } catch (err) {

@@ -69,7 +69,17 @@ streamed = 40
 answer = ask()
 `,
 	"helpers.py": `def double(x):
-    return 2 * x
+    y = 2 * x
+    return y
+
+
+def inner(n):
+    return 1 / n
+
+
+def fail(n):
+    r = inner(n)
+    return r
 `,
 }
 

@@ -1049,17 +1049,49 @@ function renderProblems() {
       head.textContent = `${where ? where + "  " : ""}${d.message}`;
       head.addEventListener("click", () => revealDiagnostic(d));
       li.append(head);
-      if (d.stack && d.stack.length) {
-        const st = document.createElement("div");
-        st.className = "problem-stack";
-        st.textContent = d.stack
-          .map((f) => `${f.functionName}${f.path ? ` (${f.path}${f.location ? `:${f.location.start.line + 1}` : ""})` : ""}`)
-          .join("  ←  ");
-        li.append(st);
-      }
+      if (d.stack && d.stack.length) li.append(traceback(d.stack));
       return li;
     }),
   );
+}
+
+// traceback shows a diagnostic's stack as a traceback does: each frame
+// with its source line, a click on it showing that line in the editor.
+function traceback(stack) {
+  const ol = document.createElement("ol");
+  ol.className = "problem-stack";
+  for (const f of stack) {
+    const li = document.createElement("li");
+    const where = document.createElement("button");
+    where.type = "button";
+    where.className = "frame-link";
+    const line = f.location ? f.location.start.line : null;
+    where.textContent = `${f.functionName}${f.path ? `  ${f.path}${line !== null ? `:${line + 1}` : ""}` : ""}`;
+    where.disabled = !f.path;
+    where.addEventListener("click", () => revealDiagnostic({ path: f.path, location: f.location }));
+    li.append(where);
+    if (f.path && line !== null) {
+      const src = document.createElement("code");
+      src.className = "frame-source";
+      li.append(src);
+      sourceLine(f.path, line).then((text) => (src.textContent = text === null ? "" : text.trim()));
+    }
+    ol.append(li);
+  }
+  return ol;
+}
+
+// sourceLine returns a line of a project file: from its open buffer (what
+// ran), else from disk.
+async function sourceLine(path, line) {
+  const buf = editor.buffers.get(path);
+  if (buf) return line < buf.doc.lineCount() ? buf.doc.getLine(line) : null;
+  try {
+    const res = await rpc.call("file/read", { path });
+    return res.contents.split("\n")[line] ?? null;
+  } catch (e) {
+    return null;
+  }
 }
 
 async function revealDiagnostic(d) {
@@ -1111,10 +1143,7 @@ function render() {
     editor.showCells(cells, settled());
   } else editor.clearCells();
   const module = editor.current ? moduleOf(editor.current.path) : null;
-  editor.showRunMarks((name) => {
-    $("entry").value = `${module}:${name}`;
-    runEntry(`${module}:${name}`).catch((e) => toast("error", e.message));
-  });
+  editor.showRunMarks((name) => runDef(module, name).catch((e) => toast("error", e.message)));
   $("run-script").hidden = !module;
   $("run-script").title = module ? `Run ${editor.current.path} as a script (${module}:__main__)` : "";
   offerRecovered();
@@ -1270,6 +1299,73 @@ function toast(kind, text) {
 }
 
 // ---- explicit runs and the run policy ------------------------------------------
+
+// runDef runs a module's function from its ▶: one without parameters that
+// need a value at once, else after asking for their arguments (prefilled
+// from its last call from this browser, else its defaults). Cancelling
+// leaves the view as it was.
+async function runDef(module, name) {
+  const mp = { module, definedOnType: "", name };
+  let params = [];
+  try {
+    params = await parameters(mp);
+  } catch (e) {
+    // Not found in the text (e.g. defined by an assignment): run it as is.
+  }
+  const key = `ripple.args.${module}:${name}`;
+  let last = {};
+  try {
+    last = JSON.parse(localStorage.getItem(key) || "{}");
+  } catch (e) {
+    last = {};
+  }
+  let text = `${module}:${name}`;
+  if (params.some((p) => p.default === null)) {
+    const args = await askArguments(`${module}:${name}`, params, last);
+    if (!args) return;
+    localStorage.setItem(key, JSON.stringify(args));
+    text += `(${params.filter((p) => args[p.name] !== "").map((p) => `${p.name}=${args[p.name]}`).join(", ")})`;
+  }
+  $("entry").value = text;
+  await runEntry(text);
+}
+
+// askArguments shows the arguments dialog; it resolves to {name: source}
+// or null when cancelled.
+function askArguments(title, params, last) {
+  const dialog = $("args-dialog");
+  $("args-title").textContent = `Run ${title}`;
+  const fields = params.map((p) => {
+    const label = document.createElement("label");
+    label.textContent = p.name;
+    const input = document.createElement("input");
+    input.name = p.name;
+    input.spellcheck = false;
+    input.value = last[p.name] ?? p.default ?? "";
+    input.placeholder = p.default === null ? "required" : `default ${p.default}`;
+    input.required = p.default === null;
+    label.append(input);
+    return label;
+  });
+  $("args-fields").replaceChildren(...fields);
+  return new Promise((resolve) => {
+    const done = (value) => {
+      $("args-form").onsubmit = null;
+      $("args-cancel").onclick = null;
+      dialog.onclose = null;
+      if (dialog.open) dialog.close();
+      resolve(value);
+    };
+    $("args-form").onsubmit = (ev) => {
+      ev.preventDefault();
+      done(Object.fromEntries(params.map((p) => [p.name, $("args-fields").querySelector(`input[name="${CSS.escape(p.name)}"]`).value.trim()])));
+    };
+    $("args-cancel").onclick = () => done(null);
+    dialog.onclose = () => done(null);
+    dialog.showModal();
+    fields[0]?.querySelector("input").select();
+  });
+}
 
 // runStatement runs one statement of the frame explicitly (PROTOCOL.md
 // 8.2): a recompute naming it, so its effects are allowed. Typed edits
@@ -1450,6 +1546,44 @@ $("viz-code").addEventListener("keydown", (ev) => {
   }
 });
 $("viz-detach").addEventListener("click", () => detachViz());
+// The visualization pane's width: dragged by its left edge, kept.
+{
+  const layout = document.querySelector(".layout");
+  const apply = (px) => {
+    if (px) layout.style.setProperty("--viz-width", `${px}px`);
+    else layout.style.removeProperty("--viz-width");
+    editor.refresh();
+    scheduleRender();
+  };
+  const saved = Number(localStorage.getItem("ripple.vizWidth"));
+  if (saved >= 200) apply(saved);
+  const handle = $("viz-resize");
+  handle.addEventListener("pointerdown", (ev) => {
+    ev.preventDefault();
+    handle.setPointerCapture(ev.pointerId);
+    handle.classList.add("dragging");
+    const right = layout.getBoundingClientRect().right;
+    const move = (e) => {
+      const px = Math.round(Math.min(Math.max(right - e.clientX, 200), window.innerWidth * 0.7));
+      layout.style.setProperty("--viz-width", `${px}px`);
+    };
+    const up = (e) => {
+      move(e);
+      handle.classList.remove("dragging");
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      const px = parseInt(layout.style.getPropertyValue("--viz-width"), 10);
+      localStorage.setItem("ripple.vizWidth", String(px));
+      apply(px);
+    };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+  handle.addEventListener("dblclick", () => {
+    localStorage.removeItem("ripple.vizWidth");
+    apply(0);
+  });
+}
 window.addEventListener("keydown", (ev) => {
   // The editor handles its own Ctrl-S (and prevents the default).
   if ((ev.ctrlKey || ev.metaKey) && ev.key === "s" && !ev.defaultPrevented) {
