@@ -38,9 +38,11 @@ const at = (...p) => join(projectDir, ...p);
 // page's CSP forbids building functions from strings there).
 function lineAnnotation(code) {
   for (const line of document.querySelectorAll(".CodeMirror-code .CodeMirror-line")) {
-    const el = line.querySelector(".ripple-annotation");
+    // Beside the line, or under it (a line too long for the value column).
+    const inside = line.querySelector(".ripple-annotation");
+    const el = inside || line.parentElement.querySelector(".ripple-annotation-below .ripple-annotation");
     if (!el) continue;
-    const text = line.textContent.slice(0, line.textContent.length - el.textContent.length);
+    const text = inside ? line.textContent.slice(0, line.textContent.length - el.textContent.length) : line.textContent;
     if (text.trimStart().startsWith(code)) {
       return { expr: el.dataset.expr, state: el.dataset.state, reason: el.dataset.reason || "", local: el.dataset.local || "", text: el.textContent, title: el.querySelector(".ann-main").title, dim: el.classList.contains("is-dim") };
     }

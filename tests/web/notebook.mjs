@@ -114,6 +114,10 @@ async function steps(page) {
   for (const [start, expr] of [["total =", "main:__main__/total"], ["df =", "main:__main__/df"]]) {
     const line = await cm(page, `return cm.getValue().split('\\n').findIndex((l) => l.startsWith(${JSON.stringify(start)}))`);
     const box = await valueBox(page, expr);
+    // The line's own row: a long line's value is under it (values stay in
+    // view), a short one's beside it.
+    const lineBox = await page.locator(".CodeMirror-line").filter({ hasText: start }).first().boundingBox();
+    const y = lineBox.y + lineBox.height / 2;
     const editorBox = await page.locator(".CodeMirror").boundingBox();
     // Between the line's text and its value widget, and right of the widget.
     const right = editorBox.x + editorBox.width - 24; // left of the scrollbar
@@ -121,7 +125,7 @@ async function steps(page) {
     if (box.x + box.width + 12 < right) xs.push((box.x + box.width + right) / 2);
     for (const x of xs) {
       await cm(page, "cm.setCursor({line: 0, ch: 0}); cm.scrollTo(0, null)");
-      await page.mouse.click(x, box.y + box.height / 2);
+      await page.mouse.click(x, y);
       const cur = await cm(page, "return cm.getCursor()");
       if (cur.line !== line) throw new Error(`a click at x=${Math.round(x)} right of line ${line + 1}'s end put the cursor on line ${cur.line + 1}`);
       // The cursor goes at the text's end, left of the value: the editor

@@ -693,16 +693,17 @@ export class Editor {
 }
 
 // VALUE_ROOM is how many characters the value column keeps at the right
-// edge for a value (its preview is at most 30, its type and time follow).
-export const VALUE_ROOM = 46;
+// edge for a value: its dot and the start of its preview (at most 30
+// characters; its type and time follow and may run past the edge).
+export const VALUE_ROOM = 30;
 
 // valueColumn returns the column of the values: right of the longest of
 // the lines (widths, in characters) by 3, at least 36, but no further
-// right than visible - VALUE_ROOM (at least 12), so the values are in
+// right than visible - VALUE_ROOM (at least 24), so the values are in
 // view whatever the longest line.
 export function valueColumn(widths, visible) {
   const want = Math.max(36, ...widths.map((w) => w + 3));
-  const most = Math.max(12, visible - VALUE_ROOM);
+  const most = Math.max(24, visible - VALUE_ROOM);
   return Math.min(want, most);
 }
 
