@@ -21,7 +21,11 @@
 // Origin (the page is same-origin, so it passes). The responses carry a
 // Content-Security-Policy that allows only the page's own scripts and
 // connections to its own origin, forbid framing, and send no Referer, so
-// the token in the address bar does not travel anywhere else.
+// the token in the address bar does not travel anywhere else. A rich HTML
+// output is shown in a frame of frame.html, sandboxed without
+// allow-same-origin, whose own policy lets the output's styles apply and
+// runs only the frame's script (which takes the HTML by postMessage and
+// reports its height).
 //
 // # Typing and runs
 //
@@ -36,6 +40,15 @@
 // The files: web.go (the handler and PageURL), static/ (the page:
 // index.html, app.js wiring it together, rpc.js the JSON-RPC client,
 // editor.js the buffers and the editor, text.js positions and diffs,
-// sha3.js buffer versions, values.js and dataview.js rendering, cells.js
-// the output and displays shown under each statement).
+// sha3.js buffer versions and rebase (merging another client's edit into
+// unsent typing), values.js and dataview.js rendering, cells.js the output
+// and displays shown under each statement, term.js printed text as a
+// terminal shows it, frame.html rich HTML outputs; vendor/ holds
+// CodeMirror 5 with its addons, markdown-it and KaTeX, see VENDOR.md).
+//
+// # Concurrent edits
+//
+// The server's causal order (PROTOCOL.md 8.6) tells the page that another
+// client's edit came before its own edits in flight: it merges that edit
+// into what the user sees and sends its typing again on top (editor.js).
 package web

@@ -315,6 +315,15 @@ async function runsAndTracebacks(page) {
   await page.dblclick("#viz-resize");
 }
 
+async function bareValue(page) {
+  log("a bare expression's rich value renders under its line");
+  await page.fill("#entry", "bare:__main__");
+  await page.press("#entry", "Enter");
+  await waitFor(page, "the DataFrame under `df`", () => !!document.querySelector(".CodeMirror .ripple-cell .cell-value iframe.cell-html"));
+  const frame = await (await page.$(".CodeMirror .ripple-cell .cell-value iframe.cell-html")).contentFrame();
+  await frame.waitForFunction(() => document.querySelectorAll("table.dataframe tbody tr").length === 2, null, { timeout: STEP_TIMEOUT });
+}
+
 async function screenshots(page) {
   log("screenshots at 1024, 1440, 1920 px, light and dark");
   await page.fill("#entry", "main:__main__");
@@ -366,6 +375,7 @@ async function run() {
     await step("tabs", twoTabs);
     await step("output", output);
     await step("input", noInput);
+    await step("bare", bareValue);
     await step("runs", runsAndTracebacks);
     await step("screens", screenshots);
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);

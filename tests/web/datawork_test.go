@@ -59,6 +59,11 @@ for k in range(40):
     time.sleep(0.1)
 streamed = 40
 `,
+	"bare.py": `import pandas as pd
+
+df = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
+df
+`,
 	"ask.py": `def ask():
     try:
         return input("name? ")

@@ -105,6 +105,9 @@ const session = {
   // and displayed (shown under it); a statement that runs again starts
   // with an empty cell.
   cells: new Map(),
+  // richViz: ExpressionId -> visualization id, the ripple:display of a bare
+  // expression's rich value shown in its cell (wantRichValues).
+  richViz: new Map(),
   // saving: path -> "saving" | "failed" (absent: idle), for the file state.
   saving: new Map(),
   autosave: localStorage.getItem("ripple.autosave") !== "off",
@@ -356,6 +359,7 @@ function onNotify(method, p) {
       scheduleRender();
       break;
     case "executionContext/visualizationUpdate":
+      if (showRichValue(p)) return;
       if (!session.viz || p.visualizationContext.visualizationId !== session.viz.id) return;
       showVizData(p.data);
       break;
@@ -492,7 +496,83 @@ function setStack(stack) {
   store.set("stack", stack);
 }
 
+// ---- rich values of bare expressions ---------------------------------------------
+
+// A statement that is a bare expression (`df`, `df.describe()`, `fig`) with
+// a rich value (PROTOCOL.md 7.2: mimeTypes) shows its rendering under the
+// line, as a notebook cell shows its result: the page attaches a
+// ripple:display visualization to it (one per statement, kept while the
+// frame is shown) and puts the bundle in the statement's cell, updated in
+// place when the value changes.
+const RICH = ["text/html", "image/png", "image/jpeg", "image/svg+xml", "text/markdown", "text/latex"];
+
+// isBareExpression reports whether a statement's first line is an
+// expression statement: no keyword statement, no assignment at bracket
+// depth 0.
+export function isBareExpression(line) {
+  const t = line.trim();
+  if (!t || /^(def|class|import|from|for|while|if|elif|else|try|except|finally|with|return|raise|assert|del|pass|break|continue|global|nonlocal|async|yield|print|display|@)\b/.test(t)) return false;
+  let depth = 0;
+  let quote = null;
+  for (let i = 0; i < t.length; i++) {
+    const c = t[i];
+    if (quote) {
+      if (c === "\\") i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === "'" || c === '"') quote = c;
+    else if (c === "#") break;
+    else if ("([{".includes(c)) depth++;
+    else if (")]}".includes(c)) depth--;
+    else if (depth === 0 && c === "=" && t[i + 1] !== "=" && !"=!<>".includes(t[i - 1] || "")) return false;
+    else if (depth === 0 && c === ":" && t[i + 1] !== "=" && !/lambda/.test(t.slice(0, i))) return false; // x: int = …
+  }
+  return true;
+}
+
+function wantRichValues(updates) {
+  for (const u of updates) {
+    if (!u.range || u.payload.type !== "Value" || !(u.payload.mimeTypes || []).some((m) => RICH.includes(m))) continue;
+    if (session.richViz.has(u.expressionId)) continue;
+    const line = editor.lineText(u.range.start.line);
+    if (line === null || !isBareExpression(line)) continue;
+    const id = uuid();
+    session.richViz.set(u.expressionId, id);
+    rpc.call("executionContext/attachVisualization", {
+      visualizationId: id,
+      expressionId: u.expressionId,
+      visualizationConfig: { executionContextId: session.contextId, expression: "ripple:display" },
+    }).catch(() => session.richViz.delete(u.expressionId));
+  }
+}
+
+// showRichValue puts a visualizationUpdate of a rich value in its
+// statement's cell; false when it is not one of those.
+function showRichValue(p) {
+  const vid = p.visualizationContext.visualizationId;
+  for (const [expressionId, id] of session.richViz) {
+    if (id !== vid) continue;
+    if (isBundle(p.data)) {
+      const c = cellOf(expressionId);
+      const was = c.empty;
+      c.value(p.data);
+      if (was) scheduleRender();
+    }
+    return true;
+  }
+  return false;
+}
+
+function dropRichValues() {
+  for (const [expressionId, id] of session.richViz) {
+    rpc.call("executionContext/detachVisualization", { executionContextId: session.contextId, visualizationId: id, expressionId }).catch(() => {});
+  }
+  session.richViz.clear();
+}
+
 function clearFrame() {
+  dropRichValues();
   session.settledText = null;
   session.shown = [];
   session.updates.clear();
@@ -1132,6 +1212,7 @@ function render() {
     updates = updates.filter((u) => !stale.has(u.expressionId));
   }
   session.shown = showing ? updates : [];
+  if (showing) wantRichValues(updates);
   if (showing) editor.showAnnotations(updates);
   else editor.clearAnnotations();
   if (showing) {

@@ -19,6 +19,7 @@ export class Cell {
     this.box.className = "ripple-cell";
     this.items = []; // {kind: "text", term, node} | {kind: "display", data, node, frame?}
     this.spare = []; // display items with a frame, from before the last clear
+    this.valueItem = null; // {data, node, frame?}: the statement's rich value (value())
     this.name = name;
     this.resized = null;
   }
@@ -47,13 +48,14 @@ export class Cell {
   // place puts a new item's node after the items so far and before the
   // frames still waiting to be reused.
   place(node) {
-    this.box.insertBefore(node, this.spare.length ? this.spare[0].node : null);
+    const before = this.spare.length ? this.spare[0].node : this.valueItem ? this.valueItem.node : null;
+    this.box.insertBefore(node, before);
   }
 
   // empty: nothing to show (frames waiting for reuse keep the cell in
   // place, so they are not taken out of the DOM and reloaded).
   get empty() {
-    return this.items.length === 0 && this.spare.length === 0;
+    return this.items.length === 0 && this.spare.length === 0 && !this.valueItem;
   }
 
   text(stream, text) {
@@ -82,6 +84,26 @@ export class Cell {
     const frame = node.querySelector("iframe.cell-html");
     this.items.push({ kind: "display", data, node, frame });
     this.place(node);
+    if (this.resized) this.resized();
+  }
+
+  // value shows the statement's own rich value (a bare expression's
+  // rendering, as a notebook cell's result) after what it printed and
+  // displayed; a new value replaces it in place (an HTML one in the same
+  // frame). clear() keeps it: it is the value's, not the run's.
+  value(data) {
+    const html = data["text/html"];
+    const richer = data["image/png"] || data["image/jpeg"] || data["image/svg+xml"];
+    if (this.valueItem && html && !richer && this.valueItem.frame) {
+      if (this.valueItem.data["text/html"] !== html) this.valueItem.frame.update(html);
+      this.valueItem.data = data;
+      return;
+    }
+    const node = bundleNode(data, () => this.resized && this.resized());
+    node.classList.add("cell-value");
+    if (this.valueItem) this.valueItem.node.replaceWith(node);
+    else this.box.append(node);
+    this.valueItem = { data, node, frame: node.querySelector("iframe.cell-html") };
     if (this.resized) this.resized();
   }
 
