@@ -192,7 +192,7 @@ async function twoTabs(page) {
   log("two tabs typing at once keep both texts");
   const other = await page.context().newPage();
   await other.goto(pageURL);
-  await waitAnnotation(other, "main:__main__/total", { text: "15" });
+  await settled(other, "main:__main__/total");
   const a = "# typed in the first tab, every key of it";
   const b = "# typed in the second tab, every key too";
   await Promise.all([
@@ -346,6 +346,30 @@ async function screenshots(page) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
+let serverDown = false;
+
+async function serverGone(page) {
+  log("the server goes: the page says so and where the unsaved text is");
+  await page.evaluate(() => localStorage.setItem("ripple.goneAfterMs", "2000"));
+  await page.reload();
+  await waitAnnotation(page, "main:__main__/total", { text: "15" });
+  await page.uncheck("#autosave");
+  await placeCursor(page, "extra_kept = total");
+  await page.keyboard.press("End");
+  await page.keyboard.type("  # not saved yet");
+  await waitFor(page, "the file state to say unsaved", () => document.getElementById("file-state").dataset.state === "dirty");
+  serverDown = true; // connection errors in the console are expected now
+  console.log("STOP");
+  await waitFor(page, "the server-gone banner naming main.py", () =>
+    [...document.querySelectorAll('.banner[data-key="gone"]')].some((b) => b.textContent.includes("main.py") && b.textContent.includes("has not answered")));
+  const [download] = await Promise.all([page.waitForEvent("download"), page.locator('.banner[data-key="gone"] .banner-action').first().click()]);
+  const text = readFileSync(await download.path(), "utf8");
+  if (!text.includes("extra_kept = total + 20  # not saved yet")) throw new Error(`the download lacks the unsaved text: ${JSON.stringify(text.slice(-200))}`);
+  const kept = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("ripple.unsaved.") && k.endsWith(":main.py")).map((k) => JSON.parse(localStorage.getItem(k)).text));
+  if (!kept.some((t) => t.includes("# not saved yet"))) throw new Error("the unsaved text is not kept in localStorage");
+  await page.evaluate(() => localStorage.removeItem("ripple.goneAfterMs"));
+}
+
 async function run() {
   const profile = mkdtempSync(join(tmpdir(), "ripple-chromium-"));
   const browser = await chromium.launchPersistentContext(profile, {
@@ -360,7 +384,7 @@ async function run() {
   browser.on("page", (p) => p.on("pageerror", (e) => problems.push(`uncaught ${e.message}`)));
   const page = browser.pages()[0] || (await browser.newPage());
   page.on("pageerror", (e) => problems.push(`uncaught ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  page.on("console", (m) => m.type() === "error" && !serverDown && problems.push(`console: ${m.text()}`));
   const only = process.env.DATAWORK_ONLY ? process.env.DATAWORK_ONLY.split(",") : null;
   const step = async (name, fn) => {
     if (!only || only.includes(name)) await fn(page);
@@ -378,6 +402,7 @@ async function run() {
     await step("bare", bareValue);
     await step("runs", runsAndTracebacks);
     await step("screens", screenshots);
+    await step("gone", serverGone);
     if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
   } catch (err) {
     await page.screenshot({ path: join(artifacts, "datawork-failure.png") }).catch(() => {});

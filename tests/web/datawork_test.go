@@ -140,10 +140,40 @@ func TestBrowserDataWork(t *testing.T) {
 		}
 	}()
 	page := waitPageURL(ctx, t, stdout, exited)
-	out, errOut, err := runNode(ctx, node, nil, "datawork.mjs", page, project, artifacts)
-	t.Logf("datawork.mjs:\n%s%s", out, errOut)
-	if err != nil {
-		t.Fatalf("datawork.mjs failed (%v); see the log above and %s", err, filepath.Join(artifacts, "datawork-failure.png"))
+	// The script prints STOP when the server is to go (its last step: the
+	// page finds out and says where its unsaved text is).
+	cmd := exec.CommandContext(ctx, node, "datawork.mjs", page, project, artifacts)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	out := &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopped := false
+	var runErr error
+	deadline, _ := ctx.Deadline()
+	testenv.PollEvery(deadline, 20*time.Millisecond, func() bool {
+		select {
+		case runErr = <-done:
+			return true
+		default:
+		}
+		if !stopped && strings.Contains(out.String(), "STOP\n") {
+			stopped = true
+			srv.Process.Signal(syscall.SIGINT)
+		}
+		return false
+	})
+	t.Logf("datawork.mjs:\n%s", out.String())
+	if runErr != nil {
+		t.Fatalf("datawork.mjs failed (%v); see the log above and %s", runErr, filepath.Join(artifacts, "datawork-failure.png"))
+	}
+	if !stopped {
+		t.Error("datawork.mjs ended without the server-gone step")
 	}
 	for _, w := range []string{"1024", "1440", "1920"} {
 		for _, scheme := range []string{"light", "dark"} {

@@ -184,7 +184,7 @@ function onConnState(name, info) {
 // GONE_AFTER: a server not reachable for this long is taken for gone (it
 // stopped, or was started again elsewhere); the page says so and where the
 // unsaved text is, and keeps trying.
-const GONE_AFTER = 20_000;
+const GONE_AFTER = Number(localStorage.getItem("ripple.goneAfterMs")) || 20_000;
 
 // showGone says that the server is gone and offers each buffer's unsaved
 // text as a download (it is also in this tab and in localStorage).

@@ -565,7 +565,11 @@ export class Editor {
     const width = (line) => this.displayWidth(doc.getLine(line), tab);
     // In pixels of the editor's font: the annotation's own font is smaller.
     const charWidth = this.cm.defaultCharWidth();
-    const column = valueColumn(placed.map((p) => width(p.line)), this.visibleColumns(charWidth));
+    const visible = this.visibleColumns(charWidth);
+    const column = valueColumn(placed.map((p) => width(p.line)), visible);
+    // What is left right of the column: a longer value is cut there (its
+    // preview ends in "…"; the whole is in its tooltip and the pane).
+    const room = `${Math.max(120, (visible - column) * charWidth - 6)}px`;
     const old = new Map(this.annotations.map((a) => [a.id, a]));
     const next = [];
     this.cm.operation(() => {
@@ -573,6 +577,7 @@ export class Editor {
         const el = document.createElement("span");
         el.className = "ripple-annotation";
         this.events.annotation(u, el);
+        el.style.maxWidth = room;
         const w = width(line);
         const inline = w + 2 <= column;
         let a = old.get(u.expressionId);
