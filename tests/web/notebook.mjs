@@ -195,6 +195,8 @@ async function steps(page) {
   if (offered.includes("unsaved = 1")) throw new Error("the unsaved edit was written to main.py");
   await page2.locator(".banner .banner-action", { hasText: "Restore" }).click();
   await waitAnnotation(page2, "main:__main__/unsaved", "1");
+  // Taken once: the offer is gone, and a new page is not offered it again.
+  await waitFor(page2, "the offer gone after Restore", () => ![...document.querySelectorAll(".banner")].some((b) => b.textContent.includes("Restore")));
   // The restored run imports pandas again from scratch: the values that
   // need it come back too (an import the restore cut short once left the
   // kernel unable to import pandas at all).
