@@ -52,15 +52,16 @@ for (const n of sizes) {
   const tDone = await page.evaluate(() => performance.now());
   // The last line shown under the loop (any page: its cell's text).
   const tShown = await page.evaluate(
-    (last) => new Promise((resolve) => {
+    (lastLine) => new Promise((resolve) => {
+      const last = new RegExp(`(^|\\n)${lastLine}(\\n|$)`);
       const check = () => {
         const cells = [...document.querySelectorAll(".CodeMirror .ripple-cell")];
-        if (cells.some((c) => c.textContent.includes(last))) resolve(performance.now());
+        if (cells.some((c) => last.test(c.textContent))) resolve(performance.now());
         else requestAnimationFrame(check);
       };
       check();
     }),
-    `line ${n - 1}\n`,
+    `line ${n - 1}`,
   );
   const long = await page.evaluate(() => window.__long);
   row(`print ${n} lines: run to last line shown`, (tShown - t0).toFixed(0), "ms");

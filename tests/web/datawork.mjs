@@ -171,6 +171,12 @@ async function editorHelps(page) {
   await page.keyboard.press("Control+i");
   await waitFor(page, "the docs of int", () => /int\(|integer/i.test(document.querySelector(".ripple-doc")?.textContent || ""));
   await page.keyboard.press("ArrowRight");
+  await waitFor(page, "the docs box gone", () => !document.querySelector(".ripple-doc"));
+  const at = await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('total =')); const c = cm.charCoords({line: i, ch: 'total = in'.length}, 'window'); return {x: c.left, y: (c.top + c.bottom) / 2}");
+  await page.mouse.move(at.x, at.y);
+  await page.mouse.move(at.x + 1, at.y);
+  await waitFor(page, "the docs of int on hover", () => /int\(|integer/i.test(document.querySelector(".ripple-doc")?.textContent || ""));
+  await page.mouse.move(2, 2);
 }
 
 async function autosaveOnSwitch(page) {

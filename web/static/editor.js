@@ -40,7 +40,10 @@ import { state } from "./values.js";
 // KERNEL_UNAVAILABLE (PROTOCOL.md 6): every kernel is busy; BUSY_RETRY_MS
 // is how long completion keeps asking.
 const KERNEL_UNAVAILABLE = 5001;
-const BUSY_RETRY_MS = 3000;
+const BUSY_RETRY_MS = 8000;
+
+// HOVER_MS: how long the mouse rests on a name before its docs show.
+const HOVER_MS = 700;
 
 // BIG_FILE: from this many lines on, CodeMirror renders only the lines
 // near the view.
@@ -103,6 +106,7 @@ export class Editor {
       },
     });
     this.cm.on("changes", () => this.localChange());
+    this.hoverDocs();
     // Completion opens by itself after "." and inside ["…", as a notebook's
     // does; Ctrl-Space asks anywhere.
     this.cm.on("inputRead", (cm, change) => {
@@ -293,9 +297,44 @@ export class Editor {
     this.showDoc(cm, pos, res && res.found ? res.text : "Nothing known here.");
   }
 
+  // hoverDocs shows a name's docs when the mouse rests on it (HOVER_MS):
+  // the same answer as Ctrl-I, asked once per resting place.
+  hoverDocs() {
+    let timer = null;
+    let asked = null;
+    const wrap = this.cm.getWrapperElement();
+    wrap.addEventListener("mousemove", (ev) => {
+      clearTimeout(timer);
+      const pos = this.cm.coordsChar({ left: ev.clientX, top: ev.clientY }, "window");
+      const tok = this.cm.getTokenAt(pos, true);
+      if (!tok || !/^(variable|variable-2|property|builtin|def)$/.test(tok.type || "") || pos.ch >= tok.end) return;
+      const key = `${pos.line}:${tok.start}`;
+      if (key === asked) return;
+      timer = setTimeout(async () => {
+        asked = key;
+        if (!this.current || !this.events.inspect) return;
+        const doc = this.cm.getDoc();
+        const text = doc.getValue();
+        const at = { line: pos.line, ch: tok.end };
+        try {
+          const res = await this.events.inspect(text, codePoints(text, doc.indexFromPos(at)));
+          if (res && res.found && doc.getValue() === text) this.showDoc(this.cm, { line: pos.line, ch: tok.start }, res.text, true);
+        } catch (e) {
+          // a busy kernel: no hover this time
+        }
+      }, HOVER_MS);
+    });
+    wrap.addEventListener("mouseleave", () => {
+      clearTimeout(timer);
+      asked = null;
+      if (this.docHover) this.hideDoc();
+    });
+  }
+
   // showDoc puts text in a box under pos until the next key or click.
-  showDoc(cm, pos, text) {
+  showDoc(cm, pos, text, hover = false) {
     this.hideDoc();
+    this.docHover = hover;
     const box = document.createElement("div");
     box.className = "ripple-doc";
     box.textContent = text;
