@@ -264,8 +264,31 @@ def mime_types(value: object) -> Tuple[str, ...]:
     """The mime types value offers beyond text/plain (a tuple, often
     empty), without rendering anything. An object that has only
     _repr_mimebundle_ declares nothing here: what it offers is known only
-    by calling it (mime_bundle does)."""
-    return _type_facts(type(value))[1]
+    by calling it (mime_bundle does). A small tuple or list holding a
+    figure (``fig, ax = plt.subplots()``) offers the figure's."""
+    mimes = _type_facts(type(value))[1]
+    if not mimes and type(value) in (tuple, list):
+        fig = _held_figure(value)
+        if fig is not None:
+            return _KIND_MIMES["figure"]
+    return mimes
+
+
+_HELD_MAX = 8  # items of a tuple or list looked at for a figure
+
+
+def _held_figure(value: Any) -> Optional[Any]:
+    """The figure a small tuple or list holds (a Figure, or the figure of
+    the first Axes), or None."""
+    if len(value) > _HELD_MAX:
+        return None
+    for item in value:
+        kind = _type_facts(type(item))[0]
+        if kind == "figure":
+            return item
+        if kind == "axes":
+            return item.figure
+    return None
 
 
 def _figure_bytes(fig: Any, fmt: str) -> bytes:
@@ -301,7 +324,12 @@ def mime_bundle(value: Any, mimes: Optional[Collection[str]] = None) -> Dict[str
     def want(mime: str) -> bool:
         return mimes is None or mime in mimes
 
-    if kind in ("figure", "axes"):
+    held = _held_figure(value) if kind is None and type(value) in (tuple, list) else None
+    if held is not None:
+        for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
+            if want(mime):
+                bundle[mime] = _encode_mime(mime, _figure_bytes(held, fmt))
+    elif kind in ("figure", "axes"):
         fig = value if kind == "figure" else value.figure
         for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
             if want(mime):

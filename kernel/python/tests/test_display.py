@@ -61,6 +61,30 @@ class Display(EngineTestCase):
         self.assertEqual(values.mime_types(1), ())
         self.assertIn(int, values._TYPE_MIMES)
 
+    def test_a_tuple_holding_a_figure_offers_the_figure(self):
+        # fig, ax = plt.subplots(): the pair shows the figure (classes named
+        # as matplotlib's, so matplotlib is not needed).
+        values = engine_module().values
+
+        class Figure:
+            def savefig(self, buf, format=None, bbox_inches=None):
+                buf.write(b"<svg/>" if format == "svg" else b"PNG")
+
+        class Axes:
+            def __init__(self, fig):
+                self.figure = fig
+
+        Figure.__module__, Figure.__qualname__ = "matplotlib.figure", "Figure"
+        Axes.__module__, Axes.__qualname__ = "matplotlib.axes._base", "_AxesBase"
+        fig = Figure()
+        for held in ((fig, Axes(fig)), [Axes(fig)]):
+            self.assertEqual(values.mime_types(held), ("image/png", "image/svg+xml"))
+            bundle = values.mime_bundle(held)
+            self.assertEqual(bundle["image/png"], "UE5H")  # base64 of PNG
+            self.assertEqual(bundle["image/svg+xml"], "<svg/>")
+        self.assertEqual(values.mime_types((1, "a")), ())
+        self.assertEqual(values.mime_types(tuple(range(20)) + (fig,)), ())  # too long to look into
+
 
 if __name__ == "__main__":
     unittest.main()
