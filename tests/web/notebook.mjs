@@ -109,6 +109,11 @@ async function steps(page) {
   const vizFrame = await (await page.$("#viz-view iframe.cell-html")).contentFrame();
   await vizFrame.waitForFunction(() => !!document.querySelector("table") && document.body.textContent.includes("pear"), null, { timeout: STEP_TIMEOUT });
 
+  log("a tuple holding a figure (fig, ax) shows the figure");
+  await page.locator('.CodeMirror-code .ripple-annotation[data-expr="main:__main__/pair"] .ann-main').click();
+  await waitFor(page, "the figure in the visualization pane", () =>
+    [...document.querySelectorAll("#viz-view img")].some((img) => img.src.startsWith("data:image/png;base64,") && img.naturalWidth > 100));
+
   log("a click right of a line's end puts the cursor on that line");
   // A short line, and one whose value runs past the editor's right edge.
   for (const [start, expr] of [["total =", "main:__main__/total"], ["df =", "main:__main__/df"]]) {

@@ -420,6 +420,7 @@ for name in df["fruit"]:
     print("fruit", name)
 fig = plt.figure(figsize=(4, 3))
 bars = fig.add_subplot().bar(df["fruit"], df["kg"])
+pair = fig, fig.axes[0]
 plt.show()
 `,
 	"pricing.py": `def apply_discount(price, percent=0):
