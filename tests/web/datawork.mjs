@@ -146,7 +146,12 @@ async function editorHelps(page) {
   await waitFor(page, "the column in the completion list", () =>
     [...document.querySelectorAll(".CodeMirror-hints .CodeMirror-hint")].some((h) => h.textContent.includes("weight_kg")));
   await page.keyboard.press("Escape");
-  // The typed line goes again (its run would fail: half a subscript).
+  log("signature help: ( after a name shows what it takes");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("round(", { delay: 20 });
+  await waitFor(page, "round's signature", () => /round\(number/.test(document.querySelector(".ripple-doc")?.textContent || ""));
+  await page.keyboard.press("Escape");
+  // The typed lines go again (their run would fail: half a subscript).
   await cm(page, "cm.replaceRange('', {line: arg - 1, ch: cm.getLine(arg - 1).length}, {line: cm.lastLine(), ch: cm.getLine(cm.lastLine()).length})", lines);
 
   log("Ctrl-/ comments the line and uncomments it");

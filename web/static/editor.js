@@ -111,6 +111,11 @@ export class Editor {
     // does; Ctrl-Space asks anywhere.
     this.cm.on("inputRead", (cm, change) => {
       const typed = change.text.join("");
+      // Signature help: "(" after a name shows what it takes.
+      if (change.origin === "+input" && typed === "(" && /[\w)\]]\($/.test(cm.getLine(change.from.line).slice(0, change.from.ch + 1))) {
+        this.inspect(cm, { line: change.from.line, ch: change.from.ch }, true);
+        return;
+      }
       if (change.origin !== "+input" || !/^[.\["']$/.test(typed)) return;
       const line = cm.getLine(change.from.line).slice(0, change.from.ch + 1);
       if (typed === "." ? /[\w)\]]\.$/.test(line) : /\w\[["']?$/.test(line)) this.complete(cm);
@@ -282,19 +287,22 @@ export class Editor {
 
   // inspect shows what the name under the cursor is (signature and
   // docstring from the kernel), in a box under the cursor.
-  async inspect(cm) {
+  // at: where the name ends (default the cursor); quiet: say nothing when
+  // nothing is known (signature help while typing).
+  async inspect(cm, at = null, quiet = false) {
     if (!this.current || !this.events.inspect) return;
     const doc = cm.getDoc();
     const text = doc.getValue();
-    const pos = doc.getCursor();
+    const pos = at || doc.getCursor();
     let res;
     try {
       res = await this.events.inspect(text, codePoints(text, doc.indexFromPos(pos)));
     } catch (e) {
-      this.events.notice("warn", `Docs: ${e.message}`);
+      if (!quiet) this.events.notice("warn", `Docs: ${e.message}`);
       return;
     }
-    this.showDoc(cm, pos, res && res.found ? res.text : "Nothing known here.");
+    if (quiet && (!res || !res.found || doc.getValue() !== text)) return;
+    this.showDoc(cm, doc.getCursor(), res && res.found ? res.text : "Nothing known here.", quiet);
   }
 
   // hoverDocs shows a name's docs when the mouse rests on it (HOVER_MS):
