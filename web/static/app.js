@@ -1071,6 +1071,14 @@ function setVizStatus(state, text) {
 
 function showVizData(data) {
   setVizStatus("ok", `${label(session.viz.expressionId)} · updated ${new Date().toLocaleTimeString()}`);
+  // An HTML value shown again (the statement ran again) goes into the
+  // frame already there: no reload, no flash.
+  const frame = $("viz-view").querySelector(":scope > .cell-display > iframe.cell-html");
+  const rich = isBundle(data) && (data["image/png"] || data["image/jpeg"] || data["image/svg+xml"]);
+  if (frame && isBundle(data) && data["text/html"] && !rich) {
+    frame.update(data["text/html"]);
+    return;
+  }
   $("viz-view").replaceChildren(isBundle(data) ? bundleNode(data) : renderData(data));
 }
 
