@@ -335,6 +335,22 @@ async function bareValue(page) {
   await frame.waitForFunction(() => document.querySelectorAll("table.dataframe tbody tr").length === 2, null, { timeout: STEP_TIMEOUT });
 }
 
+// tableShown waits until the DataFrame's frame shows its table (the frame
+// may be replaced meanwhile: asked again each time).
+async function tableShown(page) {
+  const deadline = Date.now() + STEP_TIMEOUT;
+  for (;;) {
+    try {
+      const frame = await (await page.$(".CodeMirror .ripple-cell iframe.cell-html"))?.contentFrame();
+      if (frame && (await frame.$("table.dataframe"))) return;
+    } catch (e) {
+      // detached while asked: ask the new one
+    }
+    if (Date.now() > deadline) throw new Error("the DataFrame's table is not shown");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function screenshots(page) {
   log("screenshots at 1024, 1440, 1920 px, light and dark");
   await page.fill("#entry", "main:__main__");
@@ -349,8 +365,11 @@ async function screenshots(page) {
       await page.setViewportSize({ width: w, height: h });
       await waitFor(page, `the layout at ${w}`, (w) => window.innerWidth === w, w);
       await waitFor(page, "the frame sized", () => Number(document.querySelector(".ripple-cell iframe.cell-html")?.dataset.contentHeight) > 40);
-      // The outputs in view: the DataFrame's line at the top.
+      // The outputs in view: the DataFrame's line at the top, its table
+      // shown (a width change reloads the frame: CodeMirror re-inserts
+      // the line's widgets).
       await cm(page, "const i = cm.getValue().split('\\n').findIndex((l) => l.startsWith('df =')); cm.scrollTo(0, cm.heightAtLine(i - 1, 'local'))");
+      await tableShown(page);
       await page.screenshot({ path: join(artifacts, `datawork-${w}-${scheme}.png`) });
     }
   }
