@@ -1601,9 +1601,9 @@ $("create-main").addEventListener("click", async () => {
   await runEntry("main:__main__");
 });
 // CodeMirror measures its box: a resized window (panes collapsing at
-// narrow widths) needs a refresh, then the annotations are placed again.
+// narrow widths) needs a new size (editor.resized), then the annotations are placed again.
 window.addEventListener("resize", () => {
-  editor.refresh();
+  editor.resized();
   scheduleRender();
 });
 // Leaving with unsaved edits asks first.
@@ -1641,7 +1641,7 @@ $("viz-detach").addEventListener("click", () => detachViz());
   const apply = (px) => {
     if (px) layout.style.setProperty("--viz-width", `${px}px`);
     else layout.style.removeProperty("--viz-width");
-    editor.refresh();
+    editor.resized();
     scheduleRender();
   };
   const saved = Number(localStorage.getItem("ripple.vizWidth"));

@@ -40,6 +40,9 @@ import { state } from "./values.js";
 // KERNEL_UNAVAILABLE (PROTOCOL.md 6): every kernel is busy; BUSY_RETRY_MS
 // is how long completion keeps asking.
 const KERNEL_UNAVAILABLE = 5001;
+// INVALID_VERSION (PROTOCOL.md 6, 3003): an edit's oldVersion is not the
+// buffer's (another client's edit came first).
+const INVALID_VERSION = 3003;
 const BUSY_RETRY_MS = 8000;
 
 // HOVER_MS: how long the mouse rests on a name before its docs show.
@@ -188,8 +191,9 @@ export class Editor {
   localChange() {
     const buf = this.current;
     if (!buf || buf.applyingRemote) return;
-    if (buf.rebasing) {
-      // Sent once the edits in flight have failed (settleRebase).
+    if (buf.rebasing || buf.resyncing) {
+      // Sent once the edits in flight have failed (settleRebase), or the
+      // server's text is back (resync).
       buf.unrun = true;
       if (this.events.typed) this.events.typed(buf);
       return;
@@ -233,7 +237,7 @@ export class Editor {
   // a conflict is handled the same way.
   sendRun(buf) {
     buf.unrun = false;
-    if (!this.rpc.connected || buf.rebasing) {
+    if (!this.rpc.connected || buf.rebasing || buf.resyncing) {
       buf.unrun = true; // reopen() runs it after the reconnect
       return;
     }
@@ -387,7 +391,9 @@ export class Editor {
       }
       for (const [id, c] of want) {
         if (this.cellWidgets.has(id)) continue;
-        const widget = doc.addLineWidget(c.line, c.node, { coverGutter: false, noHScroll: true });
+        // noHScroll off: CodeMirror re-inserts a noHScroll widget at every
+        // width change (setSize), which would reload a frame in it.
+        const widget = doc.addLineWidget(c.line, c.node, { coverGutter: false, noHScroll: false });
         this.cellWidgets.set(id, { widget, node: c.node });
       }
     });
@@ -489,19 +495,38 @@ export class Editor {
       buf.sentVersion = buf.serverVersion;
       return;
     }
+    buf.resyncing = true;
+    let res;
     try {
-      const res = await this.rpc.call("text/openFile", { path: buf.path });
-      const typed = buf.doc.getValue();
-      this.replaceFromServer(buf, res.content, res.currentVersion);
-      if (typed !== res.content) {
-        this.events.notice(
-          "warn",
-          err ? `${buf.path}: an edit was refused (${err.message}); the editor now shows the server's text`
-            : `${buf.path}: another client changed the file while you typed; your last keystrokes were dropped`,
-        );
-      }
+      res = await this.rpc.call("text/openFile", { path: buf.path });
     } catch (e) {
       this.events.notice("error", `${buf.path}: could not reload the buffer: ${e.message}`);
+      return;
+    } finally {
+      buf.resyncing = false;
+    }
+    {
+      const typed = buf.doc.getValue();
+      if (!err || err.code === INVALID_VERSION) {
+        // Out of step with the server (an edit of another client came
+        // first, or a didChange could not be placed): its text is merged
+        // with what the user typed, as a didChange is (rebase), and the
+        // user's part sent again. Nothing typed is dropped.
+        const theirs = diff(buf.server, res.content);
+        const merged = rebase(buf.server, theirs ? [theirs] : [], typed);
+        buf.server = res.content;
+        buf.serverVersion = res.currentVersion;
+        buf.sent = res.content;
+        buf.sentVersion = res.currentVersion;
+        buf.applySplices(merged.splices);
+        if (this.sendDiff(buf, buf.doc.getValue()) || buf.unrun) this.scheduleRun(buf);
+        this.events.changed(buf);
+        return;
+      }
+      this.replaceFromServer(buf, res.content, res.currentVersion);
+      if (typed !== res.content) {
+        this.events.notice("warn", `${buf.path}: an edit was refused (${err.message}); the editor now shows the server's text`);
+      }
     }
   }
 
@@ -536,15 +561,22 @@ export class Editor {
         this.markStale(buf);
         continue;
       }
-      if (buf.inflight > 0 || buf.rebasing) {
+      const local = buf.doc.getValue();
+      if (buf.inflight > 0 || buf.rebasing || buf.resyncing || local !== buf.server) {
         // Another client's edit came before ours in flight (8.6: had ours
-        // landed first, its reply would be here already): merge it into
-        // what the user sees; ours fail and are sent again, merged.
-        const merged = rebase(buf.server, fe.edits, buf.doc.getValue());
+        // landed first, its reply would be here already), or the user has
+        // typed what is not sent yet: merge it into what the user sees;
+        // ours in flight fail and are sent again, merged.
+        const merged = rebase(buf.server, fe.edits, local);
         buf.server = text;
         buf.serverVersion = fe.newVersion;
-        buf.rebasing = true;
         buf.applySplices(merged.splices);
+        if (buf.inflight > 0) buf.rebasing = true;
+        else if (!buf.rebasing && !buf.resyncing) {
+          buf.sent = text;
+          buf.sentVersion = fe.newVersion;
+          if (this.sendDiff(buf, buf.doc.getValue())) this.scheduleRun(buf);
+        }
         this.events.changed(buf);
         continue;
       }
@@ -562,7 +594,7 @@ export class Editor {
   // server as one edit on its text, and runs.
   settleRebase(buf) {
     buf.rebasing = false;
-    if (buf.failed) {
+    if (buf.failed || buf.stale) {
       this.resync(buf);
       return;
     }
@@ -685,6 +717,8 @@ export class Editor {
     const info = this.cm.getScrollInfo();
     const gutters = this.cm.getGutterElement().offsetWidth;
     const px = info.clientWidth - gutters - 12;
+    // Outputs under lines are as wide as the view, not as the longest line.
+    this.cm.getWrapperElement().style.setProperty("--cell-width", `${Math.max(200, px - 8)}px`);
     return Math.max(0, Math.floor(px / charWidth));
   }
 
@@ -737,6 +771,13 @@ export class Editor {
     doc.setCursor({ line: pos.line, ch });
     this.cm.scrollIntoView({ line: pos.line, ch }, 80);
     this.cm.focus();
+  }
+
+  // resized tells CodeMirror its box changed size. Not refresh(): that
+  // rebuilds every line, and with them the outputs under them (a frame
+  // would load again).
+  resized() {
+    this.cm.setSize();
   }
 
   refresh() {
@@ -813,6 +854,7 @@ class Buffer {
     // they fail, and what the user typed is sent again once they have
     // (Editor.settleRebase).
     this.rebasing = false;
+    this.resyncing = false; // resync is reloading the server's text
     // The separator the file uses, so that the document's text is the
     // server's byte for byte.
     this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
