@@ -114,9 +114,9 @@ async function valuesInView(page) {
 
 async function framesStay(page) {
   log("typing does not reload the frame; a re-run updates it in place");
-  // (A window resize may have reloaded it: CodeMirror re-inserts a line's
-  // widgets when its width changes. Typing must not.)
+  // Loaded once: the window's resize to 1280 px did not reload it either.
   const before = await page.$eval(".ripple-cell iframe.cell-html", (f) => f.dataset.loads);
+  if (before !== "1") throw new Error(`the DataFrame's frame loaded ${before} times before any typing`);
   await placeCursor(page, "extra = total + 1", "+ 1");
   for (const k of ["Backspace", "2"]) await page.keyboard.press(k);
   await waitAnnotation(page, "main:__main__/extra", { text: "12" });
