@@ -34,6 +34,7 @@ func (s *session) DidOpen(ctx context.Context, p *lsproto.DidOpenTextDocumentPar
 	rel, err := s.relPath(p.TextDocument.URI)
 	if err != nil {
 		s.log.Debug("didOpen ignored", "err", err)
+		s.tellOutside(p.TextDocument.URI)
 		return nil // another folder's file: nothing to show, not an error
 	}
 	res, err := s.eng.OpenFile(ctx, s.clientID, rel)

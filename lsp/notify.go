@@ -44,7 +44,24 @@ type inbox struct {
 	notes   []note // guarded by mu
 	output  int    // guarded by mu: bytes of output in notes
 	dropped int    // guarded by mu: output bytes dropped since the last take
-	wake    chan struct{}
+	// busy: the loop took notes and has not applied them yet (pending
+	// says so to a waiting inlayHint request). Guarded by mu.
+	busy bool
+	wake chan struct{}
+}
+
+// pending reports notifications not yet applied to the session's state.
+func (in *inbox) pending() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.notes) > 0 || in.busy
+}
+
+// applied marks the notes taken last as applied.
+func (in *inbox) applied() {
+	in.mu.Lock()
+	in.busy = false
+	in.mu.Unlock()
 }
 
 // Notify implements engine.Client: it queues the notification for the loop.
@@ -72,6 +89,7 @@ func (in *inbox) take() ([]note, int) {
 	defer in.mu.Unlock()
 	notes, dropped := in.notes, in.dropped
 	in.notes, in.output, in.dropped = nil, 0, 0
+	in.busy = len(notes) > 0
 	return notes, dropped
 }
 
@@ -87,7 +105,10 @@ type entry struct {
 	output  map[protocol.ExpressionID]string                    // per statement of the top frame, bounded
 	// last is each top-frame statement's latest Value preview, kept while
 	// it waits, is held or is not reached (shown as its last value).
-	last    map[protocol.ExpressionID]string
+	last map[protocol.ExpressionID]string
+	// order is when each top-frame statement was last updated (the
+	// session's tick): of two ids at one place, the later is the current.
+	order   map[protocol.ExpressionID]uint64
 	running bool
 	gen     int // runs started
 	begun   time.Time
@@ -113,6 +134,7 @@ func (e *entry) setFrames(frames []protocol.MethodPointer) {
 	e.updates = make(map[protocol.ExpressionID]protocol.ExpressionUpdate)
 	e.output = make(map[protocol.ExpressionID]string)
 	e.last = make(map[protocol.ExpressionID]string)
+	e.order = make(map[protocol.ExpressionID]uint64)
 }
 
 // outgoing is what the loop sends after applying a batch.
@@ -156,6 +178,8 @@ func (s *session) loop(ctx context.Context) {
 		if out.lenses {
 			s.pendingLens = true
 		}
+		s.inbox.applied()
+		s.settleLocked()
 		s.mu.Unlock()
 		if dropped > 0 {
 			out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeWarning,
@@ -207,8 +231,10 @@ func (s *session) apply(n note, out *outgoing) {
 		if id := p.ExpressionID; id != "" && len(e.output[id]) < maxOutputPerStatement {
 			e.output[id] += p.Text
 		}
-		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeLog,
-			Message: strings.TrimSuffix(p.Text, "\n")})
+		if s.output != 0 {
+			out.logs = append(out.logs, lsproto.LogMessageParams{Type: s.output,
+				Message: strings.TrimSuffix(p.Text, "\n")})
+		}
 	case protocol.ExecutionStatusParams:
 		e := s.byID[p.ContextID]
 		if e == nil {
@@ -299,6 +325,8 @@ func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing
 			e.last[u.ExpressionID] = u.Payload.Preview
 		}
 		e.updates[u.ExpressionID] = u
+		s.tick++
+		e.order[u.ExpressionID] = s.tick
 	}
 	out.hints = true
 	out.lenses = out.lenses || e.lensKey() != lensBefore
