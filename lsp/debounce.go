@@ -75,6 +75,11 @@ func (s *session) runEdited(ctx context.Context) {
 		s.mu.Unlock()
 	}()
 	slices.SortFunc(asks, func(a, b ask) int { return strings.Compare(a.path, b.path) })
+	paths := make([]string, len(asks))
+	for i, a := range asks {
+		paths[i] = a.path
+	}
+	defer s.reviveEdited(ctx, paths)
 	for _, a := range asks {
 		err := s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
 			Path: protocol.Path(a.path), Edits: []protocol.TextEdit{}, OldVersion: a.version, NewVersion: a.version}})

@@ -115,6 +115,12 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 			for _, ed := range edits {
 				r = protocol.Range{Start: shift(r.Start, ed), End: shift(r.End, ed)}
 			}
+			if r.Start == r.End && u.Range.Start != u.Range.End {
+				// Deleted with its lines: no run updates it any more,
+				// and its hint must not stay on the line it was.
+				delete(e.updates, id)
+				continue
+			}
 			u.Range = &r
 			e.updates[id] = u
 		}

@@ -147,7 +147,8 @@ func (s *session) hintsLocked(rel string, rng lsproto.Range, unknown bool) []lsp
 // quiet reports a statement whose hint would say nothing: a None of an
 // expression statement (a call, print), of a compound statement's header
 // (for, if, with) or of a def, class or import; an assignment whose value
-// is its own right-hand side as written (`a = 6`: no `= 6` after it).
+// is its own right-hand side as written (`a = 6`: no `= 6` after it); an
+// augmented assignment the kernel reports no new value for.
 func quiet(text string, u protocol.ExpressionUpdate) bool {
 	if bindsOnly(text, u) {
 		return true
@@ -156,8 +157,14 @@ func quiet(text string, u protocol.ExpressionUpdate) bool {
 		return false
 	}
 	info := classify(stmtText(text, *u.Range))
+	if info.kind == kindAssign && info.aug {
+		// The kernel reports the new value of an augmented name; of a
+		// subscript or attribute (x["q"] += n) it reports None, which is
+		// not the value: no hint rather than a wrong one.
+		return u.Type == "builtins.NoneType"
+	}
 	if info.kind == kindAssign {
-		return !info.aug && info.rhs == u.Payload.Preview
+		return info.rhs == u.Payload.Preview
 	}
 	return u.Type == "builtins.NoneType" && info.kind != kindOther
 }

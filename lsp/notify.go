@@ -117,6 +117,11 @@ type entry struct {
 	// then, and one that persists does not flicker while the run goes).
 	stale, fresh []protocol.Diagnostic
 	progress     string // the work-done token of this run ("" = none)
+	// crashed: its run killed the kernel, and the user has not run it or
+	// changed its module since (one pop-up per failure). parked: its
+	// context is destroyed for that reason, so no edit elsewhere runs it
+	// again; its hints stay (crash.go).
+	crashed, parked bool
 }
 
 // top returns the function of the top frame.
@@ -144,6 +149,7 @@ type outgoing struct {
 	progress []lsproto.ProgressParams
 	creates  []progressStart
 	applies  []lsproto.ApplyWorkspaceEditParams
+	park     []protocol.ContextID // contexts whose run killed the kernel (crash.go)
 	hints    bool
 	lenses   bool
 	diags    bool
@@ -204,6 +210,10 @@ func (s *session) loop(ctx context.Context) {
 		if len(out.applies) > 0 {
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); s.applyInEditor(ctx, out.applies) }()
+		}
+		for _, id := range out.park {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.park(ctx, id) }()
 		}
 		for _, ps := range out.creates {
 			s.wg.Add(1)
@@ -270,7 +280,9 @@ func (s *session) apply(n note, out *outgoing) {
 		}
 		s.runEnded(e, out, msg)
 		switch p.Result.Kind {
-		case protocol.ResultKernelDied, protocol.ResultFailure, protocol.ResultTimeout:
+		case protocol.ResultKernelDied:
+			s.crashedLocked(e, msg, out)
+		case protocol.ResultFailure, protocol.ResultTimeout:
 			out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeError, Message: msg})
 		}
 	case protocol.KernelRestartedParams:
@@ -278,10 +290,14 @@ func (s *session) apply(n note, out *outgoing) {
 		if p.StatePreserved {
 			state = "its state was kept"
 		}
-		out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeWarning,
+		// Logged, not shown: the failure that caused it (a kernel death)
+		// has its one pop-up (crash.go).
+		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeWarning,
 			Message: fmt.Sprintf("ripple: kernel %d restarted (%s); %s", p.KernelID, p.Reason, state)})
 	case lsproto.ShowMessageParams:
 		out.shows = append(out.shows, p)
+	case republish:
+		out.diags, out.hints, out.lenses = true, true, true
 	case protocol.DidChangeParams:
 		// Another client (the page of --serve) edited a buffer the editor
 		// has open: the editor gets the edit (workspace/applyEdit), so
@@ -314,6 +330,11 @@ func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing
 		}
 		if isWaiting(u) {
 			s.runStarted(e, out)
+			// The run executes: its modules compiled, so a syntax error
+			// it had is fixed now, not when the run ends.
+			if e.dropCompileErrors() {
+				out.diags = true
+			}
 			delete(e.output, u.ExpressionID) // it runs again: its output is new
 			// What it raised in a run an edit superseded (whose
 			// findings this run carries on) is not this run's: it

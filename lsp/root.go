@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 rootUri and rootPath are read only when workspaceFolders is absent (older clients send them alone)
+
 package lsp
 
 import (
@@ -36,13 +38,23 @@ func editorFolders(p *lsproto.InitializeParams) []string {
 			}
 		}
 	}
-	if len(out) == 0 && p.RootURI != nil && p.RootURI.IsFile() {
-		out = append(out, filepath.Clean(p.RootURI.FsPath()))
+	return append(out, legacyRoot(p, len(out) == 0)...)
+}
+
+// legacyRoot returns rootUri, else rootPath, when want: deprecated in
+// LSP 3.17 but what older clients (Neovim 0.7, Eglot before workspace
+// folders) send alone.
+func legacyRoot(p *lsproto.InitializeParams, want bool) []string {
+	if !want {
+		return nil
 	}
-	if rp, ok := p.RootPath.Get(); len(out) == 0 && ok && rp != "" {
-		out = append(out, filepath.Clean(rp))
+	if u := p.RootURI; u != nil && u.IsFile() {
+		return []string{filepath.Clean(u.FsPath())}
 	}
-	return out
+	if rp, ok := p.RootPath.Get(); ok && rp != "" {
+		return []string{filepath.Clean(rp)}
+	}
+	return nil
 }
 
 // openProject settles the project at initialize: with an Opener, the

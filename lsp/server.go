@@ -398,7 +398,7 @@ func (s *session) detach() {
 }
 
 // commands are the workspace/executeCommand commands (lenses.go).
-var commands = []string{cmdRun, cmdEnter, cmdBack, cmdInterrupt, cmdRecompute, cmdRestartKernel}
+var commands = []string{cmdRun, cmdEnter, cmdBack, cmdInterrupt, cmdRecompute, cmdRestartKernel, cmdStop}
 
 // Initialize negotiates the position encoding and registers the session
 // with the engine.
