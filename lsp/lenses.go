@@ -208,7 +208,9 @@ func (s *session) contextsNamed(args []string) ([]protocol.ContextID, error) {
 	}
 	ids := make([]protocol.ContextID, 0, len(s.entries))
 	for _, e := range s.entries {
-		ids = append(ids, e.id)
+		if !e.parked { // its context is gone (crash.go)
+			ids = append(ids, e.id)
+		}
 	}
 	return ids, nil
 }
