@@ -119,7 +119,9 @@ func TestEmacsEglot(t *testing.T) {
 	save("after-edit")
 	// A syntax error at the end of b's line: its diagnostic appears ...
 	tm("send-keys", "C-n", "C-e", " ", "+")
-	waitFor("the syntax error's diagnostic", func(s string) bool { return strings.Contains(s, "SyntaxError") || strings.Contains(s, "invalid syntax") })
+	waitFor("the syntax error's diagnostic", func(s string) bool {
+		return strings.Contains(s, "SyntaxError") || strings.Contains(s, "invalid syntax")
+	})
 	save("syntax-error")
 	// ... and goes once the text parses again.
 	tm("send-keys", "BSpace", "BSpace")
