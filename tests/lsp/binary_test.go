@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,10 +33,12 @@ func (e *logEditor) LogMessage(_ context.Context, p *lsproto.LogMessageParams) e
 	return nil
 }
 
+// logged reports whether the output logged holds s (a print may come in
+// more than one message).
 func (e *logEditor) logged(s string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return slices.Contains(e.logs, s)
+	return strings.Contains(strings.Join(e.logs, "\n"), s)
 }
 
 // binSession is `ripple lsp` started with no PROJECT_DIR in cwd, driven
@@ -131,7 +132,7 @@ func kernels(pid int) int {
 	return n
 }
 
-const journalMain = "def noisy(v):\n    print('computing', v)\n    return v * 7\n\n\ndef main():\n    b = noisy(6)\n    return b\n"
+const journalMain = "def noisy(v):\n    print(f'computing {v}')\n    return v * 7\n\n\ndef main():\n    b = noisy(6)\n    return b\n"
 
 // TestBinaryRootKernelsJournal: `cd parent && ripple lsp` with the
 // editor's workspace folder parent/proj serves proj (not the working

@@ -94,7 +94,9 @@ let seed = 25;
 const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
 const times = [];
 let finals = 0, stales = 0;
+let current = -1; // the edit being timed
 for (let e = 0; e < EDITS; e++) {
+  current = e;
   const j = rand(N);
   const old = `${k[j]}`;
   const at = line(j).length - old.length; // the old text's line
@@ -116,7 +118,11 @@ for (let e = 0; e < EDITS; e++) {
       const want = values(); // this edit's: a late answer is judged against it
       const ask = async () => {
         if (done) return;
-        const r = judge(await hints(), j, want);
+        const m = await hints();
+        // An answer that comes after the next edit is for a newer text
+        // (its request waited across that change): editors drop it.
+        if (current !== e) return;
+        const r = judge(m, j, want);
         if (r.stale) { stales++; console.log(`STALE edit ${e} (x${j}): ${JSON.stringify(r.seen)}`); }
         if (r.final && !done) { done = true; onRefresh = () => {}; resolve(performance.now() - start); }
       };
