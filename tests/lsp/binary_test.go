@@ -163,8 +163,23 @@ func TestBinaryRootKernelsJournal(t *testing.T) {
 	// The spare comes a second after the start: wait for it, then the
 	// count is what the editor window costs.
 	testenv.PollEvery(deadline, 50*time.Millisecond, func() bool { return kernels(s.cmd.Process.Pid) >= 2 })
+	// An edit's run later (the spare, started a second after the
+	// kernels, is up by then): still the kernel and its spare.
+	if err := s.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{
+		URI: uri.File(main), LanguageID: "python", Version: 1, Text: strings.Replace(journalMain, "noisy(6)", "noisy(5)", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.PollEvery(deadline, 50*time.Millisecond, func() bool { return s.hint(t, main, 6) == "= 35" }) {
+		t.Fatalf("the editor's text did not run (hint %q)", s.hint(t, main, 6))
+	}
 	if n := kernels(s.cmd.Process.Pid); n != 2 {
 		t.Errorf("%d kernel processes, want 2 (one kernel and a spare)", n)
+	}
+	if err := s.server.DidClose(t.Context(), &lsproto.DidCloseTextDocumentParams{TextDocument: lsproto.TextDocumentIdentifier{URI: uri.File(main)}}); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.PollEvery(deadline, 50*time.Millisecond, func() bool { return s.hint(t, main, 6) == "= 42" }) {
+		t.Fatalf("closing without saving did not bring the disk's text back (hint %q)", s.hint(t, main, 6))
 	}
 	s.stop(t)
 	if st, err := os.Stat(filepath.Join(proj, ".ripple", durable.ValuesFileName)); err != nil || st.Size() == 0 {
