@@ -64,6 +64,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "lsp":
 		return lspCmd(ctx, args[1:], closableStdin, stdout, stderr)
 	case "run", "report":
+		if args[0] == "run" && wantsNotebooks(args[1:]) {
+			return notebooksCommand(ctx, args[1:], stdout, stderr)
+		}
 		return batchCommand(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
