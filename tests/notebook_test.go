@@ -1,0 +1,181 @@
+package tests
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ripple-run/ripple/internal/testenv"
+)
+
+// ripple run --notebooks on real notebooks (tests/notebooks, vendored from
+// jupyter/notebook's docs) and on a copy with a broken cell: one JUnit case
+// per notebook, the broken cell and line named, exit status 1, outputs
+// written back valid under nbformat's schema (Debian's python3-nbformat).
+
+// debianPython has Debian's python3-nbformat, python3-nbclient and
+// python3-ipykernel (.ci/run installs them).
+const debianPython = "/usr/bin/python3"
+
+// needDebianModules skips (fails under CI) without the modules in
+// debianPython.
+func needDebianModules(t *testing.T, modules ...string) {
+	t.Helper()
+	for _, m := range modules {
+		if err := exec.Command(debianPython, "-c", "import "+m).Run(); err != nil {
+			testenv.NeedOrSkip(t, "%s cannot import %s (apt-get install python3-%s)", debianPython, m, m)
+		}
+	}
+}
+
+// copyNotebooks copies the vendored notebooks into a new project dir.
+func copyNotebooks(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join("notebooks", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// editCell rewrites the source of cell (1-based) of a notebook file.
+func editCell(t *testing.T, path string, cell int, source string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nb map[string]any
+	if err := json.Unmarshal(data, &nb); err != nil {
+		t.Fatal(err)
+	}
+	nb["cells"].([]any)[cell-1].(map[string]any)["source"] = source
+	out, err := json.MarshalIndent(nb, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type junitReport struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Suites   []struct {
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Class   string `xml:"classname,attr"`
+			File    string `xml:"file,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func TestRunNotebooksNamesTheBrokenCell(t *testing.T) {
+	t.Parallel()
+	needDebianModules(t, "nbformat")
+	bin := buildBinary(t)
+	dir := copyNotebooks(t, "running_code.ipynb", "mynotebook.ipynb")
+	broken := filepath.Join(dir, "broken.ipynb")
+	data, _ := os.ReadFile(filepath.Join(dir, "running_code.ipynb"))
+	if err := os.WriteFile(broken, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Cell 6 of "Running Code" is print(a); the second line now reads a
+	// name nobody defined.
+	editCell(t, broken, 6, "print(a)\nprint(b)")
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	cmd := exec.Command(bin, "run", "--notebooks", "--project", dir, "--junit", junit, "--kernels", "2", "--python", debianPython)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("ripple run --notebooks: %v, want exit status 1\n%s", err, out)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep junitReport
+	if err := xml.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("junit: %v\n%s", err, raw)
+	}
+	if rep.Tests != 3 || rep.Failures != 1 {
+		t.Fatalf("junit: %d tests, %d failures, want 3 and 1\n%s", rep.Tests, rep.Failures, raw)
+	}
+	for _, s := range rep.Suites {
+		for _, c := range s.Cases {
+			switch c.File {
+			case "broken.ipynb":
+				if c.Failure == nil || !strings.Contains(c.Failure.Message, "cell 6, line 2: NameError: name 'b' is not defined") {
+					t.Errorf("broken.ipynb: failure %+v, want cell 6, line 2 named", c.Failure)
+				}
+			case "running_code.ipynb", "mynotebook.ipynb":
+				if c.Failure != nil || c.Error != nil {
+					t.Errorf("%s did not pass: %+v %+v", c.File, c.Failure, c.Error)
+				}
+			default:
+				t.Errorf("unexpected test case %+v", c)
+			}
+		}
+	}
+	// The outputs went back into the notebooks, as Jupyter writes them.
+	check := `import sys, json, nbformat
+out = {}
+for path in sys.argv[1:]:
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)
+    out[path.rsplit("/", 1)[-1]] = [[c.execution_count, [(o.output_type, o.get("name", o.get("ename", "")), o.get("text", o.get("evalue", ""))) for o in c.outputs]] for c in nb.cells if c.cell_type == "code"]
+print(json.dumps(out, separators=(",", ":")))`
+	res, err := exec.Command(debianPython, "-c", check, filepath.Join(dir, "running_code.ipynb"), broken).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nbformat: %v\n%s", err, res)
+	}
+	var cells map[string][][2]json.RawMessage
+	if err := json.Unmarshal(res, &cells); err != nil {
+		t.Fatalf("%v: %s", err, res)
+	}
+	expectCell := func(nb string, i int, want string) {
+		t.Helper()
+		if got := string(cells[nb][i][0]) + " " + string(cells[nb][i][1]); got != want {
+			t.Errorf("%s code cell %d: %.300s, want %.300s", nb, i+1, got, want)
+		}
+	}
+	expectCell("running_code.ipynb", 1, `2 [["stream","stdout","10\n"]]`)
+	expectCell("running_code.ipynb", 5, `6 [["stream","stderr","hi, stderr\n"]]`)
+	expectCell("running_code.ipynb", 8, `9 [["stream","stdout","`+firstPowers()+`"]]`)
+	expectCell("broken.ipynb", 1, `2 [["stream","stdout","10\n"],["error","NameError","name 'b' is not defined"]]`)
+	expectCell("broken.ipynb", 2, `null []`)
+}
+
+// firstPowers is what cell 28 of "Running Code" prints: 2**i - 1 for i <
+// 500, one a line, as JSON string content.
+func firstPowers() string {
+	var b strings.Builder
+	one := big.NewInt(1)
+	for i := range 500 {
+		p := new(big.Int).Lsh(one, uint(i))
+		b.WriteString(p.Sub(p, one).String())
+		b.WriteString(`\n`)
+	}
+	return b.String()
+}
