@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,4 +179,39 @@ func firstPowers() string {
 		b.WriteString(`\n`)
 	}
 	return b.String()
+}
+
+// magicNotebook uses IPython syntax in every form the derivation rewrites.
+const magicNotebook = `{"cells": [
+ {"cell_type": "code", "execution_count": null, "id": "a", "metadata": {}, "outputs": [], "source": ["%matplotlib inline\n", "n = 3\n", "!echo shell says {n}\n", "files = !printf 'a\\nb\\n'\n", "files"]},
+ {"cell_type": "code", "execution_count": null, "id": "b", "metadata": {}, "outputs": [], "source": ["%%capture captured\n", "print('hidden')"]},
+ {"cell_type": "code", "execution_count": null, "id": "c", "metadata": {}, "outputs": [], "source": ["captured.stdout"]},
+ {"cell_type": "code", "execution_count": null, "id": "d", "metadata": {}, "outputs": [], "source": ["%time y = n * 2\n", "y"]}
+], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+`
+
+func TestRunNotebooksRunsIPythonMagicsOnIPython(t *testing.T) {
+	t.Parallel()
+	needDebianModules(t, "nbformat", "IPython")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "magic.ipynb", magicNotebook)
+	cmd := exec.Command(bin, "run", "--notebooks", "magic.ipynb", "--project", dir, "--python", debianPython)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ripple run --notebooks: %v\n%s", err, out)
+	}
+	res, err := exec.Command(debianPython, "-c", `import sys, json, nbformat
+nb = nbformat.read(sys.argv[1], as_version=nbformat.NO_CONVERT)
+nbformat.validate(nb)
+for c in nb.cells:
+    print(c.execution_count, json.dumps([o.get("text") or o["data"]["text/plain"] for o in c.outputs]))`, filepath.Join(dir, "magic.ipynb")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nbformat: %v\n%s", err, res)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res)), "\n")
+	want := []string{`1 ["shell says 3\r\n", "['a', 'b']"]`, `2 []`, `3 ["'hidden\\n'"]`}
+	if len(lines) != 4 || !slices.Equal(lines[:3], want) || !strings.HasPrefix(lines[3], `4 ["CPU times: `) || !strings.HasSuffix(lines[3], `", "6"]`) {
+		t.Errorf("outputs:\n%s\nwant %q and cell 4 with %%time's report and 6", res, want)
+	}
 }
