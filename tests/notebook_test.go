@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ripple-run/ripple/internal/testenv"
@@ -214,4 +216,114 @@ for c in nb.cells:
 	if len(lines) != 4 || !slices.Equal(lines[:3], want) || !strings.HasPrefix(lines[3], `4 ["CPU times: `) || !strings.HasSuffix(lines[3], `", "6"]`) {
 		t.Errorf("outputs:\n%s\nwant %q and cell 4 with %%time's report and 6", res, want)
 	}
+}
+
+// Acceptance 2 of issue 30: the vendored notebooks, and a copy with a
+// broken cell, give the same outputs cell by cell (text/plain, stream text,
+// error name and value, images by presence and size) executed by nbclient on
+// ipykernel and run by ripple: by ripple run --notebooks, and by nbclient on
+// the `ripple` kernelspec when this build has one (ripple jupyter install).
+
+// summarize runs tests/notebooks/nbsummary.py (with --kernel: nbclient
+// executes the notebook on that kernelspec first).
+func summarize(t *testing.T, path string, args ...string) []json.RawMessage {
+	t.Helper()
+	cells, err := summary(path, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
+}
+
+// summary is summarize for any goroutine.
+func summary(path string, args ...string) ([]json.RawMessage, error) {
+	script, err := filepath.Abs(filepath.Join("notebooks", "nbsummary.py"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(debianPython, append(append([]string{script}, args...), path)...)
+	cmd.Env = append(os.Environ(), "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			out = append(out, ee.Stderr...)
+		}
+		return nil, fmt.Errorf("nbsummary %s %s: %w\n%s", strings.Join(args, " "), path, err, out)
+	}
+	var cells []json.RawMessage
+	if err := json.Unmarshal(out, &cells); err != nil {
+		return nil, fmt.Errorf("nbsummary %s: %w\n%s", path, err, out)
+	}
+	return cells, nil
+}
+
+// compareCells reports every code cell whose summaries differ.
+func compareCells(t *testing.T, name, what string, want, got []json.RawMessage) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d code cells under %s, %d under ipykernel", name, len(got), what, len(want))
+		return
+	}
+	for i := range want {
+		if string(got[i]) != string(want[i]) {
+			t.Errorf("%s code cell %d differs:\n  ipykernel: %.400s\n  %s: %.400s", name, i+1, want[i], what, got[i])
+		}
+	}
+}
+
+func TestNotebooksEquivalentToIPykernel(t *testing.T) {
+	t.Parallel()
+	needDebianModules(t, "nbformat", "nbclient", "ipykernel")
+	bin := buildBinary(t)
+	names := []string{"running_code.ipynb", "mynotebook.ipynb"}
+	ripple := copyNotebooks(t, names...)
+	reference := copyNotebooks(t, names...)
+	for _, dir := range []string{ripple, reference} {
+		data, _ := os.ReadFile(filepath.Join(dir, "running_code.ipynb"))
+		writeFile(t, dir, "broken.ipynb", string(data))
+		editCell(t, filepath.Join(dir, "broken.ipynb"), 6, "print(a)\nprint(b)")
+	}
+	names = append(names, "broken.ipynb")
+
+	want := make(map[string][]json.RawMessage)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() {
+			cells, err := summary(filepath.Join(reference, n), "--kernel", "python3")
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			want[n] = cells
+			mu.Unlock()
+		})
+	}
+	cmd := exec.Command(bin, "run", "--notebooks", "--project", ripple, "--kernels", "3", "--python", debianPython)
+	cmd.Dir = ripple
+	out, err := cmd.CombinedOutput()
+	wg.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("ripple run --notebooks: %v, want exit status 1 (broken.ipynb)\n%s", err, out)
+	}
+	for _, n := range names {
+		compareCells(t, n, "ripple run --notebooks", want[n], summarize(t, filepath.Join(ripple, n)))
+	}
+
+	t.Run("kernelspec", func(t *testing.T) {
+		if exec.Command(bin, "jupyter", "--help").Run() != nil {
+			t.Skip("SKIPPED, NOT RUN: this ripple has no `ripple jupyter` command (the kernelspec is issue 30's other half, branch r30k)")
+		}
+		prefix := t.TempDir()
+		if out, err := exec.Command(bin, "jupyter", "install", "--prefix", prefix, "--python", debianPython).CombinedOutput(); err != nil {
+			t.Fatalf("ripple jupyter install: %v\n%s", err, out)
+		}
+		t.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter"))
+		kernelDir := copyNotebooks(t, names[:2]...)
+		for _, n := range names[:2] {
+			compareCells(t, n, "nbclient on ripple", want[n], summarize(t, filepath.Join(kernelDir, n), "--kernel", "ripple"))
+		}
+	})
 }
