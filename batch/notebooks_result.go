@@ -76,8 +76,19 @@ func notebookResult(en Entry, nb *notebook.Notebook, s *notebook.Script, rec *no
 // addEvents files the run's output under the cells of the statements that
 // wrote it (output outside statements goes with the cell before it).
 func addEvents(rec *notebookRecord, cells map[int]*cellRun, cellOf func(protocol.ExpressionUpdate) (notebook.Origin, bool), at func(int) *cellRun) {
+	// Output in statement order (a statement that ran again in a watch
+	// run has its new output), in the order it came within a statement.
+	events := slices.Clone(rec.events)
+	slices.SortStableFunc(events, func(a, b notebookEvent) int {
+		ua, oka := rec.updates[a.expr]
+		ub, okb := rec.updates[b.expr]
+		if !oka || !okb {
+			return 0
+		}
+		return compareBySource(ua, ub)
+	})
 	cell := -1
-	for _, ev := range rec.events {
+	for _, ev := range events {
 		if u, ok := rec.updates[ev.expr]; ok {
 			if o, ok := cellOf(u); ok {
 				cell = o.Cell
@@ -185,7 +196,7 @@ func splitException(msg string) (ename, evalue string) {
 
 // diagnosticOf is the diagnostic the run reported for a statement.
 func diagnosticOf(rec *notebookRecord, id protocol.ExpressionID) *protocol.Diagnostic {
-	for i := range rec.diagnostics {
+	for i := len(rec.diagnostics) - 1; i >= 0; i-- { // the latest run's
 		if rec.diagnostics[i].ExpressionID == id {
 			return &rec.diagnostics[i]
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/internal/testenv"
 )
 
@@ -326,4 +327,69 @@ func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 			compareCells(t, n, "nbclient on ripple", want[n], summarize(t, filepath.Join(kernelDir, n), "--kernel", "ripple"))
 		}
 	})
+}
+
+// watchNotebook's second cell is slow and logs each run of it to a file
+// outside the project; its third reads the second's x.
+func watchNotebook(log string) string {
+	return `{"cells": [
+ {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["# Watched"]},
+ {"cell_type": "code", "execution_count": null, "id": "a", "metadata": {}, "outputs": [], "source": ["import time\n", "time.sleep(0.5)\n", "x = 2\n", "_ = open('` + log + `', 'a').write('ran\\n')"]},
+ {"cell_type": "code", "execution_count": null, "id": "b", "metadata": {}, "outputs": [], "source": ["y = x * 10\n", "print('y is', y)"]}
+], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+`
+}
+
+func TestRunNotebooksWatchRerunsOnlyTheEditedCell(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	log := filepath.Join(t.TempDir(), "runs.log")
+	writeFile(t, dir, "nb.ipynb", watchNotebook(log))
+	cmd := exec.Command(bin, "run", "--notebooks", "--watch", "--project", dir)
+	cmd.Dir = dir
+	var stdout, stderr syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	path := filepath.Join(dir, "nb.ipynb")
+	outputOf := func(cell int) string {
+		var nb struct {
+			Cells []struct {
+				Outputs []struct {
+					Text []string `json:"text"`
+				} `json:"outputs"`
+			} `json:"cells"`
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || json.Unmarshal(data, &nb) != nil || len(nb.Cells) <= cell {
+			return ""
+		}
+		var b strings.Builder
+		for _, o := range nb.Cells[cell].Outputs {
+			b.WriteString(strings.Join(o.Text, ""))
+		}
+		return b.String()
+	}
+	testenv.Eventually(t, "the first run's output in the notebook", func() bool { return outputOf(2) == "y is 20\n" })
+
+	editCell(t, path, 3, "y = x * 7\nprint('y is', y)")
+	testenv.Eventually(t, "the edited cell's new output in the notebook", func() bool { return outputOf(2) == "y is 14\n" })
+	if data, _ := os.ReadFile(log); string(data) != "ran\n" {
+		t.Errorf("the slow cell ran %q: want once (the edit touched only cell 3)", data)
+	}
+	if !strings.Contains(stdout.String(), "nb.ipynb passed") {
+		t.Errorf("stdout %q: want a line per run", stdout.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("ripple run --notebooks --watch after Ctrl-C: %v, want exit status 0\n%s", err, stderr.String())
+	}
 }

@@ -50,6 +50,7 @@ func notebooksCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	junit := fs.String("junit", "", "write a JUnit XML report to `FILE`")
 	jsonOut := fs.String("json", "", "write a JSON report to `FILE`")
 	keep := fs.Bool("keep-outputs", false, "do not write the outputs back into the notebooks")
+	watch := fs.Bool("watch", false, "keep the notebooks' kernels and, on each save, re-run only the statements (cells) the change affects; Ctrl-C stops")
 	python := fs.String("python", "", "Python interpreter (default: $RIPPLE_PYTHON, PROJECT_DIR/.venv/bin/python, python3 on PATH)")
 	logLevel := fs.String("log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	var paths []string
@@ -90,10 +91,35 @@ func notebooksCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		}
 	}
+	opts := batch.NotebookOptions{Root: root, Paths: paths, Python: *python,
+		Kernels: *kernels, Timeout: timeout.d, KeepOutputs: *keep,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	if *watch {
+		if *junit != "" || *jsonOut != "" {
+			return exitWith("run", stderr, usageError("--watch runs until Ctrl-C: it writes no --junit or --json report"))
+		}
+		return watchNotebooks(ctx, opts, stdout, stderr)
+	}
 	console := batch.NewConsole(stdout, batch.ConsoleOptions{})
-	rep, err := batch.RunNotebooks(ctx, batch.NotebookOptions{Root: root, Paths: paths, Python: *python,
-		Kernels: *kernels, Timeout: timeout.d, KeepOutputs: *keep, Observer: console,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))})
+	opts.Observer = console
+	rep, err := batch.RunNotebooks(ctx, opts)
 	f := &runFlags{junit: *junit, jsonOut: *jsonOut}
 	return f.finish(rep, err, console, stderr)
+}
+
+// watchNotebooks is ripple run --notebooks --watch: one line per run of a
+// notebook, until Ctrl-C (exit 0).
+func watchNotebooks(ctx context.Context, opts batch.NotebookOptions, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "ripple run: running the notebooks; then watching for changes (Ctrl-C to stop)")
+	err := batch.WatchNotebooks(ctx, opts, func(r *batch.Result) {
+		line := fmt.Sprintf("ripple run: %s %s", r.Entry.Path, r.Status)
+		if r.Message != "" {
+			line += ": " + r.Message
+		}
+		fmt.Fprintln(stdout, line)
+	})
+	if err != nil {
+		return exitWith("run", stderr, usageError("%v", err))
+	}
+	return 0
 }
