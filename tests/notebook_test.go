@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/internal/testenv"
+	"github.com/ripple-run/ripple/notebook"
 )
 
 // ripple run --notebooks on real notebooks (tests/notebooks, vendored from
@@ -391,5 +393,62 @@ func TestRunNotebooksWatchRerunsOnlyTheEditedCell(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("ripple run --notebooks --watch after Ctrl-C: %v, want exit status 0\n%s", err, stderr.String())
+	}
+}
+
+// The web page shows a notebook as the script ripple runs
+// (web/static/notebook.js): line for line the Go derivation's, so that the
+// values the server sends for a notebook's lines land beside them. Checked
+// with node on the vendored notebooks and one with IPython syntax (whose
+// rewritten lines the page shows as typed, on the same lines).
+func TestPageShowsANotebookAsItsScript(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.NeedOrSkip(t, "node is not installed (apt-get install nodejs)")
+	}
+	module, err := filepath.Abs(filepath.Join("..", "web", "static", "notebook.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"magic.ipynb": magicNotebook, "broken JSON": "{"}
+	for _, n := range []string{"running_code.ipynb", "mynotebook.ipynb"} {
+		data, err := os.ReadFile(filepath.Join("notebooks", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[n] = string(data)
+	}
+	for name, text := range texts {
+		cmd := exec.Command(node, "--input-type=module", "-e", `import { notebookScript } from `+strconv.Quote("file://"+module)+`;
+const chunks = [];
+for await (const c of process.stdin) chunks.push(c);
+process.stdout.write(notebookScript(Buffer.concat(chunks).toString("utf8")));`)
+		cmd.Stdin = strings.NewReader(text)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("node notebook.js on %s: %v", name, err)
+		}
+		page := strings.Split(string(out), "\n")
+		nb, err := notebook.Parse([]byte(text))
+		if err != nil {
+			if len(page) != 2 || !strings.HasPrefix(page[0], "# ripple: this notebook is not JSON") {
+				t.Errorf("%s: the page shows %q, want one line saying it is not JSON", name, out)
+			}
+			continue
+		}
+		script := strings.Split(nb.Script().Source, "\n")
+		if len(page) != len(script) {
+			t.Errorf("%s: the page shows %d lines, ripple runs %d", name, len(page), len(script))
+			continue
+		}
+		for i := range script {
+			// IPython lines differ in text (the page shows them as typed,
+			// a cell magic's body included); the separators never do.
+			ipython := name == "magic.ipynb" && !strings.HasPrefix(script[i], "# %% [cell ")
+			if page[i] != script[i] && !ipython {
+				t.Errorf("%s line %d: the page shows %q, ripple runs %q", name, i+1, page[i], script[i])
+			}
+		}
 	}
 }
