@@ -445,7 +445,8 @@ process.stdout.write(notebookScript(Buffer.concat(chunks).toString("utf8")));`)
 		for i := range script {
 			// IPython lines differ in text (the page shows them as typed,
 			// a cell magic's body included); the separators never do.
-			ipython := name == "magic.ipynb" && !strings.HasPrefix(script[i], "# %% [cell ")
+			ipython := !strings.HasPrefix(script[i], "# %% [cell ") &&
+				(strings.Contains(script[i], "get_ipython().") || name == "magic.ipynb")
 			if page[i] != script[i] && !ipython {
 				t.Errorf("%s line %d: the page shows %q, ripple runs %q", name, i+1, page[i], script[i])
 			}
