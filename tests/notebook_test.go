@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/notebook"
@@ -451,5 +452,35 @@ process.stdout.write(notebookScript(Buffer.concat(chunks).toString("utf8")));`)
 				t.Errorf("%s line %d: the page shows %q, ripple runs %q", name, i+1, page[i], script[i])
 			}
 		}
+	}
+}
+
+// ripple serve: a notebook is one of the project's modules (the page's
+// Run as script), and nb:__main__ runs its cells with a value per
+// statement whose line maps back to its cell and line.
+func TestServeRunsANotebookAsAScript(t *testing.T) {
+	t.Parallel()
+	s := serveProject(t, map[string]string{"nb.ipynb": watchNotebook(filepath.Join(t.TempDir(), "log")), "helper.py": "K = 3\n"}, engine.Config{})
+	c, init := connect(t, s.url, "nb-client")
+	if !slices.Contains(init.Modules, "nb") {
+		t.Fatalf("modules %v: want the notebook's module nb", init.Modules)
+	}
+	_, run := c.newContext("nb:__main__")
+	if run.failed != nil {
+		t.Fatalf("nb:__main__ failed: %+v", run.failed)
+	}
+	y := run.updates.Latest("nb:__main__/y")
+	if y == nil || y.Payload.Preview != "20" || y.Range == nil {
+		t.Fatalf("y: %+v, want 20 with its range", y)
+	}
+	nb, err := notebook.Parse([]byte(watchNotebook("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := nb.Script().Origin(y.Range.Start.Line + 1); !ok || o.String() != "cell 3, line 1" {
+		t.Errorf("y's line %d maps to %v, want cell 3, line 1", y.Range.Start.Line+1, o)
+	}
+	if !strings.Contains(run.output, "y is 20") {
+		t.Errorf("output %q", run.output)
 	}
 }
