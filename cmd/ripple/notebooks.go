@@ -38,8 +38,10 @@ func wantsNotebooks(args []string) bool {
 func notebooksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run --notebooks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), notebooksUsage)
+	fs.Usage = func() {} // printed below: -h to stdout, a bad flag to stderr
+	usage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, notebooksUsage)
 		fs.PrintDefaults()
 	}
 	fs.Bool(notebooksFlag, true, "run notebooks (this mode)")
@@ -57,10 +59,10 @@ func notebooksCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stdout)
-				fs.Usage()
+				usage(stdout)
 				return 0
 			}
+			usage(stderr)
 			return 2
 		}
 		if fs.NArg() == 0 {

@@ -32,6 +32,8 @@ commands:
                                   live values in any LSP editor (ripple lsp -h, docs/editors.md)
   run [DIR] [flags]               run the project's entries or tests headless for CI
                                   (ripple run -h for the flags)
+  run --notebooks [PATH...]       run Jupyter notebooks headless for CI, outputs written
+                                  back (ripple run --notebooks -h, docs/notebooks.md)
   report merge OUT IN...          merge the reports of the shards of a run
 `
 
@@ -41,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	if isCommand(args[0]) && helpRequested(args[1:]) {
+	if isCommand(args[0]) && helpRequested(args[1:]) && (args[0] != "run" || !wantsNotebooks(args[1:])) {
 		return commandHelp(ctx, args[0], stdout)
 	}
 	return dispatch(ctx, args, stdout, stderr)
