@@ -46,8 +46,16 @@ func copyNotebooks(t *testing.T, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, n := range names {
+		if n == "text_annotation.ipynb" {
+			names = append(names, "data/births.csv") // the data it reads
+		}
+	}
+	for _, n := range names {
 		data, err := os.ReadFile(filepath.Join("notebooks", n))
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, n), data, 0o644); err != nil {
@@ -278,9 +286,9 @@ func compareCells(t *testing.T, name, what string, want, got []json.RawMessage) 
 
 func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 	t.Parallel()
-	needDebianModules(t, "nbformat", "nbclient", "ipykernel")
+	needDebianModules(t, "nbformat", "nbclient", "ipykernel", "matplotlib", "pandas")
 	bin := buildBinary(t)
-	names := []string{"running_code.ipynb", "mynotebook.ipynb"}
+	names := []string{"running_code.ipynb", "mynotebook.ipynb", "text_annotation.ipynb"}
 	ripple := copyNotebooks(t, names...)
 	reference := copyNotebooks(t, names...)
 	for _, dir := range []string{ripple, reference} {
@@ -304,7 +312,7 @@ func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	cmd := exec.Command(bin, "run", "--notebooks", "--project", ripple, "--kernels", "3", "--python", debianPython)
+	cmd := exec.Command(bin, "run", "--notebooks", "--project", ripple, "--kernels", "2", "--python", debianPython)
 	cmd.Dir = ripple
 	out, err := cmd.CombinedOutput()
 	wg.Wait()
@@ -325,8 +333,8 @@ func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 			t.Fatalf("ripple jupyter install: %v\n%s", err, out)
 		}
 		t.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter"))
-		kernelDir := copyNotebooks(t, names[:2]...)
-		for _, n := range names[:2] {
+		kernelDir := copyNotebooks(t, names[:3]...)
+		for _, n := range names[:3] {
 			compareCells(t, n, "nbclient on ripple", want[n], summarize(t, filepath.Join(kernelDir, n), "--kernel", "ripple"))
 		}
 	})

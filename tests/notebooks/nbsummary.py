@@ -15,6 +15,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import struct
 import sys
 from typing import Any, Dict, List, Optional, Tuple
@@ -26,6 +27,12 @@ def png_size(data: str) -> Tuple[int, int]:
     raw = base64.b64decode(data)
     width, height = struct.unpack(">II", raw[16:24])
     return width, height
+
+
+# A warning names where it was raised: ipykernel's temp file of the cell
+# (/tmp/ipykernel_123/456.py:4), ripple the notebook's script line
+# (nb.ipynb:12). The place is left out of the comparison, the warning kept.
+WARNING_PLACE = re.compile(r"^\S+:\d+: (\w*Warning): ", re.M)
 
 
 def summarize(nb: Any) -> List[Dict[str, Any]]:
@@ -52,6 +59,7 @@ def summarize(nb: Any) -> List[Dict[str, Any]]:
                         images.append([mime, len(value)])
             elif kind == "error":
                 errors.append([out.ename, out.evalue])
+        streams = {name: WARNING_PLACE.sub(r"<place>: \1: ", text) for name, text in streams.items()}
         cells.append({"streams": streams, "plain": plain, "errors": errors, "images": images})
     return cells
 

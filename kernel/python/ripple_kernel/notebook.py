@@ -17,12 +17,23 @@ not IPython's global singleton, so ``IPython.display.display`` keeps
 showing under the running statement (display.py), and its history is off
 (nothing written under ~/.ipython). ``%matplotlib`` does nothing: ripple's
 inline backend is already in use (display.py).
+
+At the end of each cell (cell_end, called by the statement runner after a
+notebook's top-level statement), the figures left open are shown under
+that statement and closed, as IPython's inline backend shows them after
+each cell: a notebook's plots appear without plt.show().
 """
 
 from __future__ import annotations
 
+import linecache
 import sys
 from typing import Any, Dict, Optional
+
+from . import display, values
+
+# The separator the Go derivation puts before each cell (package notebook).
+CELL_SEPARATOR = "# %% [cell "
 
 # The shell, made on first use; one per kernel process.
 _SHELLS: Dict[str, Any] = {}  # Any: IPython is untyped; its shell passes through
@@ -95,3 +106,40 @@ def get_ipython(namespace: Optional[Dict[str, Any]] = None) -> NotebookShell:
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     return NotebookShell(_shell(), namespace)
+
+
+def ends_cell(filename: str, end_line: int) -> bool:
+    """Whether a statement of a notebook's script ending at end_line is the
+    last of its cell: only blank lines and comments follow it up to the
+    next cell's separator or the end of the script."""
+    lines = linecache.getlines(filename)
+    for line in lines[end_line:]:
+        text = line.strip()
+        if text.startswith(CELL_SEPARATOR):
+            return True
+        if text and not text.startswith("#"):
+            return False
+    return True
+
+
+def cell_end(filename: str, end_line: int, value: object = None) -> None:
+    """Show the cell's figures when a notebook's statement ending at
+    end_line ends its cell (the module doc). value is the statement's value
+    when it is an expression: a matplotlib Figure there is shown as
+    IPython's displayhook shows it (its PNG; the text/plain is the
+    statement's value), unless a ";" silences it."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None or not ends_cell(filename, end_line):
+        return
+    shows = display.current()
+    figure = sys.modules.get("matplotlib.figure")
+    lines = linecache.getlines(filename)
+    silenced = 0 < end_line <= len(lines) and lines[end_line - 1].split("#")[0].rstrip().endswith(";")
+    if shows is not None and figure is not None and isinstance(value, figure.Figure) and not silenced:
+        bundle = values.mime_bundle(value, ("image/png",))
+        bundle.pop("text/plain", None)  # the statement's value is the text, as in an execute_result
+        shows.display_bundle(bundle)
+        pyplot.close(value)  # shown: not again with the open ones
+    backend = getattr(pyplot, "get_backend", lambda: "")()
+    if display.BACKEND.endswith(str(backend)) and getattr(pyplot, "get_fignums", list)():
+        pyplot.show()

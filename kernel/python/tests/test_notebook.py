@@ -59,5 +59,22 @@ class WithIPython(unittest.TestCase):
         self.assertFalse(InteractiveShell.initialized())
 
 
+
+class CellEnd(unittest.TestCase):
+    def test_a_statement_ends_its_cell_before_the_next_separator(self):
+        import linecache
+
+        name = "/nonexistent/nb.ipynb"
+        src = "# %% [cell 1]\nx = 1\ny = 2\n# trailing comment\n\n# %% [cell 2] markdown\n# text\n# %% [cell 3]\nz = 3\n"
+        lines = src.splitlines(True)
+        linecache.cache[name] = (len(src), None, lines, name)
+        try:
+            self.assertFalse(notebook.ends_cell(name, 2))  # x = 1: y follows
+            self.assertTrue(notebook.ends_cell(name, 3))  # y = 2: comments, then a separator
+            self.assertTrue(notebook.ends_cell(name, 9))  # z = 3: the end
+        finally:
+            del linecache.cache[name]
+
+
 if __name__ == "__main__":
     unittest.main()
