@@ -69,7 +69,7 @@ func notebookResult(en Entry, nb *notebook.Notebook, s *notebook.Script, rec *no
 	if rec.failed != nil {
 		failedCell = min(failedCell, runFailure(r, s, rec.failed, at))
 	}
-	setCellOutputs(nb, cells, failedCell)
+	setCellOutputs(nb, s, cells, failedCell)
 	return r
 }
 
@@ -152,7 +152,7 @@ func runFailure(r *Result, s *notebook.Script, failed *protocol.ExecutionResult,
 
 // setCellOutputs writes every code cell's outputs and execution count:
 // cells up to failedCell ran (counted from 1), the others are cleared.
-func setCellOutputs(nb *notebook.Notebook, cells map[int]*cellRun, failedCell int) {
+func setCellOutputs(nb *notebook.Notebook, s *notebook.Script, cells map[int]*cellRun, failedCell int) {
 	count := 0
 	for _, c := range nb.Cells {
 		if c.Type != notebook.CodeCell {
@@ -167,7 +167,7 @@ func setCellOutputs(nb *notebook.Notebook, cells map[int]*cellRun, failedCell in
 		var outs []notebook.Output
 		if run != nil {
 			outs = run.outputs
-			if u := run.last; u != nil && c.Index != failedCell && isExpressionValue(*u) {
+			if u := run.last; u != nil && c.Index != failedCell && isExpressionValue(*u) && isExpressionStatement(statementText(s, u.Range)) {
 				outs = append(outs, notebook.Output{OutputType: "execute_result", ExecutionCount: count,
 					Data: map[string]any{"text/plain": u.Payload.Preview}})
 			}
