@@ -33,6 +33,7 @@ commands:
   run [DIR] [flags]               run the project's entries or tests headless for CI
                                   (ripple run -h for the flags)
   report merge OUT IN...          merge the reports of the shards of a run
+  jupyter install|kernel          ripple as a Jupyter kernel (ripple jupyter -h, docs/jupyter.md)
 `
 
 // run executes one command line and returns the process exit code.
@@ -65,6 +66,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return lspCmd(ctx, args[1:], closableStdin, stdout, stderr)
 	case "run", "report":
 		return batchCommand(ctx, args, stdout, stderr)
+	case "jupyter":
+		return jupyterCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
