@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
+	"regexp"
 	"strings"
 
 	"github.com/go-zeromq/zmq4"
@@ -154,7 +154,7 @@ func (s *Server) historyReply(m *Message) map[string]any {
 		seen := map[string]bool{}
 		for i := len(all) - 1; i >= 0; i-- {
 			h := all[i]
-			if ok, _ := path.Match(globToPath(pattern), h.input); !ok {
+			if !globMatch(pattern, h.input) {
 				continue
 			}
 			if c.Unique && seen[h.input] {
@@ -178,10 +178,24 @@ func (s *Server) historyReply(m *Message) map[string]any {
 	return map[string]any{"status": "ok", "history": items}
 }
 
-// globToPath makes IPython's history glob (where * and ? also match
-// newlines and slashes) usable with path.Match, whose * stops at '/'.
-func globToPath(p string) string {
-	return strings.NewReplacer("/", "\x00").Replace(p)
+// globMatch is IPython's history search: * and ? match any characters,
+// newlines included.
+func globMatch(pattern, text string) bool {
+	var b strings.Builder
+	b.WriteString("(?s)^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	return err == nil && re.MatchString(text)
 }
 
 // shellOutput is the Output of one execute_request.

@@ -173,6 +173,9 @@ func (r *run) handle(n note) bool {
 func displayItem(data json.RawMessage) outputItem {
 	var bundle map[string]json.RawMessage
 	if json.Unmarshal(data, &bundle) == nil {
+		if w, ok := bundle[clearMime]; ok {
+			return outputItem{Kind: "clear", Data: w}
+		}
 		if _, ok := bundle[resultMime]; ok {
 			delete(bundle, resultMime)
 			b, _ := json.Marshal(bundle)
@@ -182,7 +185,12 @@ func displayItem(data json.RawMessage) outputItem {
 	return outputItem{Kind: "display", Data: data}
 }
 
-const resultMime = "application/vnd.ripple.execute-result"
+// The kernel's marks on displayData bundles (jupyter_boot.RESULT_MIME,
+// display.CLEAR_MIME).
+const (
+	resultMime = "application/vnd.ripple.execute-result"
+	clearMime  = "application/vnd.ripple.clear-output+json"
+)
 
 // show publishes an item and keeps it as the statement's output.
 func (r *run) show(expr string, it outputItem) {
@@ -209,6 +217,12 @@ func (r *run) publish(it outputItem) {
 		r.out.Display(it.Data, it.Metadata, false, "")
 	case "result":
 		r.out.Result(it.Data, it.Metadata)
+	case "clear":
+		var w struct {
+			Wait bool `json:"wait"`
+		}
+		_ = json.Unmarshal(it.Data, &w)
+		r.out.ClearOutput(w.Wait)
 	}
 }
 
@@ -308,7 +322,8 @@ func (r *run) interrupted() protocol.ExpressionID {
 func splitException(msg string) (string, string) {
 	head, rest, ok := strings.Cut(msg, ": ")
 	if ok && head != "" && !strings.ContainsAny(head, " \n") {
-		return head, rest
+		// "pkg.mod.Error" is Error, as ipykernel names it (type.__name__).
+		return head[strings.LastIndexByte(head, '.')+1:], rest
 	}
 	if !strings.ContainsAny(msg, " \n") && msg != "" {
 		return msg, ""

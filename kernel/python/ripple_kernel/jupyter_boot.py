@@ -91,7 +91,9 @@ class _Shell:
 
             cfg = Config()
             cfg.HistoryManager.enabled = False
-            _Shell._shell = InteractiveShell.instance(config=cfg)
+            shell = InteractiveShell.instance(config=cfg)
+            shell.display_pub = _publisher()
+            _Shell._shell = shell
         shell = _Shell._shell
         caller = sys._getframe(2)
         shell.user_ns = caller.f_globals
@@ -111,6 +113,28 @@ class _Shell:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._get(), name)
+
+
+def _publisher() -> Any:
+    """A DisplayPublisher for the shell get_ipython() makes: its displays
+    and clear_output go where ripple's display() sends them (display.py)."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    from . import display
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data: Dict[str, object], metadata: object = None, source: object = None,
+                    *, transient: object = None, update: bool = False) -> None:
+            shows = display.current()
+            if shows is not None:
+                shows.display_bundle(dict(data))
+
+        def clear_output(self, wait: bool = False) -> None:
+            shows = display.current()
+            if shows is not None:
+                shows.display_bundle({display.CLEAR_MIME: {"wait": bool(wait)}})
+
+    return Publisher()
 
 
 def install() -> None:
