@@ -35,6 +35,7 @@ commands:
   run --notebooks [PATH...]       run Jupyter notebooks headless for CI, outputs written
                                   back (ripple run --notebooks -h, docs/notebooks.md)
   report merge OUT IN...          merge the reports of the shards of a run
+  jupyter install|kernel          ripple as a Jupyter kernel (ripple jupyter -h, docs/jupyter.md)
 `
 
 // run executes one command line and returns the process exit code.
@@ -70,6 +71,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return notebooksCommand(ctx, args[1:], stdout, stderr)
 		}
 		return batchCommand(ctx, args, stdout, stderr)
+	case "jupyter":
+		return jupyterCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -29,7 +29,9 @@ The process:
 - signals: the request state, SIGINT/SIGTERM, user-code regions, the
   nudger;
 - group: the process group and its sentinel;
-- loader: the one loader of this package, with its code cache.
+- loader: the one loader of this package, with its code cache;
+- complete: the transport methods complete and inspect (jedi, else
+  rlcompleter), imported on their first call.
 
 The engine (requests compile, execute, dropContext, status):
 - engine: the Engine, its request handlers, register(api) and detach();
