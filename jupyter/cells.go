@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // The notebook as a script: every cell executed so far is a slot, in the
@@ -112,11 +113,22 @@ func (st *notebookState) keepOutput(id string, items []outputItem) {
 	}
 	size := 0
 	for k, it := range items {
-		size += len(it.Text) + len(it.Data)
-		if size > outputCap {
-			items = append(items[:k:k], outputItem{Kind: "stderr", Text: fmt.Sprintf("[ripple: output over %d bytes not kept]\n", outputCap)})
-			break
+		if size+len(it.Text)+len(it.Data) <= outputCap {
+			size += len(it.Text) + len(it.Data)
+			continue
 		}
+		// The first outputCap bytes are kept (a text cut on a rune
+		// boundary), then a note of what was not.
+		kept := items[:k:k]
+		if it.Text != "" {
+			cut := []rune(it.Text[:outputCap-size])
+			if len(cut) > 0 && cut[len(cut)-1] == utf8.RuneError {
+				cut = cut[:len(cut)-1]
+			}
+			kept = append(kept, outputItem{Kind: it.Kind, Text: string(cut)})
+		}
+		items = append(kept, outputItem{Kind: "stderr", Text: fmt.Sprintf("\n[ripple: output past %d bytes was not kept]\n", outputCap)})
+		break
 	}
 	st.Outputs[id] = items
 }
