@@ -66,10 +66,14 @@ func notebookResult(en Entry, nb *notebook.Notebook, s *notebook.Script, rec *no
 		at(o.Cell).outputs = append(at(o.Cell).outputs, notebook.Error(ename, evalue, append(tb, ename+": "+evalue)))
 		r.Status, r.Message, r.Failures = StatusFailed, f.Message, []Failure{f}
 	}
+	firstRun := 0
 	if rec.failed != nil {
 		failedCell = min(failedCell, runFailure(r, s, rec.failed, at))
+		if rec.failed.Kind == protocol.ResultCompileError {
+			firstRun = failedCell // the script did not compile: no cell ran, the failing one shows why
+		}
 	}
-	setCellOutputs(nb, s, cells, failedCell)
+	setCellOutputs(nb, s, cells, firstRun, failedCell)
 	return r
 }
 
@@ -132,6 +136,9 @@ func runFailure(r *Result, s *notebook.Script, failed *protocol.ExecutionResult,
 	cell := -1
 	if d := failed.Diagnostic; d != nil {
 		msg = cmp.Or(d.Message, msg)
+	}
+	ename, evalue := splitException(msg)
+	if d := failed.Diagnostic; d != nil {
 		if d.Location != nil {
 			if o, ok := s.Origin(d.Location.Start.Line + 1); ok {
 				cell = o.Cell
@@ -145,20 +152,20 @@ func runFailure(r *Result, s *notebook.Script, failed *protocol.ExecutionResult,
 	if cell < 0 {
 		return 1 << 30
 	}
-	ename, evalue := splitException(msg)
 	at(cell).outputs = append(at(cell).outputs, notebook.Error(ename, evalue, []string{msg}))
 	return cell
 }
 
 // setCellOutputs writes every code cell's outputs and execution count:
-// cells up to failedCell ran (counted from 1), the others are cleared.
-func setCellOutputs(nb *notebook.Notebook, s *notebook.Script, cells map[int]*cellRun, failedCell int) {
+// cells from firstRun up to failedCell ran (counted from 1), the others
+// are cleared.
+func setCellOutputs(nb *notebook.Notebook, s *notebook.Script, cells map[int]*cellRun, firstRun, failedCell int) {
 	count := 0
 	for _, c := range nb.Cells {
 		if c.Type != notebook.CodeCell {
 			continue
 		}
-		if c.Index > failedCell {
+		if c.Index < firstRun || c.Index > failedCell {
 			_ = nb.SetOutputs(c.Index, nil, 0) // a code cell: cannot fail
 			continue
 		}

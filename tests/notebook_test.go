@@ -528,3 +528,58 @@ func TestServeRunsANotebookAsAScript(t *testing.T) {
 		t.Errorf("output %q", run.output)
 	}
 }
+
+// A cell with a syntax error and a notebook that is not nbformat 4 are
+// errors naming the cell and line, or what is wrong; no cell ran, so only
+// the failing cell gets a count, with the SyntaxError as its output.
+func TestRunNotebooksReportsSyntaxErrorsAndBadNotebooks(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "s.ipynb", `{"cells": [
+ {"cell_type": "code", "execution_count": 4, "id": "a", "metadata": {}, "outputs": [], "source": ["x = 1"]},
+ {"cell_type": "markdown", "id": "m", "metadata": {}, "source": ["text"]},
+ {"cell_type": "code", "execution_count": null, "id": "b", "metadata": {}, "outputs": [], "source": ["y = 2\n", "z = (\n"]}
+], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`)
+	writeFile(t, dir, "old.ipynb", `{"nbformat": 3, "worksheets": []}`)
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	cmd := exec.Command(bin, "run", "--notebooks", "--project", dir, "--junit", junit)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("ripple run --notebooks: %v, want exit status 1\n%s", err, out)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep junitReport
+	if err := xml.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	errs := map[string]string{}
+	for _, s := range rep.Suites {
+		for _, c := range s.Cases {
+			if c.Error != nil {
+				errs[c.File] = c.Error.Message
+			}
+		}
+	}
+	if !strings.Contains(errs["s.ipynb"], "cell 3, line 2: SyntaxError: '(' was never closed") ||
+		!strings.Contains(errs["old.ipynb"], "nbformat 3: ripple reads nbformat 4") {
+		t.Errorf("errors %q\n%s", errs, raw)
+	}
+	var nb struct {
+		Cells []struct {
+			Count   *int `json:"execution_count"`
+			Outputs []struct {
+				EName string `json:"ename"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	mustDecode(t, []byte(readFile(t, dir, "s.ipynb")), &nb)
+	if nb.Cells[0].Count != nil || nb.Cells[2].Count == nil || *nb.Cells[2].Count != 1 ||
+		len(nb.Cells[2].Outputs) != 1 || nb.Cells[2].Outputs[0].EName != "SyntaxError" {
+		t.Errorf("cells after a syntax error: %s", readFile(t, dir, "s.ipynb"))
+	}
+}
