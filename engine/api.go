@@ -81,6 +81,12 @@ type Config struct {
 	// each result, done before the kernel reads its next request, so a
 	// test knows the journal holds a run once a later request returned.
 	ValueJournalIdle time.Duration
+	// KernelEnv holds extra "KEY=value" entries of every kernel's
+	// environment, and KernelPreload modules every kernel imports at
+	// start (kernel.Config's Env and Preload): ripple jupyter kernel
+	// gives its kernels the notebook's directory and its stdin socket.
+	KernelEnv     []string
+	KernelPreload []string
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
 	// spare kernel, and takes the project as a snapshot: a module, once

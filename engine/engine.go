@@ -195,7 +195,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			Python:           py,
 			Root:             ws.Root(),
 			InterruptTimeout: cfg.InterruptTimeout,
-			Env:              journalEnv(cfg),
+			Env:              append(journalEnv(cfg), cfg.KernelEnv...),
+			Preload:          cfg.KernelPreload,
 		},
 		Size: cfg.Kernels,
 		// A batch run restarts a kernel only after a crash: a spare would

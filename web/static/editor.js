@@ -28,6 +28,7 @@ import { applyEdits, diff, lineSeparator, utf16Column } from "./text.js";
 import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
 import { state } from "./values.js";
+import { isNotebook, notebookScript } from "./notebook.js";
 
 // DEFAULT_RUN_DELAY is how long typing must pause before it runs (ms).
 export const DEFAULT_RUN_DELAY = 250;
@@ -79,7 +80,7 @@ export class Editor {
 
   // setWritable makes the editor editable (connected) or not.
   setWritable(on) {
-    this.cm.setOption("readOnly", on && this.current ? false : "nocursor");
+    this.cm.setOption("readOnly", on && this.current && !this.current.notebook ? false : "nocursor");
     this.cm.getWrapperElement().classList.toggle("ripple-readonly", !on);
   }
 
@@ -242,6 +243,7 @@ export class Editor {
   // sendDiff sends the edit that takes the server from buf.sent to text,
   // without running it; it reports whether there was one.
   sendDiff(buf, text) {
+    if (buf.notebook) return false; // shown as its script: never edited here (notebook.js)
     const edit = diff(buf.sent, text);
     if (!edit) return false;
     const oldVersion = buf.sentVersion;
@@ -290,7 +292,7 @@ export class Editor {
       const res = await this.rpc.call("text/openFile", { path: buf.path });
       const typed = buf.doc.getValue();
       this.replaceFromServer(buf, res.content, res.currentVersion);
-      if (typed !== res.content) {
+      if (typed !== res.content && !buf.notebook) {
         this.events.notice(
           "warn",
           err ? `${buf.path}: an edit was refused (${err.message}); the editor now shows the server's text`
@@ -487,9 +489,11 @@ class Buffer {
     this.stale = false; // another client's edit raced ours: resync after replies
     this.applyingRemote = false; // the doc is being changed to match the server
     this.unrun = false; // edits sent with execute:false and not yet run
+    this.notebook = isNotebook(path); // the doc shows its script, read-only (notebook.js)
     // The separator the file uses, so that the document's text is the
     // server's byte for byte.
-    this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
+    this.doc = this.notebook ? new window.CodeMirror.Doc(notebookScript(content), "python", 0, "\n")
+      : new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
   }
 
   // dirty: the buffer has edits not written to disk.
@@ -524,6 +528,7 @@ class Buffer {
   // setDocText changes the document to text, touching only the span that
   // differs.
   setDocText(text) {
+    if (this.notebook) text = notebookScript(text);
     const cur = this.doc.getValue();
     if (cur === text) return;
     // CodeMirror indexes UTF-16 code units, so the differing span is found

@@ -29,7 +29,9 @@ The process:
 - signals: the request state, SIGINT/SIGTERM, user-code regions, the
   nudger;
 - group: the process group and its sentinel;
-- loader: the one loader of this package, with its code cache.
+- loader: the one loader of this package, with its code cache;
+- complete: the transport methods complete and inspect (jedi, else
+  rlcompleter), imported on their first call.
 
 The engine (requests compile, execute, dropContext, status):
 - engine: the Engine, its request handlers, register(api) and detach();
@@ -62,6 +64,8 @@ Plans and runs:
   assignment);
 - rerun: which statements run again (the caching invariant);
 - runner: one frame's run; statement: one statement's;
+- notebook: get_ipython() for notebooks run as scripts (IPython magics and
+  !shell lines on IPython's shell, bound to the notebook's namespace);
 - mutation: mutation through calls and the mutation log;
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -81,6 +82,25 @@ def register(kernel: KernelAPI) -> Dict[str, Handler]:
         # stay in sys.modules: the interpreter's teardown clears those.
         at_exit(engine.contexts.clear)
     return engine.handlers()
+
+
+def context_namespaces(context_id: str) -> Optional[Tuple[Dict[str, object], Dict[str, object]]]:
+    """(locals, globals) of the top frame of a context's last run on this
+    kernel (completion, complete.py), or None when it has none here."""
+    engine = _REGISTERED.engine
+    ctx = engine.contexts.get(context_id) if engine is not None else None
+    if ctx is None or not ctx.frames:
+        return None
+    frame = ctx.frames[-1]
+    script = frame.script_globals
+    module = sys.modules.get(frame.pointer[0]) if frame.pointer is not None else None
+    if isinstance(script, dict):
+        globs = script
+    elif script is None and module is not None:
+        globs = vars(module)
+    else:
+        globs = {}  # a script's globals are made afresh per pass: its names are in the namespace
+    return frame.namespace, globs
 
 
 @dataclass

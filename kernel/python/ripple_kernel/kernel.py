@@ -79,7 +79,10 @@ class Kernel:
         self.output = Output(self.state)
         self.group = ProcessGroup(self.state, self.log)
         self.user_ns: Dict[str, object] = {}  # globals of the user's __main__ (become_script)
-        self.methods: Dict[str, Handler] = {"ping": _ping, "eval": self._eval, "shutdown": self._shutdown}
+        self.methods: Dict[str, Handler] = {"ping": _ping, "eval": self._eval, "shutdown": self._shutdown,
+                                            "complete": self._completion("complete"),
+                                            "inspect": self._completion("inspect"),
+                                            "jupyterCell": _jupyter_cell}
         # The names the engine added to methods (load_engine); a kernel that
         # runs pytest drops them.
         self.engine_methods: List[str] = []
@@ -378,6 +381,27 @@ class Kernel:
             text = self.evaluator.repr(eval(co, self.user_ns))
         return {"repr": text}
 
+    def _completion(self, method: str) -> Handler:
+        """complete or inspect (complete.py, imported on the first call: it
+        imports inspect, which a kernel's start does not pay for)."""
+
+        def handler(params: WireObject) -> object:
+            from . import complete
+
+            return complete.methods(self._namespaces)[method](params)
+
+        return handler
+
+    def _namespaces(self, context_id: Optional[str]) -> Optional[Tuple[Dict[str, object], Dict[str, object]]]:
+        """(locals, globals) completion looks in: a context's top frame
+        (engine.context_namespaces), else __main__; None: no such context."""
+        if context_id is None:
+            return self.user_ns, self.user_ns
+        if self.engine is None:
+            return None
+        found: Optional[Tuple[Dict[str, object], Dict[str, object]]] = self.engine.context_namespaces(context_id)
+        return found
+
     def _shutdown(self, params: WireObject) -> WireObject:
         self.state.terminating = True
         return _EMPTY
@@ -415,6 +439,13 @@ class Kernel:
         # Objects only the namespace held go now; cycles go with the
         # interpreter's last collection.
         self.user_ns.clear()
+
+
+def _jupyter_cell(params: WireObject) -> object:
+    """jupyterCell (jupyter_cells.py, imported on the first call)."""
+    from . import jupyter_cells
+
+    return jupyter_cells.cell(params)
 
 
 def _ping(params: WireObject) -> WireObject:
