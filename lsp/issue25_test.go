@@ -359,3 +359,36 @@ func TestEditorRootWins(t *testing.T) {
 	}
 	b.waitUntil("the message about other.py", func() bool { return b.ed.shown("other.py has no values: it is outside the project " + proj) })
 }
+
+// TestNotebookHasNoRunLens: a notebook opened in an editor is its JSON,
+// while the engine runs its code cells as a script; a ▶ Run lens there
+// would put values on the JSON's lines, so a notebook gets none (it runs
+// from the page, ripple watch and ripple run).
+func TestNotebookHasNoRunLens(t *testing.T) {
+	b := setup(t)
+	b.initialize()
+	nb := `{"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"], "outputs": [], "execution_count": null}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+`
+	if err := b.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{
+		URI: b.uri("nb.ipynb"), LanguageID: "json", Version: 1, Text: nb}}); err != nil {
+		t.Fatal(err)
+	}
+	lenses, err := b.server.CodeLens(t.Context(), &lsproto.CodeLensParams{TextDocument: lsproto.TextDocumentIdentifier{URI: b.uri("nb.ipynb")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lenses {
+		if l.Command.Command == "ripple.run" {
+			t.Errorf("notebook got a run lens %q", l.Command.Title)
+		}
+	}
+	// The same request on main.py does offer one: the rule is the notebook's.
+	lenses, err = b.server.CodeLens(t.Context(), &lsproto.CodeLensParams{TextDocument: lsproto.TextDocumentIdentifier{URI: b.uri("main.py")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(lenses, func(l lsproto.CodeLens) bool { return l.Command.Command == "ripple.run" }) {
+		t.Errorf("main.py got no run lens: %+v", lenses)
+	}
+}

@@ -56,6 +56,12 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 		return []lsproto.CodeLens{}, nil
 	}
 	module, isModule := workspace.ModuleName(rel)
+	// A notebook is a module of the engine (its code cells as a script),
+	// but an editor shows its JSON: values would land on the JSON's lines.
+	// Notebooks are run from the page, ripple watch and ripple run.
+	if strings.HasSuffix(rel, workspace.NotebookExt) {
+		isModule = false
+	}
 	lenses := []lsproto.CodeLens{}
 	lens := func(line int, title, command string, args ...string) {
 		r := s.enc.toLSPRange(text, protocol.Range{Start: protocol.Position{Line: line}, End: protocol.Position{Line: line}})
