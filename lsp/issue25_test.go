@@ -370,6 +370,9 @@ func TestNotebookHasNoRunLens(t *testing.T) {
 	nb := `{"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = 1\n"], "outputs": [], "execution_count": null}],
  "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
 `
+	if err := os.WriteFile(filepath.Join(b.dir, "nb.ipynb"), []byte(nb), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.server.DidOpen(t.Context(), &lsproto.DidOpenTextDocumentParams{TextDocument: lsproto.TextDocumentItem{
 		URI: b.uri("nb.ipynb"), LanguageID: "json", Version: 1, Text: nb}}); err != nil {
 		t.Fatal(err)
