@@ -166,3 +166,42 @@ import shutil; shutil.copy(sys.argv[1] + "-wal", sys.argv[1] + ".good-wal")
 		})
 	}
 }
+
+// A log on a read-only file system is opened read-only: its state comes
+// back, and every write fails naming the cause, so changes are refused
+// rather than accepted and lost.
+func TestOpenReadOnlyFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	testenv.MountTmpfs(t, dir, 1<<20)
+	l, _, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(context.Background(), Event{Kind: "buffer", Key: "a", Data: []byte("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	testenv.RemountTmpfs(t, dir, true)
+	t.Cleanup(func() { testenv.RemountTmpfs(t, dir, false) })
+	l, aside, err := Open(dir, Options{})
+	if err != nil || aside != "" {
+		t.Fatalf("Open on a read-only file system: %v (moved aside %q)", err, aside)
+	}
+	defer l.Close()
+	st, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := st.Get("buffer", "a"); string(d) != "kept" {
+		t.Fatalf("buffer a = %q, want the recorded state", d)
+	}
+	if err := l.Failing(); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("Failing() = %v, want EROFS", err)
+	}
+	if err := l.Append(context.Background(), Event{Kind: "buffer", Key: "a", Data: []byte("new")}); !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("Append = %v, want an EROFS error saying read-only", err)
+	}
+	if err := l.Probe(); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("Probe = %v, want EROFS", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -75,6 +76,9 @@ type Log struct {
 	committing bool       // guarded by mu: a leader is committing
 	closed     bool       // guarded by mu
 	tail       int        // guarded by mu (written by the leader): events since the last compaction
+	// readOnly, set once by Open, is why the file was opened read-only (a
+	// read-only file system or file): every write fails with it.
+	readOnly error
 	// failing is the error of the last commit or Probe, nil once one
 	// succeeds (guarded by mu): a log whose disk is full, read-only or
 	// failing refuses changes until a write works again (PROTOCOL.md 8.5).
@@ -156,6 +160,17 @@ func open(p string, opt Options) (*Log, error) {
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
 	}
+	var readOnly error
+	if err != nil && cannotWrite(err) {
+		// A read-only file system or file: the log that is there is read
+		// (its state restored) and every change refused (see Failing).
+		if ro, rerr := bolt.Open(p, 0o444, &bolt.Options{Timeout: opt.LockTimeout, ReadOnly: true}); rerr == nil {
+			db, err, readOnly = ro, nil, fmt.Errorf("state log %s is read-only: %w", p, err)
+		}
+	}
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
+	}
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) && !errors.Is(err, bolterrors.ErrInvalid) {
@@ -164,7 +179,7 @@ func open(p string, opt Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("%w %s: %v", errDamaged, p, err)
 	}
-	l := &Log{db: db, path: p, every: opt.CompactEvery}
+	l := &Log{db: db, path: p, every: opt.CompactEvery, readOnly: readOnly, failing: readOnly}
 	if err := l.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -207,6 +222,9 @@ func (l *Log) init() (err error) {
 	if err != nil {
 		return err
 	}
+	if fresh && l.readOnly != nil {
+		return nil // nothing to read, nothing can be written
+	}
 	if fresh {
 		err = l.db.Update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketMeta, bucketEvents, bucketData, bucketSnapshot} {
@@ -229,6 +247,12 @@ func (l *Log) init() (err error) {
 }
 
 var errStop = errors.New("stop")
+
+// cannotWrite reports whether err says the file cannot be opened for
+// writing (as opposed to not being there or being damaged).
+func cannotWrite(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
 
 // State is the fold of the log: Kind -> Key -> Data.
 type State map[string]map[string][]byte
@@ -272,6 +296,9 @@ func (l *Log) load() (st loaded, err error) {
 	}()
 	st.state = State{}
 	err = l.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSnapshot) == nil {
+			return nil // a new file opened read-only: empty
+		}
 		err := tx.Bucket(bucketSnapshot).ForEachBucket(func(kind []byte) error {
 			m := map[string][]byte{}
 			st.state[string(kind)] = m
@@ -304,6 +331,9 @@ func (l *Log) Path() string { return l.path }
 // commit), and returns once it is durable. An error means it may or may not
 // be in the log. ctx bounds only the wait for another caller's commit.
 func (l *Log) Append(ctx context.Context, ev Event) error {
+	if l.readOnly != nil {
+		return l.readOnly
+	}
 	r := &request{ev: ev, done: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
@@ -471,6 +501,9 @@ func (l *Log) Probe() error {
 		return ErrClosed
 	}
 	l.mu.Unlock()
+	if l.readOnly != nil {
+		return l.readOnly // opened read-only: a restart opens it for writing again
+	}
 	var stamp [8]byte
 	binary.BigEndian.PutUint64(stamp[:], uint64(time.Now().UnixNano()))
 	err := l.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyProbe, stamp[:]) })

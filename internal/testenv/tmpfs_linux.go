@@ -21,3 +21,16 @@ func MountTmpfs(t testing.TB, dir string, size int64) {
 		}
 	})
 }
+
+// RemountTmpfs remounts the tmpfs MountTmpfs put on dir read-only (ro
+// true) or read-write again.
+func RemountTmpfs(t testing.TB, dir string, ro bool) {
+	t.Helper()
+	flags := uintptr(unix.MS_REMOUNT)
+	if ro {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, ""); err != nil {
+		t.Fatalf("remount the tmpfs on %s (read-only %v): %v", dir, ro, err)
+	}
+}
