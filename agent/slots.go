@@ -664,7 +664,7 @@ func (s *slots) serveConn(c *agentConn) {
 		k.EndRemote(fmt.Errorf("kernel %s: %w: agent %s reconnected", k.ID(), kernel.ErrStopped, h.Host))
 	}
 	if err != nil {
-		c.refuse(err.Error())
+		c.refuseWith(errorMsg{Error: err.Error(), IDInUse: errors.Is(err, ErrIDInUse)})
 		return
 	}
 	p, _ := json.Marshal(w)
@@ -743,6 +743,17 @@ func (s *slots) claimLocked(h hello) (*agentRec, error) {
 // previous connection is fenced and closed, its grace timer stopped, and
 // its job (if any) counts as running. s.mu is held.
 func (s *slots) resumeLocked(rec *agentRec, h hello) error {
+	if old := rec.conn; old != nil && h.RunID != rec.runID {
+		// Another process with the same id while this one's connection
+		// lives (its heartbeats arrive): taking it over would fence the
+		// live agent, which would reconnect and fence this one, and so on.
+		// A connection silent for a few heartbeats is a dead agent's that
+		// the coordinator has not noticed yet: a restart of it goes on.
+		if age := time.Duration(s.now() - old.lastBeat.Load()); age < 3*s.c.cfg.Heartbeat {
+			return fmt.Errorf("%w: agent id %s is in use by a connected agent on %s (another process, heard %v ago): give this agent another --id, or stop the other",
+				ErrIDInUse, h.AgentID, rec.host, age.Round(time.Millisecond))
+		}
+	}
 	if len(rec.slots) != h.Kernels {
 		return fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
 			h.AgentID, h.Host, len(rec.slots), h.Kernels, len(rec.slots))
