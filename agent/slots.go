@@ -66,6 +66,11 @@ type slots struct {
 	minKernels    int                // guarded by mu: kernels WaitKernels wants
 	jobErr        error              // guarded by mu: the last job that failed
 	jobErrGen     uint64             // guarded by mu: bumped with jobErr
+	// startOpen keeps the slots no agent serves open from Start until the
+	// first agent registers or startTimer fires (CoordinatorConfig.
+	// StartGrace). Guarded by mu.
+	startOpen  bool
+	startTimer *time.Timer // guarded by mu
 }
 
 // agentSlot is one engine slot served by an agent kernel. Guarded by
@@ -162,10 +167,30 @@ func (s *slots) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.jobLoop() }()
 	}
+	if g := s.c.cfg.StartGrace; g > 0 {
+		s.mu.Lock()
+		if len(s.agents) == 0 && !s.stopped {
+			s.startOpen = true
+			s.startTimer = time.AfterFunc(g, s.endStartOpen)
+		}
+		s.mu.Unlock()
+	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.acceptLoop() }()
 	go func() { defer s.wg.Done(); s.leaseLoop() }()
 	return nil
+}
+
+// endStartOpen closes the slots no agent serves once the start grace ran
+// out with no agent: the runs waiting there fail (no kernel).
+func (s *slots) endStartOpen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.startOpen {
+		s.startOpen = false
+		s.log.Warn("no agent connected within the start grace: contexts waiting for one fail", "grace", s.c.cfg.StartGrace)
+		s.broadcastLocked()
+	}
 }
 
 // Stop tells every agent to shut down, ends the agent kernels (requests
@@ -178,6 +203,9 @@ func (s *slots) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	if s.startTimer != nil {
+		s.startTimer.Stop()
+	}
 	var conns []*agentConn
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -292,10 +320,12 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 			s.mu.Unlock()
 			return nil, fmt.Errorf("slot %d: %w", slot, err)
 		}
-		if st.owner == nil && !st.retired && demand {
+		if st.owner == nil && !st.retired && (demand || s.startOpen && !failSuspended) {
 			ch := s.changed
 			s.mu.Unlock()
-			s.nudgeJobs()
+			if demand {
+				s.nudgeJobs()
+			}
 			select {
 			case <-ch:
 			case <-ctx.Done():
@@ -457,7 +487,9 @@ func (s *slots) Retired(slot int) bool {
 	case st.retired:
 		return true
 	case st.owner == nil:
-		return !s.onDemand() // open: a run on it makes the job loop submit a job
+		// Open: a run on it makes the job loop submit a job, or (at
+		// start) waits for the first agent.
+		return !s.onDemand() && !s.startOpen
 	default:
 		return st.owner.job != nil && st.owner.job.cancelling
 	}
@@ -711,6 +743,9 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 	}
 	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
 	rec.conn = c
+	// The first agent is here: the slots it does not serve close, and the
+	// runs waiting there (restored contexts) move to its kernels.
+	s.startOpen = false
 	c.rec, c.epoch = rec, rec.epoch
 	c.lastBeat.Store(s.now())
 	ready, ends := s.takeKernelsLocked(c, rec, h)

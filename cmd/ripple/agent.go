@@ -162,6 +162,10 @@ type agentsFlags struct {
 	slots                               *int
 	tls                                 *bool
 	lease, grace                        *time.Duration
+	// waitAtStart (not a flag; ripple serve's): the agent slots stay open
+	// until the first agent connects, for the contexts the state log
+	// restores (agent.CoordinatorConfig.StartGrace).
+	waitAtStart bool
 }
 
 func addAgentsFlags(fs *flag.FlagSet) *agentsFlags {
@@ -199,10 +203,14 @@ func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger, jobs agen
 	case *f.grace <= 0:
 		return nil, fmt.Sprintf("--agents-grace %v: want a positive duration", *f.grace)
 	}
+	var startGrace time.Duration
+	if f.waitAtStart {
+		startGrace = *f.grace
+	}
 	c, err := agent.Listen(agent.CoordinatorConfig{
 		Listen: *f.listen, Token: tok, Slots: *f.slots, Local: local,
 		TLS: *f.tls, CertFile: *f.cert, KeyFile: *f.key,
-		Lease: *f.lease, Grace: *f.grace, Jobs: jobs, Log: log,
+		Lease: *f.lease, Grace: *f.grace, StartGrace: startGrace, Jobs: jobs, Log: log,
 	})
 	if err != nil {
 		return nil, err.Error()
