@@ -130,7 +130,8 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, tls: tc, runID: randomHex(8), log: cfg.Log.With("agent", cfg.ID),
 		kernels: make([]bootedKernel, cfg.Kernels), idLock: lock}
 	a.pool = kernel.NewPool(kernel.PoolConfig{
-		Kernel:    kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout, Preload: cfg.Preload},
+		Kernel: kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout, Preload: cfg.Preload,
+			Env: []string{"RIPPLE_VALUES_DB=" + journalPath(cfg.Root, cfg.Host, cfg.Coordinator)}},
 		Size:      cfg.Kernels,
 		NoSpare:   cfg.NoSpare,
 		OnReady:   a.kernelReady,
