@@ -173,8 +173,9 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 
 	fs.set("1", JobState{State: "PREEMPTED", Ended: true})
 	ev := <-restarts
-	if ev.Slot != 0 || ev.Reason != "agent "+h.Host+" lost" {
-		t.Fatalf("restart %+v, want slot 0, agent %s lost", ev, h.Host)
+	// The job is named by its id and state, not only as a lost agent.
+	if want := "fake job 1 PREEMPTED: agent " + h.Host + " lost"; ev.Slot != 0 || ev.Reason != want {
+		t.Fatalf("restart %+v, want slot 0, %q", ev, want)
 	}
 	if len(s.Agents()) != 0 || s.Retired(0) {
 		t.Fatalf("after the job ended: agents %+v, slot 0 retired %v; want none, open", s.Agents(), s.Retired(0))

@@ -71,6 +71,9 @@ type slots struct {
 	// StartGrace). Guarded by mu.
 	startOpen  bool
 	startTimer *time.Timer // guarded by mu
+	// waitReport is the engine's ReportWaits callback (waits.go); nil
+	// until it is given. Guarded by mu, called with mu released.
+	waitReport func(slot int, detail string)
 }
 
 // agentSlot is one engine slot served by an agent kernel. Guarded by
@@ -309,11 +312,16 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 		}()
 	}
 	s.mu.Unlock()
+	var said string // the wait's detail last reported (waits.go)
 	for {
 		s.mu.Lock()
 		if s.stopped {
 			s.mu.Unlock()
 			return nil, kernel.ErrPoolStopped
+		}
+		detail := ""
+		if !failSuspended {
+			detail = s.waitDetailLocked(st)
 		}
 		if demand && st.failGen != gen {
 			err := st.failErr
@@ -326,6 +334,7 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 			if demand {
 				s.nudgeJobs()
 			}
+			s.reportWait(slot, detail, &said)
 			select {
 			case <-ch:
 			case <-ctx.Done():
@@ -348,6 +357,7 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 		}
 		ch := s.changed
 		s.mu.Unlock()
+		s.reportWait(slot, detail, &said)
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -1012,7 +1022,7 @@ func (s *slots) connLost(c *agentConn, reason string) {
 	}
 	stopping := s.stopped
 	if !stopping {
-		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec) })
+		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec, "") })
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()
@@ -1026,8 +1036,9 @@ func (s *slots) connLost(c *agentConn, reason string) {
 
 // graceExpired gives up on an agent that did not come back: its slots
 // are freed (Retired reports them closed, so their contexts move) and
-// every slot's loss is reported as a restart that lost the state.
-func (s *slots) graceExpired(rec *agentRec) {
+// every slot's loss is reported as a restart that lost the state, its
+// reason "agent HOST lost" after why (the job that ended, if any).
+func (s *slots) graceExpired(rec *agentRec, why string) {
 	s.mu.Lock()
 	if rec.conn != nil || rec.lost || s.stopped {
 		s.mu.Unlock()
@@ -1037,6 +1048,9 @@ func (s *slots) graceExpired(rec *agentRec) {
 	defer s.wg.Done()
 	rec.lost = true
 	reason := fmt.Sprintf("agent %s lost", rec.host)
+	if why != "" {
+		reason = why + ": " + reason
+	}
 	var evs []kernel.RestartEvent
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]

@@ -155,8 +155,10 @@ func TestSlurmServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr := waitKernelRestarted(t, c)
-	if kr.KernelID != kd.ID || kr.StatePreserved || !strings.HasPrefix(kr.Reason, "agent ") || !strings.HasSuffix(kr.Reason, " lost") || !slices.Contains(kr.ContextIDs, d) {
-		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, an agent lost, naming %s", kr, kd.ID, d)
+	// The cancelled job is named by its id and state (issue 26), then
+	// its agent as lost.
+	if kr.KernelID != kd.ID || kr.StatePreserved || !strings.HasPrefix(kr.Reason, "slurm job "+jd.JobID+" CANCELLED") || !strings.HasSuffix(kr.Reason, " lost") || !slices.Contains(kr.ContextIDs, d) {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, job %s CANCELLED and its agent lost, naming %s", kr, kd.ID, jd.JobID, d)
 	}
 	// slow runs again, on a new job's kernel (busy with it). Status, not
 	// the next update of slow: one the first run sent may arrive late.
