@@ -271,3 +271,29 @@ func TestJobsIdleCancelAndStop(t *testing.T) {
 		t.Fatalf("cancelled %v, want [1 2] (the pending job at Stop)", got)
 	}
 }
+
+// A run waiting for a job says why, as the job's state and the
+// scheduler's reason change (engine.WaitReporting): submitted, PENDING
+// (Priority), then PENDING (Resources).
+func TestJobsWaitingIsReported(t *testing.T) {
+	t.Parallel()
+	_, s, fs, _ := jobsSetup(t, JobsConfig{})
+	var mu sync.Mutex
+	var said []string
+	s.ReportWaits(func(slot int, detail string) {
+		mu.Lock()
+		defer mu.Unlock()
+		said = append(said, fmt.Sprintf("%d: %s", slot, detail))
+	})
+	saidSo := func(want string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, want) })
+		}
+	}
+	callAsync(s, 0)
+	testenv.Eventually(t, "the pending job reported", saidSo("0: fake job 1 PENDING (Priority)"))
+	fs.set("1", JobState{State: "PENDING", Reason: "Resources"})
+	testenv.Eventually(t, "the new reason reported", saidSo("0: fake job 1 PENDING (Resources)"))
+}
