@@ -36,6 +36,9 @@ func TestAgentsCoordinatorRestartContextsComeBack(t *testing.T) {
 	env := []string{"RIPPLE_AGENT_TOKEN=" + agentToken}
 	srv := startServe(t, env, "--agents-listen", addr, dir)
 	startAgent(t, addr, dir, "--host", "node1") // the project on a shared file system
+	if !testenv.Poll(stepDeadline(t), func() bool { return strings.Contains(srv.stderr.String(), "agent connected") }) {
+		t.Fatalf("the agent did not connect:\n%s", srv.stderr.String())
+	}
 	c, _ := connect(t, srv.url, "ide")
 	id, r := c.newContext("main:main")
 	if r.failed != nil || r.updates.Values()["main:main/z"] == "" {

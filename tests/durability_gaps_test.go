@@ -100,9 +100,6 @@ func TestServeBinaryFullDiskRefusesChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := stateStatus(t, ed.c); !st.Recording || st.Problem != "" {
-		t.Fatalf("state before the disk filled: %+v, want recording", st)
-	}
 	fill := filepath.Join(state, "fill")
 	fillDisk(t, fill)
 	// Lines of 8 KiB: the log must grow soon (bbolt reuses freed pages
@@ -133,7 +130,7 @@ func TestServeBinaryFullDiskRefusesChanges(t *testing.T) {
 		}
 	}
 	if refused == 0 {
-		t.Fatal("no edit was refused on a full disk: the test did not test")
+		t.Fatal("no edit was refused on a full disk (each got a success reply)")
 	}
 	acked := ed.content
 	p.cmd.Process.Signal(syscall.SIGKILL)
