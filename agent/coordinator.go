@@ -44,7 +44,8 @@ type CoordinatorConfig struct {
 	// finding every slot closed (no agent has reconnected yet). Once an
 	// agent is there, the slots it does not serve close and the waiting
 	// runs move to its kernels. ripple serve sets it to Grace; ripple run
-	// (which waits for its kernels first) leaves it 0.
+	// (which waits for its kernels first) leaves it 0. Without effect
+	// when Local kernels serve beside the agents: contexts go to those.
 	StartGrace time.Duration
 	// HandshakeTimeout bounds hello (default 5 s).
 	HandshakeTimeout time.Duration

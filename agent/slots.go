@@ -170,7 +170,9 @@ func (s *slots) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.jobLoop() }()
 	}
-	if g := s.c.cfg.StartGrace; g > 0 {
+	// With local kernels beside the agents, contexts go to them meanwhile
+	// (their slots are open): no slot waits for an agent.
+	if g := s.c.cfg.StartGrace; g > 0 && s.nLocal == 0 {
 		s.mu.Lock()
 		if len(s.agents) == 0 && !s.stopped {
 			s.startOpen = true
