@@ -36,7 +36,9 @@ type Config struct {
 	Fingerprint string
 	CAFile      string
 	ForceTLS    bool
-	// ID is the agent id; default: kept in ROOT/.ripple/agent-id-HOST.
+	// ID is the agent id, locked for this process (idlock.go); default:
+	// kept in ROOT/.ripple/agent-id-HOST (-2, -3, ... when that one is
+	// held by another agent of the same host and root).
 	ID string
 	// Host, Launcher and JobID describe the agent in runtime/status;
 	// defaults: the host name, "manual", $SLURM_JOB_ID.

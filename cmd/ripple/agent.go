@@ -50,7 +50,7 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fingerprint := fs.String("coordinator-fingerprint", "", "pin the coordinator's certificate: `sha256:HEX` of its public key")
 	ca := fs.String("ca", "", "verify the coordinator's certificate with the CA certificates in `file` (PEM)")
 	forceTLS := fs.Bool("tls", false, "use TLS on a loopback address too")
-	id := fs.String("id", "", "agent `id` (default: kept in ROOT/.ripple/agent-id-HOST, so a restarted agent is the same agent)")
+	id := fs.String("id", "", "agent `id`, held by this process while it runs (default: kept in ROOT/.ripple/agent-id-HOST, so a restarted agent is the same agent; a second agent of the same host and root gets agent-id-HOST-2, ...)")
 	host := fs.String("host", "", "host `name` shown in runtime/status (default: the host name)")
 	launcher := fs.String("launcher", "manual", "`launcher` shown in runtime/status (manual, slurm, ...)")
 	jobID := fs.String("job-id", "", "job `id` shown in runtime/status (default: $SLURM_JOB_ID)")
