@@ -16,6 +16,7 @@ import (
 	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/server/servertest"
 	"github.com/ripple-run/ripple/slurm/slurmtest"
 )
 
@@ -117,6 +118,13 @@ func TestSlurmServe(t *testing.T) {
 	}
 	if !strings.Contains(r.output, "first ran in "+dir) {
 		t.Errorf("first's output %q, want it run in %s", r.output, dir)
+	}
+	// While it waited, its statements said so, naming the job (issue 26).
+	if !slices.ContainsFunc(r.messages, func(m servertest.Message) bool {
+		p := string(m.Params)
+		return m.Method == protocol.NotifyExpressionUpdates && strings.Contains(p, `"kind":"waitingForKernel"`) && strings.Contains(p, `"detail":"slurm job `)
+	}) {
+		t.Errorf("first's run waited for its job without a word (no Pending waitingForKernel naming the slurm job)")
 	}
 	// The token reached the job by file, not on its command line.
 	script, err := os.ReadFile(filepath.Join(dir, ".ripple", "slurm", ja.JobName+".sh"))
