@@ -367,8 +367,12 @@ func fileEventKind(existed bool) protocol.FileEventKind {
 // CloseFile answers text/closeFile. Unsaved edits of the last client are
 // dropped: the module goes back to its disk version.
 func (e *Engine) CloseFile(ctx context.Context, clientID, path string) error {
-	if err := e.stateGate(); err != nil {
-		return err
+	// Closing a buffer with unsaved edits changes what a restart restores;
+	// a clean one records nothing, so a full disk does not keep it open.
+	if dirty, _ := e.ws.Dirty(path); dirty {
+		if err := e.stateGate(); err != nil {
+			return err
+		}
 	}
 	reverted, err := e.ws.CloseBuffer(workspace.ClientID(clientID), path)
 	if err != nil {
