@@ -209,6 +209,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.pool = cfg.Launcher.Kernels(e.poolCfg)
 	e.countContexts()
+	e.reportWaits()
 	// ExecuteTimeout is applied by execute, not by the queue: its clock
 	// starts when the run's kernel is ready (see execute).
 	e.queue = queue.New(runner{e}, queue.Options{
@@ -365,6 +366,7 @@ func (e *Engine) startKernels(ctx context.Context) error {
 	e.poolCfg.Kernel.Python = a.py
 	e.pool = e.cfg.Launcher.Kernels(e.poolCfg)
 	e.countContexts()
+	e.reportWaits()
 	if err := e.pool.Start(e.bg); err != nil {
 		return fmt.Errorf("start kernels: %w", err)
 	}
