@@ -98,12 +98,17 @@ type run struct {
 	slot   int
 	starts []int
 
-	last     map[string]protocol.ExpressionUpdate // latest update per statement
-	computed map[string]bool                      // statements that ran in this run
-	replayed map[string]bool
-	fresh    map[string][]outputItem // what each statement showed in this run
-	diags    []protocol.Diagnostic
-	failed   *protocol.ExecutionResult
+	// elsewhere are the statements of other cells (known before the run):
+	// when the engine runs them again (their inputs changed, or an object
+	// they made is mutated by this cell), their output is kept for their
+	// own cell, not shown under this one.
+	elsewhere map[string]bool
+	last      map[string]protocol.ExpressionUpdate // latest update per statement
+	computed  map[string]bool                      // statements that ran in this run
+	replayed  map[string]bool
+	fresh     map[string][]outputItem // what each statement showed in this run
+	diags     []protocol.Diagnostic
+	failed    *protocol.ExecutionResult
 }
 
 func newRun(s *Session, out Output, slot int, starts []int) *run {
@@ -192,7 +197,8 @@ const (
 	clearMime  = "application/vnd.ripple.clear-output+json"
 )
 
-// show publishes an item and keeps it as the statement's output.
+// show publishes an item, unless another cell's statement made it, and
+// keeps it as the statement's output.
 func (r *run) show(expr string, it outputItem) {
 	if expr != "" {
 		items := r.fresh[expr]
@@ -203,7 +209,9 @@ func (r *run) show(expr string, it outputItem) {
 		}
 		r.fresh[expr] = items
 	}
-	r.publish(it)
+	if !r.elsewhere[expr] {
+		r.publish(it)
+	}
 }
 
 func (r *run) publish(it outputItem) {
@@ -296,7 +304,7 @@ func (r *run) result() ExecuteResult {
 			cutAt(d.ExpressionID)
 		}
 		ename, evalue := splitException(d.Message)
-		return ExecuteResult{Status: "error", EName: ename, EValue: evalue, Traceback: traceback(d)}
+		return ExecuteResult{Status: "error", EName: ename, EValue: evalue, Traceback: traceback(d, r.starts)}
 	}
 	return ExecuteResult{Status: "ok"}
 }
@@ -332,18 +340,27 @@ func splitException(msg string) (string, string) {
 }
 
 // traceback is a diagnostic as Jupyter's traceback lines.
-func traceback(d protocol.Diagnostic) []string {
+func traceback(d protocol.Diagnostic, starts []int) []string {
 	lines := []string{"Traceback (most recent call last):"}
 	for _, f := range d.Stack {
-		where := f.Path
-		if where == "" || where == cellsFile {
-			where = "<cell>"
-		} else {
-			where = filepath.Clean(where)
-		}
-		line := ""
+		where, line := f.Path, ""
 		if f.Location != nil {
 			line = fmt.Sprintf(", line %d", f.Location.Start.Line+1)
+		}
+		switch {
+		case where == "" || where == cellsFile:
+			// A line of the script is a line of one cell.
+			where = "<cell>"
+			if f.Location != nil {
+				if i := slotOf(starts, f.Location.Start.Line); i >= 0 {
+					line = fmt.Sprintf(", line %d", f.Location.Start.Line-starts[i]+1)
+				}
+			}
+			if f.FunctionName == "__main__" {
+				f.FunctionName = "<module>"
+			}
+		default:
+			where = filepath.Clean(where)
 		}
 		lines = append(lines, fmt.Sprintf("  File %q%s, in %s", where, line, f.FunctionName))
 	}
