@@ -150,6 +150,12 @@ func jupyterKernel(ctx context.Context, args []string, stderr io.Writer) int {
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, os.Interrupt)
 	defer signal.Stop(interrupts)
+	// The frontend's process (a Notebook server, VS Code) started us: if
+	// it dies without a shutdown_request, so do we, as ipykernel does
+	// (its parent poller), keeping the state for a restart.
+	parent := os.Getppid()
+	orphan := time.NewTicker(time.Second)
+	defer orphan.Stop()
 	restart := true
 	for done := false; !done; {
 		select {
@@ -157,6 +163,8 @@ func jupyterKernel(ctx context.Context, args []string, stderr io.Writer) int {
 			sess.Interrupt()
 		case restart = <-srv.Shutdown():
 			done = true
+		case <-orphan.C:
+			done = os.Getppid() != parent
 		case <-ctx.Done():
 			done = true
 		}
