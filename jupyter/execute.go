@@ -174,7 +174,13 @@ func (s *Session) help(ctx context.Context, name string, detail int) ExecuteResu
 // from the value journal, and the cells it holds.
 func (s *Session) statusText() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ripple: %d cells in the notebook's script (%s)\n", len(s.state.Slots), filepath.Join(s.cfg.StateDir, cellsFile))
+	cells := 0
+	for _, sl := range s.state.Slots {
+		if strings.TrimSpace(sl.Source) != "" {
+			cells++
+		}
+	}
+	fmt.Fprintf(&b, "ripple: %d cells in the notebook's script (%s)\n", cells, filepath.Join(s.cfg.StateDir, cellsFile))
 	if len(s.restored) == 0 && len(s.reran) == 0 {
 		b.WriteString("ripple: nothing was restored at this kernel's start\n")
 	} else {
