@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -107,6 +108,7 @@ type run struct {
 	computed  map[string]bool                      // statements that ran in this run
 	replayed  map[string]bool
 	fresh     map[string][]outputItem // what each statement showed in this run
+	held      outputItem              // stream text not sent yet (publish)
 	diags     []protocol.Diagnostic
 	failed    *protocol.ExecutionResult
 }
@@ -119,18 +121,41 @@ func newRun(s *Session, out Output, slot int, starts []int) *run {
 // wait handles notifications from mark until the run's end.
 func (r *run) wait(ctx context.Context, mark int) {
 	for {
-		batch, next, err := r.s.client.next(ctx, mark)
+		batch, next, err := r.nextBatch(ctx, mark)
 		if err != nil {
+			r.flush()
 			r.failed = &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: err.Error()}
 			return
 		}
 		mark = next
 		for _, n := range batch {
 			if r.handle(n) {
+				r.flush()
 				return
 			}
 		}
 	}
+}
+
+// streamHold is how long stream text waits for more of it: the pieces
+// of one print (or of a loop's prints) go out as one stream message, as
+// ipykernel sends them, not one message per write.
+const streamHold = 20 * time.Millisecond
+
+// nextBatch is client.next; while stream text is held it waits at most
+// streamHold, then sends the text and waits on.
+func (r *run) nextBatch(ctx context.Context, mark int) ([]note, int, error) {
+	if r.held.Text == "" {
+		return r.s.client.next(ctx, mark)
+	}
+	short, cancel := context.WithTimeout(ctx, streamHold)
+	batch, next, err := r.s.client.next(short, mark)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return batch, next, err
+	}
+	r.flush()
+	return r.s.client.next(ctx, mark)
 }
 
 // handle takes one notification; true at the run's end.
@@ -214,10 +239,33 @@ func (r *run) show(expr string, it outputItem) {
 	}
 }
 
+// publish shows an item; stream text is held (streamHold) and sent with
+// what follows it on the same stream.
 func (r *run) publish(it outputItem) {
 	if r.out == nil {
 		return
 	}
+	if it.Kind == "stdout" || it.Kind == "stderr" {
+		if r.held.Kind != it.Kind {
+			r.flush()
+		}
+		r.held.Kind = it.Kind
+		r.held.Text += it.Text
+		return
+	}
+	r.flush()
+	r.send(it)
+}
+
+// flush sends the held stream text.
+func (r *run) flush() {
+	if r.held.Text != "" {
+		r.send(r.held)
+	}
+	r.held = outputItem{}
+}
+
+func (r *run) send(it outputItem) {
 	switch it.Kind {
 	case "stdout", "stderr":
 		r.out.Stream(it.Kind, it.Text)
@@ -268,6 +316,7 @@ func (r *run) replay() {
 			r.publish(it)
 		}
 	}
+	r.flush()
 }
 
 func (r *run) inCell(u protocol.ExpressionUpdate) bool {
