@@ -109,6 +109,7 @@ type run struct {
 	replayed  map[string]bool
 	fresh     map[string][]outputItem // what each statement showed in this run
 	held      outputItem              // stream text not sent yet (publish)
+	heldSince time.Time               // when its first byte came
 	diags     []protocol.Diagnostic
 	failed    *protocol.ExecutionResult
 }
@@ -140,7 +141,10 @@ func (r *run) wait(ctx context.Context, mark int) {
 // streamHold is how long stream text waits for more of it: the pieces
 // of one print (or of a loop's prints) go out as one stream message, as
 // ipykernel sends them, not one message per write.
-const streamHold = 20 * time.Millisecond
+const (
+	streamHold  = 20 * time.Millisecond
+	streamChunk = 64 << 10
+)
 
 // nextBatch is client.next; while stream text is held it waits at most
 // streamHold, then sends the text and waits on.
@@ -249,8 +253,16 @@ func (r *run) publish(it outputItem) {
 		if r.held.Kind != it.Kind {
 			r.flush()
 		}
+		if r.held.Text == "" {
+			r.heldSince = time.Now()
+		}
 		r.held.Kind = it.Kind
 		r.held.Text += it.Text
+		// A long stream goes out in pieces of streamChunk, at least every
+		// streamHold.
+		if len(r.held.Text) >= streamChunk || time.Since(r.heldSince) >= streamHold {
+			r.flush()
+		}
 		return
 	}
 	r.flush()
