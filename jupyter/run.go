@@ -108,6 +108,7 @@ type run struct {
 	computed  map[string]bool                      // statements that ran in this run
 	replayed  map[string]bool
 	fresh     map[string][]outputItem // what each statement showed in this run
+	freshSize map[string]int          // bytes in fresh, per statement
 	held      outputItem              // stream text not sent yet (publish)
 	heldSince time.Time               // when its first byte came
 	diags     []protocol.Diagnostic
@@ -116,7 +117,7 @@ type run struct {
 
 func newRun(s *Session, out Output, slot int, starts []int) *run {
 	return &run{s: s, out: out, slot: slot, starts: starts, last: map[string]protocol.ExpressionUpdate{},
-		computed: map[string]bool{}, replayed: map[string]bool{}, fresh: map[string][]outputItem{}}
+		computed: map[string]bool{}, replayed: map[string]bool{}, fresh: map[string][]outputItem{}, freshSize: map[string]int{}}
 }
 
 // wait handles notifications from mark until the run's end.
@@ -229,7 +230,10 @@ const (
 // show publishes an item, unless another cell's statement made it, and
 // keeps it as the statement's output.
 func (r *run) show(expr string, it outputItem) {
-	if expr != "" {
+	if expr != "" && r.freshSize[expr] <= outputCap {
+		// Kept up to just past the cap (keepOutput cuts there and notes
+		// it): a long stream is not copied again for every write.
+		r.freshSize[expr] += len(it.Text) + len(it.Data)
 		items := r.fresh[expr]
 		if k := len(items) - 1; k >= 0 && it.Text != "" && items[k].Kind == it.Kind {
 			items[k].Text += it.Text
