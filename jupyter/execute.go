@@ -19,12 +19,12 @@ var helpLine = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*)\s*(\?\??)\s*$`)
 // (cells.go) and the context runs again; only the statements whose
 // inputs changed run, the others show their kept output.
 func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) ExecuteResult {
-	code := req.Code
-	switch {
-	case strings.TrimSpace(code) == "":
-		return ExecuteResult{Status: "ok"}
-	case strings.TrimSpace(code) == "%ripple_status":
-		out.Stream("stdout", s.statusText())
+	code, status := withoutStatusLines(req.Code)
+	if status {
+		// %ripple_status is answered here, after the rest of its cell.
+		defer func() { out.Stream("stdout", s.statusText()) }()
+	}
+	if strings.TrimSpace(code) == "" {
 		return ExecuteResult{Status: "ok"}
 	}
 	if m := helpLine.FindStringSubmatch(code); m != nil {
@@ -34,7 +34,10 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 	if failed != nil {
 		return *failed
 	}
-	idx := s.state.place(slotKey(req.CellID, code), source)
+	_, before := s.state.script()
+	key := slotKey(req.CellID, code)
+	elsewhere := s.otherCells(key, before)
+	idx := s.state.place(key, source)
 	script, starts := s.state.script()
 	if err := s.writeScript(script); err != nil {
 		return errorResult("OSError", err.Error())
@@ -52,6 +55,7 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 		return errorResult("RippleError", err.Error())
 	}
 	r := newRun(s, out, idx, starts)
+	r.elsewhere = elsewhere
 	r.wait(ctx, mark)
 	if r.failed == nil {
 		r.replay()
@@ -69,6 +73,45 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 		s.log.Warn("jupyter: state", "err", err)
 	}
 	return res
+}
+
+// withoutStatusLines is code without its `%ripple_status` lines, and
+// whether it had one.
+func withoutStatusLines(code string) (string, bool) {
+	if !strings.Contains(code, "%ripple_status") {
+		return code, false
+	}
+	lines := strings.SplitAfter(code, "\n")
+	kept := lines[:0]
+	found := false
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "%ripple_status" {
+			found = true
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, ""), found
+}
+
+// otherCells are the statements the frame has now (the script before
+// this cell is placed, whose slots start at starts) that belong to
+// another cell than the one keyed key.
+func (s *Session) otherCells(key string, starts []int) map[string]bool {
+	out := map[string]bool{}
+	us, err := s.eng.TopFrameUpdates(s.ctxID)
+	if err != nil {
+		return out
+	}
+	for _, u := range us {
+		if u.Range == nil {
+			continue
+		}
+		if i := slotOf(starts, u.Range.Start.Line); i >= 0 && s.state.Slots[i].Key != key {
+			out[string(u.ExpressionID)] = true
+		}
+	}
+	return out
 }
 
 func errorResult(ename, evalue string) ExecuteResult {
@@ -131,7 +174,13 @@ func (s *Session) help(ctx context.Context, name string, detail int) ExecuteResu
 // from the value journal, and the cells it holds.
 func (s *Session) statusText() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ripple: %d cells in the notebook's script (%s)\n", len(s.state.Slots), filepath.Join(s.cfg.StateDir, cellsFile))
+	cells := 0
+	for _, sl := range s.state.Slots {
+		if strings.TrimSpace(sl.Source) != "" {
+			cells++
+		}
+	}
+	fmt.Fprintf(&b, "ripple: %d cells in the notebook's script (%s)\n", cells, filepath.Join(s.cfg.StateDir, cellsFile))
 	if len(s.restored) == 0 && len(s.reran) == 0 {
 		b.WriteString("ripple: nothing was restored at this kernel's start\n")
 	} else {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -25,6 +26,13 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 	}
 	_ = json.Unmarshal(m.Metadata, &md)
 	req.CellID = md.CellID
+	if s.aborted(m) {
+		// A cell sent before the frontend saw an earlier cell fail (Run
+		// All): not run, as ipykernel aborts its queue on an error.
+		s.send(sock, m.Identities, "execute_reply", m, map[string]any{"status": "aborted"},
+			map[string]any{"status": "aborted", "execution_count": s.count})
+		return
+	}
 	if !req.Silent && req.StoreHistory {
 		s.count++
 	}
@@ -53,6 +61,9 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 		if !req.Silent {
 			s.publish(m, "error", map[string]any{"ename": res.EName, "evalue": res.EValue, "traceback": res.Traceback})
 		}
+		if req.StopOnError {
+			s.abortBefore = time.Now()
+		}
 	}
 	if !req.Silent && req.StoreHistory {
 		s.histMu.Lock()
@@ -60,6 +71,17 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 		s.histMu.Unlock()
 	}
 	s.send(sock, m.Identities, "execute_reply", m, map[string]any{"status": res.Status}, content)
+}
+
+// aborted says whether an execute_request was sent before the last
+// failed cell (with stop_on_error) was answered: its header's date,
+// the frontend's clock on this machine, is earlier.
+func (s *Server) aborted(m *Message) bool {
+	if s.abortBefore.IsZero() {
+		return false
+	}
+	sent, err := time.Parse(time.RFC3339Nano, m.Header.Date)
+	return err == nil && sent.Before(s.abortBefore)
 }
 
 func (s *Server) complete(m *Message) map[string]any {
@@ -122,15 +144,14 @@ func (s *Server) isComplete(m *Message) map[string]any {
 // (minimal: tail, range and search over this session; no database).
 func (s *Server) historyReply(m *Message) map[string]any {
 	var c struct {
-		Output     bool   `json:"output"`
-		Access     string `json:"hist_access_type"`
-		N          int    `json:"n"`
-		Session    int    `json:"session"`
-		Start      int    `json:"start"`
-		Stop       int    `json:"stop"`
-		Pattern    string `json:"pattern"`
-		Unique     bool   `json:"unique"`
-		SessionArg *int   `json:"-"`
+		Output  bool   `json:"output"`
+		Access  string `json:"hist_access_type"`
+		N       int    `json:"n"`
+		Session int    `json:"session"`
+		Start   int    `json:"start"`
+		Stop    int    `json:"stop"`
+		Pattern string `json:"pattern"`
+		Unique  bool   `json:"unique"`
 	}
 	_ = json.Unmarshal(m.Content, &c)
 	s.histMu.Lock()

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ripple-run/ripple/protocol"
 )
@@ -98,34 +99,68 @@ type run struct {
 	slot   int
 	starts []int
 
-	last     map[string]protocol.ExpressionUpdate // latest update per statement
-	computed map[string]bool                      // statements that ran in this run
-	replayed map[string]bool
-	fresh    map[string][]outputItem // what each statement showed in this run
-	diags    []protocol.Diagnostic
-	failed   *protocol.ExecutionResult
+	// elsewhere are the statements of other cells (known before the run):
+	// when the engine runs them again (their inputs changed, or an object
+	// they made is mutated by this cell), their output is kept for their
+	// own cell, not shown under this one.
+	elsewhere map[string]bool
+	last      map[string]protocol.ExpressionUpdate // latest update per statement
+	computed  map[string]bool                      // statements that ran in this run
+	replayed  map[string]bool
+	fresh     map[string][]outputItem // what each statement showed in this run
+	freshSize map[string]int          // bytes in fresh, per statement
+	held      outputItem              // stream text not sent yet (publish)
+	heldSince time.Time               // when its first byte came
+	diags     []protocol.Diagnostic
+	failed    *protocol.ExecutionResult
 }
 
 func newRun(s *Session, out Output, slot int, starts []int) *run {
 	return &run{s: s, out: out, slot: slot, starts: starts, last: map[string]protocol.ExpressionUpdate{},
-		computed: map[string]bool{}, replayed: map[string]bool{}, fresh: map[string][]outputItem{}}
+		computed: map[string]bool{}, replayed: map[string]bool{}, fresh: map[string][]outputItem{}, freshSize: map[string]int{}}
 }
 
 // wait handles notifications from mark until the run's end.
 func (r *run) wait(ctx context.Context, mark int) {
 	for {
-		batch, next, err := r.s.client.next(ctx, mark)
+		batch, next, err := r.nextBatch(ctx, mark)
 		if err != nil {
+			r.flush()
 			r.failed = &protocol.ExecutionResult{Kind: protocol.ResultInterrupted, Message: err.Error()}
 			return
 		}
 		mark = next
 		for _, n := range batch {
 			if r.handle(n) {
+				r.flush()
 				return
 			}
 		}
 	}
+}
+
+// streamHold is how long stream text waits for more of it: the pieces
+// of one print (or of a loop's prints) go out as one stream message, as
+// ipykernel sends them, not one message per write.
+const (
+	streamHold  = 20 * time.Millisecond
+	streamChunk = 64 << 10
+)
+
+// nextBatch is client.next; while stream text is held it waits at most
+// streamHold, then sends the text and waits on.
+func (r *run) nextBatch(ctx context.Context, mark int) ([]note, int, error) {
+	if r.held.Text == "" {
+		return r.s.client.next(ctx, mark)
+	}
+	short, cancel := context.WithTimeout(ctx, streamHold)
+	batch, next, err := r.s.client.next(short, mark)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return batch, next, err
+	}
+	r.flush()
+	return r.s.client.next(ctx, mark)
 }
 
 // handle takes one notification; true at the run's end.
@@ -192,9 +227,13 @@ const (
 	clearMime  = "application/vnd.ripple.clear-output+json"
 )
 
-// show publishes an item and keeps it as the statement's output.
+// show publishes an item, unless another cell's statement made it, and
+// keeps it as the statement's output.
 func (r *run) show(expr string, it outputItem) {
-	if expr != "" {
+	if expr != "" && r.freshSize[expr] <= outputCap {
+		// Kept up to just past the cap (keepOutput cuts there and notes
+		// it): a long stream is not copied again for every write.
+		r.freshSize[expr] += len(it.Text) + len(it.Data)
 		items := r.fresh[expr]
 		if k := len(items) - 1; k >= 0 && it.Text != "" && items[k].Kind == it.Kind {
 			items[k].Text += it.Text
@@ -203,13 +242,46 @@ func (r *run) show(expr string, it outputItem) {
 		}
 		r.fresh[expr] = items
 	}
-	r.publish(it)
+	if !r.elsewhere[expr] {
+		r.publish(it)
+	}
 }
 
+// publish shows an item; stream text is held (streamHold) and sent with
+// what follows it on the same stream.
 func (r *run) publish(it outputItem) {
 	if r.out == nil {
 		return
 	}
+	if it.Kind == "stdout" || it.Kind == "stderr" {
+		if r.held.Kind != it.Kind {
+			r.flush()
+		}
+		if r.held.Text == "" {
+			r.heldSince = time.Now()
+		}
+		r.held.Kind = it.Kind
+		r.held.Text += it.Text
+		// A long stream goes out in pieces of streamChunk, at least every
+		// streamHold.
+		if len(r.held.Text) >= streamChunk || time.Since(r.heldSince) >= streamHold {
+			r.flush()
+		}
+		return
+	}
+	r.flush()
+	r.send(it)
+}
+
+// flush sends the held stream text.
+func (r *run) flush() {
+	if r.held.Text != "" {
+		r.send(r.held)
+	}
+	r.held = outputItem{}
+}
+
+func (r *run) send(it outputItem) {
 	switch it.Kind {
 	case "stdout", "stderr":
 		r.out.Stream(it.Kind, it.Text)
@@ -260,6 +332,7 @@ func (r *run) replay() {
 			r.publish(it)
 		}
 	}
+	r.flush()
 }
 
 func (r *run) inCell(u protocol.ExpressionUpdate) bool {
@@ -296,7 +369,7 @@ func (r *run) result() ExecuteResult {
 			cutAt(d.ExpressionID)
 		}
 		ename, evalue := splitException(d.Message)
-		return ExecuteResult{Status: "error", EName: ename, EValue: evalue, Traceback: traceback(d)}
+		return ExecuteResult{Status: "error", EName: ename, EValue: evalue, Traceback: traceback(d, r.starts)}
 	}
 	return ExecuteResult{Status: "ok"}
 }
@@ -332,18 +405,27 @@ func splitException(msg string) (string, string) {
 }
 
 // traceback is a diagnostic as Jupyter's traceback lines.
-func traceback(d protocol.Diagnostic) []string {
+func traceback(d protocol.Diagnostic, starts []int) []string {
 	lines := []string{"Traceback (most recent call last):"}
 	for _, f := range d.Stack {
-		where := f.Path
-		if where == "" || where == cellsFile {
-			where = "<cell>"
-		} else {
-			where = filepath.Clean(where)
-		}
-		line := ""
+		where, line := f.Path, ""
 		if f.Location != nil {
 			line = fmt.Sprintf(", line %d", f.Location.Start.Line+1)
+		}
+		switch {
+		case where == "" || where == cellsFile:
+			// A line of the script is a line of one cell.
+			where = "<cell>"
+			if f.Location != nil {
+				if i := slotOf(starts, f.Location.Start.Line); i >= 0 {
+					line = fmt.Sprintf(", line %d", f.Location.Start.Line-starts[i]+1)
+				}
+			}
+			if f.FunctionName == "__main__" {
+				f.FunctionName = "<module>"
+			}
+		default:
+			where = filepath.Clean(where)
 		}
 		lines = append(lines, fmt.Sprintf("  File %q%s, in %s", where, line, f.FunctionName))
 	}

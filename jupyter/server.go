@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -127,6 +128,9 @@ type Server struct {
 	histMu  sync.Mutex
 	history []historyEntry
 	count   int // execution count, shell goroutine only
+	// abortBefore: execute_requests sent before it are aborted (the
+	// last stop_on_error failure's reply time); shell goroutine only.
+	abortBefore time.Time
 }
 
 type historyEntry struct {

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ripple-run/ripple/internal/testenv"
@@ -166,4 +169,59 @@ func TestJupyterBadInput(t *testing.T) {
 			t.Errorf("ripple %s: %v\n%s\nwant exit 2 and %q", strings.Join(c.args, " "), err, out, c.want)
 		}
 	}
+}
+
+// A kernel whose frontend died without a shutdown_request exits (and its
+// Python kernels with it), as ipykernel's parent poller makes it.
+func TestJupyterKernelExitsWithItsParent(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	var ports []int
+	for range 5 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+	}
+	conn := filepath.Join(dir, "kernel-orphan.json")
+	b, _ := json.Marshal(map[string]any{"transport": "tcp", "ip": "127.0.0.1", "shell_port": ports[0], "iopub_port": ports[1],
+		"stdin_port": ports[2], "control_port": ports[3], "hb_port": ports[4], "key": "k", "signature_scheme": "hmac-sha256"})
+	if err := os.WriteFile(conn, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command("/bin/sh", "-c", `"$0" jupyter kernel -f "$1" & echo $!; wait`, bin, conn)
+	parent.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// The channels are bound once the engine and its kernel are up.
+	testenv.Eventually(t, "the kernel to listen on its heartbeat port", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[4]))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	syscall.Kill(parent.Process.Pid, syscall.SIGKILL)
+	parent.Wait()
+	testenv.Eventually(t, "the orphaned kernel to exit", func() bool {
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(stat, ')')
+		return err != nil || (i > 0 && i+2 < len(stat) && stat[i+2] == 'Z') // exited, not reaped yet
+	})
 }

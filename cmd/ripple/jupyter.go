@@ -135,6 +135,13 @@ func jupyterKernel(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ripple jupyter kernel:", err)
 		return 1
 	}
+	// The frontend's process (a Notebook server, VS Code) started us: if
+	// it dies without a shutdown_request, so do we, as ipykernel does
+	// (its parent poller), keeping the state for a restart. Watched from
+	// the start: a parent may die while the engine starts.
+	ctx, orphaned := context.WithCancel(ctx)
+	defer orphaned()
+	go watchParent(ctx, orphaned)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sess := jupyter.NewSession(jupyter.SessionConfig{StateDir: stateDir, Python: *pythonFlag, Kernels: *kernels, Version: version, Logger: log})
 	if err := sess.Start(ctx); err != nil {
@@ -170,6 +177,25 @@ func jupyterKernel(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// watchParent calls orphaned when this process's parent changes (it
+// died: the process was reparented), checking every second until ctx ends.
+func watchParent(ctx context.Context, orphaned context.CancelFunc) {
+	parent := os.Getppid()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if os.Getppid() != parent {
+				orphaned()
+				return
+			}
+		}
+	}
 }
 
 func stopSession(s *jupyter.Session) {

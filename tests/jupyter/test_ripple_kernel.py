@@ -245,6 +245,17 @@ class Notebook(KernelCase):
         self.assertEqual(content["status"], "ok")
         self.assertEqual(stdout_of(msgs), "1 False False\n")
 
+    def test_error_aborts_the_cells_sent_before_it_was_seen(self):
+        first = self.kc.execute("import time\ntime.sleep(0.5)\n1/0")
+        second = self.kc.execute("print('never')")
+        reply, _ = collect(self.kc, first)
+        self.assertEqual(reply["content"]["status"], "error")
+        reply, msgs = collect(self.kc, second)
+        self.assertEqual(reply["content"]["status"], "aborted")
+        self.assertEqual(stdout_of(msgs), "")
+        content, msgs = self.run_cell("print('later')")
+        self.assertEqual(stdout_of(msgs), "later\n")
+
     def test_syntax_error(self):
         content, msgs = self.run_cell("def f(:\n  pass")
         self.assertEqual((content["status"], content["ename"]), ("error", "SyntaxError"))

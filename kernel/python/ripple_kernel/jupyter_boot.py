@@ -104,6 +104,10 @@ class _Shell:
         return shell
 
     def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> object:
+        if name == "matplotlib":
+            # ripple's inline backend draws already (display.py); IPython's
+            # would replace it with one that needs ipykernel's events.
+            return None
         return self._get().run_line_magic(name, line, _stack_depth=_stack_depth + 1)
 
     def run_cell_magic(self, name: str, line: str, cell: str) -> object:

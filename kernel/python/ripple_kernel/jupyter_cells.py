@@ -118,10 +118,14 @@ def _codeop_complete(code: str) -> Tuple[str, str]:
         compiled: Optional[object] = codeop.compile_command(code, "<cell>", "exec")
     except (SyntaxError, OverflowError, ValueError):
         return "invalid", ""
+    last = code.rstrip("\n").split("\n")[-1]
+    indent = len(last) - len(last.lstrip())
     if compiled is None:
-        last = code.rstrip("\n").split("\n")[-1]
-        indent = len(last) - len(last.lstrip())
         if last.rstrip().endswith(":"):
             indent += 4
+        return "incomplete", " " * indent
+    if indent and not code.endswith("\n"):
+        # A block compiles, but a console's block ends with an empty line
+        # (IPython's rule too): the user may be typing its next line.
         return "incomplete", " " * indent
     return "complete", ""
