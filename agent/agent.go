@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +36,9 @@ type Config struct {
 	Fingerprint string
 	CAFile      string
 	ForceTLS    bool
-	// ID is the agent id; default: kept in ROOT/.ripple/agent-id-HOST.
+	// ID is the agent id, locked for this process (idlock.go); default:
+	// kept in ROOT/.ripple/agent-id-HOST (-2, -3, ... when that one is
+	// held by another agent of the same host and root).
 	ID string
 	// Host, Launcher and JobID describe the agent in runtime/status;
 	// defaults: the host name, "manual", $SLURM_JOB_ID.
@@ -55,6 +56,10 @@ type Config struct {
 	Log     *slog.Logger
 }
 
+// idInUseWait is how long an agent whose id the coordinator says is in
+// use keeps trying before it gives up.
+const idInUseWait = 5 * time.Second
+
 // Agent is a runtime agent: it owns a kernel.Pool on its host and serves
 // its kernels to one coordinator over one connection (PROTOCOL.md).
 //
@@ -70,6 +75,9 @@ type Agent struct {
 	pool  *kernel.Pool
 
 	boots atomic.Uint32 // boot numbers of kernel starts
+	// idLock holds the agent's id for this process (idlock.go) from New
+	// until Run returns.
+	idLock *idLock
 
 	mu      sync.Mutex
 	kernels []bootedKernel // guarded by mu: index -> its current kernel
@@ -116,39 +124,22 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ID == "" {
-		if cfg.ID, err = agentID(cfg.Root, cfg.Host); err != nil {
-			return nil, err
-		}
+	lock, err := lockAgentID(cfg.Root, cfg.Host, cfg.ID)
+	if err != nil {
+		return nil, err
 	}
+	cfg.ID = lock.id
 	a := &Agent{cfg: cfg, tls: tc, runID: randomHex(8), log: cfg.Log.With("agent", cfg.ID),
-		kernels: make([]bootedKernel, cfg.Kernels)}
+		kernels: make([]bootedKernel, cfg.Kernels), idLock: lock}
 	a.pool = kernel.NewPool(kernel.PoolConfig{
-		Kernel:    kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout, Preload: cfg.Preload},
+		Kernel: kernel.Config{Python: cfg.Python, Root: cfg.Root, ID: "a", InterruptTimeout: cfg.InterruptTimeout, Preload: cfg.Preload,
+			Env: []string{"RIPPLE_VALUES_DB=" + journalPath(cfg.Root, cfg.Host, cfg.Coordinator)}},
 		Size:      cfg.Kernels,
 		NoSpare:   cfg.NoSpare,
 		OnReady:   a.kernelReady,
 		OnRestart: a.kernelRestarted,
 	})
 	return a, nil
-}
-
-// agentID reads or makes the agent's id, kept in root so that a restarted
-// agent on the same host reconnects as itself.
-func agentID(root, host string) (string, error) {
-	dir := filepath.Join(root, ".ripple")
-	path := filepath.Join(dir, "agent-id-"+host)
-	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-		return string(b), nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("agent id: %w", err)
-	}
-	id := randomHex(16)
-	if err := os.WriteFile(path, []byte(id), 0o600); err != nil {
-		return "", fmt.Errorf("agent id: %w", err)
-	}
-	return id, nil
 }
 
 // ID returns the agent's id.
@@ -159,6 +150,7 @@ func (a *Agent) ID() string { return a.cfg.ID }
 // the agent (ErrRefused: a wrong token) or it stays unreachable for
 // ReconnectGrace. The kernels are stopped before it returns.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.idLock.release()
 	if err := a.pool.Start(ctx); err != nil {
 		return fmt.Errorf("agent: start kernels: %w", err)
 	}
@@ -169,6 +161,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	lastSeen := time.Now()
 	delay := 50 * time.Millisecond
+	var inUseSince time.Time // the first of a run of ErrIDInUse refusals
 	for {
 		res := a.connect(ctx)
 		switch {
@@ -177,8 +170,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		case res.shutdown:
 			a.log.Info("coordinator said shutdown")
 			return nil
+		case errors.Is(res.err, ErrIDInUse):
+			// Our own previous connection may be one the coordinator has
+			// not yet seen die (it lets go after a few silent heartbeats):
+			// try again for a while, then give up with the refusal.
+			if inUseSince.IsZero() {
+				inUseSince = time.Now()
+			}
+			if time.Since(inUseSince) > idInUseWait {
+				return res.err
+			}
 		case errors.Is(res.err, ErrRefused):
 			return res.err
+		default:
+			inUseSince = time.Time{}
 		}
 		if res.welcomed {
 			lastSeen, delay = time.Now(), 50*time.Millisecond
@@ -380,6 +385,9 @@ func (s *session) handshake(ctx context.Context) (welcome, error) {
 	case kindRefused:
 		var m errorMsg
 		json.Unmarshal(f.payload, &m)
+		if m.IDInUse {
+			return welcome{}, fmt.Errorf("%w: %w: %s", ErrRefused, ErrIDInUse, m.Error)
+		}
 		return welcome{}, fmt.Errorf("%w: %s", ErrRefused, m.Error)
 	case kindWelcome:
 		var w welcome

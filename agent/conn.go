@@ -87,9 +87,12 @@ func (c *agentConn) sendError(msg string) {
 }
 
 // refuse answers a hello with refused and closes (the handshake's writer).
-func (c *agentConn) refuse(msg string) {
-	c.s.log.Warn("agents: connection refused", "remote", c.conn.RemoteAddr().String(), "error", msg)
-	p, _ := json.Marshal(errorMsg{Error: msg})
+func (c *agentConn) refuse(msg string) { c.refuseWith(errorMsg{Error: msg}) }
+
+// refuseWith refuses the connection's hello with m.
+func (c *agentConn) refuseWith(m errorMsg) {
+	c.s.log.Warn("agents: connection refused", "remote", c.conn.RemoteAddr().String(), "error", m.Error)
+	p, _ := json.Marshal(m)
 	c.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	c.conn.Write(appendFrame(nil, frame{kind: kindRefused, payload: p}))
 }

@@ -37,6 +37,16 @@ type CoordinatorConfig struct {
 	// Grace is how long a lost agent's contexts wait for it to come back
 	// before they move to other kernels (default 60 s).
 	Grace time.Duration
+	// StartGrace, if positive, keeps the agent slots open from Start
+	// until the first agent connects (at most this long): contexts the
+	// state log restores at the start of ripple serve are assigned to
+	// them and their runs wait, as for a suspended agent, instead of
+	// finding every slot closed (no agent has reconnected yet). Once an
+	// agent is there, the slots it does not serve close and the waiting
+	// runs move to its kernels. ripple serve sets it to Grace; ripple run
+	// (which waits for its kernels first) leaves it 0. Without effect
+	// when Local kernels serve beside the agents: contexts go to those.
+	StartGrace time.Duration
 	// HandshakeTimeout bounds hello (default 5 s).
 	HandshakeTimeout time.Duration
 	// Outbox is the number of frames queued for one agent; an agent whose

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/kernel"
 )
 
@@ -284,5 +286,40 @@ func TestCoordinatorDropsSlowAgent(t *testing.T) {
 	<-k.Done()
 	if !errors.Is(k.Err(), kernel.ErrStopped) || !strings.Contains(k.Err().Error(), "agent host-slow lost") {
 		t.Fatalf("kernel ended with %v", k.Err())
+	}
+}
+
+// StartGrace (ripple serve after a restart): before any agent has
+// connected the agent slots are open and a run waits, saying why; the
+// first agent takes slot 0, the run waiting there gets its kernel, and
+// the slots no agent serves close (a run on one fails at once, so its
+// context moves).
+func TestCoordinatorStartGraceKeepsSlotsOpen(t *testing.T) {
+	t.Parallel()
+	_, s := setup(t, CoordinatorConfig{Slots: 2, StartGrace: time.Hour})
+	var said atomic.Value
+	s.ReportWaits(func(slot int, detail string) { said.Store(detail) })
+	if s.Retired(0) || s.Retired(1) {
+		t.Fatal("agent slots closed before any agent connected")
+	}
+	done := callAsync(s, 0)
+	testenv.Eventually(t, "the wait said", func() bool {
+		d, _ := said.Load().(string)
+		return strings.Contains(d, "no agent has connected")
+	})
+	fa, f := dialFake(t, s.c.Addr(), goodHello("first"))
+	if f.kind != kindWelcome {
+		t.Fatalf("hello: %s %s", f.kind, f.payload)
+	}
+	req := fa.nextOf(kindReq)
+	fa.write(frame{kind: kindRes, kernel: 0, boot: 1, epoch: fa.epoch, id: req.id, payload: []byte(`{"status":"ok","result":{}}`)})
+	if err := <-done; err != nil {
+		t.Fatalf("the run that waited for the first agent: %v", err)
+	}
+	if !s.Retired(1) {
+		t.Fatal("slot 1, served by no agent, is still open once an agent connected")
+	}
+	if _, err := s.Call(context.Background(), 1, "execute", map[string]any{}, nil); !errors.Is(err, kernel.ErrSlotRetired) {
+		t.Fatalf("a run on slot 1: %v, want ErrSlotRetired (its context moves)", err)
 	}
 }

@@ -292,6 +292,7 @@ func (s *slots) submitWanted() {
 		if p.rec.job.state == "SUBMITTING" {
 			p.rec.job.state = "PENDING"
 		}
+		s.broadcastLocked() // runs waiting for it name it now (waits.go)
 		s.mu.Unlock()
 		s.log.Info("job submitted", "job", p.job.Name, "id", sub.ID, "kernels", p.job.Kernels, "output", sub.Output)
 	}
@@ -353,6 +354,7 @@ func (s *slots) pollJobs() {
 	}
 	var ends []ended
 	var late []*agentRec
+	changed := false
 	s.mu.Lock()
 	for _, rec := range s.agents {
 		job := rec.job
@@ -366,6 +368,9 @@ func (s *slots) pollJobs() {
 		// A poll that started before the agent connected may say
 		// PENDING or CONFIGURING still: the connection knows better (register).
 		if !job.connected || st.Ended || (st.State != "PENDING" && st.State != "CONFIGURING") {
+			if job.state != st.State || job.reason != st.Reason {
+				changed = true // runs waiting for it say the new state (waits.go)
+			}
 			job.state, job.reason = st.State, st.Reason
 		}
 		switch {
@@ -382,6 +387,9 @@ func (s *slots) pollJobs() {
 			late = append(late, rec)
 		}
 	}
+	if changed {
+		s.broadcastLocked()
+	}
 	s.mu.Unlock()
 	for _, e := range ends {
 		if e.err != nil {
@@ -390,7 +398,7 @@ func (s *slots) pollJobs() {
 			continue
 		}
 		s.log.Warn("job ended: its agent is lost", "job", e.rec.id, "id", e.id, "state", e.state)
-		s.jobEnded(e.rec)
+		s.jobEnded(e.rec, fmt.Sprintf("%s job %s %s", j.Scheduler.Name(), e.id, e.state))
 	}
 	for _, rec := range late {
 		s.mu.Lock()
@@ -410,15 +418,17 @@ func (s *slots) pollJobs() {
 
 // jobEnded handles the end of a job whose agent had connected: the agent
 // is lost now, not after the grace (a job that ended does not come back).
-func (s *slots) jobEnded(rec *agentRec) {
+// job names it with its id and state ("slurm job 17 CANCELLED"), which
+// the contexts' owners are told (kernelRestarted's reason).
+func (s *slots) jobEnded(rec *agentRec, job string) {
 	s.mu.Lock()
 	conn := rec.conn
 	s.mu.Unlock()
 	if conn != nil {
-		s.connLost(conn, "its job ended")
+		s.connLost(conn, job)
 		conn.close()
 	}
-	s.graceExpired(rec)
+	s.graceExpired(rec, job)
 }
 
 // cancelIdle cancels the jobs none of whose kernels has had a context (or

@@ -173,8 +173,9 @@ func TestJobsSubmitServeAndLose(t *testing.T) {
 
 	fs.set("1", JobState{State: "PREEMPTED", Ended: true})
 	ev := <-restarts
-	if ev.Slot != 0 || ev.Reason != "agent "+h.Host+" lost" {
-		t.Fatalf("restart %+v, want slot 0, agent %s lost", ev, h.Host)
+	// The job is named by its id and state, not only as a lost agent.
+	if want := "fake job 1 PREEMPTED: agent " + h.Host + " lost"; ev.Slot != 0 || ev.Reason != want {
+		t.Fatalf("restart %+v, want slot 0, %q", ev, want)
 	}
 	if len(s.Agents()) != 0 || s.Retired(0) {
 		t.Fatalf("after the job ended: agents %+v, slot 0 retired %v; want none, open", s.Agents(), s.Retired(0))
@@ -269,4 +270,30 @@ func TestJobsIdleCancelAndStop(t *testing.T) {
 	if got := fs.cancels(); !slices.Equal(got, []string{"1", "2"}) {
 		t.Fatalf("cancelled %v, want [1 2] (the pending job at Stop)", got)
 	}
+}
+
+// A run waiting for a job says why, as the job's state and the
+// scheduler's reason change (engine.WaitReporting): submitted, PENDING
+// (Priority), then PENDING (Resources).
+func TestJobsWaitingIsReported(t *testing.T) {
+	t.Parallel()
+	_, s, fs, _ := jobsSetup(t, JobsConfig{})
+	var mu sync.Mutex
+	var said []string
+	s.ReportWaits(func(slot int, detail string) {
+		mu.Lock()
+		defer mu.Unlock()
+		said = append(said, fmt.Sprintf("%d: %s", slot, detail))
+	})
+	saidSo := func(want string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, want) })
+		}
+	}
+	callAsync(s, 0)
+	testenv.Eventually(t, "the pending job reported", saidSo("0: fake job 1 PENDING (Priority)"))
+	fs.set("1", JobState{State: "PENDING", Reason: "Resources"})
+	testenv.Eventually(t, "the new reason reported", saidSo("0: fake job 1 PENDING (Resources)"))
 }

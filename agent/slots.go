@@ -66,6 +66,14 @@ type slots struct {
 	minKernels    int                // guarded by mu: kernels WaitKernels wants
 	jobErr        error              // guarded by mu: the last job that failed
 	jobErrGen     uint64             // guarded by mu: bumped with jobErr
+	// startOpen keeps the slots no agent serves open from Start until the
+	// first agent registers or startTimer fires (CoordinatorConfig.
+	// StartGrace). Guarded by mu.
+	startOpen  bool
+	startTimer *time.Timer // guarded by mu
+	// waitReport is the engine's ReportWaits callback (waits.go); nil
+	// until it is given. Guarded by mu, called with mu released.
+	waitReport func(slot int, detail string)
 }
 
 // agentSlot is one engine slot served by an agent kernel. Guarded by
@@ -162,10 +170,32 @@ func (s *slots) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.jobLoop() }()
 	}
+	// With local kernels beside the agents, contexts go to them meanwhile
+	// (their slots are open): no slot waits for an agent.
+	if g := s.c.cfg.StartGrace; g > 0 && s.nLocal == 0 {
+		s.mu.Lock()
+		if len(s.agents) == 0 && !s.stopped {
+			s.startOpen = true
+			s.startTimer = time.AfterFunc(g, s.endStartOpen)
+		}
+		s.mu.Unlock()
+	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.acceptLoop() }()
 	go func() { defer s.wg.Done(); s.leaseLoop() }()
 	return nil
+}
+
+// endStartOpen closes the slots no agent serves once the start grace ran
+// out with no agent: the runs waiting there fail (no kernel).
+func (s *slots) endStartOpen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.startOpen {
+		s.startOpen = false
+		s.log.Warn("no agent connected within the start grace: contexts waiting for one fail", "grace", s.c.cfg.StartGrace)
+		s.broadcastLocked()
+	}
 }
 
 // Stop tells every agent to shut down, ends the agent kernels (requests
@@ -178,6 +208,9 @@ func (s *slots) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	if s.startTimer != nil {
+		s.startTimer.Stop()
+	}
 	var conns []*agentConn
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -281,21 +314,29 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 		}()
 	}
 	s.mu.Unlock()
+	var said string // the wait's detail last reported (waits.go)
 	for {
 		s.mu.Lock()
 		if s.stopped {
 			s.mu.Unlock()
 			return nil, kernel.ErrPoolStopped
 		}
+		detail := ""
+		if !failSuspended {
+			detail = s.waitDetailLocked(st)
+		}
 		if demand && st.failGen != gen {
 			err := st.failErr
 			s.mu.Unlock()
 			return nil, fmt.Errorf("slot %d: %w", slot, err)
 		}
-		if st.owner == nil && !st.retired && demand {
+		if st.owner == nil && !st.retired && (demand || s.startOpen && !failSuspended) {
 			ch := s.changed
 			s.mu.Unlock()
-			s.nudgeJobs()
+			if demand {
+				s.nudgeJobs()
+			}
+			s.reportWait(slot, detail, &said)
 			select {
 			case <-ch:
 			case <-ctx.Done():
@@ -318,6 +359,7 @@ func (s *slots) wait(ctx context.Context, slot int, failSuspended bool) (*kernel
 		}
 		ch := s.changed
 		s.mu.Unlock()
+		s.reportWait(slot, detail, &said)
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -457,7 +499,9 @@ func (s *slots) Retired(slot int) bool {
 	case st.retired:
 		return true
 	case st.owner == nil:
-		return !s.onDemand() // open: a run on it makes the job loop submit a job
+		// Open: a run on it makes the job loop submit a job, or (at
+		// start) waits for the first agent.
+		return !s.onDemand() && !s.startOpen
 	default:
 		return st.owner.job != nil && st.owner.job.cancelling
 	}
@@ -664,7 +708,7 @@ func (s *slots) serveConn(c *agentConn) {
 		k.EndRemote(fmt.Errorf("kernel %s: %w: agent %s reconnected", k.ID(), kernel.ErrStopped, h.Host))
 	}
 	if err != nil {
-		c.refuse(err.Error())
+		c.refuseWith(errorMsg{Error: err.Error(), IDInUse: errors.Is(err, ErrIDInUse)})
 		return
 	}
 	p, _ := json.Marshal(w)
@@ -711,6 +755,9 @@ func (s *slots) register(c *agentConn, h hello) (welcome, []readyKernel, []*kern
 	}
 	rec.epoch = max(rec.epoch, h.LastEpoch) + 1
 	rec.conn = c
+	// The first agent is here: the slots it does not serve close, and the
+	// runs waiting there (restored contexts) move to its kernels.
+	s.startOpen = false
 	c.rec, c.epoch = rec, rec.epoch
 	c.lastBeat.Store(s.now())
 	ready, ends := s.takeKernelsLocked(c, rec, h)
@@ -743,6 +790,17 @@ func (s *slots) claimLocked(h hello) (*agentRec, error) {
 // previous connection is fenced and closed, its grace timer stopped, and
 // its job (if any) counts as running. s.mu is held.
 func (s *slots) resumeLocked(rec *agentRec, h hello) error {
+	if old := rec.conn; old != nil && h.RunID != rec.runID {
+		// Another process with the same id while this one's connection
+		// lives (its heartbeats arrive): taking it over would fence the
+		// live agent, which would reconnect and fence this one, and so on.
+		// A connection silent for a few heartbeats is a dead agent's that
+		// the coordinator has not noticed yet: a restart of it goes on.
+		if age := time.Duration(s.now() - old.lastBeat.Load()); age < 3*s.c.cfg.Heartbeat {
+			return fmt.Errorf("%w: agent id %s is in use by a connected agent on %s (another process, heard %v ago): give this agent another --id, or stop the other",
+				ErrIDInUse, h.AgentID, rec.host, age.Round(time.Millisecond))
+		}
+	}
 	if len(rec.slots) != h.Kernels {
 		return fmt.Errorf("agent %s on %s had %d kernels and now says %d: restart it with --kernels %d or as a new agent (--id)",
 			h.AgentID, h.Host, len(rec.slots), h.Kernels, len(rec.slots))
@@ -966,7 +1024,7 @@ func (s *slots) connLost(c *agentConn, reason string) {
 	}
 	stopping := s.stopped
 	if !stopping {
-		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec) })
+		rec.grace = time.AfterFunc(s.c.cfg.Grace, func() { s.graceExpired(rec, "") })
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()
@@ -980,8 +1038,9 @@ func (s *slots) connLost(c *agentConn, reason string) {
 
 // graceExpired gives up on an agent that did not come back: its slots
 // are freed (Retired reports them closed, so their contexts move) and
-// every slot's loss is reported as a restart that lost the state.
-func (s *slots) graceExpired(rec *agentRec) {
+// every slot's loss is reported as a restart that lost the state, its
+// reason "agent HOST lost" after why (the job that ended, if any).
+func (s *slots) graceExpired(rec *agentRec, why string) {
 	s.mu.Lock()
 	if rec.conn != nil || rec.lost || s.stopped {
 		s.mu.Unlock()
@@ -991,6 +1050,9 @@ func (s *slots) graceExpired(rec *agentRec) {
 	defer s.wg.Done()
 	rec.lost = true
 	reason := fmt.Sprintf("agent %s lost", rec.host)
+	if why != "" {
+		reason = why + ": " + reason
+	}
 	var evs []kernel.RestartEvent
 	for _, slot := range rec.slots {
 		st := s.slot[slot-s.nLocal]

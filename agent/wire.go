@@ -177,6 +177,9 @@ type welcome struct {
 // errorMsg is the payload of refused, fenced and error frames.
 type errorMsg struct {
 	Error string `json:"error"`
+	// IDInUse marks a refused hello whose agent id a connected agent of
+	// another process holds (ErrIDInUse).
+	IDInUse bool `json:"idInUse,omitempty"`
 }
 
 // heartbeatMsg is the payload of heartbeat.

@@ -52,8 +52,10 @@
 //
 // Open moves a file it cannot use (not a bbolt file, both meta pages bad,
 // pages that panic bbolt while the state is read, or a bbolt file without
-// ripple's format marker) aside to state.db.corrupt-<UTC time>, logs one
-// warning line naming both files, and starts a fresh log: a damaged
+// ripple's format marker) aside to state.db.corrupt-<UTC time> (an empty
+// file, which bbolt would silently take as new, to state.db.empty-<UTC
+// time>), logs one warning line naming both files, and starts a fresh
+// log: a damaged
 // .ripple/ never stops the server from starting, and nothing is deleted.
 // A file locked by another process (another ripple serve on the same
 // project) is not damage: Open fails with ErrLocked.
@@ -68,6 +70,15 @@
 // file around the kernels: CheckValues moves a file that is not an SQLite
 // database aside at start (one warning line), MoveValuesAside keeps it for
 // --fresh.
+//
+// # Writes that fail
+//
+// A commit that fails (a full disk, a read-only file system, an I/O
+// error) leaves the last committed transaction, so the caller may refuse
+// the change it was for (PROTOCOL.md 8.5: 7001 StateNotRecorded). Failing
+// says whether the last write failed, and Probe tries a small write: the
+// engine probes before each change while the log is failing, so a change
+// is refused before it is made, and accepted again once writing works.
 //
 // # Locks
 //

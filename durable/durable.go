@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,6 +60,9 @@ type Options struct {
 	CompactEvery int
 	// LockTimeout bounds the wait for another process's lock (default 1s).
 	LockTimeout time.Duration
+	// OnDamage, if set, is called for a file Open moves aside, with what
+	// was wrong (ripple serve lists it in runtime/status).
+	OnDamage func(file, movedTo, detail string)
 }
 
 // Log is an open event log. See the package doc for its invariants.
@@ -72,6 +76,13 @@ type Log struct {
 	committing bool       // guarded by mu: a leader is committing
 	closed     bool       // guarded by mu
 	tail       int        // guarded by mu (written by the leader): events since the last compaction
+	// readOnly, set once by Open, is why the file was opened read-only (a
+	// read-only file system or file): every write fails with it.
+	readOnly error
+	// failing is the error of the last commit or Probe, nil once one
+	// succeeds (guarded by mu): a log whose disk is full, read-only or
+	// failing refuses changes until a write works again (PROTOCOL.md 8.5).
+	failing error
 }
 
 type request struct {
@@ -97,6 +108,21 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 		return nil, "", fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	p := filepath.Join(dir, FileName)
+	if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		// bbolt would make a new log of it, silently: but a log is never
+		// empty once created (bbolt writes its first pages before Open
+		// returns), so what it held is gone, and that is said.
+		aside, merr := MoveAside(dir, "empty")
+		if merr != nil {
+			return nil, "", fmt.Errorf("state log %s is empty (0 bytes); moving it aside: %w", p, merr)
+		}
+		opt.Logger.Warn("state log was empty (0 bytes): the unsaved buffers and contexts it held are lost; moved aside, starting fresh", "file", p, "movedTo", aside)
+		if opt.OnDamage != nil {
+			opt.OnDamage(p, aside, "empty (0 bytes): the unsaved buffers and contexts it held are lost")
+		}
+		l, err = open(p, opt)
+		return l, aside, err
+	}
 	l, err = open(p, opt)
 	if err == nil || !errors.Is(err, errDamaged) {
 		return l, "", err
@@ -106,6 +132,9 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 		return nil, "", fmt.Errorf("%w; moving it aside: %v", err, merr)
 	}
 	opt.Logger.Warn("state log unusable, moved aside; starting fresh", "file", p, "movedTo", aside, "err", err)
+	if opt.OnDamage != nil {
+		opt.OnDamage(p, aside, err.Error()+": the unsaved buffers and contexts it held are not restored")
+	}
 	l, err = open(p, opt)
 	return l, aside, err
 }
@@ -131,6 +160,17 @@ func open(p string, opt Options) (*Log, error) {
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
 	}
+	var readOnly error
+	if err != nil && cannotWrite(err) {
+		// A read-only file system or file: the log that is there is read
+		// (its state restored) and every change refused (see Failing).
+		if ro, rerr := bolt.Open(p, 0o444, &bolt.Options{Timeout: opt.LockTimeout, ReadOnly: true}); rerr == nil {
+			db, err, readOnly = ro, nil, fmt.Errorf("state log %s is read-only: %w", p, err)
+		}
+	}
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w", p, ErrLocked)
+	}
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) && !errors.Is(err, bolterrors.ErrInvalid) {
@@ -139,7 +179,7 @@ func open(p string, opt Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("%w %s: %v", errDamaged, p, err)
 	}
-	l := &Log{db: db, path: p, every: opt.CompactEvery}
+	l := &Log{db: db, path: p, every: opt.CompactEvery, readOnly: readOnly, failing: readOnly}
 	if err := l.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -182,6 +222,9 @@ func (l *Log) init() (err error) {
 	if err != nil {
 		return err
 	}
+	if fresh && l.readOnly != nil {
+		return nil // nothing to read, nothing can be written
+	}
 	if fresh {
 		err = l.db.Update(func(tx *bolt.Tx) error {
 			for _, b := range [][]byte{bucketMeta, bucketEvents, bucketData, bucketSnapshot} {
@@ -204,6 +247,12 @@ func (l *Log) init() (err error) {
 }
 
 var errStop = errors.New("stop")
+
+// cannotWrite reports whether err says the file cannot be opened for
+// writing (as opposed to not being there or being damaged).
+func cannotWrite(err error) bool {
+	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
+}
 
 // State is the fold of the log: Kind -> Key -> Data.
 type State map[string]map[string][]byte
@@ -247,6 +296,9 @@ func (l *Log) load() (st loaded, err error) {
 	}()
 	st.state = State{}
 	err = l.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSnapshot) == nil {
+			return nil // a new file opened read-only: empty
+		}
 		err := tx.Bucket(bucketSnapshot).ForEachBucket(func(kind []byte) error {
 			m := map[string][]byte{}
 			st.state[string(kind)] = m
@@ -279,6 +331,9 @@ func (l *Log) Path() string { return l.path }
 // commit), and returns once it is durable. An error means it may or may not
 // be in the log. ctx bounds only the wait for another caller's commit.
 func (l *Log) Append(ctx context.Context, ev Event) error {
+	if l.readOnly != nil {
+		return l.readOnly
+	}
 	r := &request{ev: ev, done: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
@@ -307,6 +362,7 @@ func (l *Log) Append(ctx context.Context, ev Event) error {
 			close(b.done)
 		}
 		l.mu.Lock()
+		l.failing = err
 		switch {
 		case err != nil:
 		case compact:
@@ -428,6 +484,41 @@ func applyTo(snap *bolt.Bucket, ev Event) error {
 		return err
 	}
 	return b.Put([]byte(ev.Key), ev.Data)
+}
+
+// keyProbe is the meta entry Probe writes: the time of the last probe.
+var keyProbe = []byte("probe")
+
+// Probe commits a small write (the meta bucket's probe time) and reports
+// whether the log can be written now: nil, or the write's error (a full
+// disk: ENOSPC, a read-only file system: EROFS, EIO). ripple serve probes
+// once at start, so a full disk is said before the first edit; the engine
+// probes before a change while Failing, so writing again is noticed.
+func (l *Log) Probe() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.mu.Unlock()
+	if l.readOnly != nil {
+		return l.readOnly // opened read-only: a restart opens it for writing again
+	}
+	var stamp [8]byte
+	binary.BigEndian.PutUint64(stamp[:], uint64(time.Now().UnixNano()))
+	err := l.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyProbe, stamp[:]) })
+	l.mu.Lock()
+	l.failing = err
+	l.mu.Unlock()
+	return err
+}
+
+// Failing returns the error of the last commit or Probe; nil if it
+// succeeded (or none was made).
+func (l *Log) Failing() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failing
 }
 
 // Stats reports the log's size: events since the last compaction and the

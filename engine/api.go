@@ -70,6 +70,9 @@ type Config struct {
 	// change before the reply (durable.go); RestoreBuffers and
 	// RestoreContexts bring them back at start.
 	StateLog StateLog
+	// StateStatus, if set, is runtime/status's state: whether .ripple/
+	// records changes now, and the damage found there at start.
+	StateStatus func() *protocol.StateStatus
 	// ValueJournal, if set, is the file of the value journal (durable
 	// values, kernel/python/ripple_kernel/journal.py): every kernel keeps its frames'
 	// computed values there and a frame new to a kernel (after a restart
@@ -81,6 +84,12 @@ type Config struct {
 	// each result, done before the kernel reads its next request, so a
 	// test knows the journal holds a run once a later request returned.
 	ValueJournalIdle time.Duration
+	// KernelEnv holds extra "KEY=value" entries of every kernel's
+	// environment, and KernelPreload modules every kernel imports at
+	// start (kernel.Config's Env and Preload): ripple jupyter kernel
+	// gives its kernels the notebook's directory and its stdin socket.
+	KernelEnv     []string
+	KernelPreload []string
 	// Batch turns off the automatic re-runs after a kernel restart (ripple
 	// run reports a crash instead of running the entry again) and the warm
 	// spare kernel, and takes the project as a snapshot: a module, once
@@ -127,6 +136,9 @@ func (e *Engine) Status(ctx context.Context) (protocol.RuntimeStatusResult, erro
 	}
 	qs := e.queue.Status()
 	res.Queue = protocol.QueueStatus{Pending: qs.Pending(), Running: qs.Running()}
+	if e.cfg.StateStatus != nil {
+		res.State = e.cfg.StateStatus()
+	}
 	return res, nil
 }
 
@@ -273,6 +285,7 @@ func (e *Engine) OpenFile(ctx context.Context, clientID, path string) (protocol.
 		return protocol.OpenFileResult{}, err
 	}
 	e.recordBuffer(ctx, path) // a new client of a buffer with unsaved edits
+	e.tellChangedWhileDown(clientID, path)
 	res := protocol.OpenFileResult{Content: content, CurrentVersion: string(version)}
 	// Unsaved work a stopped server kept (7.4): offered back, never applied.
 	if r, err := e.ws.Recovery(path); err != nil {
@@ -289,6 +302,9 @@ func (e *Engine) OpenFile(ctx context.Context, clientID, path string) (protocol.
 // edit or recompute.
 func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.ApplyEditParams) error {
 	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if err := e.stateGate(); err != nil {
 		return err
 	}
 	edits := make([]workspace.TextEdit, len(p.Edit.Edits))
@@ -320,7 +336,10 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	// keystroke-to-value. A crash in between loses an edit that was never
 	// acknowledged, whose values the client may have seen: it sent it.
 	callorder.Release(ctx)
-	e.recordBuffer(ctx, string(p.Edit.Path))
+	if err := e.recordBuffer(ctx, string(p.Edit.Path)); err != nil {
+		e.undoEdit(clientID, string(p.Edit.Path), res) // PROTOCOL.md 8.5: as it was
+		return err
+	}
 	return runErr
 }
 
@@ -354,6 +373,13 @@ func fileEventKind(existed bool) protocol.FileEventKind {
 // CloseFile answers text/closeFile. Unsaved edits of the last client are
 // dropped: the module goes back to its disk version.
 func (e *Engine) CloseFile(ctx context.Context, clientID, path string) error {
+	// Closing a buffer with unsaved edits changes what a restart restores;
+	// a clean one records nothing, so a full disk does not keep it open.
+	if dirty, _ := e.ws.Dirty(path); dirty {
+		if err := e.stateGate(); err != nil {
+			return err
+		}
+	}
 	reverted, err := e.ws.CloseBuffer(workspace.ClientID(clientID), path)
 	if err != nil {
 		return err
@@ -382,6 +408,9 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 	if err := e.checkRunning(); err != nil {
 		return protocol.CreateContextResult{}, err
 	}
+	if err := e.stateGate(); err != nil {
+		return protocol.CreateContextResult{}, err
+	}
 	id := p.ContextID
 	if id == "" {
 		id = protocol.NewContextID()
@@ -400,7 +429,12 @@ func (e *Engine) CreateContext(ctx context.Context, clientID string, p protocol.
 			return protocol.CreateContextResult{}, err
 		}
 	}
-	e.recordContext(ctx, id) // created, or a new owner
+	if err := e.recordContext(ctx, id); err != nil { // created, or a new owner
+		if created {
+			_ = e.store.DestroyContext(id) // PROTOCOL.md 8.5: as it was
+		}
+		return protocol.CreateContextResult{}, err
+	}
 	return protocol.CreateContextResult{ContextID: id}, nil
 }
 
@@ -476,6 +510,9 @@ func (e *Engine) DestroyContext(ctx context.Context, clientID string, id protoco
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	if err := e.stateGate(); err != nil {
+		return err
+	}
 	return e.destroy(id)
 }
 
@@ -503,6 +540,9 @@ func (e *Engine) destroy(id protocol.ContextID) error {
 // last value was a direct call of a project function.
 func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParams) error {
 	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if err := e.stateGate(); err != nil {
 		return err
 	}
 	e.subscribe(clientID, p.ContextID)
@@ -534,7 +574,10 @@ func (e *Engine) Push(ctx context.Context, clientID string, p protocol.PushParam
 	if _, err := e.store.Push(p.ContextID, item); err != nil {
 		return err
 	}
-	e.recordContext(ctx, p.ContextID)
+	if err := e.recordContext(ctx, p.ContextID); err != nil {
+		_, _ = e.store.Pop(p.ContextID) // PROTOCOL.md 8.5: as it was
+		return err
+	}
 	e.crashes.Reset(string(p.ContextID))
 	return e.apply(jobs.Push{Context: jobs.ContextID(p.ContextID)})
 }
@@ -545,11 +588,18 @@ func (e *Engine) Pop(ctx context.Context, clientID string, id protocol.ContextID
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
-	e.subscribe(clientID, id)
-	if _, err := e.store.Pop(id); err != nil {
+	if err := e.stateGate(); err != nil {
 		return err
 	}
-	e.recordContext(ctx, id)
+	e.subscribe(clientID, id)
+	popped, err := e.store.Pop(id)
+	if err != nil {
+		return err
+	}
+	if err := e.recordContext(ctx, id); err != nil {
+		_, _ = e.store.Push(id, popped.Item) // PROTOCOL.md 8.5: as it was
+		return err
+	}
 	if top, err := e.store.TopFrame(nil, id); err == nil {
 		e.resend(id, top)
 	}
@@ -627,10 +677,15 @@ func (e *Engine) Interrupt(ctx context.Context, clientID string, id protocol.Con
 
 // AttachVisualization answers executionContext/attachVisualization.
 func (e *Engine) AttachVisualization(ctx context.Context, clientID string, p protocol.AttachVisualizationParams) error {
+	if err := e.stateGate(); err != nil {
+		return err
+	}
 	err := e.visualize(clientID, p.VisualizationID, p.ExpressionID, p.VisualizationConfig, false, jobs.AttachVisualization{
 		Context: jobs.ContextID(p.VisualizationConfig.ExecutionContextID), Expression: jobs.ExpressionID(p.ExpressionID)})
 	if err == nil {
-		e.recordContext(ctx, p.VisualizationConfig.ExecutionContextID)
+		if err = e.recordContext(ctx, p.VisualizationConfig.ExecutionContextID); err != nil {
+			_ = e.store.DetachVisualization(p.VisualizationConfig.ExecutionContextID, p.VisualizationID, p.ExpressionID)
+		}
 	}
 	return err
 }
@@ -639,6 +694,9 @@ func (e *Engine) AttachVisualization(ctx context.Context, clientID string, p pro
 // error the old configuration stays in force.
 func (e *Engine) ModifyVisualization(ctx context.Context, clientID string, p protocol.ModifyVisualizationParams) error {
 	if err := e.checkRunning(); err != nil {
+		return err
+	}
+	if err := e.stateGate(); err != nil {
 		return err
 	}
 	e.subscribe(clientID, p.VisualizationConfig.ExecutionContextID)
@@ -656,7 +714,10 @@ func (e *Engine) ModifyVisualization(ctx context.Context, clientID string, p pro
 	if _, err := e.store.ModifyVisualization(p.VisualizationID, p.VisualizationConfig); err != nil {
 		return err
 	}
-	e.recordContext(ctx, v.ContextID)
+	if err := e.recordContext(ctx, v.ContextID); err != nil {
+		_, _ = e.store.ModifyVisualization(p.VisualizationID, v.Config) // PROTOCOL.md 8.5: as it was
+		return err
+	}
 	return e.apply(jobs.ModifyVisualization{Context: jobs.ContextID(v.ContextID), Expression: jobs.ExpressionID(v.ExpressionID)})
 }
 
@@ -666,11 +727,20 @@ func (e *Engine) DetachVisualization(ctx context.Context, clientID string, p pro
 	if err := e.checkRunning(); err != nil {
 		return err
 	}
+	if err := e.stateGate(); err != nil {
+		return err
+	}
 	e.subscribe(clientID, p.ExecutionContextID)
+	v, verr := e.store.Visualization(nil, p.VisualizationID)
 	if err := e.store.DetachVisualization(p.ExecutionContextID, p.VisualizationID, p.ExpressionID); err != nil {
 		return err
 	}
-	e.recordContext(ctx, p.ExecutionContextID)
+	if err := e.recordContext(ctx, p.ExecutionContextID); err != nil {
+		if verr == nil { // PROTOCOL.md 8.5: as it was
+			_, _ = e.store.AttachVisualization(*v)
+		}
+		return err
+	}
 	return nil
 }
 

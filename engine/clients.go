@@ -32,6 +32,7 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 	}
 
 	e.clients.connect(clientID, c)
+	e.tellChangedWhileDown(clientID, "") // its restored buffers (downchange.go)
 
 	restored, err := e.store.ClientConnected(clientID)
 	if err != nil {

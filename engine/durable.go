@@ -71,6 +71,7 @@ type bufferDelta struct {
 type deltaBase struct {
 	id      string
 	content string
+	disk    workspace.Version // the entry's disk baseline: a delta never changes it
 	deltas  int
 }
 
@@ -94,6 +95,11 @@ type durableState struct {
 	// last, which KindBufferDelta entries change (read and written under
 	// the path's stripe only; guarded by mu for the map itself).
 	bases map[string]*deltaBase
+	// downChanges holds the restored buffers whose file changed or went
+	// away on disk while no server ran (guarded by mu): their clients
+	// hear text/fileModifiedOnDisk when they open the file or connect,
+	// while the buffer has unsaved edits (downchange.go).
+	downChanges map[string]workspace.DiskChange
 }
 
 // base returns the path's delta base, nil if none. The caller holds the
@@ -127,40 +133,41 @@ func (d *durableState) stripe(path string) *sync.Mutex {
 
 // recordBuffer appends the current state of the buffer at path to the state
 // log (a no-op without one). Callers call it after a buffer change and
-// before answering. A failed append is logged and reported, not undone:
-// the change is in memory already and the client sees it.
-func (e *Engine) recordBuffer(ctx context.Context, path string) {
+// before answering. A failed append is logged and returned, wrapping
+// ErrStateNotRecorded: the caller undoes the change it can undo
+// (PROTOCOL.md 8.5; see refuse.go).
+func (e *Engine) recordBuffer(ctx context.Context, path string) error {
 	if e.cfg.StateLog == nil {
-		return
+		return nil
 	}
 	st, err := e.ws.BufferState(path)
 	if err != nil {
-		return // the caller's own call failed on the same path already
+		return nil // the caller's own call failed on the same path already
 	}
 	d := &e.dur
 	lock := d.stripe(st.Path)
 	lock.Lock()
 	defer lock.Unlock()
 	if st, err = e.ws.BufferState(st.Path); err != nil {
-		return
+		return nil
 	}
 	keep := st.Open && st.Dirty
 	d.mu.Lock()
 	had := d.recorded[st.Path]
 	d.mu.Unlock()
 	if !keep && !had {
-		return
+		return nil
 	}
 	ev, base := durable.Event{Kind: KindBuffer, Key: st.Path}, (*deltaBase)(nil)
 	if keep {
 		if ev, base, err = d.bufferEvent(st); err != nil {
 			e.log.Error("state log: encode buffer", "path", st.Path, "err", err)
-			return
+			return nil
 		}
 	}
 	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
-		e.log.Error("state log: buffer change not recorded; a crash now would lose it", "path", st.Path, "err", err)
-		return
+		e.log.Error("state log: buffer change not recorded, so refused (7001)", "path", st.Path, "err", err)
+		return notRecorded("buffer "+st.Path, err)
 	}
 	if ev.Kind == KindBuffer {
 		d.setBase(st.Path, base) // nil after a delete: the next entry is full
@@ -171,13 +178,14 @@ func (e *Engine) recordBuffer(ctx context.Context, path string) {
 	}
 	d.recorded[st.Path] = keep
 	d.mu.Unlock()
+	return nil
 }
 
 // bufferEvent is the event that records st: a delta of the path's base
 // when that is small, else a full entry with a new base (returned, to be
 // set once the append succeeded). The caller holds the path's stripe.
 func (d *durableState) bufferEvent(st workspace.BufferState) (durable.Event, *deltaBase, error) {
-	if b := d.base(st.Path); b != nil && b.deltas < deltasPerBase {
+	if b := d.base(st.Path); b != nil && b.deltas < deltasPerBase && b.disk == st.Disk {
 		start, end, text := replacedSpan(b.content, st.Content)
 		if len(text)+(end-start) <= max(4096, len(st.Content)/4) {
 			data, err := json.Marshal(bufferDelta{BaseID: b.id, Start: start, End: end, Text: text, Version: st.Version, Clients: st.Clients})
@@ -188,7 +196,7 @@ func (d *durableState) bufferEvent(st workspace.BufferState) (durable.Event, *de
 			return durable.Event{Kind: KindBufferDelta, Key: st.Path, Data: data}, nil, nil
 		}
 	}
-	base := &deltaBase{id: fmt.Sprintf("%016x", rand.Uint64()), content: st.Content}
+	base := &deltaBase{id: fmt.Sprintf("%016x", rand.Uint64()), content: st.Content, disk: st.Disk}
 	data, err := json.Marshal(savedBuffer{BufferState: st, BaseID: base.id})
 	if err != nil {
 		return durable.Event{}, nil, err
@@ -237,7 +245,7 @@ func savedBufferState(key string, full, delta []byte) (workspace.BufferState, er
 	if got := workspace.VersionOf(content); got != bd.Version {
 		return sb.BufferState, fmt.Errorf("state log delta for buffer %s: the result's version %s is not the recorded %s (its last full state is restored)", key, got, bd.Version)
 	}
-	return workspace.BufferState{Path: sb.Path, Content: content, Version: bd.Version, Clients: bd.Clients}, nil
+	return workspace.BufferState{Path: sb.Path, Content: content, Version: bd.Version, Clients: bd.Clients, Disk: sb.Disk}, nil
 }
 
 // RestoreBuffers opens again the buffers with unsaved edits that st (the
@@ -261,10 +269,13 @@ func (e *Engine) RestoreBuffers(st durable.State) ([]string, error) {
 				continue // the entry itself is unreadable
 			}
 		}
-		ok, err := e.ws.RestoreBuffer(bs)
+		ok, change, err := e.ws.RestoreBufferChecked(bs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore buffer %s: %w", key, err))
 			continue
+		}
+		if change != workspace.DiskUnchanged {
+			e.dur.changedWhileDown(bs.Path, change)
 		}
 		e.dur.mu.Lock()
 		if e.dur.recorded == nil {
@@ -355,10 +366,11 @@ type savedVisualization struct {
 // recordContext appends the current state of context id (its owners,
 // stack and visualizations, or its deletion) to the state log, under the id's stripe lock as
 // recordBuffer does for buffers. Contexts without owners (ripple watch and
-// run) are not recorded.
-func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
+// run) are not recorded. A failed append is returned wrapping
+// ErrStateNotRecorded, as recordBuffer's.
+func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) error {
 	if e.cfg.StateLog == nil {
-		return
+		return nil
 	}
 	key := "context " + string(id)
 	lock := e.dur.stripe(key)
@@ -370,9 +382,9 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 	case errors.Is(err, contexts.ErrContextNotFound):
 	case err != nil:
 		e.log.Error("state log: read context", "context", id, "err", err)
-		return
+		return nil
 	case len(c.Owners) == 0:
-		return
+		return nil
 	default:
 		sc := savedContext{Stack: []protocol.StackItem{}}
 		for _, o := range c.Owners {
@@ -381,7 +393,7 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 		frames, err := e.store.Stack(nil, id)
 		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
 			e.log.Error("state log: read stack", "context", id, "err", err)
-			return
+			return nil
 		}
 		for _, f := range frames {
 			sc.Stack = append(sc.Stack, f.Item)
@@ -390,7 +402,7 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 		vs, err := e.store.VisualizationsOfContext(nil, id)
 		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
 			e.log.Error("state log: read visualizations", "context", id, "err", err)
-			return
+			return nil
 		}
 		for _, v := range vs {
 			if !v.OneShot {
@@ -399,12 +411,14 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) {
 		}
 		if ev.Data, err = json.Marshal(sc); err != nil {
 			e.log.Error("state log: encode context", "context", id, "err", err)
-			return
+			return nil
 		}
 	}
 	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
-		e.log.Error("state log: context change not recorded; a crash now would lose it", "context", id, "err", err)
+		e.log.Error("state log: context change not recorded, so refused (7001)", "context", id, "err", err)
+		return notRecorded("context "+string(id), err)
 	}
+	return nil
 }
 
 // RestoreContexts recreates the contexts st holds with their owners,

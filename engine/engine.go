@@ -195,7 +195,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 			Python:           py,
 			Root:             ws.Root(),
 			InterruptTimeout: cfg.InterruptTimeout,
-			Env:              journalEnv(cfg),
+			Env:              append(journalEnv(cfg), cfg.KernelEnv...),
+			Preload:          cfg.KernelPreload,
 		},
 		Size: cfg.Kernels,
 		// A batch run restarts a kernel only after a crash: a spare would
@@ -208,6 +209,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.pool = cfg.Launcher.Kernels(e.poolCfg)
 	e.countContexts()
+	e.reportWaits()
 	// ExecuteTimeout is applied by execute, not by the queue: its clock
 	// starts when the run's kernel is ready (see execute).
 	e.queue = queue.New(runner{e}, queue.Options{
@@ -364,6 +366,7 @@ func (e *Engine) startKernels(ctx context.Context) error {
 	e.poolCfg.Kernel.Python = a.py
 	e.pool = e.cfg.Launcher.Kernels(e.poolCfg)
 	e.countContexts()
+	e.reportWaits()
 	if err := e.pool.Start(e.bg); err != nil {
 		return fmt.Errorf("start kernels: %w", err)
 	}

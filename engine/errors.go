@@ -34,6 +34,7 @@ var codes = []struct {
 	{ErrExpressionNotFound, protocol.CodeExpressionNotFound},
 	{ErrVisualizationExpression, protocol.CodeVisualizationExpressionError},
 	{ErrKernelUnavailable, protocol.CodeKernelUnavailable},
+	{ErrStateNotRecorded, protocol.CodeStateNotRecorded},
 	{ErrNotStarted, protocol.CodeKernelUnavailable},
 	{jobs.ErrUnknownContext, protocol.CodeContextNotFound},
 	{jobs.ErrShutdown, protocol.CodeKernelUnavailable},

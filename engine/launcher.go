@@ -68,3 +68,15 @@ type AgentKernels interface {
 type ContextCounting interface {
 	CountContexts(count func(slot int) int)
 }
+
+// WaitReporting is implemented by Kernels whose runs may wait a while
+// for a slot's kernel (the agent package's launchers: an agent lost
+// within its grace, a batch job not started yet, no agent connected since
+// the coordinator started). The engine calls ReportWaits once, before
+// Start; the launcher calls report, from the waiting run's goroutine and
+// with none of its locks held, whenever why a run on slot waits changes
+// (detail, for people: "slurm job 17 PENDING (Resources), ..."). report
+// does not block. See waiting.go.
+type WaitReporting interface {
+	ReportWaits(report func(slot int, detail string))
+}

@@ -157,6 +157,9 @@ func (e *Engine) SetRunPolicy(ctx context.Context, clientID string, p protocol.S
 		e.policies.setClient(clientID, p.Effects)
 		return nil
 	}
+	if err := e.stateGate(); err != nil {
+		return err
+	}
 	e.subscribe(clientID, p.ContextID)
 	if _, err := e.store.Context(nil, p.ContextID); err != nil {
 		return err

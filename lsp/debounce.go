@@ -61,11 +61,25 @@ func (s *session) runEdited(ctx context.Context) {
 	for p := range s.unrun {
 		if d, ok := s.docs[p]; ok {
 			asks = append(asks, ask{p, d.version})
+			s.asking[p] = true
 		}
 	}
 	clear(s.unrun)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		for _, a := range asks {
+			delete(s.asking, a.path)
+		}
+		s.settleLocked()
+		s.mu.Unlock()
+	}()
 	slices.SortFunc(asks, func(a, b ask) int { return strings.Compare(a.path, b.path) })
+	paths := make([]string, len(asks))
+	for i, a := range asks {
+		paths[i] = a.path
+	}
+	defer s.reviveEdited(ctx, paths)
 	for _, a := range asks {
 		err := s.eng.ApplyEdit(ctx, s.clientID, protocol.ApplyEditParams{Execute: true, Edit: protocol.FileEdit{
 			Path: protocol.Path(a.path), Edits: []protocol.TextEdit{}, OldVersion: a.version, NewVersion: a.version}})

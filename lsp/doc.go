@@ -11,6 +11,10 @@
 //	_ = eng.Start(ctx)
 //	err := lsp.Serve(ctx, eng, stdio, lsp.Config{}) // until exit or EOF
 //
+// or, as `ripple lsp` does, let the editor name the project (its first
+// workspace folder, else rootUri; root.go): lsp.ServeProject(ctx, open,
+// fallbackDir, stdio, cfg), where open starts that project's engine.
+//
 // # What the editor gets
 //
 //   - Documents: didOpen/didChange (incremental)/didSave/didClose map onto
@@ -30,22 +34,30 @@
 //     ■ Interrupt while a run goes, ▶ Run on a held statement.
 //     workspace/executeCommand offers the same: ripple.run (an entry, or
 //     a statement to run explicitly), ripple.enter, ripple.back,
-//     ripple.interrupt, ripple.recompute, ripple.restartKernel (lenses.go
-//     has the arguments).
-//   - Inlay hints after each statement of the frames shown: "= value" for
+//     ripple.interrupt, ripple.recompute, ripple.restartKernel, ripple.stop
+//     (lenses.go has the arguments).
+//   - Inlay hints, one per statement at its end, of the frames shown: "= value" for
 //     a value the latest run computed, "≡ value" for one it took from the
 //     cache, ⏳ waiting, ▶ running, ⏸ held: effect, ∅ not reached (with
 //     why: the line that raised or was held, an interrupt, a kernel
 //     death), ✗ for an exception (hints.go); the tooltip has the type,
-//     time, why and the last value. workspace/inlayHint/refresh follows
-//     each coalesced flush of updates (when the client supports it).
+//     time, why and the last value. None of an expression statement or
+//     a compound header, and an assignment's own literal, get no hint
+//     (stmtkind.go). workspace/inlayHint/refresh follows each coalesced
+//     flush of updates (when the client supports it), and an inlayHint
+//     request for lines a pending run will change waits for that run,
+//     up to ripple.hintWaitMs, for the clients that ignore refresh
+//     (wait.go).
 //   - Diagnostics: compile errors at their range; a Panic at its
 //     statement with the exception message and the traceback's project
-//     frames as relatedInformation; cleared when the run that fixed it ends.
-//   - Hover on a statement: the whole preview, type, time, whether it was
-//     cached, and what it printed.
-//   - Output as window/logMessage; window/workDoneProgress for runs longer
-//     than 500 ms; kernel restarts, deaths, failures as window/showMessage.
+//     frames as relatedInformation; cleared when the run that fixed it
+//     ends (a syntax error when the fixed text runs).
+//   - Hover on a statement's target or expression: the whole preview
+//     first, then type, time, whether it was cached, and what it printed.
+//   - Output as window/logMessage (type Info, ripple.output); window/
+//     workDoneProgress for runs longer than 500 ms; deaths and failures as
+//     window/showMessage, once per failure: an entry whose run killed the
+//     kernel is parked until run again or its module edited (crash.go).
 //   - Edits another client (the page of `ripple lsp --serve`) makes to a
 //     buffer the editor has open reach it as workspace/applyEdit.
 //

@@ -34,6 +34,7 @@ func (s *session) DidOpen(ctx context.Context, p *lsproto.DidOpenTextDocumentPar
 	rel, err := s.relPath(p.TextDocument.URI)
 	if err != nil {
 		s.log.Debug("didOpen ignored", "err", err)
+		s.tellOutside(p.TextDocument.URI)
 		return nil // another folder's file: nothing to show, not an error
 	}
 	res, err := s.eng.OpenFile(ctx, s.clientID, rel)
@@ -113,6 +114,12 @@ func (s *session) DidChange(ctx context.Context, p *lsproto.DidChangeTextDocumen
 			r := *u.Range
 			for _, ed := range edits {
 				r = protocol.Range{Start: shift(r.Start, ed), End: shift(r.End, ed)}
+			}
+			if r.Start == r.End && u.Range.Start != u.Range.End {
+				// Deleted with its lines: no run updates it any more,
+				// and its hint must not stay on the line it was.
+				delete(e.updates, id)
+				continue
 			}
 			u.Range = &r
 			e.updates[id] = u

@@ -70,8 +70,8 @@ func (s *session) shownIn(rel string) []shown {
 	return out
 }
 
-// InlayHint answers textDocument/inlayHint: one hint after each statement
-// of the frames shown in the document.
+// InlayHint answers textDocument/inlayHint without waiting (the wire
+// path is inlayHintRequest, which waits for a pending run first).
 func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]lsproto.InlayHint, error) {
 	if err := s.checkInitialized(); err != nil {
 		return nil, err
@@ -82,47 +82,91 @@ func (s *session) InlayHint(ctx context.Context, p *lsproto.InlayHintParams) ([]
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.hintsLocked(rel, p.Range, false), nil
+}
+
+// latestIn returns the statements shown in rel, one per place: when two
+// ids sit at one range (a statement whose id changed when lines moved,
+// whose old id nothing updates any more), the one updated last. The
+// caller holds mu.
+func (s *session) latestIn(rel string) []shown {
+	at := make(map[protocol.Range]shown)
+	for _, sh := range s.shownIn(rel) {
+		r := *sh.u.Range
+		if o, ok := at[r]; !ok || o.e.order[o.u.ExpressionID] < sh.e.order[sh.u.ExpressionID] {
+			at[r] = sh
+		}
+	}
+	out := make([]shown, 0, len(at))
+	for _, sh := range at {
+		out = append(out, sh)
+	}
+	return out
+}
+
+// hintsLocked builds the hints of lines rng of the document rel: one per
+// statement, at its end. With unknown (a run is pending that has not said
+// which statements it changes) every value is shown ⏳, with the value in
+// the tooltip as the last one: not as current. The caller holds mu.
+func (s *session) hintsLocked(rel string, rng lsproto.Range, unknown bool) []lsproto.InlayHint {
 	text, ok := s.textOf(rel)
 	if !ok {
-		return []lsproto.InlayHint{}, nil
+		return []lsproto.InlayHint{}
 	}
 	hints := []lsproto.InlayHint{}
 	t := true
-	for _, sh := range s.shownIn(rel) {
-		if r := sh.u.Range; r.End.Line < int(p.Range.Start.Line) || r.Start.Line > int(p.Range.End.Line) {
-			continue // outside the range asked for (before any per-line work)
-		}
-		if bindsOnly(text, sh.u) {
+	from, to := int(rng.Start.Line), int(rng.End.Line)
+	for _, sh := range s.latestIn(rel) {
+		r := *sh.u.Range
+		if r.End.Line < from || r.End.Line > to {
 			continue
 		}
-		at := hintPlace(text, *sh.u.Range)
-		if at.Line < int(p.Range.Start.Line) || at.Line > int(p.Range.End.Line) {
+		u := sh.u
+		if unknown && u.Payload.Type == protocol.PayloadValue {
+			if _, ok := sh.e.last[u.ExpressionID]; !ok {
+				sh.e.last[u.ExpressionID] = u.Payload.Preview
+			}
+			u.Payload = protocol.PendingPayload("")
+		}
+		if quiet(text, u) {
 			continue
 		}
 		hints = append(hints, lsproto.InlayHint{
-			Position:    s.enc.toLSP(text, at),
-			Label:       lsproto.String(sh.e.hintLabel(sh.u)),
+			Position:    s.enc.toLSP(text, r.End),
+			Label:       lsproto.String(sh.e.hintLabel(u)),
 			PaddingLeft: &t,
-			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: sh.e.details(sh.u)},
+			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: sh.e.details(u)},
 		})
 	}
 	slices.SortFunc(hints, func(a, b lsproto.InlayHint) int {
 		return cmp.Or(cmp.Compare(a.Position.Line, b.Position.Line), cmp.Compare(a.Position.Character, b.Position.Character))
 	})
-	return hints, nil
+	return hints
 }
 
-// hintPlace is where a statement's hint goes: after the statement, or,
-// for a compound statement (def, class, for, with, if: a header line
-// ending in ":"), after its header, so that a def's value sits on the def
-// line and not after the last line of its body.
-func hintPlace(text string, r protocol.Range) protocol.Position {
-	if r.End.Line > r.Start.Line {
-		if line, ok := lineText(text, r.Start.Line); ok && strings.HasSuffix(strings.TrimRight(line, " \t"), ":") {
-			return protocol.Position{Line: r.Start.Line, Character: utf8.RuneCountInString(line)}
-		}
+// quiet reports a statement whose hint would say nothing: a None of an
+// expression statement (a call, print), of a compound statement's header
+// (for, if, with) or of a def, class or import; an assignment whose value
+// is its own right-hand side as written (`a = 6`: no `= 6` after it); an
+// augmented assignment the kernel reports no new value for.
+func quiet(text string, u protocol.ExpressionUpdate) bool {
+	if bindsOnly(text, u) {
+		return true
 	}
-	return r.End
+	if u.Payload.Type != protocol.PayloadValue {
+		return false
+	}
+	info := classify(stmtText(text, *u.Range))
+	if info.kind == kindAssign && info.aug {
+		// The kernel reports the new value of an augmented name; of a
+		// subscript or attribute (x["q"] += n) it reports None, which is
+		// not the value: no hint rather than a wrong one.
+		return u.Type == "builtins.NoneType"
+	}
+	if info.kind == kindAssign {
+		return info.rhs == u.Payload.Preview
+	}
+	return u.Type == "builtins.NoneType" && info.kind != kindOther
 }
 
 // bindsOnly reports a statement whose value says nothing: a def, class
@@ -224,9 +268,6 @@ func (e *entry) details(u protocol.ExpressionUpdate) string {
 		fmt.Fprintf(&b, "%s: an automatic run (typing) does not touch the world; ▶ Run, or saving the file, runs it", u.Payload.Message)
 	case u.Payload.Type == protocol.PayloadPending && u.Payload.Reason != nil:
 		b.WriteString(e.notReached(*u.Payload.Reason))
-		if r := u.Payload.Reason; r.ExpressionID != "" {
-			fmt.Fprintf(&b, " (`%s`)", r.ExpressionID)
-		}
 	case u.Payload.Type == protocol.PayloadPending:
 		b.WriteString("pending")
 		if u.Payload.Message != "" {
@@ -266,8 +307,10 @@ func cut(s string, n int) string {
 	return s
 }
 
-// Hover answers textDocument/hover on a statement of a frame shown: its
-// whole preview (or exception), type, time and the output it printed.
+// Hover answers textDocument/hover on a statement of a frame shown, on
+// its assignment's targets, its expression or its compound keyword only
+// (another server answers on the names elsewhere): the value (or
+// exception) first, then type, time and the output it printed.
 func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.Hover, error) {
 	if err := s.checkInitialized(); err != nil {
 		return nil, err
@@ -282,17 +325,20 @@ func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.H
 	if !ok {
 		return nil, nil
 	}
-	line := int(p.Position.Line)
+	at, err := s.enc.fromLSP(text, p.Position)
+	if err != nil {
+		return nil, nil
+	}
 	var best *shown
-	for _, sh := range s.shownIn(rel) {
-		r := sh.u.Range
-		if line < r.Start.Line || line > r.End.Line {
+	var span protocol.Range
+	for _, sh := range s.latestIn(rel) {
+		sp, ok := hoverSpan(text, *sh.u.Range)
+		if !ok || !within(at, sp) {
 			continue
 		}
-		// Nested statements (a for's body is not a statement of the
-		// frame, but two frames can overlap): the innermost wins.
-		if best == nil || best.u.Range.Start.Before(r.Start) {
-			best = &sh
+		// Two frames can overlap: the innermost wins.
+		if best == nil || best.u.Range.Start.Before(sh.u.Range.Start) {
+			best, span = &sh, sp
 		}
 	}
 	if best == nil {
@@ -300,17 +346,18 @@ func (s *session) Hover(ctx context.Context, p *lsproto.HoverParams) (*lsproto.H
 	}
 	u := best.u
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** ", u.ExpressionID)
 	switch u.Payload.Type {
 	case protocol.PayloadValue:
-		fmt.Fprintf(&b, "\n```python\n%s\n```\n", u.Payload.Preview)
+		fmt.Fprintf(&b, "```python\n%s\n```\n", u.Payload.Preview)
 	case protocol.PayloadPanic, protocol.PayloadDataflowError:
-		fmt.Fprintf(&b, "\n```\n%s\n```\n", u.Payload.Message)
+		fmt.Fprintf(&b, "```\n%s\n```\n", u.Payload.Message)
+	default:
+		fmt.Fprintf(&b, "%s\n\n", best.e.hintLabel(u))
 	}
 	b.WriteString(best.e.details(u))
 	if out := best.e.output[u.ExpressionID]; out != "" {
 		fmt.Fprintf(&b, "\n\noutput:\n```\n%s\n```", strings.TrimSuffix(out, "\n"))
 	}
-	r := s.enc.toLSPRange(text, *u.Range)
+	r := s.enc.toLSPRange(text, span)
 	return &lsproto.Hover{Contents: &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: b.String()}, Range: &r}, nil
 }

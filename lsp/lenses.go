@@ -25,6 +25,7 @@ import (
 //	ripple.interrupt    [CONTEXT]            interrupt the run (every context when absent)
 //	ripple.recompute    [CONTEXT]            recompute everything (every context when absent)
 //	ripple.restartKernel [CONTEXT]           restart the context's kernel (every context's)
+//	ripple.stop         CONTEXT              close the entry: its context is destroyed, its hints go
 const (
 	cmdRun           = "ripple.run"
 	cmdEnter         = "ripple.enter"
@@ -32,6 +33,7 @@ const (
 	cmdInterrupt     = "ripple.interrupt"
 	cmdRecompute     = "ripple.recompute"
 	cmdRestartKernel = "ripple.restartKernel"
+	cmdStop          = "ripple.stop"
 )
 
 // CodeLens answers textDocument/codeLens: ▶ Run on each top-level function
@@ -54,6 +56,12 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 		return []lsproto.CodeLens{}, nil
 	}
 	module, isModule := workspace.ModuleName(rel)
+	// A notebook is a module of the engine (its code cells as a script),
+	// but an editor shows its JSON: values would land on the JSON's lines.
+	// Notebooks are run from the page, ripple watch and ripple run.
+	if strings.HasSuffix(rel, workspace.NotebookExt) {
+		isModule = false
+	}
 	lenses := []lsproto.CodeLens{}
 	lens := func(line int, title, command string, args ...string) {
 		r := s.enc.toLSPRange(text, protocol.Range{Start: protocol.Position{Line: line}, End: protocol.Position{Line: line}})
@@ -100,6 +108,10 @@ func (s *session) CodeLens(ctx context.Context, p *lsproto.CodeLensParams) ([]ls
 		if len(e.frames) > 1 {
 			lens(head, "‹ back", cmdBack, string(e.id))
 		}
+		if e.parked {
+			lens(head, "⚠ stopped: its run killed the kernel (▶ Run or an edit of "+rel+" runs it again)", cmdRun, e.pointer.String())
+		}
+		lens(head, "✕ Close", cmdStop, string(e.id))
 		if e.running {
 			lens(head, "■ Interrupt", cmdInterrupt, string(e.id))
 		}
@@ -144,6 +156,11 @@ func (s *session) ExecuteCommand(ctx context.Context, p *lsproto.ExecuteCommandP
 		default:
 			err = s.run(ctx, args[0])
 		}
+	case cmdStop:
+		if len(args) != 1 {
+			return nil, rpcError(fmt.Errorf("%w: %s wants one argument, a context id, got %d", ErrCommandArguments, p.Command, len(args)))
+		}
+		err = s.stop(ctx, protocol.ContextID(args[0]))
 	case cmdEnter:
 		if len(args) != 2 {
 			return nil, rpcError(fmt.Errorf("%w: %s wants two arguments, a context id and an expression id, got %d", ErrCommandArguments, p.Command, len(args)))
@@ -197,7 +214,9 @@ func (s *session) contextsNamed(args []string) ([]protocol.ContextID, error) {
 	}
 	ids := make([]protocol.ContextID, 0, len(s.entries))
 	for _, e := range s.entries {
-		ids = append(ids, e.id)
+		if !e.parked { // its context is gone (crash.go)
+			ids = append(ids, e.id)
+		}
 	}
 	return ids, nil
 }
@@ -217,6 +236,9 @@ func (s *session) run(ctx context.Context, text string) error {
 		}
 	}
 	s.mu.Unlock()
+	if e != nil && s.revive(ctx, e) {
+		return nil
+	}
 	if e != nil {
 		for {
 			s.mu.Lock()

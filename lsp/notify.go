@@ -44,7 +44,24 @@ type inbox struct {
 	notes   []note // guarded by mu
 	output  int    // guarded by mu: bytes of output in notes
 	dropped int    // guarded by mu: output bytes dropped since the last take
-	wake    chan struct{}
+	// busy: the loop took notes and has not applied them yet (pending
+	// says so to a waiting inlayHint request). Guarded by mu.
+	busy bool
+	wake chan struct{}
+}
+
+// pending reports notifications not yet applied to the session's state.
+func (in *inbox) pending() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.notes) > 0 || in.busy
+}
+
+// applied marks the notes taken last as applied.
+func (in *inbox) applied() {
+	in.mu.Lock()
+	in.busy = false
+	in.mu.Unlock()
 }
 
 // Notify implements engine.Client: it queues the notification for the loop.
@@ -72,6 +89,7 @@ func (in *inbox) take() ([]note, int) {
 	defer in.mu.Unlock()
 	notes, dropped := in.notes, in.dropped
 	in.notes, in.output, in.dropped = nil, 0, 0
+	in.busy = len(notes) > 0
 	return notes, dropped
 }
 
@@ -87,7 +105,10 @@ type entry struct {
 	output  map[protocol.ExpressionID]string                    // per statement of the top frame, bounded
 	// last is each top-frame statement's latest Value preview, kept while
 	// it waits, is held or is not reached (shown as its last value).
-	last    map[protocol.ExpressionID]string
+	last map[protocol.ExpressionID]string
+	// order is when each top-frame statement was last updated (the
+	// session's tick): of two ids at one place, the later is the current.
+	order   map[protocol.ExpressionID]uint64
 	running bool
 	gen     int // runs started
 	begun   time.Time
@@ -96,6 +117,11 @@ type entry struct {
 	// then, and one that persists does not flicker while the run goes).
 	stale, fresh []protocol.Diagnostic
 	progress     string // the work-done token of this run ("" = none)
+	// crashed: its run killed the kernel, and the user has not run it or
+	// changed its module since (one pop-up per failure). parked: its
+	// context is destroyed for that reason, so no edit elsewhere runs it
+	// again; its hints stay (crash.go).
+	crashed, parked bool
 }
 
 // top returns the function of the top frame.
@@ -113,6 +139,7 @@ func (e *entry) setFrames(frames []protocol.MethodPointer) {
 	e.updates = make(map[protocol.ExpressionID]protocol.ExpressionUpdate)
 	e.output = make(map[protocol.ExpressionID]string)
 	e.last = make(map[protocol.ExpressionID]string)
+	e.order = make(map[protocol.ExpressionID]uint64)
 }
 
 // outgoing is what the loop sends after applying a batch.
@@ -122,6 +149,7 @@ type outgoing struct {
 	progress []lsproto.ProgressParams
 	creates  []progressStart
 	applies  []lsproto.ApplyWorkspaceEditParams
+	park     []protocol.ContextID // contexts whose run killed the kernel (crash.go)
 	hints    bool
 	lenses   bool
 	diags    bool
@@ -156,6 +184,8 @@ func (s *session) loop(ctx context.Context) {
 		if out.lenses {
 			s.pendingLens = true
 		}
+		s.inbox.applied()
+		s.settleLocked()
 		s.mu.Unlock()
 		if dropped > 0 {
 			out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeWarning,
@@ -180,6 +210,10 @@ func (s *session) loop(ctx context.Context) {
 		if len(out.applies) > 0 {
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); s.applyInEditor(ctx, out.applies) }()
+		}
+		for _, id := range out.park {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.park(ctx, id) }()
 		}
 		for _, ps := range out.creates {
 			s.wg.Add(1)
@@ -207,8 +241,10 @@ func (s *session) apply(n note, out *outgoing) {
 		if id := p.ExpressionID; id != "" && len(e.output[id]) < maxOutputPerStatement {
 			e.output[id] += p.Text
 		}
-		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeLog,
-			Message: strings.TrimSuffix(p.Text, "\n")})
+		if s.output != 0 {
+			out.logs = append(out.logs, lsproto.LogMessageParams{Type: s.output,
+				Message: strings.TrimSuffix(p.Text, "\n")})
+		}
 	case protocol.ExecutionStatusParams:
 		e := s.byID[p.ContextID]
 		if e == nil {
@@ -244,7 +280,9 @@ func (s *session) apply(n note, out *outgoing) {
 		}
 		s.runEnded(e, out, msg)
 		switch p.Result.Kind {
-		case protocol.ResultKernelDied, protocol.ResultFailure, protocol.ResultTimeout:
+		case protocol.ResultKernelDied:
+			s.crashedLocked(e, msg, out)
+		case protocol.ResultFailure, protocol.ResultTimeout:
 			out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeError, Message: msg})
 		}
 	case protocol.KernelRestartedParams:
@@ -252,10 +290,14 @@ func (s *session) apply(n note, out *outgoing) {
 		if p.StatePreserved {
 			state = "its state was kept"
 		}
-		out.shows = append(out.shows, lsproto.ShowMessageParams{Type: lsproto.MessageTypeWarning,
+		// Logged, not shown: the failure that caused it (a kernel death)
+		// has its one pop-up (crash.go).
+		out.logs = append(out.logs, lsproto.LogMessageParams{Type: lsproto.MessageTypeWarning,
 			Message: fmt.Sprintf("ripple: kernel %d restarted (%s); %s", p.KernelID, p.Reason, state)})
 	case lsproto.ShowMessageParams:
 		out.shows = append(out.shows, p)
+	case republish:
+		out.diags, out.hints, out.lenses = true, true, true
 	case protocol.DidChangeParams:
 		// Another client (the page of --serve) edited a buffer the editor
 		// has open: the editor gets the edit (workspace/applyEdit), so
@@ -288,6 +330,11 @@ func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing
 		}
 		if isWaiting(u) {
 			s.runStarted(e, out)
+			// The run executes: its modules compiled, so a syntax error
+			// it had is fixed now, not when the run ends.
+			if e.dropCompileErrors() {
+				out.diags = true
+			}
 			delete(e.output, u.ExpressionID) // it runs again: its output is new
 			// What it raised in a run an edit superseded (whose
 			// findings this run carries on) is not this run's: it
@@ -299,6 +346,8 @@ func (s *session) applyUpdates(p protocol.ExpressionUpdatesParams, out *outgoing
 			e.last[u.ExpressionID] = u.Payload.Preview
 		}
 		e.updates[u.ExpressionID] = u
+		s.tick++
+		e.order[u.ExpressionID] = s.tick
 	}
 	out.hints = true
 	out.lenses = out.lenses || e.lensKey() != lensBefore

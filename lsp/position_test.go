@@ -129,26 +129,6 @@ func TestRunnables(t *testing.T) {
 	}
 }
 
-func TestHintPlace(t *testing.T) {
-	t.Parallel()
-	text := "def main():\n    a = 1\n    return a\nx = f(\n  1)\n"
-	r := func(l1, c1, l2, c2 int) protocol.Range {
-		return protocol.Range{Start: protocol.Position{Line: l1, Character: c1}, End: protocol.Position{Line: l2, Character: c2}}
-	}
-	for _, tc := range []struct {
-		r    protocol.Range
-		want protocol.Position
-	}{
-		{r(0, 0, 2, 12), protocol.Position{Line: 0, Character: 11}}, // a def: after its header
-		{r(1, 4, 1, 9), protocol.Position{Line: 1, Character: 9}},   // one line: after it
-		{r(3, 0, 4, 4), protocol.Position{Line: 4, Character: 4}},   // a call over two lines: after it
-	} {
-		if got := hintPlace(text, tc.r); got != tc.want {
-			t.Errorf("hintPlace(%v) = %v, want %v", tc.r, got, tc.want)
-		}
-	}
-}
-
 func TestShift(t *testing.T) {
 	t.Parallel()
 	pos := func(l, c int) protocol.Position { return protocol.Position{Line: l, Character: c} }

@@ -76,12 +76,23 @@ func setupWith(t *testing.T, text string) *bundle {
 		_ = eng.Stop(sctx)
 	})
 	b := &bundle{t: t, dir: dir, eng: eng, ed: &recorder{changed: make(chan struct{}, 1)}, served: make(chan error, 1)}
+	b.connect(func(ctx context.Context, rw rwc) error {
+		return lsp.Serve(ctx, eng, rw, lsp.Config{ClientID: t.Name()})
+	})
+	return b
+}
+
+// connect runs serve on one end of two pipes and connects the bundle's
+// client to the other.
+func (b *bundle) connect(serve func(context.Context, rwc) error) {
+	t := b.t
+	ctx := t.Context()
 	// Two pipes: client -> server and server -> client.
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	b.toSrv = cw
 	go func() {
-		b.served <- lsp.Serve(context.WithoutCancel(ctx), eng, rwc{sr, sw}, lsp.Config{ClientID: t.Name()})
+		b.served <- serve(context.WithoutCancel(ctx), rwc{sr, sw})
 	}()
 	_, b.conn, b.server = lsproto.NewClient(ctx, b.ed, jsonrpc2.NewHeaderStream(rwc{cr, cw}))
 	t.Cleanup(func() {
@@ -93,7 +104,6 @@ func setupWith(t *testing.T, text string) *bundle {
 			t.Error("Serve did not return after the end of input")
 		}
 	})
-	return b
 }
 
 type rwc struct {
@@ -167,6 +177,7 @@ type recorder struct {
 	mu        sync.Mutex
 	diags     map[uri.URI][]lsproto.Diagnostic
 	logs      []string
+	logTypes  []lsproto.MessageType // of each of logs
 	shows     []string
 	refreshes int
 }
@@ -189,6 +200,7 @@ func (r *recorder) InlayHintRefresh(context.Context) error {
 func (r *recorder) LogMessage(_ context.Context, p *lsproto.LogMessageParams) error {
 	r.mu.Lock()
 	r.logs = append(r.logs, p.Message)
+	r.logTypes = append(r.logTypes, p.Type)
 	r.mu.Unlock()
 	r.poke()
 	return nil

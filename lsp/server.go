@@ -107,16 +107,32 @@ func runDelayOption(raw lsproto.LSPAny) (time.Duration, error) {
 // nil after shutdown+exit or the end of input, ErrExitWithoutShutdown when
 // exit came first. The contexts it created are destroyed and its buffers
 // closed before it returns; eng keeps running (its owner stops it).
+//
+// The project is eng's root: files outside it get a window/showMessage
+// saying why they have no values. ServeProject lets the editor choose it.
 func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg Config) error {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ClientID == "" {
-		cfg.ClientID = DefaultClientID
-	}
+	return serve(ctx, newSession(eng, cfg), rwc)
+}
+
+// Opener starts the engine of the project at root (absolute) and returns
+// it with what stops it.
+type Opener func(ctx context.Context, root string) (*engine.Engine, func(), error)
+
+// ServeProject is Serve on the project the editor names at initialize:
+// its first workspace folder, else its rootUri (rootPath), else fallback.
+// open starts that project's engine, which ServeProject stops before it
+// returns. Files outside the project get a window/showMessage saying why
+// they have no values.
+func ServeProject(ctx context.Context, open Opener, fallback string, rwc io.ReadWriteCloser, cfg Config) error {
+	s := newSession(nil, cfg)
+	s.open, s.root = open, fallback
+	return serve(ctx, s, rwc)
+}
+
+// serve runs the session s on rwc (see Serve).
+func serve(ctx context.Context, s *session, rwc io.ReadWriteCloser) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := newSession(eng, cfg)
 	// Not lsproto.NewServer: it releases every message to run concurrently
 	// (jsonrpc2.AsyncHandler), so a didChange could overtake the one before
 	// it, or an inlayHint request the didChange it follows. LSP orders
@@ -127,15 +143,20 @@ func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg 
 	s.start(ctx)
 	hctx := lsproto.WithClient(ctx, s.client)
 	handle := lsproto.ServerHandler(s, jsonrpc2.MethodNotFoundHandler)
-	conn.Go(hctx, func(_ context.Context, req *jsonrpc2.Request) (any, error) {
+	conn.Go(hctx, func(rctx context.Context, req *jsonrpc2.Request) (any, error) {
+		switch req.Method() {
+		case lsproto.MethodCancelRequest:
+			s.cancelRequest(req.Params())
+			return nil, nil
+		case lsproto.MethodTextDocumentInlayHint:
+			// It may wait for a run (wait.go), until $/cancelRequest.
+			return s.inlayHintRequest(rctx, hctx, req)
+		}
 		// The handlers get the connection's context, not the request's:
 		// the library recycles a synchronous request (and its context)
 		// as soon as the handler returns, and a context derived from it
-		// would outlive it. A request ends when its handler does, so
+		// would outlive it. Such a request ends when its handler does, so
 		// $/cancelRequest has nothing to cancel.
-		if req.Method() == lsproto.MethodCancelRequest {
-			return nil, nil
-		}
 		return handle(hctx, req)
 	})
 
@@ -160,6 +181,12 @@ func Serve(ctx context.Context, eng *engine.Engine, rwc io.ReadWriteCloser, cfg 
 	s.wg.Wait()
 	_ = conn.Close()
 	s.detach()
+	s.mu.Lock()
+	stop := s.stopEngine
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	return err
 }
 
@@ -204,12 +231,27 @@ func (codec) Unmarshal(data []byte, v any) error {
 type session struct {
 	lsproto.UnimplementedServer
 
-	eng      *engine.Engine
-	log      *slog.Logger
-	cfg      Config
-	root     string
-	clientID string
-	client   lsproto.Client // set before any goroutine that uses it starts
+	// eng and root are set before initialize answers (ServeProject opens
+	// the engine there) and never change after: the handlers, which run
+	// after initialize on the read goroutine, and the goroutines the
+	// engine's notifications and the handlers wake read them freely.
+	eng  *engine.Engine
+	log  *slog.Logger
+	cfg  Config
+	root string
+	// open starts the engine of the editor's project (ServeProject; nil
+	// with Serve), and stopEngine stops it when the session ends (guarded
+	// by mu).
+	open       Opener
+	stopEngine func()
+	// folders are the editor's workspace folders (absolute paths), set at
+	// initialize: a file outside them all is not the editor's project.
+	folders []string
+	// toldOutside are the files outside the project the editor has been
+	// told about (window/showMessage, once each). Guarded by mu.
+	toldOutside map[string]bool
+	clientID    string
+	client      lsproto.Client // set before any goroutine that uses it starts
 
 	inbox   inbox         // engine notifications, drained by the loop
 	kick    chan struct{} // capacity 1: an edit waits for a run (debouncer)
@@ -241,6 +283,26 @@ type session struct {
 	// asked (by path): the debouncer asks it once changes pause, didSave
 	// at once. Guarded by mu.
 	unrun map[string]bool
+	// asking are the documents whose run is being asked (taken from unrun,
+	// the engine's ApplyEdit not returned yet): their hints wait as for
+	// unrun ones. Guarded by mu.
+	asking map[string]bool
+	// settle is closed (and replaced) when what waiting inlayHint requests
+	// depend on changes (wait.go). Guarded by mu.
+	settle chan struct{}
+	// hintWait is how long an inlayHint request waits for a pending run
+	// (initializationOptions ripple.hintWaitMs). Guarded by mu.
+	hintWait time.Duration
+	// output is the logMessage type of the program's output, 0 for none
+	// (ripple.output). Guarded by mu.
+	output lsproto.MessageType
+	// tick counts statement updates (entry.order). Guarded by mu.
+	tick uint64
+
+	// waitMu guards waiting: the inlayHint requests waiting for a run,
+	// by request id, with what cancels each ($/cancelRequest).
+	waitMu  sync.Mutex
+	waiting map[jsonrpc2.ID]context.CancelFunc
 }
 
 // clientCaps is what the client said it supports.
@@ -260,21 +322,37 @@ type document struct {
 }
 
 func newSession(eng *engine.Engine, cfg Config) *session {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = DefaultClientID
+	}
+	root := ""
+	if eng != nil {
+		root = eng.Root()
+	}
 	return &session{
-		eng:       eng,
-		log:       cfg.Logger,
-		cfg:       cfg,
-		root:      eng.Root(),
-		clientID:  cfg.ClientID,
-		inbox:     inbox{wake: make(chan struct{}, 1)},
-		refresh:   make(chan struct{}, 1),
-		kick:      make(chan struct{}, 1),
-		runDelay:  DefaultRunDelay,
-		unrun:     make(map[string]bool),
-		exited:    make(chan struct{}),
-		docs:      make(map[string]*document),
-		byID:      make(map[protocol.ContextID]*entry),
-		published: make(map[string]bool),
+		eng:         eng,
+		log:         cfg.Logger,
+		cfg:         cfg,
+		root:        root,
+		clientID:    cfg.ClientID,
+		inbox:       inbox{wake: make(chan struct{}, 1)},
+		refresh:     make(chan struct{}, 1),
+		kick:        make(chan struct{}, 1),
+		runDelay:    DefaultRunDelay,
+		unrun:       make(map[string]bool),
+		asking:      make(map[string]bool),
+		toldOutside: make(map[string]bool),
+		waiting:     make(map[jsonrpc2.ID]context.CancelFunc),
+		settle:      make(chan struct{}),
+		hintWait:    DefaultHintWait,
+		output:      lsproto.MessageTypeInfo,
+		exited:      make(chan struct{}),
+		docs:        make(map[string]*document),
+		byID:        make(map[protocol.ContextID]*entry),
+		published:   make(map[string]bool),
 	}
 }
 
@@ -320,7 +398,7 @@ func (s *session) detach() {
 }
 
 // commands are the workspace/executeCommand commands (lenses.go).
-var commands = []string{cmdRun, cmdEnter, cmdBack, cmdInterrupt, cmdRecompute, cmdRestartKernel}
+var commands = []string{cmdRun, cmdEnter, cmdBack, cmdInterrupt, cmdRecompute, cmdRestartKernel, cmdStop}
 
 // Initialize negotiates the position encoding and registers the session
 // with the engine.
@@ -341,16 +419,19 @@ func (s *session) Initialize(ctx context.Context, p *lsproto.InitializeParams) (
 		caps.progress = w.WorkDoneProgress != nil && *w.WorkDoneProgress
 	}
 	enc := negotiate(offered)
-	delay, err := runDelayOption(p.InitializationOptions)
+	opts, err := parseOptions(p.InitializationOptions)
 	if err != nil {
 		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, err.Error())
+	}
+	if err := s.openProject(ctx, p); err != nil {
+		return nil, err
 	}
 	if _, err := s.eng.Connect(ctx, s.clientID, s); err != nil {
 		return nil, rpcError(err)
 	}
 	s.mu.Lock()
 	s.enc, s.caps, s.initialized, s.connected = enc, caps, true, true
-	s.runDelay = delay
+	s.runDelay, s.hintWait, s.output = opts.runDelay, opts.hintWait, opts.output
 	s.mu.Unlock()
 
 	t := true

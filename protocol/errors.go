@@ -43,6 +43,7 @@ const (
 	CodeWriteDenied                  Code = 3004
 	CodeKernelUnavailable            Code = 5001
 	CodeSessionNotInitialised        Code = 6001
+	CodeStateNotRecorded             Code = 7001 // PROTOCOL.md 8.5: the change could not be made durable, so it was refused
 )
 
 var codeNames = map[Code]string{
@@ -71,6 +72,7 @@ var codeNames = map[Code]string{
 	CodeWriteDenied:                  "WriteDenied",
 	CodeKernelUnavailable:            "KernelUnavailable",
 	CodeSessionNotInitialised:        "SessionNotInitialised",
+	CodeStateNotRecorded:             "StateNotRecorded",
 }
 
 // String returns the code's name as PROTOCOL.md spells it ("ContextNotFound"),

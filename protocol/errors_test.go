@@ -22,6 +22,7 @@ func TestErrorCodesMatchProtocol(t *testing.T) {
 		2007: "VisualizationExpressionError", 2008: "ExpressionNotFound",
 		3001: "FileNotOpened", 3002: "TextEditValidation", 3003: "InvalidVersion",
 		3004: "WriteDenied", 5001: "KernelUnavailable", 6001: "SessionNotInitialised",
+		7001: "StateNotRecorded",
 	}
 	if len(codeNames) != len(want) {
 		t.Errorf("%d codes defined, PROTOCOL.md has %d", len(codeNames), len(want))

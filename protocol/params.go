@@ -51,6 +51,30 @@ type RuntimeStatusResult struct {
 	// Agents are the runtime agents connected to the coordinator
 	// (PROTOCOL.md 7.5); [] while every kernel is local.
 	Agents []AgentStatus `json:"agents"`
+	// State is ripple serve's durable state in .ripple/ (nil without it,
+	// as for ripple run): whether changes are recorded (PROTOCOL.md 8.5)
+	// and every damaged file found at start.
+	State *StateStatus `json:"state,omitempty"`
+}
+
+// StateStatus is runtime/status's state. Recording false with a Problem
+// means .ripple/ cannot be written now: changes are refused with 7001
+// StateNotRecorded while the state log exists, and not kept at all when
+// there is none (Problem says which).
+type StateStatus struct {
+	Dir       string        `json:"dir"`
+	Recording bool          `json:"recording"`
+	Problem   string        `json:"problem,omitempty"`
+	Damage    []StateDamage `json:"damage"`
+}
+
+// StateDamage is one damaged file of .ripple/ (or of the project) found at
+// start: what was wrong, and where it was moved aside ("" when it was
+// reset or only reported).
+type StateDamage struct {
+	File    string `json:"file"`
+	MovedTo string `json:"movedTo,omitempty"`
+	Detail  string `json:"detail"`
 }
 
 // Launchers: what started a kernel (docs/scale-out.md).

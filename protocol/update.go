@@ -149,7 +149,15 @@ const (
 	ReasonInterrupted = "interrupted"
 	// ReasonKernelDied: the kernel died before the statement ran.
 	ReasonKernelDied = "kernelDied"
+	// ReasonWaitingForKernel: the run waits for its kernel (a lost agent
+	// within its grace, a Slurm job not started yet); Detail says why,
+	// for people ("slurm job 17 PENDING (Resources), ...").
+	ReasonWaitingForKernel = "waitingForKernel"
 )
+
+// MessageWaitingForKernel is the Pending message of a statement whose run
+// waits for its kernel (reason ReasonWaitingForKernel).
+const MessageWaitingForKernel = "waiting for a kernel"
 
 // PendingReason says why a Pending statement will not run in this run
 // (PROTOCOL.md 8.1, 8.2, 8.4). Kind is one of the Reason constants; a
@@ -165,6 +173,8 @@ type PendingReason struct {
 	// Args are the held event's arguments, short reprs (at most 200
 	// characters each).
 	Args []string `json:"args,omitempty" decode:"optional"`
+	// Detail says why a run waits for its kernel (waitingForKernel).
+	Detail string `json:"detail,omitempty" decode:"optional"`
 }
 
 // UnmarshalJSON decodes strictly.
@@ -344,6 +354,10 @@ func (r *PendingReason) appendJSON(dst []byte) []byte {
 	}
 	if len(r.Args) > 0 {
 		dst = appendStrings(append(dst, `,"args":`...), r.Args)
+	}
+	if r.Detail != "" {
+		dst = append(dst, `,"detail":`...)
+		dst = appendQuoted(dst, r.Detail)
 	}
 	return append(dst, '}')
 }

@@ -76,6 +76,12 @@ func startAgent(t *testing.T, addr, dir string, args ...string) *agentProc {
 // netns exec NS, which execs it: the process is the agent's).
 func startAgentVia(t *testing.T, prefix []string, addr, dir string, args ...string) *agentProc {
 	t.Helper()
+	return startAgentEnv(t, nil, prefix, addr, dir, args...)
+}
+
+// startAgentEnv is startAgentVia with env added to the agent's environment.
+func startAgentEnv(t *testing.T, env, prefix []string, addr, dir string, args ...string) *agentProc {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -83,6 +89,9 @@ func startAgentVia(t *testing.T, prefix []string, addr, dir string, args ...stri
 	all := append(append(slices.Clone(prefix), bin, "agent", "--coordinator", addr, "--token", agentToken, "--root", dir, "--spare=false"), args...)
 	p := &agentProc{cmd: exec.Command(all[0], all[1:]...), dir: dir, stderr: &syncbuf.Buffer{}, done: make(chan struct{}), seen: map[int]bool{}}
 	p.cmd.Stderr = p.stderr
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/ripple-run/ripple/internal/syncbuf"
 	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/server/servertest"
 	"github.com/ripple-run/ripple/slurm/slurmtest"
 )
 
@@ -118,6 +119,13 @@ func TestSlurmServe(t *testing.T) {
 	if !strings.Contains(r.output, "first ran in "+dir) {
 		t.Errorf("first's output %q, want it run in %s", r.output, dir)
 	}
+	// While it waited, its statements said so, naming the job (issue 26).
+	if !slices.ContainsFunc(r.messages, func(m servertest.Message) bool {
+		p := string(m.Params)
+		return m.Method == protocol.NotifyExpressionUpdates && strings.Contains(p, `"kind":"waitingForKernel"`) && strings.Contains(p, `"detail":"slurm job `)
+	}) {
+		t.Errorf("first's run waited for its job without a word (no Pending waitingForKernel naming the slurm job)")
+	}
 	// The token reached the job by file, not on its command line.
 	script, err := os.ReadFile(filepath.Join(dir, ".ripple", "slurm", ja.JobName+".sh"))
 	if err != nil {
@@ -155,8 +163,10 @@ func TestSlurmServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr := waitKernelRestarted(t, c)
-	if kr.KernelID != kd.ID || kr.StatePreserved || !strings.HasPrefix(kr.Reason, "agent ") || !strings.HasSuffix(kr.Reason, " lost") || !slices.Contains(kr.ContextIDs, d) {
-		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, an agent lost, naming %s", kr, kd.ID, d)
+	// The cancelled job is named by its id and state (issue 26), then
+	// its agent as lost.
+	if kr.KernelID != kd.ID || kr.StatePreserved || !strings.HasPrefix(kr.Reason, "slurm job "+jd.JobID+" CANCELLED") || !strings.HasSuffix(kr.Reason, " lost") || !slices.Contains(kr.ContextIDs, d) {
+		t.Errorf("kernelRestarted %+v, want kernel %d, state lost, job %s CANCELLED and its agent lost, naming %s", kr, kd.ID, jd.JobID, d)
 	}
 	// slow runs again, on a new job's kernel (busy with it). Status, not
 	// the next update of slow: one the first run sent may arrive late.

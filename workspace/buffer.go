@@ -71,6 +71,10 @@ func (u *BufferUpdate) Edit() TextEdit {
 type EditResult struct {
 	Version Version    // the buffer's new version
 	Others  []ClientID // the other clients with the file open (for text/didChange), sorted
+	// OldContent and OldVersion are the buffer before the edit: what
+	// UndoEdit puts back when the edit cannot be recorded (PROTOCOL.md 8.5).
+	OldContent string
+	OldVersion Version
 }
 
 // OpenBuffer opens the file at p as a text buffer for client and returns its
@@ -193,9 +197,31 @@ func (ws *Workspace) ApplyEdit(client ClientID, p string, edits []TextEdit, oldV
 	if b.version != oldVersion {
 		return EditResult{}, newError(ErrInvalidVersion, p, fmt.Sprintf("oldVersion %s is not the current version %s (a concurrent change won)", oldVersion, b.version))
 	}
+	old := b.content
 	b.content = bytesString(out)
 	b.version = newVersion
-	return EditResult{Version: newVersion, Others: b.clientList(client)}, nil
+	return EditResult{Version: newVersion, Others: b.clientList(client), OldContent: old, OldVersion: oldVersion}, nil
+}
+
+// UndoEdit puts the buffer at p back to res's OldContent if it is still
+// at res.Version (no other change landed on top): a refused edit leaves the
+// buffer as it was. The update names every client of the buffer; ok is
+// false when nothing was undone.
+func (ws *Workspace) UndoEdit(p string, res EditResult) (u BufferUpdate, ok bool) {
+	rel, err := ws.bufferPath(p)
+	if err != nil {
+		return BufferUpdate{}, false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	b := ws.buffers[rel]
+	if b == nil || b.version != res.Version {
+		return BufferUpdate{}, false
+	}
+	u = BufferUpdate{Path: rel, Clients: b.clientList(""), OldContent: b.content, OldVersion: b.version,
+		NewContent: res.OldContent, NewVersion: res.OldVersion}
+	b.content, b.version = res.OldContent, res.OldVersion
+	return u, true
 }
 
 // bufferPath resolves p for a buffer operation: from memory if p is how a

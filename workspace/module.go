@@ -38,7 +38,9 @@ func ModuleName(p string) (name string, ok bool) {
 	}
 	stem, found := strings.CutSuffix(p, ".py")
 	if !found {
-		return "", false
+		if stem, found = strings.CutSuffix(p, NotebookExt); !found || path.Base(stem) == "__init__" {
+			return "", false
+		}
 	}
 	parts := strings.Split(stem, "/")
 	for i, part := range parts {
@@ -103,7 +105,7 @@ func (ws *Workspace) Modules() ([]Module, error) {
 		} else if !d.Type().IsRegular() {
 			return nil
 		}
-		if prev, dup := byName[name]; dup && path.Base(prev.Path) == "__init__.py" {
+		if prev, dup := byName[name]; dup && (path.Base(prev.Path) == "__init__.py" || isNotebook(p)) {
 			return nil
 		}
 		byName[name] = Module{Name: name, Path: p}
@@ -128,7 +130,7 @@ func (ws *Workspace) ModulePath(name string) (string, error) {
 	if !ok {
 		return "", newError(ErrModuleNotFound, "", fmt.Sprintf("%q is not a valid dotted module name", name))
 	}
-	for _, p := range [...]string{pkg, mod} {
+	for _, p := range [...]string{pkg, mod, notebookPath(mod)} {
 		rel, err := ws.resolve(p)
 		if err != nil {
 			continue
@@ -165,12 +167,15 @@ func (ws *Workspace) Source(name string) (string, error) {
 		content = b.content
 	}
 	ws.mu.Unlock()
-	if b != nil {
-		return content, nil
+	if b == nil {
+		data, err := ws.readFile(rel, p)
+		if err != nil {
+			return "", fmt.Errorf("module %s: %w", name, err)
+		}
+		content = string(data)
 	}
-	data, err := ws.readFile(rel, p)
-	if err != nil {
-		return "", fmt.Errorf("module %s: %w", name, err)
+	if isNotebook(p) {
+		return notebookSource(p, content), nil
 	}
-	return string(data), nil
+	return content, nil
 }

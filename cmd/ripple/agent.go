@@ -50,7 +50,7 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fingerprint := fs.String("coordinator-fingerprint", "", "pin the coordinator's certificate: `sha256:HEX` of its public key")
 	ca := fs.String("ca", "", "verify the coordinator's certificate with the CA certificates in `file` (PEM)")
 	forceTLS := fs.Bool("tls", false, "use TLS on a loopback address too")
-	id := fs.String("id", "", "agent `id` (default: kept in ROOT/.ripple/agent-id-HOST, so a restarted agent is the same agent)")
+	id := fs.String("id", "", "agent `id`, held by this process while it runs (default: kept in ROOT/.ripple/agent-id-HOST, so a restarted agent is the same agent; a second agent of the same host and root gets agent-id-HOST-2, ...)")
 	host := fs.String("host", "", "host `name` shown in runtime/status (default: the host name)")
 	launcher := fs.String("launcher", "manual", "`launcher` shown in runtime/status (manual, slurm, ...)")
 	jobID := fs.String("job-id", "", "job `id` shown in runtime/status (default: $SLURM_JOB_ID)")
@@ -162,6 +162,10 @@ type agentsFlags struct {
 	slots                               *int
 	tls                                 *bool
 	lease, grace                        *time.Duration
+	// waitAtStart (not a flag; ripple serve's): the agent slots stay open
+	// until the first agent connects, for the contexts the state log
+	// restores (agent.CoordinatorConfig.StartGrace).
+	waitAtStart bool
 }
 
 func addAgentsFlags(fs *flag.FlagSet) *agentsFlags {
@@ -199,10 +203,14 @@ func (f *agentsFlags) open(local int, localSet bool, log *slog.Logger, jobs agen
 	case *f.grace <= 0:
 		return nil, fmt.Sprintf("--agents-grace %v: want a positive duration", *f.grace)
 	}
+	var startGrace time.Duration
+	if f.waitAtStart {
+		startGrace = *f.grace
+	}
 	c, err := agent.Listen(agent.CoordinatorConfig{
 		Listen: *f.listen, Token: tok, Slots: *f.slots, Local: local,
 		TLS: *f.tls, CertFile: *f.cert, KeyFile: *f.key,
-		Lease: *f.lease, Grace: *f.grace, Jobs: jobs, Log: log,
+		Lease: *f.lease, Grace: *f.grace, StartGrace: startGrace, Jobs: jobs, Log: log,
 	})
 	if err != nil {
 		return nil, err.Error()

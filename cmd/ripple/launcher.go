@@ -77,6 +77,7 @@ func (f *launcherFlags) open(root, python string, local int, localSet bool, batc
 		if *f.agents.listen == "" {
 			return nil, "--launcher agents needs --agents-listen ADDR"
 		}
+		f.agents.waitAtStart = batchKernels == 0 // ripple serve: restored contexts wait for their agents
 		return f.agents.open(local, localSet, log, agent.JobsConfig{})
 	case protocol.LauncherSlurm:
 	default:

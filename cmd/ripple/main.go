@@ -5,6 +5,7 @@
 //	ripple kernel-check [--python P] [DIR]
 //	ripple watch [DIR] [--entry module:function] [--json] [--python P]
 //	ripple lsp [flags] [DIR]
+//	ripple jupyter install|kernel ...
 package main
 
 import (
@@ -26,7 +27,7 @@ var version = "0.1.0-dev"
 const exitUsage = 2
 
 // commands are the subcommands; `ripple CMD -h` prints CMD's help.
-var commands = []string{"serve", "agent", "watch", "lsp", "run", "report", "kernel-check", "version"}
+var commands = []string{"serve", "agent", "watch", "lsp", "run", "report", "kernel-check", "jupyter", "version"}
 
 func isCommand(name string) bool {
 	for _, c := range commands {
@@ -65,8 +66,10 @@ func commandHelp(ctx context.Context, name string, stdout io.Writer) int {
 
 func main() {
 	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
-	if len(os.Args) > 1 && os.Args[1] == "watch" {
-		signals = signals[1:] // watch serves Ctrl-C itself: once interrupts a run, twice exits
+	if len(os.Args) > 1 && (os.Args[1] == "watch" || os.Args[1] == "jupyter") {
+		// watch serves Ctrl-C itself: once interrupts a run, twice exits;
+		// a Jupyter kernel's SIGINT is an interrupt of the running cell.
+		signals = signals[1:]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -32,7 +32,10 @@ commands:
                                   live values in any LSP editor (ripple lsp -h, docs/editors.md)
   run [DIR] [flags]               run the project's entries or tests headless for CI
                                   (ripple run -h for the flags)
+  run --notebooks [PATH...]       run Jupyter notebooks headless for CI, outputs written
+                                  back (ripple run --notebooks -h, docs/notebooks.md)
   report merge OUT IN...          merge the reports of the shards of a run
+  jupyter install|kernel          ripple as a Jupyter kernel (ripple jupyter -h, docs/jupyter.md)
 `
 
 // run executes one command line and returns the process exit code.
@@ -41,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	if isCommand(args[0]) && helpRequested(args[1:]) {
+	if isCommand(args[0]) && helpRequested(args[1:]) && (args[0] != "run" || !wantsNotebooks(args[1:])) {
 		return commandHelp(ctx, args[0], stdout)
 	}
 	return dispatch(ctx, args, stdout, stderr)
@@ -64,7 +67,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "lsp":
 		return lspCmd(ctx, args[1:], closableStdin, stdout, stderr)
 	case "run", "report":
+		if args[0] == "run" && wantsNotebooks(args[1:]) {
+			return notebooksCommand(ctx, args[1:], stdout, stderr)
+		}
 		return batchCommand(ctx, args, stdout, stderr)
+	case "jupyter":
+		return jupyterCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

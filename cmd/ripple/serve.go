@@ -132,6 +132,7 @@ type serveSession struct {
 	closeLog func() error    // closes stateLog; nil without one
 	saved    durable.State   // what the state log restores
 	values   string          // the value journal's path; empty: values are not kept
+	state    *stateReport    // what runtime/status says of .ripple/ (statereport.go)
 
 	eng  *engine.Engine
 	srv  *server.Server
@@ -147,6 +148,7 @@ func (s *serveSession) start(ctx context.Context) error {
 	if err := s.openProject(); err != nil {
 		return err
 	}
+	s.state = newStateReport(s.stateDir(), s.log)
 	if s.flags.fresh {
 		if err := s.moveStateAside(); err != nil {
 			return err
@@ -156,6 +158,11 @@ func (s *serveSession) start(ctx context.Context) error {
 		return err
 	}
 	s.openValueJournal()
+	if s.stateLog == nil {
+		// No .ripple/ of ours: nothing there to watch.
+	} else if err := s.state.watch(); err != nil {
+		s.log.Warn("damage found later in .ripple/ (by a kernel) is not reported", "err", err)
+	}
 	if err := s.startEngine(ctx); err != nil {
 		return err
 	}
@@ -166,6 +173,9 @@ func (s *serveSession) start(ctx context.Context) error {
 // close releases what start opened and shutDown does not stop: the state
 // log, then the launcher.
 func (s *serveSession) close() {
+	if s.state != nil {
+		s.state.close()
+	}
 	if s.closeLog != nil {
 		s.closeLog()
 	}
@@ -211,7 +221,11 @@ func (s *serveSession) stateDir() string { return filepath.Join(s.root, ".ripple
 
 // durableOptions are the state log's options.
 func (s *serveSession) durableOptions() durable.Options {
-	return durable.Options{Logger: s.log.With("component", "durable")}
+	opt := durable.Options{Logger: s.log.With("component", "durable")}
+	if s.state != nil {
+		opt.OnDamage = s.state.addDamage
+	}
+	return opt
 }
 
 // moveStateAside is --fresh: the state log and the value journal are
@@ -252,7 +266,7 @@ func (s *serveSession) openStateLog() error {
 	case errors.Is(err, durable.ErrLocked):
 		return runError("%v (is another ripple serve running on %s?)", err, s.root)
 	case err != nil:
-		s.log.Warn("no state log: unsaved buffers and contexts will not survive a crash", "err", err)
+		s.state.noLog(s.stderr, err)
 		return nil
 	}
 	s.closeLog = l.Close
@@ -260,6 +274,7 @@ func (s *serveSession) openStateLog() error {
 		return runError("%v", err)
 	}
 	s.stateLog = l
+	s.state.openedLog(s.stderr, l)
 	return nil
 }
 
@@ -273,9 +288,17 @@ func (s *serveSession) openValueJournal() {
 	s.values = filepath.Join(s.stateDir(), durable.ValuesFileName)
 	if aside, err := durable.CheckValues(s.stateDir()); aside != "" {
 		s.log.Warn("value journal moved aside; values are computed again", "err", err)
+		s.state.addDamage(s.values, aside, "not an SQLite database: its values are computed again")
 	} else if err != nil {
 		s.log.Warn("value journal unusable; values are not kept", "err", err)
 		s.values = ""
+		return
+	}
+	if aside, err := durable.CheckValuesWAL(s.stateDir()); aside != "" {
+		s.log.Warn("value journal WAL moved aside; the values it held are computed again", "err", err)
+		s.state.addDamage(s.values+"-wal", aside, "not an SQLite write-ahead log (SQLite would drop it silently): the values it held are computed again")
+	} else if err != nil {
+		s.log.Warn("value journal WAL unreadable", "err", err)
 	}
 }
 
@@ -292,6 +315,7 @@ func (s *serveSession) startEngine(ctx context.Context) error {
 		DisconnectGrace: s.flags.grace,
 		Watch:           true,
 		StateLog:        s.stateLog,
+		StateStatus:     s.state.status,
 		ValueJournal:    s.values,
 	})
 	if err != nil {
@@ -314,6 +338,10 @@ func (s *serveSession) restore() {
 	}
 	if err != nil {
 		s.log.Warn("state log: some buffers not restored", "err", err)
+	}
+	for p, change := range s.eng.ChangedWhileDown() {
+		s.log.Warn("unsaved buffer restored, but its file was "+string(change)+" on disk while the server was down; its clients are told (text/fileModifiedOnDisk)", "path", p)
+		s.state.addDamage(p, "", "file "+string(change)+" on disk while the server was down: the restored buffer keeps the unsaved edits, made on the earlier file")
 	}
 	ctxs, err := s.eng.RestoreContexts(s.saved)
 	for _, id := range ctxs {

@@ -122,9 +122,13 @@ await until("workspace/inlayHint/refresh", async () => seen.refreshes > 0);
 check(true, "workspace/inlayHint/refresh sent");
 check(seen.logs.filter((l) => l.includes("doubling 6")).length === 1, "the run's output as window/logMessage", seen.logs);
 
-const hover = await conn.sendRequest(rpc.HoverRequest.type, { textDocument: { uri: mainURI }, position: { line: 5, character: 6 } });
+// Hover on b (the target of b = double(a)): the value first, then type and output.
+const hover = await conn.sendRequest(rpc.HoverRequest.type, { textDocument: { uri: mainURI }, position: { line: 5, character: 4 } });
 const hoverText = hover?.contents?.value ?? "";
-check(hoverText.includes("12") && hoverText.includes("builtins.int") && hoverText.includes("doubling 6"), "hover: preview, type and output", hoverText);
+check(hoverText.startsWith("```python\n12\n```") && hoverText.includes("builtins.int") && hoverText.includes("doubling 6"), "hover: preview first, type and output", hoverText);
+// On double (a name of the right-hand side) another server answers: ripple does not.
+const onName = await conn.sendRequest(rpc.HoverRequest.type, { textDocument: { uri: mainURI }, position: { line: 5, character: 9 } });
+check(onName === null, "no hover on a name of the right-hand side", onName);
 
 // change sends one incremental change at (line, from..to) in the
 // editor's encoding (positions here are left of the emoji or on other
@@ -286,10 +290,15 @@ await command(crash.command);
 const died = await until("the kernel death message", async () => seen.shows.find((m) => m.includes("main:crash") && m.includes("kernelDied")));
 check(/exit|status|3/.test(died), "the message names how the kernel died", died);
 
-// 7. Restarting the kernels shows a message.
+// 6d. The crashed entry is parked: one pop-up, a lens saying why.
+check(seen.shows.filter((m) => m.includes("main:crash")).length === 1, "one pop-up for the crash", seen.shows);
+const parked = (await lenses(mainURI)).find((l) => l.command?.title.startsWith("⚠ stopped"));
+check(parked && parked.range.start.line === 20, "⚠ stopped lens on def crash()", parked);
+
+// 7. Restarting the kernels is logged (the pop-ups are for failures).
 await conn.sendRequest(rpc.ExecuteCommandRequest.type, { command: "ripple.restartKernel", arguments: [] });
-await until("the kernel restart message", async () => seen.shows.some((m) => m.includes("restarted")));
-check(true, "kernel restart shown as window/showMessage");
+await until("the kernel restart message", async () => seen.logs.some((m) => m.includes("restarted")));
+check(true, "kernel restart logged as window/logMessage");
 
 // 8. Bad input: precise errors, and the server keeps serving.
 async function refused(params, code, words) {

@@ -116,10 +116,10 @@ check(first(m, 4) == "= 6" and first(m, 5) == "= 12" and first(m, 7) == "= 24", 
 check(#m[6] == 2 and m[6][1].label == "= '🎉'" and m[6][1].character == 12, "s's hint right after the emoji (utf-16 character 12)", m[6])
 check(m[6][2].label == "= 7" and m[6][2].character == 23, "c's hint at the line's end (utf-16 character 23)", m[6])
 
--- Hover on b = double(a): value, type and what the statement printed.
-local hover = request(main, "textDocument/hover", { textDocument = { uri = uri(main) }, position = { line = 5, character = 6 } })
+-- Hover on b of b = double(a): value first, type and what the statement printed.
+local hover = request(main, "textDocument/hover", { textDocument = { uri = uri(main) }, position = { line = 5, character = 4 } })
 local text = hover and hover.contents and hover.contents.value or ""
-check(text:find("12") and text:find("builtins.int") and text:find("doubling 6"), "hover shows value, type and output", text)
+check(text:find("^```python\n12\n```") and text:find("builtins.int") and text:find("doubling 6"), "hover shows value first, type and output", text)
 
 -- Typing: d = b * 2 -> d = b * 3 (Neovim sends the incremental change).
 vim.api.nvim_buf_set_text(main, 7, 12, 7, 13, { "3" })

@@ -13,6 +13,7 @@ import { Editor, DEFAULT_RUN_DELAY } from "./editor.js";
 import { fillAnnotation, label, state as updateState, duration, tickElapsed } from "./values.js";
 import { render as renderData } from "./dataview.js";
 import { Cell, bundleNode, isBundle } from "./cells.js";
+import { isNotebook } from "./notebook.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -675,7 +676,7 @@ async function popTo(depth) {
 async function openModule(module) {
   const known = session.modulePaths.get(module);
   const base = module.replaceAll(".", "/");
-  const candidates = known ? [known] : [`${base}.py`, `${base}/__init__.py`];
+  const candidates = known ? [known] : [`${base}.py`, `${base}/__init__.py`, `${base}.ipynb`];
   for (const path of candidates) {
     try {
       await editor.open(path);
@@ -834,6 +835,7 @@ async function defaultEntry() {
 // moduleOf is the dotted module of a project path ("pkg/mod.py" ->
 // "pkg.mod"), or null.
 function moduleOf(path) {
+  if (isNotebook(path)) return path.slice(0, -6).replaceAll("/", "."); // a notebook is a module (notebook.js)
   if (!path || !path.endsWith(".py")) return null;
   return path.slice(0, -3).replace(/\/__init__$/, "").replaceAll("/", ".");
 }

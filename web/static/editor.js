@@ -36,6 +36,7 @@ import { applyEdits, diff, lineSeparator, rebase, utf16Column } from "./text.js"
 import { version } from "./sha3.js";
 import { DISCONNECTED } from "./rpc.js";
 import { state } from "./values.js";
+import { isNotebook, notebookScript } from "./notebook.js";
 
 // KERNEL_UNAVAILABLE (PROTOCOL.md 6): every kernel is busy; BUSY_RETRY_MS
 // is how long completion keeps asking.
@@ -127,7 +128,7 @@ export class Editor {
 
   // setWritable makes the editor editable (connected) or not.
   setWritable(on) {
-    this.cm.setOption("readOnly", on && this.current ? false : "nocursor");
+    this.cm.setOption("readOnly", on && this.current && !this.current.notebook ? false : "nocursor");
     this.cm.getWrapperElement().classList.toggle("ripple-readonly", !on);
   }
 
@@ -447,6 +448,7 @@ export class Editor {
   // sendDiff sends the edit that takes the server from buf.sent to text,
   // without running it; it reports whether there was one.
   sendDiff(buf, text) {
+    if (buf.notebook) return false; // shown as its script: never edited here (notebook.js)
     const edit = diff(buf.sent, text);
     if (!edit) return false;
     const oldVersion = buf.sentVersion;
@@ -507,7 +509,7 @@ export class Editor {
     }
     {
       const typed = buf.doc.getValue();
-      if (!err || err.code === INVALID_VERSION) {
+      if (!buf.notebook && (!err || err.code === INVALID_VERSION)) {
         // Out of step with the server (an edit of another client came
         // first, or a didChange could not be placed): its text is merged
         // with what the user typed, as a didChange is (rebase), and the
@@ -524,7 +526,7 @@ export class Editor {
         return;
       }
       this.replaceFromServer(buf, res.content, res.currentVersion);
-      if (typed !== res.content) {
+      if (err && typed !== res.content && !buf.notebook) {
         this.events.notice("warn", `${buf.path}: an edit was refused (${err.message}); the editor now shows the server's text`);
       }
     }
@@ -562,7 +564,9 @@ export class Editor {
         continue;
       }
       const local = buf.doc.getValue();
-      if (buf.inflight > 0 || buf.rebasing || buf.resyncing || local !== buf.server) {
+      // (A notebook's document is its script, never edited here: it just
+      // follows the server, below.)
+      if (!buf.notebook && (buf.inflight > 0 || buf.rebasing || buf.resyncing || local !== buf.server)) {
         // Another client's edit came before ours in flight (8.6: had ours
         // landed first, its reply would be here already), or the user has
         // typed what is not sent yet: merge it into what the user sees;
@@ -855,9 +859,11 @@ class Buffer {
     // (Editor.settleRebase).
     this.rebasing = false;
     this.resyncing = false; // resync is reloading the server's text
+    this.notebook = isNotebook(path); // the doc shows its script, read-only (notebook.js)
     // The separator the file uses, so that the document's text is the
     // server's byte for byte.
-    this.doc = new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
+    this.doc = this.notebook ? new window.CodeMirror.Doc(notebookScript(content), "python", 0, "\n")
+      : new window.CodeMirror.Doc(content, "python", 0, lineSeparator(content));
   }
 
   // dirty: the buffer has edits not written to disk.
@@ -905,6 +911,7 @@ class Buffer {
   // setDocText changes the document to text, touching only the span that
   // differs.
   setDocText(text) {
+    if (this.notebook) text = notebookScript(text);
     const cur = this.doc.getValue();
     if (cur === text) return;
     // CodeMirror indexes UTF-16 code units, so the differing span is found

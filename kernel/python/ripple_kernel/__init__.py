@@ -64,6 +64,8 @@ Plans and runs:
   assignment);
 - rerun: which statements run again (the caching invariant);
 - runner: one frame's run; statement: one statement's;
+- notebook: get_ipython() for notebooks run as scripts (IPython magics and
+  !shell lines on IPython's shell, bound to the notebook's namespace);
 - mutation: mutation through calls and the mutation log;
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.

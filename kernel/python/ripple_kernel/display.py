@@ -102,6 +102,25 @@ class DisplayFinder:
         module.__doc__ = "ripple's helpers for code running in a ripple kernel."
 
 
+# IPython's clear_output() without an initialised shell: a displayData
+# whose bundle is only this mime type, {"wait": bool}; ripple jupyter kernel
+# sends it as Jupyter's clear_output (other clients may ignore it).
+CLEAR_MIME = "application/vnd.ripple.clear-output+json"
+
+
+def _clear_output(original: Any, shows: Shows) -> Any:
+    def clear_output(wait: bool = False) -> None:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        if InteractiveShell.initialized():
+            original(wait)
+            return
+        shows.display_bundle({CLEAR_MIME: {"wait": bool(wait)}})
+
+    clear_output.__doc__ = original.__doc__
+    return clear_output
+
+
 class IPythonHook:
     """When user code imports IPython (if installed), its display() is
     made to show objects under the running statement, as in a notebook
@@ -168,6 +187,9 @@ class _PatchingLoader:
         display.__doc__ = original.__doc__
         setattr(display, "__wrapped__", original)
         setattr(module, "display", display)
+        original_clear = getattr(module, "clear_output", None)
+        if original_clear is not None:
+            setattr(module, "clear_output", _clear_output(original_clear, shows))
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.loader, name)

@@ -81,7 +81,8 @@ class Kernel:
         self.user_ns: Dict[str, object] = {}  # globals of the user's __main__ (become_script)
         self.methods: Dict[str, Handler] = {"ping": _ping, "eval": self._eval, "shutdown": self._shutdown,
                                             "complete": self._completion("complete"),
-                                            "inspect": self._completion("inspect")}
+                                            "inspect": self._completion("inspect"),
+                                            "jupyterCell": _jupyter_cell}
         # The names the engine added to methods (load_engine); a kernel that
         # runs pytest drops them.
         self.engine_methods: List[str] = []
@@ -438,6 +439,13 @@ class Kernel:
         # Objects only the namespace held go now; cycles go with the
         # interpreter's last collection.
         self.user_ns.clear()
+
+
+def _jupyter_cell(params: WireObject) -> object:
+    """jupyterCell (jupyter_cells.py, imported on the first call)."""
+    from . import jupyter_cells
+
+    return jupyter_cells.cell(params)
 
 
 def _ping(params: WireObject) -> WireObject:

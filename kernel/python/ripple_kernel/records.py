@@ -86,8 +86,10 @@ def module_entry(entry: object) -> Tuple[str, str, str]:
     source = entry.get("source")
     if not isinstance(name, str) or not NAME.match(name):
         raise ModuleError("compile: module name %r is not a dotted module name" % (name,))
-    if not isinstance(path, str) or not path.endswith(".py") or path.startswith("/") or "\\" in path:
-        raise ModuleError("compile: module %s: path %r is not a relative POSIX path to a .py file" % (name, path))
+    # A notebook (.ipynb) is a module too: its source is the Python of its
+    # code cells, derived by the engine (Go package notebook).
+    if not isinstance(path, str) or not path.endswith((".py", ".ipynb")) or path.startswith("/") or "\\" in path:
+        raise ModuleError("compile: module %s: path %r is not a relative POSIX path to a .py or .ipynb file" % (name, path))
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise ModuleError("compile: module %s: path %r must stay inside the project root" % (name, path))
@@ -95,7 +97,7 @@ def module_entry(entry: object) -> Tuple[str, str, str]:
     if parts[-1] == "__init__.py":
         got = parts[:-1]
     else:
-        got = parts[:-1] + [parts[-1][:-3]]
+        got = parts[:-1] + [parts[-1].rpartition(".")[0]]
     if got != expected:
         raise ModuleError("compile: module %s does not match its path %r" % (name, path))
     if not isinstance(source, str):

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from . import notebook
 from .frame import DELETED, NOT_REACHED, PENDING, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
@@ -180,6 +181,8 @@ class Runner:
             # outlive the run), as `python main.py` would give it.
             module_dict: Dict[str, object] = {"__name__": "__main__", "__file__": job.rec.filename, "__doc__": None,
                            "__builtins__": builtins, "__package__": None, "__spec__": None}
+            if job.rec.filename.endswith(".ipynb"):
+                module_dict["get_ipython"] = notebook.get_ipython  # as IPython's builtin (notebook.py)
             argv = sys.argv
             sys.argv = [job.rec.filename] + argv[1:]
             try:

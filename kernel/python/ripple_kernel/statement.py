@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
-from . import instrument, values
+from . import instrument, notebook, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
+from .labelling import SCRIPT
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
 from .plan import GLOBAL, IMPORT, Plan, PlanStmt, declared
@@ -213,6 +214,9 @@ class StatementRunner:
                 try:
                     guard.mode = self.effects_mode
                     exec(code, ns)
+                    if plan.filename.endswith(".ipynb") and plan.qualname == SCRIPT:  # figures at a cell's end
+                        shown = hooks.value if hooks.has and isinstance(ps.node, ast.Expr) else None
+                        notebook.cell_end(plan.filename, getattr(ps.node, "end_lineno", 0) or 0, shown)
                 except _Return as ret:
                     returned = True
                     hooks.value = ret.value

@@ -2,7 +2,7 @@ from helpers import double, slow_sum
 
 
 def main():
-    a = 6
+    a = 3 * 2
     b = double(a)
     s = "🎉"; c = a + 1
     d = b * 2
@@ -10,7 +10,7 @@ def main():
 
 
 def slow():
-    x = 1
+    x = 2 - 1
     y = slow_sum(x)
     return y
 

@@ -8,7 +8,7 @@ def main():
 
 
 def slow():
-    a = 6
+    a = 3 * 2
     time.sleep(120)
     b = a + 1
     return b

@@ -1,0 +1,301 @@
+package jupyter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// execute answers an execute_request: execute_input, what the cell
+// shows, error if it failed, then the reply.
+func (s *Server) execute(sock zmq4.Socket, m *Message) {
+	var req ExecuteRequest
+	req.StoreHistory = true
+	if err := json.Unmarshal(m.Content, &req); err != nil {
+		s.send(sock, m.Identities, "execute_reply", m, nil, map[string]any{
+			"status": "error", "ename": "BadRequest", "evalue": err.Error(), "traceback": []string{}, "execution_count": s.count})
+		return
+	}
+	var md struct {
+		CellID string `json:"cellId"`
+	}
+	_ = json.Unmarshal(m.Metadata, &md)
+	req.CellID = md.CellID
+	if s.aborted(m) {
+		// A cell sent before the frontend saw an earlier cell fail (Run
+		// All): not run, as ipykernel aborts its queue on an error.
+		s.send(sock, m.Identities, "execute_reply", m, map[string]any{"status": "aborted"},
+			map[string]any{"status": "aborted", "execution_count": s.count})
+		return
+	}
+	if !req.Silent && req.StoreHistory {
+		s.count++
+	}
+	req.Count = s.count
+	if !req.Silent {
+		s.publish(m, "execute_input", map[string]any{"code": req.Code, "execution_count": req.Count})
+	}
+	out := &shellOutput{s: s, parent: m, silent: req.Silent, allowStdin: req.AllowStdin}
+	res := s.backend.Execute(s.ctx, req, out)
+	if res.Status == "" {
+		res.Status = "ok"
+	}
+	content := map[string]any{"status": res.Status, "execution_count": req.Count}
+	switch res.Status {
+	case "ok":
+		if res.Payload == nil {
+			res.Payload = []map[string]any{}
+		}
+		content["payload"] = res.Payload
+		content["user_expressions"] = map[string]any{}
+	case "error":
+		if res.Traceback == nil {
+			res.Traceback = []string{}
+		}
+		content["ename"], content["evalue"], content["traceback"] = res.EName, res.EValue, res.Traceback
+		if !req.Silent {
+			s.publish(m, "error", map[string]any{"ename": res.EName, "evalue": res.EValue, "traceback": res.Traceback})
+		}
+		if req.StopOnError {
+			s.abortBefore = time.Now()
+		}
+	}
+	if !req.Silent && req.StoreHistory {
+		s.histMu.Lock()
+		s.history = append(s.history, historyEntry{count: req.Count, input: req.Code, output: out.resultText})
+		s.histMu.Unlock()
+	}
+	s.send(sock, m.Identities, "execute_reply", m, map[string]any{"status": res.Status}, content)
+}
+
+// aborted says whether an execute_request was sent before the last
+// failed cell (with stop_on_error) was answered: its header's date,
+// the frontend's clock on this machine, is earlier.
+func (s *Server) aborted(m *Message) bool {
+	if s.abortBefore.IsZero() {
+		return false
+	}
+	sent, err := time.Parse(time.RFC3339Nano, m.Header.Date)
+	return err == nil && sent.Before(s.abortBefore)
+}
+
+func (s *Server) complete(m *Message) map[string]any {
+	var c struct {
+		Code      string `json:"code"`
+		CursorPos *int   `json:"cursor_pos"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	cursor := len([]rune(c.Code))
+	if c.CursorPos != nil {
+		cursor = *c.CursorPos
+	}
+	res, err := s.backend.Complete(s.ctx, c.Code, cursor)
+	if err != nil {
+		return map[string]any{"status": "ok", "matches": []string{}, "cursor_start": cursor, "cursor_end": cursor, "metadata": map[string]any{}}
+	}
+	if res.Matches == nil {
+		res.Matches = []string{}
+	}
+	md := map[string]any{}
+	if res.Types != nil {
+		md["_jupyter_types_experimental"] = res.Types
+	}
+	return map[string]any{"status": "ok", "matches": res.Matches, "cursor_start": res.CursorStart, "cursor_end": res.CursorEnd, "metadata": md}
+}
+
+func (s *Server) inspect(m *Message) map[string]any {
+	var c struct {
+		Code        string `json:"code"`
+		CursorPos   *int   `json:"cursor_pos"`
+		DetailLevel int    `json:"detail_level"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	cursor := len([]rune(c.Code))
+	if c.CursorPos != nil {
+		cursor = *c.CursorPos
+	}
+	res, err := s.backend.Inspect(s.ctx, c.Code, cursor, min(max(c.DetailLevel, 0), 1))
+	data := map[string]any{}
+	if err == nil && res.Found {
+		data["text/plain"] = res.Text
+	}
+	return map[string]any{"status": "ok", "found": err == nil && res.Found, "data": data, "metadata": map[string]any{}}
+}
+
+func (s *Server) isComplete(m *Message) map[string]any {
+	var c struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	status, indent := s.backend.IsComplete(s.ctx, c.Code)
+	out := map[string]any{"status": status}
+	if status == "incomplete" {
+		out["indent"] = indent
+	}
+	return out
+}
+
+// historyReply answers history_request from this kernel's executions
+// (minimal: tail, range and search over this session; no database).
+func (s *Server) historyReply(m *Message) map[string]any {
+	var c struct {
+		Output  bool   `json:"output"`
+		Access  string `json:"hist_access_type"`
+		N       int    `json:"n"`
+		Session int    `json:"session"`
+		Start   int    `json:"start"`
+		Stop    int    `json:"stop"`
+		Pattern string `json:"pattern"`
+		Unique  bool   `json:"unique"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	s.histMu.Lock()
+	all := append([]historyEntry(nil), s.history...)
+	s.histMu.Unlock()
+	var picked []historyEntry
+	switch c.Access {
+	case "tail":
+		picked = all[max(0, len(all)-max(c.N, 0)):]
+	case "range":
+		for _, h := range all {
+			if h.count >= c.Start && (c.Stop <= 0 || h.count < c.Stop) {
+				picked = append(picked, h)
+			}
+		}
+	case "search":
+		pattern := c.Pattern
+		if pattern == "" {
+			pattern = "*"
+		}
+		seen := map[string]bool{}
+		for i := len(all) - 1; i >= 0; i-- {
+			h := all[i]
+			if !globMatch(pattern, h.input) {
+				continue
+			}
+			if c.Unique && seen[h.input] {
+				continue
+			}
+			seen[h.input] = true
+			picked = append([]historyEntry{h}, picked...)
+		}
+		if c.N > 0 && len(picked) > c.N {
+			picked = picked[len(picked)-c.N:]
+		}
+	}
+	items := make([]any, 0, len(picked))
+	for _, h := range picked {
+		if c.Output {
+			items = append(items, []any{1, h.count, []any{h.input, h.output}})
+		} else {
+			items = append(items, []any{1, h.count, h.input})
+		}
+	}
+	return map[string]any{"status": "ok", "history": items}
+}
+
+// globMatch is IPython's history search: * and ? match any characters,
+// newlines included.
+func globMatch(pattern, text string) bool {
+	var b strings.Builder
+	b.WriteString("(?s)^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	return err == nil && re.MatchString(text)
+}
+
+// shellOutput is the Output of one execute_request.
+type shellOutput struct {
+	s          *Server
+	parent     *Message
+	silent     bool
+	allowStdin bool
+	resultText string // text/plain of the last execute_result (history output)
+}
+
+func (o *shellOutput) Stream(name, text string) {
+	if o.silent || text == "" {
+		return
+	}
+	o.s.publish(o.parent, "stream", map[string]any{"name": name, "text": text})
+}
+
+func (o *shellOutput) Display(data, metadata json.RawMessage, update bool, displayID string) {
+	if o.silent {
+		return
+	}
+	content := map[string]any{"data": data, "metadata": objectOrEmpty(metadata), "transient": map[string]any{}}
+	if displayID != "" {
+		content["transient"] = map[string]any{"display_id": displayID}
+	}
+	kind := "display_data"
+	if update {
+		kind = "update_display_data"
+	}
+	o.s.publish(o.parent, kind, content)
+}
+
+func (o *shellOutput) Result(data, metadata json.RawMessage) {
+	var plain struct {
+		Text string `json:"text/plain"`
+	}
+	_ = json.Unmarshal(data, &plain)
+	o.resultText = plain.Text
+	if o.silent {
+		return
+	}
+	o.s.publish(o.parent, "execute_result", map[string]any{"data": data, "metadata": objectOrEmpty(metadata), "execution_count": o.s.count})
+}
+
+func (o *shellOutput) ClearOutput(wait bool) {
+	if o.silent {
+		return
+	}
+	o.s.publish(o.parent, "clear_output", map[string]any{"wait": wait})
+}
+
+// Input sends input_request on stdin to the frontend that sent the
+// execute_request and waits for its input_reply.
+func (o *shellOutput) Input(ctx context.Context, prompt string, password bool) (string, error) {
+	if !o.allowStdin {
+		return "", ErrStdinNotAllowed
+	}
+	for len(o.s.stdinReplies) > 0 { // a stale reply of an earlier request
+		<-o.s.stdinReplies
+	}
+	o.s.send(o.s.stdin, o.parent.Identities, "input_request", o.parent, nil, map[string]any{"prompt": prompt, "password": password})
+	select {
+	case r := <-o.s.stdinReplies:
+		var c struct {
+			Value string `json:"value"`
+		}
+		if err := json.Unmarshal(r.Content, &c); err != nil {
+			return "", fmt.Errorf("input_reply: %w", err)
+		}
+		return c.Value, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func objectOrEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}")
+	}
+	return raw
+}

@@ -1,0 +1,131 @@
+"""Jupyter cells as script statements: the kernel method ``jupyterCell``
+(kernel/PROTOCOL.md "Methods"), which ``ripple jupyter kernel`` calls
+before it puts a cell into the notebook's script (jupyter/session.go).
+
+- mode ``run``: the cell as plain Python: IPython's own transformer
+  (``IPython.core.inputtransformer2``) turns ``%magic``, ``%%cell magic``,
+  ``!shell`` and ``x?`` lines into calls of ``get_ipython()`` when IPython
+  is importable, else such a cell is refused naming the missing package;
+  a last statement that is an expression (and does not end with ``;``)
+  is wrapped in ``__ripple_result__(...)``, which shows its value as the
+  cell's execute_result (jupyter_boot.py). A cell that does not parse
+  answers the SyntaxError as Jupyter shows it.
+- mode ``isComplete``: ``complete``, ``incomplete`` (with the next
+  line's indent) or ``invalid``, by IPython's check when importable, else
+  by ``codeop``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Tuple
+
+from .api import WireObject
+from .wire import InvalidParams
+
+RESULT_HOOK = "__ripple_result__"
+# A line IPython's transformer would change: a magic, a shell escape, help.
+_IPYTHON_SYNTAX = re.compile(r"^\s*(%|!|\?)|\?\s*$", re.MULTILINE)
+
+
+def cell(params: WireObject) -> WireObject:
+    """The method: {code, mode?} -> {source} | {error} | {status, indent}."""
+    code = params.get("code")
+    if type(code) is not str:
+        raise InvalidParams("jupyterCell: code must be a string, got %s" % type(code).__name__)
+    mode = params.get("mode", "run")
+    if mode == "isComplete":
+        status, indent = is_complete(code)
+        return {"status": status, "indent": indent}
+    if mode != "run":
+        raise InvalidParams('jupyterCell: mode must be "run" or "isComplete", got %r' % (mode,))
+    try:
+        source = transform(code)
+    except _NoIPython as e:
+        return {"error": {"ename": "ModuleNotFoundError", "evalue": str(e), "traceback": ["ModuleNotFoundError: " + str(e)]}}
+    try:
+        tree = ast.parse(source, "<cell>")
+    except SyntaxError as e:
+        return {"error": _syntax_error(e)}
+    return {"source": wrap_last_expression(source, tree)}
+
+
+class _NoIPython(Exception):
+    pass
+
+
+def transform(code: str) -> str:
+    """code with IPython's syntax turned into Python (unchanged when it has
+    none)."""
+    if not _IPYTHON_SYNTAX.search(code):
+        return code
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        raise _NoIPython("this cell uses IPython syntax (%magic, !shell or ?help): the kernel's Python needs IPython "
+                         "(Debian: apt install python3-ipython; else pip install ipython)") from None
+    out: str = TransformerManager().transform_cell(code)
+    return out
+
+
+def wrap_last_expression(source: str, tree: ast.Module) -> str:
+    """source with its last statement, when an expression statement not
+    silenced by a trailing ';', wrapped in the result hook."""
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr) or source.rstrip().endswith(";"):
+        return source
+    node = tree.body[-1]
+    end_line = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None:
+        return source
+    lines = source.splitlines(keepends=True)
+    start = _offset(lines, node.lineno, node.col_offset)
+    end = _offset(lines, end_line, end_col)
+    return source[:start] + RESULT_HOOK + "(" + source[start:end] + ")" + source[end:]
+
+
+def _offset(lines: List[str], lineno: int, col: int) -> int:
+    """The str offset of ast's (1-based line, UTF-8 byte column)."""
+    before = sum(len(line) for line in lines[:lineno - 1])
+    return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+
+def _syntax_error(e: SyntaxError) -> WireObject:
+    lines = ['  File "<cell>", line %s' % (e.lineno,)]
+    if e.text:
+        lines.append("    " + e.text.rstrip("\n"))
+        if e.offset:
+            lines.append("    " + " " * (max(e.offset, 1) - 1) + "^")
+    lines.append("%s: %s" % (type(e).__name__, e.msg))
+    return {"ename": type(e).__name__, "evalue": e.msg or str(e), "traceback": lines}
+
+
+def is_complete(code: str) -> Tuple[str, str]:
+    """(status, indent) as is_complete_reply has them."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return _codeop_complete(code)
+    status, indent = TransformerManager().check_complete(code)
+    return status, " " * (indent or 0)
+
+
+def _codeop_complete(code: str) -> Tuple[str, str]:
+    import codeop
+
+    try:
+        compiled: Optional[object] = codeop.compile_command(code, "<cell>", "exec")
+    except (SyntaxError, OverflowError, ValueError):
+        return "invalid", ""
+    last = code.rstrip("\n").split("\n")[-1]
+    indent = len(last) - len(last.lstrip())
+    if compiled is None:
+        if last.rstrip().endswith(":"):
+            indent += 4
+        return "incomplete", " " * indent
+    if indent and not code.endswith("\n"):
+        # A block compiles, but a console's block ends with an empty line
+        # (IPython's rule too): the user may be typing its next line.
+        return "incomplete", " " * indent
+    return "complete", ""

@@ -1,0 +1,86 @@
+"""The kernel method jupyterCell (ripple_kernel/jupyter_cells.py): a
+Jupyter cell as script statements (the last expression shown as the
+execute_result, IPython syntax through IPython's transformer, syntax
+errors as Jupyter shows them) and is_complete."""
+
+import importlib.util
+import sys
+import unittest
+from unittest import mock
+
+from enginetest import engine_module
+
+engine_module()  # installs the package's loader
+from ripple_kernel import jupyter_cells  # noqa: E402
+from ripple_kernel.wire import InvalidParams  # noqa: E402
+
+
+def run(code):
+    return jupyter_cells.cell({"code": code})
+
+
+class Run(unittest.TestCase):
+    def test_last_expression_is_the_result(self):
+        self.assertEqual(run("x = 1\nx + 1")["source"], "x = 1\n__ripple_result__(x + 1)")
+        # Silenced with ';', not an expression, or nothing: unchanged.
+        self.assertEqual(run("x = 1\nx + 1;")["source"], "x = 1\nx + 1;")
+        self.assertEqual(run("y = 2\n")["source"], "y = 2\n")
+        self.assertEqual(run("")["source"], "")
+
+    def test_multiline_and_non_ascii_expression(self):
+        src = "s = 'é'\n(s +\n 'ü')  # comment"
+        self.assertEqual(run(src)["source"], "s = 'é'\n__ripple_result__((s +\n 'ü'))  # comment")
+        self.assertEqual(run("a = 1; 'é' * a")["source"], "a = 1; __ripple_result__('é' * a)")
+
+    def test_syntax_error(self):
+        err = run("def f(:\n  pass")["error"]
+        self.assertEqual(err["ename"], "SyntaxError")
+        self.assertEqual(err["traceback"][0], '  File "<cell>", line 1')
+        self.assertTrue(err["traceback"][-1].startswith("SyntaxError: "))
+
+    @unittest.skipUnless(importlib.util.find_spec("IPython"), "IPython is not installed (Debian's python3-ipython)")
+    def test_ipython_syntax(self):
+        src = run("!echo hi\n%time x = 1\nx")["source"]
+        self.assertIn("get_ipython().system('echo hi')", src)
+        self.assertIn("get_ipython().run_line_magic('time', 'x = 1')", src)
+        self.assertTrue(src.rstrip().endswith("__ripple_result__(x)"))
+
+    def test_ipython_syntax_without_ipython_names_the_package(self):
+        with mock.patch.dict(sys.modules, {"IPython": None, "IPython.core": None,
+                                           "IPython.core.inputtransformer2": None}):
+            err = run("%time 1")["error"]
+        self.assertEqual(err["ename"], "ModuleNotFoundError")
+        self.assertIn("python3-ipython", err["evalue"])
+        # Plain Python does not need IPython.
+        with mock.patch.dict(sys.modules, {"IPython.core.inputtransformer2": None}):
+            self.assertEqual(run("1")["source"], "__ripple_result__(1)")
+
+    def test_bad_params(self):
+        with self.assertRaisesRegex(InvalidParams, "jupyterCell: code must be a string, got int"):
+            jupyter_cells.cell({"code": 1})
+        with self.assertRaisesRegex(InvalidParams, 'jupyterCell: mode must be "run" or "isComplete", got \'x\''):
+            jupyter_cells.cell({"code": "", "mode": "x"})
+
+
+class IsComplete(unittest.TestCase):
+    SAMPLES = [("1", "complete"), ("print('hello')", "complete"), ("def f(x):\n  return x*2\n\n\n", "complete"),
+               ("print('''hello", "incomplete"), ("def f(x):\n  x*2", "incomplete"), ("import = 7q", "invalid")]
+
+    def check(self):
+        for code, want in self.SAMPLES:
+            with self.subTest(code=code):
+                self.assertEqual(jupyter_cells.cell({"code": code, "mode": "isComplete"})["status"], want)
+
+    def test_codeop(self):
+        with mock.patch.dict(sys.modules, {"IPython.core.inputtransformer2": None}):
+            self.check()
+            self.assertEqual(jupyter_cells.cell({"code": "if x:", "mode": "isComplete"}),
+                             {"status": "incomplete", "indent": "    "})
+
+    @unittest.skipUnless(importlib.util.find_spec("IPython"), "IPython is not installed (Debian's python3-ipython)")
+    def test_ipython(self):
+        self.check()
+
+
+if __name__ == "__main__":
+    unittest.main()
