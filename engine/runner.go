@@ -83,6 +83,8 @@ type progressEvent struct {
 	ExpressionID    protocol.ExpressionID       `json:"expressionId"`
 	Data            json.RawMessage             `json:"data"`
 	Message         string                      `json:"message"`
+	// Paths: the files the context's cached values read ("reads", reads.go).
+	Paths []string `json:"paths"`
 }
 
 // execute is the Execute job: run the context's stack on its kernel and
@@ -583,6 +585,8 @@ func (s *runSink) Progress(raw json.RawMessage) {
 				s.stream.flush()
 			}
 		}
+	case "reads":
+		s.e.reads.set(s.id, ev.Paths)
 	case "diagnostic":
 		if ev.Diagnostic != nil {
 			s.stream.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: s.id, Diagnostics: []protocol.Diagnostic{*ev.Diagnostic}})

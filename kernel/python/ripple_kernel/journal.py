@@ -43,8 +43,17 @@ decides the rest as after any edit. A statement is restored only with all
 its local definers. The ids a recompute names lose their entries first.
 
 Writing happens in the kernel's idle time (the kernel calls ``idle`` when no
-request came for IDLE_SECONDS after a result was sent), never on the path
-of a run, one frame per call.
+request came for IDLE_SECONDS after a result was sent), one frame per call,
+and during a long run: when a statement finishes and the run has gone on
+for CHECKPOINT_SECONDS since it started or since the last such write, the
+frame is written as it stands (``finished``), so a crash in the middle of
+a run loses at most the last CHECKPOINT_SECONDS of finished statements. A
+run shorter than that (a keystroke's) is written in idle time only.
+
+What a statement read from outside (reads.py) is part of what is kept:
+the interpreter identity is in the row key, and each record carries the
+files its statement read (path, size, mtime_ns, digest); a record whose
+files changed is not restored (it runs again, and its dependents).
 
 Storage: SQLite through the stdlib (every kernel of a project writes its own
 frames; WAL mode and a busy timeout let them share one file, which a
@@ -68,15 +77,19 @@ releases the GIL and a request is served on the main thread.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import pickle
 import queue
 import signal
 import sqlite3
+import sys
 import threading
 import time
+import types
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from . import reads
 from .effects import object_key
 from .frame import DELETED, Entry, Frame
 from .objects import immutable
@@ -87,7 +100,7 @@ if TYPE_CHECKING:
 
 Bindings = Tuple[Tuple[str, object], ...]
 # A statement's row in a frame's pickle: [content key, expression id,
-# stamp, update, returned, bindings, value, call]. Any: what the file
+# stamp, update, returned, bindings, value, call, reads (reads.Reads)]. Any: what the file
 # holds is the journal's wire, read back as it was written.
 Record = List[Any]
 # A mutation log item in the pickle: (object, creator id, [(mutator id, stamp)]).
@@ -104,6 +117,12 @@ STATEMENT_CAP = 8 << 20
 FRAME_CAP = 64 << 20
 DEFAULT_BUDGET = 1 << 30
 IDLE_SECONDS = 0.15
+# A run's finished statements are written at most this long after they
+# finish (a crash loses at most that), unless pickling the frame took
+# longer: then the next write waits CHECKPOINT_FACTOR times that, so
+# checkpoints cost a run at most about 1/CHECKPOINT_FACTOR of its time.
+CHECKPOINT_SECONDS = 0.1
+CHECKPOINT_FACTOR = 10
 
 
 class _Deleted:
@@ -116,8 +135,34 @@ def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+class _ModuleByName:
+    """Stands for a module a statement binds (``a = side.step(1)`` may
+    mutate ``side``, so its bindings hold the module): a module does not
+    pickle, its name does, and it comes back as the module of that name
+    in the new process (imported there, as the statement's own run would
+    have)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> Tuple[Callable[[str], types.ModuleType], Tuple[str]]:
+        return importlib.import_module, (self.name,)
+
+
+def _out_value(v: object) -> object:
+    if v is DELETED:
+        return _Deleted
+    if type(v) is types.ModuleType:
+        name = getattr(v, "__name__", None)
+        if isinstance(name, str) and sys.modules.get(name) is v:
+            return _ModuleByName(name)
+    return v
+
+
 def _out(bindings: Bindings) -> Bindings:
-    return tuple((n, _Deleted if v is DELETED else v) for n, v in bindings)
+    return tuple((n, _out_value(v)) for n, v in bindings)
 
 
 def _in(bindings: Bindings) -> Bindings:
@@ -237,6 +282,10 @@ class Journal:
         # id(frame) -> frame: frames whose cache changed since written.
         self.pending: Dict[int, Frame] = {}
         self.writer = _Writer(self)
+        # time.monotonic() before which no run writes a checkpoint
+        # (finished): a run shorter than CHECKPOINT_SECONDS (a keystroke's)
+        # is written in idle time only, off its path.
+        self._next_checkpoint = 0.0
 
     # -- the file -------------------------------------------------------------------
 
@@ -327,7 +376,9 @@ class Journal:
             args = hashlib.sha256(pickle.dumps(sorted(params.items()), protocol=4)).hexdigest() if params else ""
         except Exception:
             return None
-        return _hash(FORMAT, plan.module, plan.qualname, args), args
+        # The interpreter and its packages are part of the key: values of
+        # another interpreter are not this one's (reads.identity).
+        return _hash(FORMAT, reads.identity(), plan.module, plan.qualname, args), args
 
     @staticmethod
     def content_keys(runner: Runner, plan: Plan, args: str) -> List[str]:
@@ -418,6 +469,8 @@ class Journal:
             r = by_ck.get(ck)
             if r is None or ps.id in dropped:
                 continue
+            if len(r) > 8 and r[8] and not reads.current(r[8]):
+                continue  # a file it read changed: it runs again (reads.py)
             if any(kind == LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
             call = r[7]
@@ -438,7 +491,8 @@ class Journal:
         cache = frame.cache
         for i in sorted(chosen):
             ps = stmts[i]
-            (_, old_id, old_stamp, update, returned, bindings, value, _), call, pointer = chosen[i]
+            r, call, pointer = chosen[i]
+            _, old_id, old_stamp, update, returned, bindings, value = r[:7]
             stamp = engine.next_stamp()
             old_to_new_id[old_id] = ps.id
             stamp_of[old_id] = (old_stamp, stamp)
@@ -449,6 +503,8 @@ class Journal:
             if pointer is not None:
                 update["methodCall"] = {"methodPointer": pointer}
             cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
+            if len(r) > 8 and r[8]:
+                reads.record(frame, ps.id, stamp, r[8])
         for i in chosen:
             ps = stmts[i]
             cache[ps.id].sig = runner.current_sig(plan, ps, frame)
@@ -478,6 +534,27 @@ class Journal:
     def changed(self, frame: Frame) -> None:
         """The frame's cache changed: write it when the kernel is idle."""
         self.pending[id(frame)] = frame
+
+    def run_started(self) -> None:
+        """A run of a journalled frame starts (finished's clock)."""
+        self._next_checkpoint = time.monotonic() + CHECKPOINT_SECONDS
+
+    def finished(self, frame: Frame, runner_factory: Callable[[], Runner]) -> None:
+        """A statement of the frame finished in a run: write the frame now
+        when the last write is CHECKPOINT_SECONDS old (a crash in the
+        middle of a long run loses at most that; the module doc). The
+        pickle is made here, between statements, where the objects are
+        consistent; the database write is the writer thread's."""
+        now = time.monotonic()
+        if now < self._next_checkpoint:
+            return
+        self._next_checkpoint = now + CHECKPOINT_SECONDS  # also when the write fails
+        try:
+            self.write(runner_factory(), frame)
+        except Exception as exc:  # a value's __reduce__ may raise anything
+            self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
+        took = time.monotonic() - now
+        self._next_checkpoint = max(self._next_checkpoint, now + took * CHECKPOINT_FACTOR)
 
     def idle(self, runner_factory: Callable[[], Runner], arrived: Optional[Callable[[], bool]] = None) -> bool:
         """Write one pending frame; returns whether more are pending. A
@@ -526,7 +603,8 @@ class Journal:
             if big:
                 skip[ps.id] = e.stamp
                 continue
-            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call]
+            rs = reads.of(frame, ps.id, e.stamp)
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call, rs]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
