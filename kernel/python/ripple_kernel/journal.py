@@ -89,7 +89,7 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import reads
+from . import journaldefs, reads
 from .effects import object_key
 from .frame import DELETED, Entry, Frame
 from .objects import immutable
@@ -151,18 +151,20 @@ class _ModuleByName:
         return importlib.import_module, (self.name,)
 
 
-def _out_value(v: object) -> object:
+def _out_value(v: object, ns: Dict[str, object]) -> object:
     if v is DELETED:
         return _Deleted
     if type(v) is types.ModuleType:
         name = getattr(v, "__name__", None)
         if isinstance(name, str) and sys.modules.get(name) is v:
             return _ModuleByName(name)
-    return v
+    return journaldefs.out_value(v, ns)
 
 
-def _out(bindings: Bindings) -> Bindings:
-    return tuple((n, _out_value(v)) for n, v in bindings)
+def _out(bindings: Bindings, ns: Dict[str, object]) -> Bindings:
+    """bindings as the journal writes them; ns: the frame's namespace
+    (journaldefs.py)."""
+    return tuple((n, _out_value(v, ns)) for n, v in bindings)
 
 
 def _in(bindings: Bindings) -> Bindings:
@@ -473,6 +475,9 @@ class Journal:
                 continue  # a file it read changed: it runs again (reads.py)
             if any(kind == LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
+            r = journaldefs.restore(r, ps, frame.namespace, plan.filename)
+            if r is None:
+                continue  # a function of the frame it cannot define again
             call = r[7]
             pointer = None
             if "methodCall" in r[3]:
@@ -604,7 +609,9 @@ class Journal:
                 skip[ps.id] = e.stamp
                 continue
             rs = reads.of(frame, ps.id, e.stamp)
-            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call, rs]
+            ns = frame.namespace
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns), e.value,
+                              journaldefs.out_call(e.call, ns), rs]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
