@@ -4,10 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -147,5 +150,134 @@ func TestServeBinaryJournalInterpreterSwitch(t *testing.T) {
 	p2.wait(t)
 }
 
-var _ = os.ReadFile
-var _ = strings.Contains
+// restartRecompute kills the server (SIGKILL, or SIGINT when clean),
+// starts it again on dir, connects as "ide" and recomputes id: what comes
+// from the journal does not run again.
+func restartRecompute(t *testing.T, p *serveProc, dir string, id protocol.ContextID, clean bool) (*serveProc, *client) {
+	t.Helper()
+	if clean {
+		p.cmd.Process.Signal(syscall.SIGINT)
+	} else {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	p.wait(t)
+	p2 := startServe(t, journalEnv, "--kernels", "1", dir)
+	c2, _ := connect(t, p2.url, "ide")
+	c2.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	return p2, c2
+}
+
+// sideLog is journalSide's ran.log beside the project: one line per run
+// of note.
+func sideLog(t *testing.T, dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "..", "ran.log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A statement calling a function through a module attribute
+// (side.note(...)) is restored after a restart, as a call of the
+// imported name is.
+func TestServeBinaryJournalModuleAttributeCalls(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "side.py", journalSide)
+	body := "import side\n\n\ndef main():\n"
+	for _, s := range []string{"a", "b", "c", "d", "e"} {
+		body += "    " + s + " = side.note(\"" + s + "\")\n"
+	}
+	writeFile(t, dir, "main.py", body)
+	p := startServe(t, journalEnv, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:main")
+	if r.failed != nil || r.updates.Values()["main:main/e"] != "1" {
+		t.Fatalf("first run: failed %+v, values %v", r.failed, r.updates.Values())
+	}
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c.waitRun(id)
+	p2, c2 := restartRecompute(t, p, dir, id, false)
+	if got := c2.runUntil(id, has("main:main/e")); got["main:main/e"] != "1" {
+		t.Errorf("after the restart: values %v", got)
+	}
+	if got := sideLog(t, dir); got != "a\nb\nc\nd\ne\n" {
+		t.Errorf("ran.log after the restart: %q: statements calling side.note ran again", got)
+	}
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	p2.wait(t)
+}
+
+// A script whose statements call functions it defines is restored after
+// a restart: neither the defs' callers nor what they call run again.
+func TestServeBinaryJournalScriptCallingFunctions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "side.py", journalSide)
+	script := "from side import note\n\n\ndef twice(s):\n    return 2 * note(s)\n\n\n"
+	for _, s := range []string{"a", "b", "c", "d", "e"} {
+		script += s + " = twice(\"" + s + "\")\n"
+	}
+	writeFile(t, dir, "main.py", script)
+	p := startServe(t, journalEnv, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:__main__")
+	if r.failed != nil || r.updates.Values()["main:__main__/e"] != "2" {
+		t.Fatalf("first run: failed %+v, values %v", r.failed, r.updates.Values())
+	}
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c.waitRun(id)
+	if os.Getenv("DEBUG26") != "" {
+		exec.Command("cp", "-r", filepath.Join(dir, ".ripple"), "/tmp/26j-dbg").Run()
+	}
+	p2, c2 := restartRecompute(t, p, dir, id, false)
+	if got := c2.runUntil(id, has("main:__main__/e")); got["main:__main__/e"] != "2" {
+		t.Errorf("after the restart: values %v", got)
+	}
+	if got := sideLog(t, dir); got != "a\nb\nc\nd\ne\n" {
+		t.Errorf("ran.log after the restart: %q: the script's statements ran again", got)
+	}
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	p2.wait(t)
+}
+
+// A kill -9 in the middle of a run: the statements that had finished are
+// restored by the restarted server (their side effects are not
+// repeated), the others run.
+func TestServeBinaryJournalKillMidRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "side.py", journalSide+"\n\ndef slow(s):\n    n = note(s)\n    import time\n    time.sleep(0.3)\n    return n\n")
+	body := "from side import slow\n\n\ndef main():\n"
+	for i := 1; i <= 10; i++ {
+		body += "    s" + itoa(i) + " = slow(\"" + itoa(i) + "\")\n"
+	}
+	writeFile(t, dir, "main.py", body)
+	p := startServe(t, nil, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	var res protocol.CreateContextResult
+	c.call(protocol.MethodCreateContext, protocol.CreateContextParams{}, &res)
+	id := res.ContextID
+	c.call(protocol.MethodPush, protocol.PushParams{ContextID: id, StackItem: protocol.NewExplicitCall(protocol.MethodPointer{Module: "main", Name: "main"})}, nil)
+	// Statement 7 started: 1 to 6 finished, 5 more than 0.3 s ago.
+	if !testenv.PollEvery(stepDeadline(t), 5*time.Millisecond, func() bool { return strings.Count(sideLog(t, dir), "\n") >= 7 }) {
+		t.Fatalf("the run did not reach statement 7: ran.log %q", sideLog(t, dir))
+	}
+	p2, c2 := restartRecompute(t, p, dir, id, false)
+	if got := c2.runUntil(id, has("main:main/s10")); got["main:main/s10"] != "2" {
+		t.Errorf("after the restart: values %v", got)
+	}
+	log := strings.Split(sideLog(t, dir), "\n")
+	for i := 1; i <= 5; i++ {
+		if n := slices.Index(log, itoa(i)); n < 0 || slices.Contains(log[n+1:], itoa(i)) {
+			t.Errorf("statement %d finished before the kill and ran again after the restart (ran.log %q)", i, log)
+		}
+	}
+	for i := 7; i <= 10; i++ {
+		if !slices.Contains(log, itoa(i)) {
+			t.Errorf("statement %d did not run after the restart (ran.log %q)", i, log)
+		}
+	}
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	p2.wait(t)
+}

@@ -428,6 +428,14 @@ class Journal:
             return 0
         if row is None:
             return 0
+        # The project modules its statements import, loaded as its run
+        # would load them: their versions are in the keys, and a module not
+        # loaded yet has none (unpickling the values imports them anyway).
+        for ps in plan.stmts:
+            for _, kind, ref in ps.deps:
+                if kind == IMPORT:
+                    for m in ref:  # type: ignore[union-attr]  # an IMPORT dep's ref is module names
+                        runner.engine.modules.ensure(m)
         cks = self.content_keys(runner, plan, fk[1])
         try:
             stored_keys = pickle.loads(row[0])
@@ -475,7 +483,8 @@ class Journal:
                 continue  # a file it read changed: it runs again (reads.py)
             if any(kind == LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
-            r = journaldefs.restore(r, ps, frame.namespace, plan.filename)
+            r = journaldefs.restore(r, ps, frame.namespace, plan.filename,
+                                    plan.module if frame.script_globals is None else "__main__")
             if r is None:
                 continue  # a function of the frame it cannot define again
             call = r[7]

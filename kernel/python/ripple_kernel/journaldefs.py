@@ -73,16 +73,18 @@ def _resolve(v: object, ns: Dict[str, object]) -> object:
     return v
 
 
-def restore(record: List[Any], ps: PlanStmt, ns: Dict[str, object], filename: str) -> Optional[List[Any]]:
+def restore(record: List[Any], ps: PlanStmt, ns: Dict[str, object], filename: str, module: str) -> Optional[List[Any]]:
     """The record with its LocalFunctions resolved, executing ps again
-    when it is the plain ``def`` that made one; None when it cannot be
-    (the statement is left out of the restore)."""
+    when it is the plain ``def`` that made one (its ``__module__``:
+    module, as the namespace's ``__name__`` says in a run); None when it
+    cannot be (the statement is left out of the restore)."""
     bindings, call = record[5], record[7]
     if not any(isinstance(v, LocalFunction) for _, v in bindings) and not (call is not None and isinstance(call[0], LocalFunction)):
         return record
     if isinstance(ps.node, ast.FunctionDef):
         if not _plain_def(ps.node):
             return None
+        ns.setdefault("__name__", module)  # (the run refills the namespace)
         try:
             exec(compile(ast.Module(body=[ps.node], type_ignores=[]), filename, "exec"), ns)
         except Exception:

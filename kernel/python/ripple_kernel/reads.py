@@ -9,7 +9,8 @@ When the statement ends, ``snapshot`` turns the paths into a Reads: for
 each regular file, (absolute path, size, mtime_ns, a blake2b digest of its
 contents when it is at most HASH_LIMIT bytes); a file that did not exist
 is kept with size -1 (it appearing makes the value stale). Left out:
-bytecode caches, and files under the interpreter's prefixes and the other
+bytecode caches, the project's .py files (modules: their versions are in
+the keys already), and files under the interpreter's prefixes and the other
 sys.path entries (the installed packages: the interpreter identity below
 covers them); the project's own modules are imported through the engine's
 loader, which opens no file.
@@ -111,6 +112,7 @@ def snapshot(paths: Sequence[object]) -> Reads:
     seen = set()
     out: List[FileRead] = []
     skip: Optional[Tuple[str, ...]] = None
+    root = os.path.join(os.getcwd(), "")  # the project root (kernel.become_script)
     for p in paths:
         if isinstance(p, int):
             continue  # an open file descriptor: its open was seen before
@@ -121,6 +123,8 @@ def snapshot(paths: Sequence[object]) -> Reads:
         path = os.path.abspath(path)
         if path in seen or "__pycache__" in path or path.endswith(".pyc"):
             continue
+        if path.endswith(".py") and path.startswith(root):
+            continue  # a project module (imported: its version is in the key)
         seen.add(path)
         if skip is None:
             skip = _excluded()
