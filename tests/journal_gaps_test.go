@@ -227,9 +227,6 @@ func TestServeBinaryJournalScriptCallingFunctions(t *testing.T) {
 	}
 	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
 	c.waitRun(id)
-	if os.Getenv("DEBUG26") != "" {
-		exec.Command("cp", "-r", filepath.Join(dir, ".ripple"), "/tmp/26j-dbg").Run()
-	}
 	p2, c2 := restartRecompute(t, p, dir, id, false)
 	if got := c2.runUntil(id, has("main:__main__/e")); got["main:__main__/e"] != "2" {
 		t.Errorf("after the restart: values %v", got)
