@@ -42,9 +42,14 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		if err != nil {
 			continue // empty stack: nothing to show or run
 		}
-		e.resend(rc.ID, top)
+		e.resendAsRun(rc.ID, top)
+		e.replayTo(clientID, rc.ID)
 		if rc.LastResult != nil {
 			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
+		} else if rc.Status == contexts.StatusIdle {
+			// Its last run finished (a restored run may have ended before
+			// the client came back): the client hears so.
+			e.stream(rc.ID).send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: rc.ID, KernelID: rc.KernelSlot})
 		}
 		// A run stopped when the client left is run again; values still
 		// current come from the cache and cost nothing. A context whose

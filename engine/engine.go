@@ -120,7 +120,8 @@ type Engine struct {
 
 	exprIDs exprIDCache // statement ids read from source (exprids.go)
 
-	reads readSets // the files each context's cached values read (reads.go)
+	reads readSets    // the files each context's cached values read (reads.go)
+	kept  keptOutputs // what each context's statements printed (replay.go)
 }
 
 // New returns an engine for cfg.Root. It finds the Python interpreter and

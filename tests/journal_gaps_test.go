@@ -12,6 +12,7 @@ import (
 
 	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/server/servertest"
 )
 
 // Issue 26: nothing the value journal restores is stale, and it has no
@@ -274,6 +275,131 @@ func TestServeBinaryJournalKillMidRun(t *testing.T) {
 		if !slices.Contains(log, itoa(i)) {
 			t.Errorf("statement %d did not run after the restart (ran.log %q)", i, log)
 		}
+	}
+	p2.cmd.Process.Signal(syscall.SIGINT)
+	p2.wait(t)
+}
+
+// printMain prints and displays in statements whose values the journal
+// keeps.
+const printMain = `import ripple
+
+
+def main():
+    x = 6
+    print("x is", x)
+    ripple.display(x * 7)
+    y = x + 1
+`
+
+// replayedOutput returns the text of the output notifications of id marked
+// replayed in ms, and the number of replayed displayData.
+func replayedOutput(t *testing.T, ms []servertest.Message, id protocol.ContextID) (text string, displays int) {
+	t.Helper()
+	for _, m := range ms {
+		switch m.Method {
+		case protocol.NotifyOutput:
+			var p protocol.OutputParams
+			mustDecode(t, m.Params, &p)
+			if p.ContextID == id && p.Replayed {
+				text += p.Text
+			}
+		case protocol.NotifyDisplayData:
+			var p protocol.DisplayDataParams
+			mustDecode(t, m.Params, &p)
+			if p.ContextID == id && p.Replayed {
+				displays++
+			}
+		}
+	}
+	return text, displays
+}
+
+// A second context of the same frame, whose values come from the
+// journal, gets the output that computed them, marked replayed, before
+// its executionComplete; so does a second client subscribing to the first
+// context (a second tab).
+func TestServeBinaryJournalOutputReplaySecondContext(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.py", printMain)
+	p := startServe(t, journalEnv, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:main")
+	if r.failed != nil || !strings.Contains(r.output, "x is 6") {
+		t.Fatalf("first run: failed %+v, output %q", r.failed, r.output)
+	}
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c.waitRun(id)
+
+	id2, r2 := c.newContext("main:main")
+	if v := r2.updates.Values(); r2.failed != nil || v["main:main/y"] != "7" {
+		t.Fatalf("second context: failed %+v, values %v", r2.failed, v)
+	}
+	if got := r2.updates.Computed(); len(got) != 0 {
+		t.Fatalf("second context computed %v, want everything from the journal", got)
+	}
+	text, displays := replayedOutput(t, r2.messages, id2)
+	if text != "x is 6\n" || displays != 1 {
+		t.Errorf("second context: replayed output %q and %d displays, want \"x is 6\\n\" and 1", text, displays)
+	}
+
+	tab, _ := connect(t, p.url, "tab2")
+	tab.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	rt := tab.waitRun(id)
+	text, displays = replayedOutput(t, rt.messages, id)
+	if text != "x is 6\n" || displays != 1 {
+		t.Errorf("second tab: replayed output %q and %d displays, want \"x is 6\\n\" and 1", text, displays)
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	p.wait(t)
+}
+
+// After a restart, a client reconnecting once the restored run finished
+// gets the values (fromCache true only for those the restored run did not
+// compute), the output that computed them (replayed) and the run's
+// executionComplete.
+func TestServeBinaryJournalReconnectAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "main.py", printMain)
+	p := startServe(t, journalEnv, "--kernels", "1", dir)
+	c, _ := connect(t, p.url, "ide")
+	id, r := c.newContext("main:main")
+	if r.failed != nil {
+		t.Fatalf("first run: failed %+v", r.failed)
+	}
+	c.call(protocol.MethodRecompute, protocol.RecomputeParams{ContextID: id}, nil)
+	c.waitRun(id)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+
+	p2 := startServe(t, journalEnv, "--kernels", "1", dir)
+	probe, _ := connect(t, p2.url, "probe")
+	if !testenv.PollEvery(stepDeadline(t), 20*time.Millisecond, func() bool {
+		var st protocol.RuntimeStatusResult
+		probe.call(protocol.MethodRuntimeStatus, nil, &st)
+		placed := false
+		for _, k := range st.Kernels {
+			placed = placed || slices.Contains(k.Contexts, id)
+		}
+		return placed && st.Queue.Pending == 0 && st.Queue.Running == 0
+	}) {
+		t.Fatal("the restored run did not finish")
+	}
+	c2, _ := connect(t, p2.url, "ide")
+	r2 := c2.waitRun(id) // (before issue 26: no executionComplete came)
+	if v := r2.updates.Values(); v["main:main/y"] != "7" {
+		t.Errorf("reconnected: values %v", v)
+	}
+	for _, u := range r2.updates {
+		if u.Payload.Type == protocol.PayloadValue && !u.FromCache {
+			t.Errorf("reconnected: %s fromCache false: the restored run took it from the journal", u.ExpressionID)
+		}
+	}
+	text, displays := replayedOutput(t, r2.messages, id)
+	if text != "x is 6\n" || displays != 1 {
+		t.Errorf("reconnected: replayed output %q and %d displays, want \"x is 6\\n\" and 1", text, displays)
 	}
 	p2.cmd.Process.Signal(syscall.SIGINT)
 	p2.wait(t)

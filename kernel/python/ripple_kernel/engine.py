@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import analysis, display, effects, instrument, journal, modules, reads, values
+from . import analysis, display, effects, instrument, journal, keptoutput, modules, reads, values
 from .api import KernelAPI, WireObject
 from .calls import Calls
 from .frame import Frame
@@ -121,6 +121,12 @@ class Engine:
         # written soon: Journal.finished).
         self.frame: Optional[Frame] = None
         self.frame_journalled = False
+        # The output of the statement running now, kept with its value
+        # (PROTOCOL.md 8.3, keptoutput.py).
+        self.collector = keptoutput.Collector()
+        tee = getattr(kernel, "tee_output", None)
+        if tee is not None:
+            tee(self.collector.chunk)
         # Context id -> the files its cached statements read, as last
         # reported to the Go side (the "reads" progress event).
         self.reported_reads: Dict[str, List[str]] = {}
@@ -188,14 +194,17 @@ class Engine:
         guard = effects.GUARD
         if expression_id is not None:
             guard.reads = []  # the files it opens for reading, from here on
+            self.collector.start(expression_id)
             return
         paths, guard.reads = guard.reads, None
+        items = self.collector.take()
         frame = self.frame
         if finished is None or frame is None or paths is None:
             return
         entry = frame.cache.get(finished)
         if entry is not None:
             reads.record(frame, finished, entry.stamp, reads.snapshot(paths) if paths else ())
+            keptoutput.record(frame, finished, entry.stamp, items)
         if self.frame_journalled and self.journal is not None:
             self.journal.finished(frame, self._journal_runner)
 
@@ -211,6 +220,7 @@ class Engine:
         if error is not None:
             raise ValueError("display: " + error)
         self.kernel.flush_output()
+        self.collector.display(self.expression, data, keptoutput.size_of(data))
         self.kernel.emit_progress({"type": "displayData", "expressionId": self.expression, "data": data})
 
     def defer_teardown(self, stage: str, fn: Callable[[], object]) -> None:
@@ -320,6 +330,7 @@ class Engine:
                     wanted.add(vis["expressionId"])
         runner = Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once, req.hold)
         journalled = self.journal is not None and not req.run_once
+        restored: Dict[str, int] = {}  # id -> stamp of the top frame's entries the journal restored
         if journalled:
             assert self.journal is not None
             self.journal.run_started()
@@ -341,6 +352,8 @@ class Engine:
                     frame.journal_checked = True
                     plan = runner.plan_for(frame, rec, qualname)
                     self.journal.restore(runner, frame, plan, req.invalidate if top else None)
+                    if top:
+                        restored = {k: e.stamp for k, e in frame.cache.items()}
                 self.frame, self.frame_journalled = frame, depth == 0 and journalled
                 runner.run(frame, depth, rec, qualname, top, wanted if top else None,
                            req.visualizations if top else None)
@@ -351,8 +364,31 @@ class Engine:
             if journalled and ctx.frames and ctx.frames[0].last_rerun:
                 assert self.journal is not None
                 self.journal.changed(ctx.frames[0])
+            if restored:
+                self._replay(ctx.frames[-1], restored)
             self._report_reads(ctx)
         return {"status": "complete"}
+
+    def _replay(self, frame: Frame, restored: Dict[str, int]) -> None:
+        """Send the kept output of the statements the journal restored in
+        this request and the run did not run again, in statement order, as
+        one "replay" event (PROTOCOL.md 8.3): the clients did not see it."""
+        plan = frame.plan
+        if plan is None:
+            return
+        out: List[WireObject] = []
+        for ps in plan.stmts:
+            stamp = restored.get(ps.id)
+            e = frame.cache.get(ps.id)
+            if stamp is None or e is None or e.stamp != stamp:
+                continue
+            for kind, value in keptoutput.of(frame, ps.id, stamp):
+                if kind == "display":
+                    out.append({"expressionId": ps.id, "data": value})
+                else:
+                    out.append({"expressionId": ps.id, "stream": kind, "text": value})
+        if out:
+            self.kernel.emit_progress({"type": "replay", "items": out})
 
     def _report_reads(self, ctx: Context) -> None:
         """Tell the Go side which files the context's cached values read,

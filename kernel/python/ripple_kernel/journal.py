@@ -77,19 +77,16 @@ releases the GIL and a request is served on the main thread.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import pickle
 import queue
 import signal
 import sqlite3
-import sys
 import threading
 import time
-import types
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import journaldefs, reads
+from . import journaldefs, keptoutput, reads
 from .effects import object_key
 from .frame import DELETED, Entry, Frame
 from .objects import immutable
@@ -100,7 +97,8 @@ if TYPE_CHECKING:
 
 Bindings = Tuple[Tuple[str, object], ...]
 # A statement's row in a frame's pickle: [content key, expression id,
-# stamp, update, returned, bindings, value, call, reads (reads.Reads)]. Any: what the file
+# stamp, update, returned, bindings, value, call, reads (reads.Reads),
+# output (keptoutput.Items)]. Any: what the file
 # holds is the journal's wire, read back as it was written.
 Record = List[Any]
 # A mutation log item in the pickle: (object, creator id, [(mutator id, stamp)]).
@@ -135,30 +133,8 @@ def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-class _ModuleByName:
-    """Stands for a module a statement binds (``a = side.step(1)`` may
-    mutate ``side``, so its bindings hold the module): a module does not
-    pickle, its name does, and it comes back as the module of that name
-    in the new process (imported there, as the statement's own run would
-    have)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __reduce__(self) -> Tuple[Callable[[str], types.ModuleType], Tuple[str]]:
-        return importlib.import_module, (self.name,)
-
-
 def _out_value(v: object, ns: Dict[str, object]) -> object:
-    if v is DELETED:
-        return _Deleted
-    if type(v) is types.ModuleType:
-        name = getattr(v, "__name__", None)
-        if isinstance(name, str) and sys.modules.get(name) is v:
-            return _ModuleByName(name)
-    return journaldefs.out_value(v, ns)
+    return _Deleted if v is DELETED else journaldefs.out_value(v, ns)
 
 
 def _out(bindings: Bindings, ns: Dict[str, object]) -> Bindings:
@@ -519,6 +495,8 @@ class Journal:
             cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
             if len(r) > 8 and r[8]:
                 reads.record(frame, ps.id, stamp, r[8])
+            if len(r) > 9 and r[9]:
+                keptoutput.record(frame, ps.id, stamp, r[9])
         for i in chosen:
             ps = stmts[i]
             cache[ps.id].sig = runner.current_sig(plan, ps, frame)
@@ -611,16 +589,17 @@ class Journal:
                 continue
             if e.sig != runner.current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
-            big = _too_big(e.value)
+            big = journaldefs.too_big(e.value, STATEMENT_CAP)
             for _, v in e.bindings:
-                big = big or _too_big(v)
+                big = big or journaldefs.too_big(v, STATEMENT_CAP)
             if big:
                 skip[ps.id] = e.stamp
                 continue
             rs = reads.of(frame, ps.id, e.stamp)
+            printed = keptoutput.of(frame, ps.id, e.stamp)
             ns = frame.namespace
             records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns), e.value,
-                              journaldefs.out_call(e.call, ns), rs]
+                              journaldefs.out_call(e.call, ns), rs, printed]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
@@ -701,21 +680,3 @@ class Journal:
         except Exception:
             return None, None
         return (blob, records) if len(blob) <= FRAME_CAP else (None, None)
-
-
-_SCALARS = frozenset([int, float, bool, complex, type(None)])
-_SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
-
-
-def _too_big(value: object) -> bool:
-    """Whether a value is plainly larger than STATEMENT_CAP, told without
-    pickling it: an array's nbytes, a long sequence or mapping."""
-    t = type(value)
-    if t in _SCALARS:
-        return False
-    if t in _SIZED:
-        return len(value) > STATEMENT_CAP // 8  # type: ignore[arg-type]  # one of _SIZED
-    if getattr(t, "nbytes", None) is None:
-        return False
-    nbytes = getattr(value, "nbytes", None)
-    return isinstance(nbytes, int) and nbytes > STATEMENT_CAP

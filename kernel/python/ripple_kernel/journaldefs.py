@@ -1,6 +1,12 @@
-"""Functions a frame's own statements defined, in the value journal
-(journal.py; issue 26: scripts that call their functions were run again
-after every restart).
+"""Values the value journal (journal.py) writes in a form of its own, and
+its size check (too_big).
+
+Modules: a statement that binds one (``a = side.step(1)`` may mutate
+``side``, so its bindings hold the module; issue 26) has it written by
+name (ModuleByName) and gets the module of that name back.
+
+Functions a frame's own statements defined (issue 26: scripts that call
+their functions were run again after every restart):
 
 A ``def`` in a script's top level, or inside the body of a function ripple
 runs, makes a function whose ``__globals__`` is the frame's namespace
@@ -23,8 +29,10 @@ what calls it run again), as are classes.
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
 import types
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from .frame import Call
@@ -44,9 +52,15 @@ class LocalFunction:
 
 
 def out_value(v: object, ns: Dict[str, object]) -> object:
-    """v, or its LocalFunction when the frame's statements defined it."""
-    if type(v) is types.FunctionType and v.__globals__ is ns:
-        return LocalFunction(v.__name__)
+    """v as the journal writes it: a LocalFunction for a function the
+    frame's statements defined, a ModuleByName for a module."""
+    t = type(v)
+    if t is types.FunctionType and v.__globals__ is ns:  # type: ignore[attr-defined]  # a function
+        return LocalFunction(v.__name__)  # type: ignore[attr-defined]  # a function
+    if t is types.ModuleType:
+        name = getattr(v, "__name__", None)
+        if isinstance(name, str) and sys.modules.get(name) is v:
+            return ModuleByName(name)
     return v
 
 
@@ -97,3 +111,37 @@ def restore(record: List[Any], ps: PlanStmt, ns: Dict[str, object], filename: st
     except KeyError:
         return None
     return out
+
+
+class ModuleByName:
+    """Stands for a module a statement binds (``a = side.step(1)`` may
+    mutate ``side``, so its bindings hold the module): a module does not
+    pickle, its name does, and it comes back as the module of that name
+    in the new process (imported there, as the statement's own run would
+    have)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> Tuple[Callable[[str], types.ModuleType], Tuple[str]]:
+        return importlib.import_module, (self.name,)
+
+
+_SCALARS = frozenset([int, float, bool, complex, type(None)])
+_SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
+
+
+def too_big(value: object, cap: int) -> bool:
+    """Whether a value is plainly larger than cap, told without
+    pickling it: an array's nbytes, a long sequence or mapping."""
+    t = type(value)
+    if t in _SCALARS:
+        return False
+    if t in _SIZED:
+        return len(value) > cap // 8  # type: ignore[arg-type]  # one of _SIZED
+    if getattr(t, "nbytes", None) is None:
+        return False
+    nbytes = getattr(value, "nbytes", None)
+    return isinstance(nbytes, int) and nbytes > cap
