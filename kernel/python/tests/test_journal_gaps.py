@@ -112,6 +112,22 @@ class JournalGapsTest(unittest.TestCase):
             f.write("b")
         self.assertEqual(s.run().computed(), ["main:main/x"])
 
+    def test_displays_kept_and_replayed(self):
+        # (The stub kernel has no output frames: displays only here; the
+        # binary tests cover printed text.)
+        main = "import ripple\n\n\ndef main():\n    x = 6\n    ripple.display(x * 7)\n    y = x + 1\n"
+        r = self.session({"main": main}).run()
+        self.assertEqual([e for e in r.events if e.get("type") == "replay"], [])
+        r = self.session({"main": main}).run()
+        self.assertEqual(r.computed(), [])
+        replays = [e["items"] for e in r.events if e.get("type") == "replay"]
+        self.assertEqual(len(replays), 1)
+        self.assertEqual([(i["expressionId"], i["data"]["text/plain"]) for i in replays[0]], [("main:main/#1", "42")])
+        # A run that computes it again sends it live, not replayed.
+        r = self.sessions[0].run(invalidate=["main:main/#1"])
+        self.assertEqual([e for e in r.events if e.get("type") == "replay"], [])
+        self.assertEqual([e["data"]["text/plain"] for e in r.events if e.get("type") == "displayData"], ["42"])
+
     def test_checkpoint_during_a_long_run(self):
         # A kernel killed right after a long run, before its idle time
         # (no flush), keeps what the run wrote between its statements.
