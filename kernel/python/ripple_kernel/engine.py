@@ -349,9 +349,16 @@ class Engine:
                     # A frame new to this kernel: its cache from the journal;
                     # a recompute's ids are left out.
                     assert self.journal is not None
-                    frame.journal_checked = True
                     plan = runner.plan_for(frame, rec, qualname)
-                    self.journal.restore(runner, frame, plan, req.invalidate if top else None)
+                    try:
+                        self.journal.restore(runner, frame, plan, req.invalidate if top else None)
+                    except BaseException:
+                        # Interrupted (a restore imports modules: user code):
+                        # the next run asks the journal again, from nothing.
+                        frame.cache.clear()
+                        frame.mutlog.clear()
+                        raise
+                    frame.journal_checked = True
                     if top:
                         restored = {k: e.stamp for k, e in frame.cache.items()}
                 self.frame, self.frame_journalled = frame, depth == 0 and journalled
