@@ -118,9 +118,10 @@ IDLE_SECONDS = 0.15
 # A run's finished statements are written at most this long after they
 # finish (a crash loses at most that), unless pickling the frame took
 # longer: then the next write waits CHECKPOINT_FACTOR times that, so
-# checkpoints cost a run at most about 1/CHECKPOINT_FACTOR of its time.
+# checkpoints cost a run at most about 1/CHECKPOINT_FACTOR of its time
+# (bench/durable/statements.py measures it).
 CHECKPOINT_SECONDS = 0.1
-CHECKPOINT_FACTOR = 10
+CHECKPOINT_FACTOR = 20
 
 
 class _Deleted:
@@ -583,6 +584,7 @@ class Journal:
         for k in [k for k, stamp in skip.items() if k not in frame.cache or frame.cache[k].stamp != stamp]:
             del skip[k]
         records: Dict[str, Record] = {}
+        read_table, kept_table = reads.table(frame), keptoutput.table(frame)
         for ps, ck in zip(plan.stmts, cks):
             e = frame.cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites or ps.id in skip:
@@ -595,8 +597,8 @@ class Journal:
             if big:
                 skip[ps.id] = e.stamp
                 continue
-            rs = reads.of(frame, ps.id, e.stamp)
-            printed = keptoutput.of(frame, ps.id, e.stamp)
+            rs = reads.of_table(read_table, ps.id, e.stamp)
+            printed = keptoutput.of_table(kept_table, ps.id, e.stamp)
             ns = frame.namespace
             records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns), e.value,
                               journaldefs.out_call(e.call, ns), rs, printed]

@@ -105,13 +105,22 @@ def record(frame: Frame, expression_id: str, stamp: int, items: Items) -> None:
         table.pop(expression_id, None)
 
 
-def of(frame: Frame, expression_id: str, stamp: int) -> Items:
-    """The items of the frame's entry (expression_id, stamp); () if none."""
-    table = _TABLE.get(frame)
+def table(frame: Frame) -> Optional[Dict[str, Tuple[int, Items]]]:
+    """The frame's table, for of_table (one lookup for many entries)."""
+    return _TABLE.get(frame)
+
+
+def of_table(table: Optional[Dict[str, Tuple[int, Items]]], expression_id: str, stamp: int) -> Items:
+    """The items of an entry (expression_id, stamp) in a frame's table; () if none."""
     got = table.get(expression_id) if table is not None else None
     if got is None or got[0] != stamp:
         return ()
     return got[1]
+
+
+def of(frame: Frame, expression_id: str, stamp: int) -> Items:
+    """The items of the frame's entry (expression_id, stamp); () if none."""
+    return of_table(_TABLE.get(frame), expression_id, stamp)
 
 
 def size_of(data: object) -> int:
