@@ -72,6 +72,11 @@ func (k *keptOutputs) add(id protocol.ContextID, expr protocol.ExpressionID, it 
 	c := k.context(id)
 	n := len(it.Text) + len(it.Data)
 	if c.size[expr]+n > keptOutputCap {
+		if c.size[expr] <= keptOutputCap {
+			// Once: what a client replays says that it is cut.
+			c.size[expr] = keptOutputCap + 1
+			c.items[expr] = append(c.items[expr], keptItem{Stream: protocol.Stderr, Text: []byte("\n[ripple: output beyond 1 MiB not kept]\n")})
+		}
 		return
 	}
 	c.size[expr] += n
