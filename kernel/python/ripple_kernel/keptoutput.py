@@ -20,9 +20,10 @@ in statement order (Engine._replay).
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Dict, List, MutableMapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, MutableMapping, Optional, Tuple
 
 if TYPE_CHECKING:
     from .frame import Frame
@@ -45,6 +46,15 @@ class Collector:
         self.items: List[Item] = []  # guarded by lock
         self.size = 0  # guarded by lock: bytes in items
         self.cut = 0  # guarded by lock: bytes dropped beyond CAP
+        # A child that user code forks has the pump thread's lock as it was
+        # at the fork (perhaps held): it starts with a new one, collecting nothing.
+        # (Weakly: a registration cannot be undone, engines of tests come and go.)
+        forked = weakref.WeakMethod(self._forked)
+        os.register_at_fork(after_in_child=lambda: _call(forked()))
+
+    def _forked(self) -> None:
+        self.lock = threading.Lock()
+        self.expression, self.items, self.size, self.cut = None, [], 0, 0
 
     def start(self, expression_id: str) -> None:
         with self.lock:
@@ -90,6 +100,11 @@ class Collector:
         with self.lock:
             if self._room(size):
                 self.items.append(("display", data))
+
+
+def _call(fn: Optional[Callable[[], None]]) -> None:
+    if fn is not None:
+        fn()
 
 
 def record(frame: Frame, expression_id: str, stamp: int, items: Items) -> None:
