@@ -130,9 +130,15 @@ class JournalGapsTest(unittest.TestCase):
 
     def test_checkpoint_during_a_long_run(self):
         # A kernel killed right after a long run, before its idle time
-        # (no flush), keeps what the run wrote between its statements.
-        main = ("import time\nimport side\n\n\ndef main():\n    a = side.step(1)\n    t = time.sleep(0.3)\n"
-                "    b = side.step(2)\n    u = time.sleep(0.3)\n")
+        # (no flush), keeps what the run wrote between its statements
+        # (here after every statement: no timing in the test).
+        from ripple_kernel import journal
+
+        saved = journal.CHECKPOINT_SECONDS, journal.CHECKPOINT_FACTOR
+        journal.CHECKPOINT_SECONDS, journal.CHECKPOINT_FACTOR = 0.0, 0
+        self.addCleanup(setattr, journal, "CHECKPOINT_SECONDS", saved[0])
+        self.addCleanup(setattr, journal, "CHECKPOINT_FACTOR", saved[1])
+        main = "import side\n\n\ndef main():\n    a = side.step(1)\n    b = side.step(2)\n"
         self.session({"main": main, "side": SIDE}).run()
         s = self.sessions[0]
         s.engine.journal.flush()  # the writer thread's queue, not the idle write
