@@ -12,10 +12,14 @@ import (
 )
 
 // Connect registers a client (session/initProtocolConnection). A client
-// that reconnects with the same id within the grace period gets its
-// contexts back and receives the current state of each: every latest value
-// of the top frame, fromCache true. A second connection with an id that is
-// connected replaces the first as the receiver of notifications.
+// that reconnects with the same id within the grace period (or to a
+// restarted server) gets its contexts back and receives the current state
+// of each: every latest value of the top frame as its last run reported it
+// (fromCache true only for values that run did not compute, PROTOCOL.md
+// 8.4), the output that computed them if it has not seen it (replayed,
+// 8.3), and the end of that run (executionComplete or executionFailed). A
+// second connection with an id that is connected replaces the first as the
+// receiver of notifications.
 func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protocol.InitProtocolConnectionResult, error) {
 	if err := e.checkRunning(); err != nil {
 		return protocol.InitProtocolConnectionResult{}, err
