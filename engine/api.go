@@ -876,6 +876,8 @@ func (e *Engine) subscribe(clientID string, id protocol.ContextID) {
 		return
 	}
 	if e.clients.connected(clientID) {
-		_ = e.store.AddOwner(id, clientID)
+		if e.store.AddOwner(id, clientID) == nil {
+			e.replayTo(clientID, id) // a second tab: what the statements printed (replay.go)
+		}
 	}
 }

@@ -55,8 +55,9 @@ func TestReconnectWithinGraceGetsContextsBack(t *testing.T) {
 	us := updatesOf(notes, id)
 	got := map[string]string{}
 	for _, u := range us {
-		if !u.FromCache {
-			t.Errorf("%s resent with fromCache false", u.ExpressionID)
+		if u.FromCache {
+			// As the last run reported it (PROTOCOL.md 8.4): the edit's run computed it.
+			t.Errorf("%s resent with fromCache true", u.ExpressionID)
 		}
 		got[string(u.ExpressionID)] = u.Payload.Preview
 	}

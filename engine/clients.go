@@ -12,10 +12,14 @@ import (
 )
 
 // Connect registers a client (session/initProtocolConnection). A client
-// that reconnects with the same id within the grace period gets its
-// contexts back and receives the current state of each: every latest value
-// of the top frame, fromCache true. A second connection with an id that is
-// connected replaces the first as the receiver of notifications.
+// that reconnects with the same id within the grace period (or to a
+// restarted server) gets its contexts back and receives the current state
+// of each: every latest value of the top frame as its last run reported it
+// (fromCache true only for values that run did not compute, PROTOCOL.md
+// 8.4), the output that computed them if it has not seen it (replayed,
+// 8.3), and the end of that run (executionComplete or executionFailed). A
+// second connection with an id that is connected replaces the first as the
+// receiver of notifications.
 func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protocol.InitProtocolConnectionResult, error) {
 	if err := e.checkRunning(); err != nil {
 		return protocol.InitProtocolConnectionResult{}, err
@@ -43,9 +47,14 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		if err != nil {
 			continue // empty stack: nothing to show or run
 		}
-		e.resend(rc.ID, top)
+		e.resendAsRun(rc.ID, top)
+		e.replayTo(clientID, rc.ID)
 		if rc.LastResult != nil {
 			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
+		} else if rc.Status == contexts.StatusIdle {
+			// Its last run finished (a restored run may have ended before
+			// the client came back): the client hears so.
+			e.stream(rc.ID).send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: rc.ID, KernelID: rc.KernelSlot})
 		}
 		// A run stopped when the client left is run again; values still
 		// current come from the cache and cost nothing. A context whose

@@ -119,6 +119,9 @@ type Engine struct {
 	afterEnqueue atomic.Pointer[func()]
 
 	exprIDs exprIDCache // statement ids read from source (exprids.go)
+
+	reads readSets    // the files each context's cached values read (reads.go)
+	kept  keptOutputs // what each context's statements printed (replay.go)
 }
 
 // New returns an engine for cfg.Root. It finds the Python interpreter and

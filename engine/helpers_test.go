@@ -95,6 +95,9 @@ type runResult struct {
 	updates protocoltest.Updates // in arrival order
 	failed  *protocol.ExecutionResult
 	output  string
+	// replayed is the output sent again for values the run did not
+	// compute (PROTOCOL.md 8.3), not part of output.
+	replayed string
 }
 
 // isEnd matches the end of a run of context id.
@@ -147,7 +150,9 @@ func (r *recorder) waitRun(t testing.TB, from int, id protocol.ContextID) *runRe
 				rr.failed = &res
 			}
 		case protocol.OutputParams:
-			if p.ContextID == id {
+			if p.ContextID == id && p.Replayed {
+				rr.replayed += p.Text
+			} else if p.ContextID == id {
 				rr.output += p.Text
 			}
 		}

@@ -115,6 +115,8 @@ func TestJournalRestoresAfterServerRestart(t *testing.T) {
 	if run.output != "" {
 		t.Errorf("restored run printed %q: its prints repeated", run.output)
 	}
+	// What printed them comes with the restored values (PROTOCOL.md 8.3).
+	expect(t, "restored run's replayed output", run.replayed, "one\ntwo 2\n")
 	expect(t, "computed after the restart", run.updates.Computed(), unpicklable)
 	for _, u := range run.updates {
 		if u.Payload.Type == protocol.PayloadValue && !slices.Contains(unpicklable, string(u.ExpressionID)) && !u.FromCache {
@@ -178,7 +180,7 @@ func TestJournalRestoresAfterKernelCrash(t *testing.T) {
 				run.updates = append(run.updates, p.Updates...)
 			}
 		case protocol.OutputParams:
-			if p.ContextID == id {
+			if p.ContextID == id && !p.Replayed {
 				run.output += p.Text
 			}
 		}

@@ -83,6 +83,10 @@ type progressEvent struct {
 	ExpressionID    protocol.ExpressionID       `json:"expressionId"`
 	Data            json.RawMessage             `json:"data"`
 	Message         string                      `json:"message"`
+	// Paths: the files the context's cached values read ("reads", reads.go).
+	Paths []string `json:"paths"`
+	// Items: the output of statements restored from the journal ("replay", replay.go).
+	Items []replayItem `json:"items"`
 }
 
 // execute is the Execute job: run the context's stack on its kernel and
@@ -208,6 +212,7 @@ func (e *Engine) beginRun(ctx context.Context, r *execRun) {
 	r.jobID, _ = queue.JobID(ctx)
 	r.stream = e.stream(r.id)
 	r.stream.beginRun()
+	e.outputShown(r.id)
 }
 
 // endRun is beginRun's counterpart, whatever the run's end: the run's
@@ -543,6 +548,7 @@ func (s *runSink) Output(stream kernel.Stream, data []byte) {
 		out = protocol.Stderr
 	}
 	s.stream.output(s.slot, out, data, s.expr)
+	s.e.kept.add(s.id, s.expr, keptItem{Stream: out, Text: data})
 }
 
 // LateOutput takes what a thread the run started wrote after the run
@@ -565,6 +571,7 @@ func (s *runSink) Progress(raw json.RawMessage) {
 	case "output":
 		s.expr = ev.ExpressionID
 	case "displayData":
+		s.e.kept.add(s.id, ev.ExpressionID, keptItem{Data: slices.Clone(ev.Data)})
 		s.stream.send(protocol.NotifyDisplayData, protocol.DisplayDataParams{
 			ContextID: s.id, KernelID: s.slot, ExpressionID: ev.ExpressionID, Data: slices.Clone(ev.Data),
 		})
@@ -576,6 +583,7 @@ func (s *runSink) Progress(raw json.RawMessage) {
 			return // the frame was popped meanwhile: stale
 		}
 		if ev.Depth == len(s.stack)-1 {
+			s.e.kept.started(s.id, ev.Updates)
 			s.stream.updates(s.slot, ev.Updates)
 			if allPending(ev.Updates) {
 				// The Pending of a run's start go out at once, so a client
@@ -583,6 +591,10 @@ func (s *runSink) Progress(raw json.RawMessage) {
 				s.stream.flush()
 			}
 		}
+	case "reads":
+		s.e.reads.set(s.id, ev.Paths)
+	case "replay":
+		s.replayed(ev.Items)
 	case "diagnostic":
 		if ev.Diagnostic != nil {
 			s.stream.send(protocol.NotifyExecutionStatus, protocol.ExecutionStatusParams{ContextID: s.id, Diagnostics: []protocol.Diagnostic{*ev.Diagnostic}})

@@ -53,6 +53,8 @@ func (e *Engine) dropStream(id protocol.ContextID) {
 	s := e.streams[id]
 	delete(e.streams, id)
 	e.streamsMu.Unlock()
+	e.kept.forget(id) // (replay.go, reads.go)
+	e.reads.set(id, nil)
 	if s != nil {
 		s.close()
 	}

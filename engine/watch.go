@@ -22,6 +22,7 @@ func (e *Engine) consumeBatches(batches <-chan workspace.Batch) {
 		for _, c := range b.Conflicts {
 			e.notifyClients(clientIDs(c.Clients), protocol.NotifyFileModifiedOnDisk, protocol.FileModifiedOnDiskParams{Path: protocol.Path(c.Path)})
 		}
+		e.readFilesChanged(b.Changes)
 		if len(b.Modules) == 0 {
 			continue
 		}

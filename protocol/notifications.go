@@ -90,6 +90,9 @@ type OutputParams struct {
 	// ExpressionID is the statement that was running when the text was
 	// written (PROTOCOL.md 7.3); empty outside statements.
 	ExpressionID ExpressionID `json:"expressionId,omitempty"`
+	// Replayed: output a statement wrote when it computed its value, sent
+	// again to a client that did not see it (PROTOCOL.md 8.3).
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // DisplayDataParams: executionContext/displayData (PROTOCOL.md 7.2), sent
@@ -103,6 +106,8 @@ type DisplayDataParams struct {
 	ExpressionID ExpressionID `json:"expressionId,omitempty"`
 	// Data is the mime bundle {"text/plain": ..., "image/png": base64, ...}.
 	Data json.RawMessage `json:"data"`
+	// Replayed: as OutputParams.Replayed.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // VisualizationContext names the visualization a visualizationUpdate is for.

@@ -23,7 +23,9 @@ Effects (held in hold mode, recorded always), the events of EVENTS:
   opening a browser (webbrowser.open), and socket.connect / sendto /
   sendmsg to an IPv4 or IPv6 address that is not loopback (AF_UNIX and
   other families are local: allowed).
-Not effects: reads (open for reading, os.open O_RDONLY), Python's bytecode
+Not effects: reads (open for reading, os.open O_RDONLY; the paths open()
+reads are collected in GUARD.reads for reads.py, which keys values by the
+files they read), Python's bytecode
 caches (a path with a ``__pycache__`` component, or under
 sys.pycache_prefix), /dev/null, a file
 descriptor already open, and anything the kernel itself does: the hook
@@ -100,12 +102,15 @@ class Guard:
     and held after it; it clears them before. Everything else is the
     hook's: the kernel's main thread writes mode, any thread may append."""
 
-    __slots__ = ("mode", "effects", "held", "roots", "project", "dirs", "main", "busy", "installed")
+    __slots__ = ("mode", "effects", "held", "reads", "roots", "project", "dirs", "main", "busy", "installed")
 
     def __init__(self) -> None:
         self.mode = OFF
         self.effects: Optional[List[str]] = None  # the running statement's effects, as calls
         self.held: Optional[Held] = None  # the first effect it was refused
+        # The paths the running statement opened for reading (reads.py),
+        # None when nobody collects them; the engine sets and takes it.
+        self.reads: Optional[List[object]] = None
         self.roots: Tuple[str, ...] = ()  # realpaths where files may change (refresh_roots)
         # The project root's realpath ("" unknown): its files are the
         # user's even when it lies in the temp or cache dir (a project in
@@ -443,6 +448,11 @@ def install() -> Guard:
                 # thousands), is decided here: it costs a few lookups.
                 try:
                     if not args[2] & write_flags and args[1] in read_modes:
+                        reads = guard.reads
+                        if reads is not None and args[1] is not None:
+                            # open()'s, not os.open's (a directory walk's): reads.py
+                            # looks at it when the statement ends.
+                            reads.append(args[0])
                         return
                 except TypeError:
                     pass

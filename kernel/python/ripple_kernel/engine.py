@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import analysis, display, effects, instrument, journal, modules, values
+from . import analysis, display, effects, instrument, journal, keptoutput, modules, reads, values
 from .api import KernelAPI, WireObject
 from .calls import Calls
 from .frame import Frame
@@ -136,6 +136,20 @@ class Engine:
         self.contexts: Dict[str, Context] = {}
         self._stamps = itertools.count(1)
         self.expression: Optional[str] = None  # the statement running now (set_expression)
+        # The frame whose statements run now (reads.py keeps what they
+        # read), and whether it is journalled (its finished statements are
+        # written soon: Journal.finished).
+        self.frame: Optional[Frame] = None
+        self.frame_journalled = False
+        # The output of the statement running now, kept with its value
+        # (PROTOCOL.md 8.3, keptoutput.py).
+        self.collector = keptoutput.Collector()
+        tee = getattr(kernel, "tee_output", None)
+        if tee is not None:
+            tee(self.collector.chunk)
+        # Context id -> the files its cached statements read, as last
+        # reported to the Go side (the "reads" progress event).
+        self.reported_reads: Dict[str, List[str]] = {}
         # The value journal, when the server gave it a file (RIPPLE_VALUES_DB).
         self.journal: Optional[journal.Journal] = journal.from_env(getattr(kernel, "log", None) or _no_log)
         self.calls = Calls(kernel, self.modules, self.diagnostics, self.next_stamp)
@@ -195,8 +209,24 @@ class Engine:
     def set_expression(self, expression_id: Optional[str]) -> None:
         """The statement that runs from now on (None: none): its output
         and displays are attributed to it (PROTOCOL.md 7.2, 7.3)."""
-        self.expression = expression_id
+        finished, self.expression = self.expression, expression_id
         self.kernel.set_expression(expression_id)
+        guard = effects.GUARD
+        if expression_id is not None:
+            guard.reads = []  # the files it opens for reading, from here on
+            self.collector.start(expression_id)
+            return
+        paths, guard.reads = guard.reads, None
+        items = self.collector.take()
+        frame = self.frame
+        if finished is None or frame is None or paths is None:
+            return
+        entry = frame.cache.get(finished)
+        if entry is not None:
+            reads.record(frame, finished, entry.stamp, reads.snapshot(paths) if paths else ())
+            keptoutput.record(frame, finished, entry.stamp, items)
+        if self.frame_journalled and self.journal is not None:
+            self.journal.finished(frame, self._journal_runner)
 
     def display(self, *objs: object, mimes: Optional[Sequence[str]] = None) -> None:
         """executionContext/displayData of each object, attributed to the
@@ -210,6 +240,7 @@ class Engine:
         if error is not None:
             raise ValueError("display: " + error)
         self.kernel.flush_output()
+        self.collector.display(self.expression, data, keptoutput.size_of(data))
         self.kernel.emit_progress({"type": "displayData", "expressionId": self.expression, "data": data})
 
     def defer_teardown(self, stage: str, fn: Callable[[], object]) -> None:
@@ -236,6 +267,7 @@ class Engine:
             ctx = self.contexts.get(context_id)
             if ctx is not None and (generation is None or ctx.generation == generation):
                 del self.contexts[context_id]
+                self.reported_reads.pop(context_id, None)
 
     def status(self, params: object = None) -> WireObject:
         return {"modules": self.modules.status(), "contexts": sorted(self.contexts)}
@@ -301,6 +333,11 @@ class Engine:
             elif req.invalidate:
                 for expression_id in req.invalidate:
                     top.cache.pop(expression_id, None)
+        # A value whose files changed on disk is not used (reads.py): it
+        # runs again, and its dependents with it.
+        for frame in ctx.frames:
+            for expression_id in reads.stale(frame):
+                frame.cache.pop(expression_id, None)
         return ctx, keys
 
     def _execute(self, req: ExecuteRequest) -> WireObject:
@@ -313,6 +350,10 @@ class Engine:
                     wanted.add(vis["expressionId"])
         runner = Runner(self, self.kernel.emit_progress, req.stop_at_skip, req.run_once, req.hold)
         journalled = self.journal is not None and not req.run_once
+        restored: Dict[str, int] = {}  # id -> stamp of the top frame's entries the journal restored
+        if journalled:
+            assert self.journal is not None
+            self.journal.run_started()
         try:
             for depth, item in enumerate(req.stack):
                 if depth == len(ctx.frames):
@@ -328,18 +369,63 @@ class Engine:
                     # A frame new to this kernel: its cache from the journal;
                     # a recompute's ids are left out.
                     assert self.journal is not None
-                    frame.journal_checked = True
                     plan = runner.plan_for(frame, rec, qualname)
-                    self.journal.restore(runner, frame, plan, req.invalidate if top else None)
+                    try:
+                        self.journal.restore(runner, frame, plan, req.invalidate if top else None)
+                    except BaseException:
+                        # Interrupted (a restore imports modules: user code):
+                        # the next run asks the journal again, from nothing.
+                        frame.cache.clear()
+                        frame.mutlog.clear()
+                        raise
+                    frame.journal_checked = True
+                    if top:
+                        restored = {k: e.stamp for k, e in frame.cache.items()}
+                self.frame, self.frame_journalled = frame, depth == 0 and journalled
                 runner.run(frame, depth, rec, qualname, top, wanted if top else None,
                            req.visualizations if top else None)
         except Failure as failure:
             return failure.result()
         finally:
+            self.frame, self.frame_journalled = None, False
             if journalled and ctx.frames and ctx.frames[0].last_rerun:
                 assert self.journal is not None
                 self.journal.changed(ctx.frames[0])
+            if restored:
+                self._replay(ctx.frames[-1], restored)
+            self._report_reads(ctx)
         return {"status": "complete"}
+
+    def _replay(self, frame: Frame, restored: Dict[str, int]) -> None:
+        """Send the kept output of the statements the journal restored in
+        this request and the run did not run again, in statement order, as
+        one "replay" event (PROTOCOL.md 8.3): the clients did not see it."""
+        plan = frame.plan
+        if plan is None:
+            return
+        out: List[WireObject] = []
+        for ps in plan.stmts:
+            stamp = restored.get(ps.id)
+            e = frame.cache.get(ps.id)
+            if stamp is None or e is None or e.stamp != stamp:
+                continue
+            for kind, value in keptoutput.of(frame, ps.id, stamp):
+                if kind == "display":
+                    out.append({"expressionId": ps.id, "data": value})
+                else:
+                    out.append({"expressionId": ps.id, "stream": kind, "text": value})
+        if out:
+            self.kernel.emit_progress({"type": "replay", "items": out})
+
+    def _report_reads(self, ctx: Context) -> None:
+        """Tell the Go side which files the context's cached values read,
+        when that changed (a "reads" progress event): a change of one of
+        them on disk runs the context again (kernel/PROTOCOL.md)."""
+        files = sorted({p for frame in ctx.frames for p in reads.paths(frame)})
+        if self.reported_reads.get(ctx.id, []) == files:
+            return
+        self.reported_reads[ctx.id] = files
+        self.kernel.emit_progress({"type": "reads", "paths": files})
 
 
 def _no_log(*args: object) -> None:

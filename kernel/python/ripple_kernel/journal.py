@@ -43,8 +43,17 @@ decides the rest as after any edit. A statement is restored only with all
 its local definers. The ids a recompute names lose their entries first.
 
 Writing happens in the kernel's idle time (the kernel calls ``idle`` when no
-request came for IDLE_SECONDS after a result was sent), never on the path
-of a run, one frame per call.
+request came for IDLE_SECONDS after a result was sent), one frame per call,
+and during a long run: when a statement finishes and the run has gone on
+for CHECKPOINT_SECONDS since it started or since the last such write, the
+frame is written as it stands (``finished``), so a crash in the middle of
+a run loses at most the last CHECKPOINT_SECONDS of finished statements. A
+run shorter than that (a keystroke's) is written in idle time only.
+
+What a statement read from outside (reads.py) is part of what is kept:
+the interpreter identity is in the row key, and each record carries the
+files its statement read (path, size, mtime_ns, digest); a record whose
+files changed is not restored (it runs again, and its dependents).
 
 Storage: SQLite through the stdlib (every kernel of a project writes its own
 frames; WAL mode and a busy timeout let them share one file, which a
@@ -77,6 +86,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from . import journaldefs, keptoutput, reads
 from .effects import object_key
 from .frame import DELETED, Entry, Frame
 from .objects import immutable
@@ -87,7 +97,8 @@ if TYPE_CHECKING:
 
 Bindings = Tuple[Tuple[str, object], ...]
 # A statement's row in a frame's pickle: [content key, expression id,
-# stamp, update, returned, bindings, value, call]. Any: what the file
+# stamp, update, returned, bindings, value, call, reads (reads.Reads),
+# output (keptoutput.Items)]. Any: what the file
 # holds is the journal's wire, read back as it was written.
 Record = List[Any]
 # A mutation log item in the pickle: (object, creator id, [(mutator id, stamp)]).
@@ -104,6 +115,13 @@ STATEMENT_CAP = 8 << 20
 FRAME_CAP = 64 << 20
 DEFAULT_BUDGET = 1 << 30
 IDLE_SECONDS = 0.15
+# A run's finished statements are written at most this long after they
+# finish (a crash loses at most that), unless pickling the frame took
+# longer: then the next write waits CHECKPOINT_FACTOR times that, so
+# checkpoints cost a run at most about 1/CHECKPOINT_FACTOR of its time
+# (bench/durable/statements.py measures it).
+CHECKPOINT_SECONDS = 0.1
+CHECKPOINT_FACTOR = 20
 
 
 class _Deleted:
@@ -116,8 +134,14 @@ def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _out(bindings: Bindings) -> Bindings:
-    return tuple((n, _Deleted if v is DELETED else v) for n, v in bindings)
+def _out_value(v: object, ns: Dict[str, object]) -> object:
+    return _Deleted if v is DELETED else journaldefs.out_value(v, ns)
+
+
+def _out(bindings: Bindings, ns: Dict[str, object]) -> Bindings:
+    """bindings as the journal writes them; ns: the frame's namespace
+    (journaldefs.py)."""
+    return tuple((n, _out_value(v, ns)) for n, v in bindings)
 
 
 def _in(bindings: Bindings) -> Bindings:
@@ -237,6 +261,10 @@ class Journal:
         # id(frame) -> frame: frames whose cache changed since written.
         self.pending: Dict[int, Frame] = {}
         self.writer = _Writer(self)
+        # time.monotonic() before which no run writes a checkpoint
+        # (finished): a run shorter than CHECKPOINT_SECONDS (a keystroke's)
+        # is written in idle time only, off its path.
+        self._next_checkpoint = 0.0
 
     # -- the file -------------------------------------------------------------------
 
@@ -327,7 +355,9 @@ class Journal:
             args = hashlib.sha256(pickle.dumps(sorted(params.items()), protocol=4)).hexdigest() if params else ""
         except Exception:
             return None
-        return _hash(FORMAT, plan.module, plan.qualname, args), args
+        # The interpreter and its packages are part of the key: values of
+        # another interpreter are not this one's (reads.identity).
+        return _hash(FORMAT, reads.identity(), plan.module, plan.qualname, args), args
 
     @staticmethod
     def content_keys(runner: Runner, plan: Plan, args: str) -> List[str]:
@@ -375,6 +405,14 @@ class Journal:
             return 0
         if row is None:
             return 0
+        # The project modules its statements import, loaded as its run
+        # would load them: their versions are in the keys, and a module not
+        # loaded yet has none (unpickling the values imports them anyway).
+        for ps in plan.stmts:
+            for _, kind, ref in ps.deps:
+                if kind == IMPORT:
+                    for m in ref:  # type: ignore[union-attr]  # an IMPORT dep's ref is module names
+                        runner.engine.modules.ensure(m)
         cks = self.content_keys(runner, plan, fk[1])
         try:
             stored_keys = pickle.loads(row[0])
@@ -418,8 +456,14 @@ class Journal:
             r = by_ck.get(ck)
             if r is None or ps.id in dropped:
                 continue
+            if len(r) > 8 and r[8] and not reads.current(r[8]):
+                continue  # a file it read changed: it runs again (reads.py)
             if any(kind == LOCAL and ref not in chosen for _, kind, ref in ps.deps):
                 continue
+            r = journaldefs.restore(r, ps, frame.namespace, plan.filename,
+                                    plan.module if frame.script_globals is None else "__main__")
+            if r is None:
+                continue  # a function of the frame it cannot define again
             call = r[7]
             pointer = None
             if "methodCall" in r[3]:
@@ -438,7 +482,8 @@ class Journal:
         cache = frame.cache
         for i in sorted(chosen):
             ps = stmts[i]
-            (_, old_id, old_stamp, update, returned, bindings, value, _), call, pointer = chosen[i]
+            r, call, pointer = chosen[i]
+            _, old_id, old_stamp, update, returned, bindings, value = r[:7]
             stamp = engine.next_stamp()
             old_to_new_id[old_id] = ps.id
             stamp_of[old_id] = (old_stamp, stamp)
@@ -449,6 +494,10 @@ class Journal:
             if pointer is not None:
                 update["methodCall"] = {"methodPointer": pointer}
             cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
+            if len(r) > 8 and r[8]:
+                reads.record(frame, ps.id, stamp, r[8])
+            if len(r) > 9 and r[9]:
+                keptoutput.record(frame, ps.id, stamp, r[9])
         for i in chosen:
             ps = stmts[i]
             cache[ps.id].sig = runner.current_sig(plan, ps, frame)
@@ -478,6 +527,27 @@ class Journal:
     def changed(self, frame: Frame) -> None:
         """The frame's cache changed: write it when the kernel is idle."""
         self.pending[id(frame)] = frame
+
+    def run_started(self) -> None:
+        """A run of a journalled frame starts (finished's clock)."""
+        self._next_checkpoint = time.monotonic() + CHECKPOINT_SECONDS
+
+    def finished(self, frame: Frame, runner_factory: Callable[[], Runner]) -> None:
+        """A statement of the frame finished in a run: write the frame now
+        when the last write is CHECKPOINT_SECONDS old (a crash in the
+        middle of a long run loses at most that; the module doc). The
+        pickle is made here, between statements, where the objects are
+        consistent; the database write is the writer thread's."""
+        now = time.monotonic()
+        if now < self._next_checkpoint:
+            return
+        self._next_checkpoint = now + CHECKPOINT_SECONDS  # also when the write fails
+        try:
+            self.write(runner_factory(), frame)
+        except Exception as exc:  # a value's __reduce__ may raise anything
+            self.log("value journal: frame not written: %s: %s" % (type(exc).__name__, exc))
+        took = time.monotonic() - now
+        self._next_checkpoint = max(self._next_checkpoint, now + took * CHECKPOINT_FACTOR)
 
     def idle(self, runner_factory: Callable[[], Runner], arrived: Optional[Callable[[], bool]] = None) -> bool:
         """Write one pending frame; returns whether more are pending. A
@@ -514,19 +584,24 @@ class Journal:
         for k in [k for k, stamp in skip.items() if k not in frame.cache or frame.cache[k].stamp != stamp]:
             del skip[k]
         records: Dict[str, Record] = {}
+        read_table, kept_table = reads.table(frame), keptoutput.table(frame)
         for ps, ck in zip(plan.stmts, cks):
             e = frame.cache.get(ps.id)
             if e is None or e.key != ps.info.key or e.dep_names != ps.dep_names or e.gwrites or ps.id in skip:
                 continue
             if e.sig != runner.current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
-            big = _too_big(e.value)
+            big = journaldefs.too_big(e.value, STATEMENT_CAP)
             for _, v in e.bindings:
-                big = big or _too_big(v)
+                big = big or journaldefs.too_big(v, STATEMENT_CAP)
             if big:
                 skip[ps.id] = e.stamp
                 continue
-            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings), e.value, e.call]
+            rs = reads.of_table(read_table, ps.id, e.stamp)
+            printed = keptoutput.of_table(kept_table, ps.id, e.stamp)
+            ns = frame.namespace
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns), e.value,
+                              journaldefs.out_call(e.call, ns), rs, printed]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
@@ -607,21 +682,3 @@ class Journal:
         except Exception:
             return None, None
         return (blob, records) if len(blob) <= FRAME_CAP else (None, None)
-
-
-_SCALARS = frozenset([int, float, bool, complex, type(None)])
-_SIZED = frozenset([list, tuple, dict, set, frozenset, str, bytes, bytearray])
-
-
-def _too_big(value: object) -> bool:
-    """Whether a value is plainly larger than STATEMENT_CAP, told without
-    pickling it: an array's nbytes, a long sequence or mapping."""
-    t = type(value)
-    if t in _SCALARS:
-        return False
-    if t in _SIZED:
-        return len(value) > STATEMENT_CAP // 8  # type: ignore[arg-type]  # one of _SIZED
-    if getattr(t, "nbytes", None) is None:
-        return False
-    nbytes = getattr(value, "nbytes", None)
-    return isinstance(nbytes, int) and nbytes > STATEMENT_CAP

@@ -31,6 +31,7 @@ from .wire import (
     PROTOCOL_VERSION,
     InvalidParams,
     MethodNotFound,
+    Payload,
     ProtocolError,
     capped,
     describe,
@@ -111,6 +112,22 @@ class Kernel:
         arrived() tells work that one did (it should stop soon). The
         engine's value journal is written there, off the path of a run."""
         self.idle = (has_work, work, seconds)
+
+    def tee_output(self, fn: Callable[[bytes, Optional[str], Payload], object]) -> None:
+        """Call fn(kind, expression, data) for each output frame (kind b"out"
+        or b"err") before it is sent, with the statement it is attributed
+        to: the engine keeps a statement's output with its value
+        (keptoutput.py). fn runs under the connection's send lock, on the
+        pump thread or the main thread: it must be quick."""
+        output, state = self.output, self.state
+        send = output.send_frame
+
+        def send_frame(kind: bytes, rid: int, payload: Payload) -> None:
+            if kind == b"out" or kind == b"err":
+                fn(kind, state.expression, payload)
+            send(kind, rid, payload)
+
+        output.send_frame = send_frame  # type: ignore[assignment]  # the tee, on this instance only
 
     def log(self, message: str) -> None:
         """A line in the kernel's log (not the output of any request)."""
