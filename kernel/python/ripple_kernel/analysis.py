@@ -50,12 +50,12 @@ class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
     __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports",
-                 "maybe", "later_writes")
+                 "maybe", "later_writes", "later_globals")
 
     def __init__(self, uses: FrozenSet[str], binds: FrozenSet[str], defines: FrozenSet[str], mutates: FrozenSet[str],
                  lazy: FrozenSet[str], compound: bool, returns: bool, yields: bool, label: Optional[str], key: str,
                  imports: Tuple[Import, ...] = (), maybe: FrozenSet[Maybe] = frozenset(),
-                 later_writes: FrozenSet[str] = frozenset()) -> None:
+                 later_writes: FrozenSet[str] = frozenset(), later_globals: FrozenSet[str] = frozenset()) -> None:
         self.uses = uses
         self.binds = binds  # names actually bound (assigned, imported, deleted...)
         self.defines = defines  # binds + mutates
@@ -74,16 +74,24 @@ class StmtInfo:
         # a call; the callee's name as its second item, or None), MAYBE_METHOD
         # (the receiver of a method call; the method's name), MAYBE_CALLEE
         # (a called name: a closure's or generator's state), MAYBE_ITER
-        # (iterated or unpacked: an iterator is consumed). The run decides
+        # (iterated or unpacked: an iterator is consumed), MAYBE_SUBSCRIPT
+        # (subscripted: a __getitem__ in Python is a call). The run decides
         # from the values at hand whether one can have an effect (Runner).
         self.maybe = maybe
         # Names nested functions of the statement rebind in the frame when
         # they are called later (`nonlocal n`): a statement calling one
         # binds them.
         self.later_writes = later_writes
+        # Module globals nested functions of the statement rebind when they
+        # are called later (`global x`): in a script the module's globals
+        # are the frame's names, so a statement calling one binds them.
+        self.later_globals = later_globals
 
 
 MAYBE_ARG, MAYBE_METHOD, MAYBE_CALLEE, MAYBE_ITER = "arg", "method", "callee", "iter"
+# Subscripted (`c[0]`): a __getitem__ written in Python is a call, and may
+# mutate its object (a cache, a counter); objects.inert decides.
+MAYBE_SUBSCRIPT = "subscript"
 
 
 class Analyzer:
@@ -131,6 +139,7 @@ def analyze(node: ast.AST) -> StmtInfo:
         imports=tuple(scan.imports),
         maybe=frozenset(m for m in scan.maybe if m[0] in uses),
         later_writes=frozenset(scan.later_writes),
+        later_globals=frozenset(scan.later_globals),
     )
 
 
@@ -270,6 +279,7 @@ class _Scan:
         self.imports: List[Import] = []
         self.maybe: Set[Maybe] = set()
         self.later_writes: Set[str] = set()
+        self.later_globals: Set[str] = set()
 
     def _runs_now(self) -> bool:
         """Whether code at this point runs while the statement runs (not in
@@ -405,6 +415,8 @@ class _Scan:
 
     def s_Global(self, node: ast.Global) -> None:
         self.scope.declared.update(node.names)
+        if not self._runs_now():
+            self.later_globals.update(node.names)
 
     def s_Nonlocal(self, node: ast.Nonlocal) -> None:
         self.scope.declared.update(node.names)
@@ -536,6 +548,8 @@ class _Scan:
 
     def e_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, ast.Load):
+            if isinstance(node.value, ast.Name):
+                self._maybe(node.value, (MAYBE_SUBSCRIPT, None))
             self.expr(node.value)
             self.expr(node.slice)
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
+from .analysis import MAYBE_SUBSCRIPT
 from .frame import DELETED, Frame
 from .plan import GLOBAL, Plan, PlanStmt
 
@@ -31,7 +32,7 @@ def reads_state(plan: Plan, ps: PlanStmt) -> bool:
     """Whether the statement may read module state: it calls something or
     reads a module global (a name the body never binds, also when an
     earlier statement is taken to mutate it: `helpers.h0(a)`)."""
-    if ps.info.maybe:
+    if any(reason[0] != MAYBE_SUBSCRIPT for _, reason in ps.info.maybe):
         return True
     bound = plan.bound
     return any(kind == GLOBAL or name not in bound for name, kind, _ in ps.deps)

@@ -26,7 +26,7 @@ from typing import (TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Op
 
 from . import analysis
 from .instrument import future_flags
-from .labelling import number_labels
+from .labelling import SCRIPT as SCRIPT_QUALNAME, number_labels
 
 if TYPE_CHECKING:
     from .api import WireObject
@@ -221,6 +221,9 @@ def _link(plan: Plan, source: Source, body: Sequence[ast.stmt], texts: List[str]
     users: Dict[str, List[int]] = {}
     definers: Dict[str, List[int]] = {}
     rdeps: List[List[int]] = [[] for _ in body]
+    # A script's globals are its frame's names (scriptplan): `global x` in
+    # a function it defines rebinds one of them, like `nonlocal x`.
+    script = plan.qualname == SCRIPT_QUALNAME
     for i, node in enumerate(body):
         info = infos[i]
         ps = PlanStmt(i, ids[i], node, texts[i], info, source.node_range(node))
@@ -235,6 +238,8 @@ def _link(plan: Plan, source: Source, body: Sequence[ast.stmt], texts: List[str]
             rdeps[j].append(i)
         carried.append(frozenset(carry) if carry else frozenset())
         wr = set(info.later_writes)
+        if script:
+            wr |= info.later_globals
         for j in ps.local_deps:
             wr |= writes[j]
         writes.append(frozenset(wr) if wr else frozenset())
@@ -365,6 +370,7 @@ def _reanalyse(analyzer: analysis.Analyzer, source: Source, previous: Plan, node
         or info.label != was.label
         or info.lazy != was.lazy
         or info.later_writes
+        or info.later_globals
         or info.yields
     ):
         return None

@@ -28,7 +28,7 @@ from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
 from .plan import Plan, PlanStmt, build_plan, declared, find_function
 from .rerun import Rerun, RerunPlanner, Versions, layout
-from .scriptplan import SCRIPT, build_script_plan
+from .scriptplan import SCRIPT, add_import_deps, build_script_plan
 from .statement import RETURNED, FrameRun, Hooks, RunSettings, StatementRunner, update_of
 from .visualize import Visualizer
 
@@ -125,6 +125,7 @@ class Runner:
             raise Failure("failure", "%s:%s is a coroutine function; ripple runs plain functions" % (rec.name, qualname))
         reuse = plan if plan is not None and plan.module == rec.name else None
         plan = build_plan(self.analyzer, src, rec.name, qualname, func, reuse)
+        add_import_deps(plan, rec, self.modules, reuse)
         # A plan derived from frame.plan (which passed this check) can only
         # differ in its changed statements (and _update_plan refuses yields).
         for ps in plan.stmts if plan.changed is None else [plan.stmts[k] for k in plan.changed]:
