@@ -197,6 +197,7 @@ class StatementRunner:
             _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
         state = snapshot(watched) if watched else None
+        body = self.state.body_state(ps, ns) if self.state is not None else None
         gwrites: Tuple[Tuple[str, str], ...] = ()
         before = _declared_values(fr)
         size = len(ns)
@@ -224,8 +225,11 @@ class StatementRunner:
                     if not self.run_once:
                         log_mutations(frame, mutated, ps.id, stamp)
                     _write_globals(fr, ps.text, size, before)
-                    if state is not None:
-                        gwrites = _note_writer(frame, ps, state_writes(frame, watched, state))
+                    if state is not None or body is not None:
+                        writes = state_writes(frame, watched, state) if state is not None else ()
+                        if body is not None:
+                            writes += body.writes(frame)
+                        gwrites = _note_writer(frame, ps, writes)
                 elapsed = time.perf_counter_ns() - started
                 if ps.deps and ps.deps[-1][1] == IMPORT:
                     # The versions of the modules it has just imported

@@ -118,6 +118,36 @@ class ScriptGlobals(Differential):
         self.assertEqual(s.view()["main:__main__/r"], "42")
 
 
+SET_Y = "import helpers\n\n\ndef main():\n    helpers.y = 8\n    x = helpers.y + 1\n"
+LOG = "import helpers\n\n\ndef main():\n    helpers.LOG.append(1)\n    n = len(helpers.LOG)\n"
+FROM_LOG = "from helpers import LOG\n\n\ndef main():\n    LOG.append(1)\n    n = len(LOG)\n"
+
+
+class BodyModuleState(Differential):
+    def test_deleting_the_assignment_of_a_module_global(self):
+        files = {"helpers": "y = 7\n", "main": SET_Y}
+        self.check_steps([(files, None), ({"main": SET_Y.replace("    helpers.y = 8\n", "")}, None)])
+
+    def test_assignment_with_the_import_in_the_body(self):
+        body = SET_Y.replace("import helpers\n\n\ndef main():\n", "def main():\n    import helpers\n")
+        files = {"helpers": "y = 7\n", "main": body}
+        self.check_steps([(files, None), ({"main": body.replace("    helpers.y = 8\n", "")}, None),
+                          ({"main": body}, None), ({}, "all")])
+
+    def test_recompute_all_of_an_append_to_module_state(self):
+        self.check_steps([({"helpers": "LOG = []\n", "main": LOG}, None), ({}, "all"), ({}, "all")])
+
+    def test_editing_after_an_append_to_module_state(self):
+        steps = [({"helpers": "LOG = []\n", "main": LOG}, None),
+                 ({"main": LOG.replace("append(1)", "append(2)")}, None),
+                 ({"main": LOG.replace("    helpers.LOG.append(1)\n", "")}, None)]
+        self.check_steps(steps)
+
+    def test_append_to_an_imported_container(self):
+        self.check_steps([({"helpers": "LOG = []\n", "main": FROM_LOG}, None), ({}, "all"),
+                          ({"main": FROM_LOG.replace("append(1)", "append(3)")}, None)])
+
+
 COUNTING = ("class C:\n    def __init__(self):\n        self.n = 0\n\n"
             "    def __getitem__(self, i):\n        self.n += 1\n        return self.n + i\n")
 GETS = "from helpers import C\n\n\ndef main():\n    c = C()\n    a = c[0]\n    b = c.n\n"
