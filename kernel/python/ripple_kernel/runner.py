@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, O
 from .frame import DELETED, NOT_REACHED, PENDING, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
-from .plan import Plan, PlanStmt, build_plan, declared, find_function
+from .plan import Plan, PlanStmt, build_plan, declared, find_function, scope_error
 from .rerun import Rerun, RerunPlanner, Versions, layout
 from .scriptplan import SCRIPT, add_import_deps, build_script_plan
 from .statement import RETURNED, FrameRun, Hooks, RunSettings, StatementRunner, update_of
@@ -135,6 +135,10 @@ class Runner:
                     "%s:%s is a generator or uses await (line %d); ripple runs plain functions"
                     % (rec.name, qualname, ps.node.lineno),
                 )
+        error = scope_error(plan, func, src.filename)
+        if error is not None:
+            diag = self.engine.diagnostics.for_syntax_error(error, rec.path)
+            raise Failure("compileError", "module %s failed to compile: %s" % (rec.name, diag.get("message", "")), diag)
         frame.plan = plan
         return plan
 

@@ -148,6 +148,48 @@ class BodyModuleState(Differential):
                           ({"main": FROM_LOG.replace("append(1)", "append(3)")}, None)])
 
 
+LONG = "".join("    a%d = %d\n" % (i, i) for i in range(70))  # past lazydefs.LAZY_MIN: compiled lazily
+
+
+class CompileTimeErrors(EngineTestCase):
+    """Errors Python's compiler raises for a function are compile errors
+    of its module in ripple too, also in a function compiled lazily."""
+
+    def assert_compile_error(self, source, message, args=()):
+        s = self.session({"main": source})
+        run = s.run(main_stack(args=list(args)))
+        self.assertEqual(run.result["status"], "failed", run.result)
+        self.assertEqual(run.result["result"]["kind"], "compileError")
+        self.assertIn(message, run.result["result"]["message"])
+        self.assertEqual(run.updates(), [])
+        try:
+            compile(source, "main.py", "exec")
+        except SyntaxError as exc:
+            self.assertIn(message, str(exc))
+        else:
+            self.fail("Python compiles %r" % source)
+
+    def test_nonlocal_of_a_parameter(self):
+        self.assert_compile_error("def main(x):\n" + LONG + "    nonlocal x\n    y = x\n", "parameter and nonlocal", ["1"])
+
+    def test_nonlocal_of_a_nested_functions_parameter(self):
+        self.assert_compile_error("def main():\n" + LONG + "    def f(v):\n        nonlocal v\n    y = 2\n",
+                                  "parameter and nonlocal")
+
+    def test_nonlocal_without_a_binding(self):
+        self.assert_compile_error("def main():\n" + LONG + "    def f():\n        nonlocal zz\n    y = 2\n",
+                                  "no binding for nonlocal 'zz'")
+
+    def test_break_outside_a_loop(self):
+        self.assert_compile_error("def main():\n" + LONG + "    break\n", "'break' outside loop")
+
+    def test_nonlocal_of_a_frame_name_still_runs(self):
+        source = "def main():\n" + LONG + "    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n    inc()\n    y = n\n"
+        s = self.session({"main": source})
+        self.assertEqual(s.run().result, {"status": "complete"})
+        self.assertEqual(s.view()["main:main/y"], "1")
+
+
 COUNTING = ("class C:\n    def __init__(self):\n        self.n = 0\n\n"
             "    def __getitem__(self, i):\n        self.n += 1\n        return self.n + i\n")
 GETS = "from helpers import C\n\n\ndef main():\n    c = C()\n    a = c[0]\n    b = c.n\n"
