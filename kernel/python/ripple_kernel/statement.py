@@ -11,8 +11,10 @@ executes code: helpers here run once per statement, never per name.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import time
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
@@ -21,6 +23,7 @@ from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
+from .labelling import SCRIPT
 from .plan import GLOBAL, IMPORT, Plan, PlanStmt, declared
 
 if TYPE_CHECKING:
@@ -204,6 +207,7 @@ class StatementRunner:
         started = time.perf_counter_ns()
         guard = self.guard
         guard.effects = guard.held = None  # what this statement does, from here on
+        code: Optional[types.CodeType] = None
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
@@ -241,7 +245,7 @@ class StatementRunner:
             raise
         except BaseException as exc:  # a Panic of this statement, unless it was held
             if guard.held is None:
-                return self._panicked(fr, ps, exc, time.perf_counter_ns() - started)
+                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), time.perf_counter_ns() - started)
         if guard.held is not None:  # held, also when its code caught the refusal
             return self._held(fr, ps, guard.held)
         if guard.effects:
@@ -474,3 +478,37 @@ def forget_broken_imports() -> List[str]:
     for name in broken:
         modules.pop(name, None)
     return broken
+
+
+# What a function's read of a local it has not bound yet raises (3.11 changed the words).
+_UNBOUND = ("cannot access local variable '%s' where it is not associated with a value"
+            if sys.version_info >= (3, 11) else "local variable '%s' referenced before assignment")
+_NOT_DEFINED = re.compile(r"name '([^']+)' is not defined")
+
+
+def as_unbound_local(exc: BaseException, plan: Plan, code: Optional[types.CodeType]) -> BaseException:
+    """exc as a real call of the function raises it: the statements run at
+    the top of a namespace, where reading a frame local not bound yet is a
+    NameError; in the function (a name it binds somewhere, not declared
+    global) it is an UnboundLocalError. Only a read by the statement's own
+    code (not by a function it calls); a script's top level keeps the
+    NameError, as Python's module level does."""
+    if type(exc) is not NameError or code is None or plan.qualname == SCRIPT:
+        return exc
+    tb = exc.__traceback__
+    if tb is None:
+        return exc
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb.tb_frame.f_code is not code:
+        return exc
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        match = _NOT_DEFINED.match(str(exc))
+        name = match.group(1) if match else None
+    if name is None or (name not in plan.bound and name not in plan.params) or name in declared(plan):
+        return exc
+    unbound = UnboundLocalError(_UNBOUND % name).with_traceback(exc.__traceback__)
+    unbound.__context__ = exc.__context__
+    unbound.__suppress_context__ = exc.__suppress_context__
+    return unbound

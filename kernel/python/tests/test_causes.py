@@ -190,6 +190,48 @@ class CompileTimeErrors(EngineTestCase):
         self.assertEqual(s.view()["main:main/y"], "1")
 
 
+def python_call(source):
+    """repr of main's `r`, or "EXC type message", from a real call of
+    main() in a fresh interpreter (the oracle of a first run)."""
+    import subprocess
+    import sys
+    program = ("import sys\nns = {}\nexec(compile(sys.stdin.read(), 'main.py', 'exec'), ns)\n"
+               "try:\n    print(repr(ns['main']()))\nexcept Exception as e:\n    print('EXC', type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", program], input=source + "    return r\n", capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+class FirstRunIsARealCall(EngineTestCase):
+    """A first run reports what a real call of the function computes."""
+
+    SHAPES = [
+        # nonlocal of a frame name from a function nested in a nested one
+        "    v = 2\n    def outer():\n        def f():\n            nonlocal v\n            v += 1\n        f()\n"
+        "        return v\n    r = outer()\n",
+        # nonlocal naming a nested function's name and a frame name at once
+        "    v = 2\n    def outer():\n        u = 1\n        def f():\n            nonlocal u, v\n            u += v\n"
+        "        f()\n        return u\n    r = outer()\n",
+        # a comprehension in a class body over a frame local
+        "    v = 2\n    class C:\n        ys = [v * i for i in range(3)]\n    r = C.ys\n",
+        # a frame local read before it is bound: UnboundLocalError
+        "    a = 1\n    r = b + a\n    b = 2\n",
+    ]
+
+    def test_shapes(self):
+        for body in self.SHAPES:
+            source = "def main():\n" + body
+            with self.subTest(source=source):
+                s = self.session({"main": source})
+                s.run()
+                got = s.view().get("main:main/r")
+                want = python_call(source)
+                if want.startswith("EXC"):
+                    self.assertEqual(got[0], "Panic", got)
+                    self.assertEqual("EXC " + got[1].replace(":", "", 1), want)
+                else:
+                    self.assertEqual(got, want)
+
+
 COUNTING = ("class C:\n    def __init__(self):\n        self.n = 0\n\n"
             "    def __getitem__(self, i):\n        self.n += 1\n        return self.n + i\n")
 GETS = "from helpers import C\n\n\ndef main():\n    c = C()\n    a = c[0]\n    b = c.n\n"
