@@ -50,12 +50,13 @@ class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
     __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports",
-                 "maybe", "later_writes", "later_globals")
+                 "maybe", "later_writes", "later_globals", "receivers")
 
     def __init__(self, uses: FrozenSet[str], binds: FrozenSet[str], defines: FrozenSet[str], mutates: FrozenSet[str],
                  lazy: FrozenSet[str], compound: bool, returns: bool, yields: bool, label: Optional[str], key: str,
                  imports: Tuple[Import, ...] = (), maybe: FrozenSet[Maybe] = frozenset(),
-                 later_writes: FrozenSet[str] = frozenset(), later_globals: FrozenSet[str] = frozenset()) -> None:
+                 later_writes: FrozenSet[str] = frozenset(), later_globals: FrozenSet[str] = frozenset(),
+                 receivers: FrozenSet[str] = frozenset()) -> None:
         self.uses = uses
         self.binds = binds  # names actually bound (assigned, imported, deleted...)
         self.defines = defines  # binds + mutates
@@ -86,6 +87,11 @@ class StmtInfo:
         # are called later (`global x`): in a script the module's globals
         # are the frame's names, so a statement calling one binds them.
         self.later_globals = later_globals
+        # Names in mutates only as the receiver of a method call the
+        # statement makes (`s = json.dumps(x)`): whether the call mutates
+        # the object depends on the object (a module's function does not
+        # mutate the module: rerun.RerunPlanner).
+        self.receivers = receivers
 
 
 MAYBE_ARG, MAYBE_METHOD, MAYBE_CALLEE, MAYBE_ITER = "arg", "method", "callee", "iter"
@@ -140,6 +146,7 @@ def analyze(node: ast.AST) -> StmtInfo:
         maybe=frozenset(m for m in scan.maybe if m[0] in uses),
         later_writes=frozenset(scan.later_writes),
         later_globals=frozenset(scan.later_globals),
+        receivers=frozenset(scan.receivers - scan.stored) & mutates,
     )
 
 
@@ -280,6 +287,8 @@ class _Scan:
         self.maybe: Set[Maybe] = set()
         self.later_writes: Set[str] = set()
         self.later_globals: Set[str] = set()
+        self.receivers: Set[str] = set()  # mutated as a method call's receiver (_value_base_mutation)
+        self.stored: Set[str] = set()  # mutated through a store (an attribute, an item, augmented)
 
     def _runs_now(self) -> bool:
         """Whether code at this point runs while the statement runs (not in
@@ -329,10 +338,12 @@ class _Scan:
                 return scope
         return self.top
 
-    def _mutate(self, node: ast.AST) -> None:
+    def _mutate(self, node: ast.AST, receiver: bool = False) -> None:
         name = root_name(node)
         if name is not None:
             self.scope.mutates.add(name)
+            if self.scope is self.top:
+                (self.receivers if receiver else self.stored).add(name)
 
     # -- statements ---------------------------------------------------------
 
@@ -349,7 +360,7 @@ class _Scan:
 
     def _value_base_mutation(self, value: ast.expr) -> None:
         if self.scope is self.top and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-            self._mutate(value.func.value)
+            self._mutate(value.func.value, receiver=True)
 
     def s_Expr(self, node: ast.Expr) -> None:
         self._value_base_mutation(node.value)
@@ -379,6 +390,7 @@ class _Scan:
             self.scope.reads.add(target.id)
             self._bind(target.id)
             self.scope.mutates.add(target.id)
+            self.stored.add(target.id)
         else:
             self.expr(target.value)
             if isinstance(target, ast.Subscript):
