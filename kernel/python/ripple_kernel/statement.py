@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 from . import instrument, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
-from .modstate import ModuleState, Watched, snapshot, state_writes
+from .modstate import BodyState, ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
 from .labelling import SCRIPT
 from .plan import GLOBAL, IMPORT, Plan, PlanStmt, declared
@@ -230,10 +230,7 @@ class StatementRunner:
                         log_mutations(frame, mutated, ps.id, stamp)
                     _write_globals(fr, ps.text, size, before)
                     if state is not None or body is not None:
-                        writes = state_writes(frame, watched, state) if state is not None else ()
-                        if body is not None:
-                            writes += body.writes(frame)
-                        gwrites = _note_writer(frame, ps, writes)
+                        gwrites = _note_writer(frame, ps, _state_writes(frame, watched, state, body))
                 elapsed = time.perf_counter_ns() - started
                 if ps.deps and ps.deps[-1][1] == IMPORT:
                     # The versions of the modules it has just imported
@@ -411,6 +408,16 @@ def _write_globals(fr: FrameRun, text: str, size: int, before: Optional[Dict[str
         for name in [n for n in ns if n not in module_dict and n not in bound and n not in params
                      and not n.startswith("__ripple_") and n != "__class__"]:
             module_dict[name] = ns[name]
+
+
+def _state_writes(frame: Frame, watched: Watched, state: Optional[List[object]],
+                  body: Optional[BodyState]) -> Tuple[Tuple[str, str], ...]:
+    """(module, name) of the module state a statement changed: watched
+    globals (through helpers) and what the body changed (BodyState)."""
+    writes = state_writes(frame, watched, state) if state is not None else ()
+    if body is not None:
+        writes += body.writes(frame)
+    return writes
 
 
 def _note_writer(frame: Frame, ps: PlanStmt, gwrites: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[str, str], ...]:
