@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 from . import instrument, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
-from .modstate import BodyState, ModuleState, Watched, snapshot, state_writes
+from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
-from .labelling import SCRIPT
-from .plan import GLOBAL, IMPORT, Plan, PlanStmt, declared
+from .plan import GLOBAL, IMPORT, SCRIPT_QUALNAME, Plan, PlanStmt, declared
 
 if TYPE_CHECKING:
     from .api import KernelAPI, WireObject
     from .engine import Engine
+    from .modstate import BodyState
     from .rerun import Versions
     from .visualize import Visualizer
 
@@ -500,7 +500,7 @@ def as_unbound_local(exc: BaseException, plan: Plan, code: Optional[types.CodeTy
     global) it is an UnboundLocalError. Only a read by the statement's own
     code (not by a function it calls); a script's top level keeps the
     NameError, as Python's module level does."""
-    if type(exc) is not NameError or code is None or plan.qualname == SCRIPT:
+    if type(exc) is not NameError or code is None or plan.qualname == SCRIPT_QUALNAME:
         return exc
     tb = exc.__traceback__
     if tb is None:
