@@ -858,6 +858,15 @@ func (e *Engine) checkVisualizationExpression(expr string) error {
 		if _, err := e.ws.ModulePath(mp.Module); err != nil {
 			return fmt.Errorf("%w: %s: module %s is not in the project", ErrVisualizationExpression, expr, mp.Module)
 		}
+		return nil
+	}
+	// A Python expression: one that does not compile is refused now, not
+	// at the next run (issue 27). The check runs no code.
+	if err := kernel.CheckExpression(context.Background(), e.interpreter(), expr); err != nil {
+		if errors.Is(err, kernel.ErrExpressionSyntax) {
+			return fmt.Errorf("%w: %q: %s", ErrVisualizationExpression, expr, strings.TrimPrefix(err.Error(), kernel.ErrExpressionSyntax.Error()+": "))
+		}
+		// The checker could not run: the run reports what is wrong.
 	}
 	return nil
 }

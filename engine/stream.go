@@ -28,6 +28,11 @@ type stream struct {
 	timer   *time.Timer                   // guarded by mu: the scheduled flush, nil when none
 	carry   [3][]byte                     // guarded by mu: incomplete UTF-8 tail per output stream
 	closed  bool                          // guarded by mu
+	// out is output held to coalesce (PROTOCOL.md 8.3: one statement's
+	// text on one stream, up to outputHold or outputHoldMax bytes, is one
+	// notification); outTimer sends it (guarded by mu).
+	out      *protocol.OutputParams
+	outTimer *time.Timer
 	// diagnosed: the run in progress sent diagnostics; diagnosedLast: the
 	// client still shows some from an earlier run (guarded by mu). A run
 	// that ends clean while the client shows some clears them
@@ -94,6 +99,7 @@ func (s *stream) flush() {
 }
 
 func (s *stream) flushLocked() {
+	s.flushOutputLocked()
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
@@ -164,8 +170,49 @@ func (s *stream) output(kernelID int, stream protocol.OutputStream, data []byte,
 	if cut == 0 {
 		return
 	}
+	if o := s.out; o != nil && o.KernelID == kernelID && o.Stream == stream && o.ExpressionID == expr && len(s.pending) == 0 {
+		o.Text += string(buf[:cut])
+		if len(o.Text) >= outputHoldMax {
+			s.flushOutputLocked()
+		}
+		return
+	}
 	s.flushLocked()
-	s.e.notifyContext(s.id, protocol.NotifyOutput, protocol.OutputParams{ContextID: s.id, KernelID: kernelID, Stream: stream, Text: string(buf[:cut]), ExpressionID: expr})
+	s.out = &protocol.OutputParams{ContextID: s.id, KernelID: kernelID, Stream: stream, Text: string(buf[:cut]), ExpressionID: expr}
+	if len(s.out.Text) >= outputHoldMax {
+		s.flushOutputLocked()
+		return
+	}
+	s.outTimer = time.AfterFunc(outputHold, s.flushOutput)
+}
+
+// Output coalescing (PROTOCOL.md 8.3): the text of one statement on one
+// stream is held up to outputHold after its first byte, or until
+// outputHoldMax bytes, and sent as one notification; anything else the
+// context sends sends it first, so the order stays the kernel's.
+const (
+	outputHold    = 20 * time.Millisecond
+	outputHoldMax = 64 << 10
+)
+
+// flushOutput sends the held output now (outTimer).
+func (s *stream) flushOutput() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushOutputLocked()
+}
+
+func (s *stream) flushOutputLocked() {
+	if s.outTimer != nil {
+		s.outTimer.Stop()
+		s.outTimer = nil
+	}
+	o := s.out
+	s.out = nil
+	if o == nil || s.closed {
+		return
+	}
+	s.e.notifyContext(s.id, protocol.NotifyOutput, *o)
 }
 
 // endOutput sends whatever incomplete UTF-8 tail is left at the end of a
@@ -173,6 +220,7 @@ func (s *stream) output(kernelID int, stream protocol.OutputStream, data []byte,
 func (s *stream) endOutput(kernelID int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushOutputLocked()
 	for i, stream := range [...]protocol.OutputStream{1: protocol.Stdout, 2: protocol.Stderr} {
 		if len(s.carry[i]) == 0 || s.closed {
 			continue
@@ -191,6 +239,11 @@ func (s *stream) close() {
 		s.timer.Stop()
 		s.timer = nil
 	}
+	if s.outTimer != nil {
+		s.outTimer.Stop()
+		s.outTimer = nil
+	}
+	s.out = nil
 }
 
 // completeUTF8 returns the length of the longest prefix of b that does not

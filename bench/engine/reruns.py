@@ -8,7 +8,12 @@ and 90th percentile per edit and the total, so two engines (say the one
 before the conservative rules and the one after) can be compared on the
 same programs and edits.
 
-Usage: python3 bench/engine/reruns.py [--engine DIR] [--fuzz DIR] [--seeds N] [--edits N]
+With --fresh, it runs instead the over-invalidation cases of
+fresh_cases.py (issue 27): for each, an edit and the statements that stay
+fresh; it prints per class how many of those re-ran, and how many values
+differ from a fresh engine's (missed re-runs: must be 0).
+
+Usage: python3 bench/engine/reruns.py [--engine DIR] [--fuzz DIR] [--seeds N] [--edits N] [--fresh]
   --engine DIR: the directory holding ripple_kernel/ (or, for older engines,
   engine.py) (default kernel/python)
   --fuzz DIR: the directory of fuzzprog.py (default kernel/python/tests)
@@ -31,6 +36,7 @@ def main():
     ap.add_argument("--fuzz", default=TESTS)
     ap.add_argument("--seeds", type=int, default=40)
     ap.add_argument("--edits", type=int, default=25)
+    ap.add_argument("--fresh", action="store_true", help="the stays-fresh cases of fresh_cases.py")
     args = ap.parse_args()
     sys.path.insert(0, args.fuzz)
     import fuzzprog  # first: enginetest puts its own directory first on the path
@@ -44,6 +50,9 @@ def main():
     else:
         enginetest.KERNEL_DIR = engine_dir  # the ripple_kernel package
 
+    if args.fresh:
+        stays_fresh(args, enginetest)
+        return
     counts, sizes = [], []
     for seed in range(1, args.seeds + 1):
         rng = random.Random(seed)
@@ -69,6 +78,60 @@ def main():
     print("%d edits of %d programs (mean %.1f statements in main)" % (len(counts), args.seeds, statistics.mean(sizes)))
     print("statements re-run per edit: mean %.2f, median %d, p90 %d, total %d"
           % (statistics.mean(counts), statistics.median(counts), counts[int(0.9 * (len(counts) - 1))], sum(counts)))
+
+
+def _plain(preview):
+    """A preview without object addresses (they differ between engines)."""
+    import re
+
+    return re.sub(r" at 0x[0-9a-f]+", " at 0x?", preview) if isinstance(preview, str) else preview
+
+
+def stays_fresh(args, enginetest):
+    """The --fresh table (the module doc)."""
+    import importlib.util
+
+    sys.path.insert(0, HERE)
+    from fresh_cases import CASES
+
+    table = {}  # class -> [stays fresh, re-ran, missed, cases]
+    for kind, helper, body, (old, new), fresh_names in CASES:
+        if kind in ("numpy", "pandas") and importlib.util.find_spec(kind) is None:
+            continue
+        before = "def main():\n" + "".join("    " + line.replace("\n", "\n    ") + "\n" for line in body)
+        after = before.replace(old, new, 1)
+        assert after != before, (kind, old)
+        files = {"main": before}
+        if helper is not None:
+            files["helpers"] = helper
+        s = enginetest.Session(files)
+        try:
+            s.run()
+            s.compile({"main": after})
+            run = s.run()
+            ran = set(run.computed())
+            got = s.view()
+        finally:
+            s.close()
+        files["main"] = after
+        ref = enginetest.Session(files)
+        try:
+            ref.run()
+            want = ref.view()
+        finally:
+            ref.close()
+        row = table.setdefault(kind, [0, 0, 0, 0])
+        row[0] += len(fresh_names)
+        row[1] += sum(1 for n in fresh_names if "main:main/" + n in ran)
+        row[2] += sum(1 for k, v in want.items() if _plain(got.get(k)) != _plain(v))
+        row[3] += 1
+    print("engine %s: statements that stay fresh after an edit (fresh_cases.py)" % args.engine)
+    print("%-20s %6s %10s %8s %7s %7s" % ("class", "cases", "stay fresh", "re-ran", "%", "missed"))
+    total = [0, 0, 0, 0]
+    for kind, row in table.items():
+        print("%-20s %6d %10d %8d %6.0f%% %7d" % (kind, row[3], row[0], row[1], 100.0 * row[1] / row[0], row[2]))
+        total = [a + b for a, b in zip(total, row)]
+    print("%-20s %6d %10d %8d %6.0f%% %7d" % ("all", total[3], total[0], total[1], 100.0 * total[1] / total[0], total[2]))
 
 
 if __name__ == "__main__":

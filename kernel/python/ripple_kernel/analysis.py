@@ -50,12 +50,13 @@ class StmtInfo:
     """What one statement reads, binds and mutates. Position independent."""
 
     __slots__ = ("uses", "binds", "defines", "mutates", "lazy", "compound", "returns", "yields", "label", "key", "imports",
-                 "maybe", "later_writes")
+                 "maybe", "later_writes", "later_globals", "receivers")
 
     def __init__(self, uses: FrozenSet[str], binds: FrozenSet[str], defines: FrozenSet[str], mutates: FrozenSet[str],
                  lazy: FrozenSet[str], compound: bool, returns: bool, yields: bool, label: Optional[str], key: str,
                  imports: Tuple[Import, ...] = (), maybe: FrozenSet[Maybe] = frozenset(),
-                 later_writes: FrozenSet[str] = frozenset()) -> None:
+                 later_writes: FrozenSet[str] = frozenset(), later_globals: FrozenSet[str] = frozenset(),
+                 receivers: FrozenSet[str] = frozenset()) -> None:
         self.uses = uses
         self.binds = binds  # names actually bound (assigned, imported, deleted...)
         self.defines = defines  # binds + mutates
@@ -74,16 +75,29 @@ class StmtInfo:
         # a call; the callee's name as its second item, or None), MAYBE_METHOD
         # (the receiver of a method call; the method's name), MAYBE_CALLEE
         # (a called name: a closure's or generator's state), MAYBE_ITER
-        # (iterated or unpacked: an iterator is consumed). The run decides
+        # (iterated or unpacked: an iterator is consumed), MAYBE_SUBSCRIPT
+        # (subscripted: a __getitem__ in Python is a call). The run decides
         # from the values at hand whether one can have an effect (Runner).
         self.maybe = maybe
         # Names nested functions of the statement rebind in the frame when
         # they are called later (`nonlocal n`): a statement calling one
         # binds them.
         self.later_writes = later_writes
+        # Module globals nested functions of the statement rebind when they
+        # are called later (`global x`): in a script the module's globals
+        # are the frame's names, so a statement calling one binds them.
+        self.later_globals = later_globals
+        # Names in mutates only as the receiver of a method call the
+        # statement makes (`s = json.dumps(x)`): whether the call mutates
+        # the object depends on the object (a module's function does not
+        # mutate the module: rerun.RerunPlanner).
+        self.receivers = receivers
 
 
 MAYBE_ARG, MAYBE_METHOD, MAYBE_CALLEE, MAYBE_ITER = "arg", "method", "callee", "iter"
+# Subscripted (`c[0]`): a __getitem__ written in Python is a call, and may
+# mutate its object (a cache, a counter); objects.inert decides.
+MAYBE_SUBSCRIPT = "subscript"
 
 
 class Analyzer:
@@ -131,6 +145,8 @@ def analyze(node: ast.AST) -> StmtInfo:
         imports=tuple(scan.imports),
         maybe=frozenset(m for m in scan.maybe if m[0] in uses),
         later_writes=frozenset(scan.later_writes),
+        later_globals=frozenset(scan.later_globals),
+        receivers=frozenset(scan.receivers - scan.stored) & mutates,
     )
 
 
@@ -270,6 +286,9 @@ class _Scan:
         self.imports: List[Import] = []
         self.maybe: Set[Maybe] = set()
         self.later_writes: Set[str] = set()
+        self.later_globals: Set[str] = set()
+        self.receivers: Set[str] = set()  # mutated as a method call's receiver (_value_base_mutation)
+        self.stored: Set[str] = set()  # mutated through a store (an attribute, an item, augmented)
 
     def _runs_now(self) -> bool:
         """Whether code at this point runs while the statement runs (not in
@@ -319,10 +338,12 @@ class _Scan:
                 return scope
         return self.top
 
-    def _mutate(self, node: ast.AST) -> None:
+    def _mutate(self, node: ast.AST, receiver: bool = False) -> None:
         name = root_name(node)
         if name is not None:
             self.scope.mutates.add(name)
+            if self.scope is self.top:
+                (self.receivers if receiver else self.stored).add(name)
 
     # -- statements ---------------------------------------------------------
 
@@ -339,7 +360,7 @@ class _Scan:
 
     def _value_base_mutation(self, value: ast.expr) -> None:
         if self.scope is self.top and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-            self._mutate(value.func.value)
+            self._mutate(value.func.value, receiver=True)
 
     def s_Expr(self, node: ast.Expr) -> None:
         self._value_base_mutation(node.value)
@@ -369,6 +390,7 @@ class _Scan:
             self.scope.reads.add(target.id)
             self._bind(target.id)
             self.scope.mutates.add(target.id)
+            self.stored.add(target.id)
         else:
             self.expr(target.value)
             if isinstance(target, ast.Subscript):
@@ -405,6 +427,8 @@ class _Scan:
 
     def s_Global(self, node: ast.Global) -> None:
         self.scope.declared.update(node.names)
+        if not self._runs_now():
+            self.later_globals.update(node.names)
 
     def s_Nonlocal(self, node: ast.Nonlocal) -> None:
         self.scope.declared.update(node.names)
@@ -536,6 +560,8 @@ class _Scan:
 
     def e_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, ast.Load):
+            if isinstance(node.value, ast.Name):
+                self._maybe(node.value, (MAYBE_SUBSCRIPT, None))
             self.expr(node.value)
             self.expr(node.slice)
         else:

@@ -16,23 +16,39 @@ sits in a thread's private buffer, and draining the pipes before writing
 `res` forwards every byte the request wrote (the ordering rule of the
 protocol).
 
-A child that user code forks shares the socket: after_fork_in_child
-(registered with os.register_at_fork) closes the child's copy, so that it
-never writes a frame; its output still reaches the pipes.
+A child that user code forks (os.fork, multiprocessing's fork start
+method; subprocess execs at once and runs none of this) must survive the
+fork of a threaded process: os.register_at_fork hooks quiesce the kernel's
+threads before the fork (before_fork takes send_lock, so no thread is
+mid-frame and the child's copy of the lock is not held by a thread it does
+not have) and make the child a plain process (after_fork_in_child): a lock
+of its own, the socket closed (it never speaks the kernel protocol, its
+output still reaches the pipes as plain output), ThreadRouted writing to
+the streams, and the default handlers of SIGTERM and SIGINT back (the
+kernel's SIGTERM handler raises SystemExit, which a pool worker may get
+while it holds the pool's queue lock: the other workers then wait on it
+forever and the parent's join with them).
 """
 
 from __future__ import annotations
 
 import os
 import select
+import signal
 import socket
 import sys
 import threading
-from typing import Callable, List, Optional, TextIO, cast
+from types import FrameType
+from typing import Callable, FrozenSet, List, Optional, Set, TextIO, Tuple, Union, cast
 
-from .signals import Interrupts, Nudger, State
+from .signals import NUDGE_SIGNAL, Interrupts, Nudger, State
 from .wire import OUT_FRAME_MAX, SMALL_FRAME, Payload, dumps, frame_head
 
+# How long before_fork waits for a thread to finish a frame.
+FORK_QUIESCE_SECONDS = 5.0
+_Handler = Union[Callable[[int, Optional[FrameType]], object], int, signal.Handlers]
+# Signals a forked child handles as a plain Python process does.
+_CHILD_DEFAULTS: FrozenSet[signal.Signals] = frozenset({signal.SIGTERM, signal.SIGINT})
 # Poll flag for "peer closed", 0 where the OS has none.
 POLLRDHUP = getattr(select, "POLLRDHUP", 0x2000 if sys.platform.startswith("linux") else 0)
 
@@ -58,6 +74,8 @@ class Output:
         self.routed: List[Optional[TextIO]] = [None, None]  # the routed sys.stdout and sys.stderr (ThreadRouted)
         self.main_thread = threading.get_ident()
         self.pump_thread: Optional[threading.Thread] = None
+        self.fork_held = False  # before_fork took send_lock (the forking thread's, until after the fork)
+        self.fork_mask: Optional[Set[Union[int, signal.Signals]]] = None  # the forking thread's signal mask before before_fork
 
     # ------------------------------------------------------------ frames
 
@@ -147,7 +165,8 @@ class Output:
         self.drain_poll.register(self.out_r, select.POLLIN)
         self.drain_poll.register(self.err_r, select.POLLIN)
         self.drain_view = memoryview(bytearray(OUT_FRAME_MAX))
-        os.register_at_fork(after_in_child=self.after_fork_in_child)
+        os.register_at_fork(before=self.before_fork, after_in_parent=self.after_fork_in_parent,
+                            after_in_child=self.after_fork_in_child)
 
     def route_streams(self) -> None:
         """Route what background threads write (ThreadRouted), and note in
@@ -174,14 +193,49 @@ class Output:
         # Patched for every thread user code starts.
         threading.Thread.start = start  # type: ignore[assignment]  # mypy forbids assigning to a method
 
+    def before_fork(self) -> None:
+        """Quiesce: hold send_lock across the fork (the module doc). Bounded:
+        a thread stuck in a send (the Go side not reading) makes the fork
+        go ahead without it; the child gets a fresh lock anyway."""
+        if self.state.forked:
+            return
+        # Until the child has its default handlers: a SIGTERM that reaches
+        # it earlier would trip the kernel's C-level handler and be dropped
+        # once the Python-level one is SIG_DFL (a pool terminated right
+        # after its workers started: the worker never dies).
+        self.fork_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _CHILD_DEFAULTS)
+        self.fork_held = self.send_lock.acquire(timeout=FORK_QUIESCE_SECONDS)
+
+    def after_fork_in_parent(self) -> None:
+        if self.fork_held:
+            self.fork_held = False
+            self.send_lock.release()
+        mask, self.fork_mask = self.fork_mask, None
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
     def after_fork_in_child(self) -> None:
         """A child forked by user code shares our socket: it must never
-        write a frame. Its output still reaches the pipes (fd 1 and 2)."""
+        write a frame. Its output still reaches the pipes (fd 1 and 2) as
+        plain output; it is a plain Python process (the module doc)."""
         self.state.forked = True
+        self.fork_held = False
+        self.send_lock = threading.Lock()  # the parent's copy may be held by a thread the child lacks
+        self.main_thread = threading.get_ident()
         try:
             self.sock.close()  # the child's copy only; the parent's stays open
         except Exception:
             pass
+        defaults: Tuple[Tuple[signal.Signals, _Handler], ...] = (
+            (signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler), (NUDGE_SIGNAL, signal.SIG_DFL))
+        for signum, handler in defaults:
+            try:
+                signal.signal(signum, handler)
+            except (OSError, ValueError):
+                pass
+        mask, self.fork_mask = self.fork_mask, None
+        # Pending signals are delivered now, with the default handlers.
+        signal.pthread_sigmask(signal.SIG_SETMASK, (mask or set()) - _CHILD_DEFAULTS)
 
     # ------------------------------------------------------------ the pump
 
@@ -285,7 +339,7 @@ class ThreadRouted:
 
     def write(self, text: str) -> int:
         output = self._output
-        if threading.get_ident() != output.main_thread:
+        if threading.get_ident() != output.main_thread and not output.state.forked:
             origin = getattr(threading.current_thread(), "_ripple_request", 0)
             if origin and origin != output.state.request and isinstance(text, str):
                 data = text.encode("utf-8", "replace")

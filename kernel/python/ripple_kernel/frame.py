@@ -262,6 +262,10 @@ class FrameState:
     # rebound module globals in the last run.
     gbase: Dict[Tuple[str, str], Tuple[Dict[str, object], object]] = field(default_factory=dict)
     gwriters: Set[str] = field(default_factory=set)
+    # effects.object_key(object) -> (the object, a copy of its content
+    # before the frame's body first changed it in place): module state a
+    # body statement mutated (helpers.LOG.append(1); modstate.BodyState).
+    gcontent: Dict[int, Tuple[object, object]] = field(default_factory=dict)
     gforce: bool = False  # the next pass resets the state (runner.Runner.run)
     gnew: Optional[int] = None  # index of the first statement that became a writer in this pass
     last_rerun: Collection[int] = ()  # R of the last pass

@@ -256,6 +256,9 @@ def _fix_nested(node: ast.AST) -> None:
     ``nonlocal x`` naming a frame local must become ``global x``.
     """
     _NonlocalFixer([]).visit(node)
+    for child in ast.walk(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _split_mixed(child.body)
 
 
 class _NonlocalFixer(ast.NodeVisitor):
@@ -280,21 +283,69 @@ class _NonlocalFixer(ast.NodeVisitor):
             if frame_names and len(frame_names) == len(stmt.names):
                 setattr(stmt, "__class__", ast.Global)
             elif frame_names:
-                # Mixed: keep the nonlocal ones; the rest cannot be expressed
-                # in one statement, leave as is (compile reports it).
-                pass
+                # Mixed (`nonlocal u, v`, v the frame's): the frame's names
+                # become `global`, in a statement of their own that
+                # _split_mixed puts beside this one.
+                stmt.names = [n for n in stmt.names if n not in frame_names]
+                setattr(stmt, "_ripple_frame_names", frame_names)
+
+
+def _split_mixed(body: List[ast.stmt]) -> None:
+    """Put a `global` of the frame's names beside each nonlocal statement
+    _NonlocalFixer split (nested bodies included)."""
+    for i in range(len(body) - 1, -1, -1):
+        stmt = body[i]
+        names = getattr(stmt, "_ripple_frame_names", None)
+        if names:
+            body.insert(i + 1, ast.copy_location(ast.Global(names=names), stmt))
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                _split_mixed(inner)
+        for handler in getattr(stmt, "handlers", ()) or ():
+            _split_mixed(handler.body)
 
 
 def _function_locals(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Set[str]:
+    """The names node's own scope binds (as Python's compiler sees them:
+    nested functions, classes and comprehensions are scopes of their own,
+    and a name node declares nonlocal or global is not its local)."""
     names = set(analysis.parameter_names(node.args))
-    for child in ast.walk(node):
-        if child is node:
-            continue
-        if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-            names.add(child.id)
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    declared: Set[str] = set()
+    todo: List[ast.AST] = list(node.body)
+    while todo:
+        child = todo.pop()
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(child.name)
-    return names
+            todo.extend(child.decorator_list)
+            if not isinstance(child, ast.ClassDef):
+                todo.extend(child.args.defaults)
+                todo.extend(d for d in child.args.kw_defaults if d is not None)
+            continue
+        if isinstance(child, ast.Lambda):
+            todo.extend(child.args.defaults)
+            continue
+        if isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.append(child.generators[0].iter)  # evaluated in this scope; the rest is the comprehension's
+            names.update(n.target.id for n in ast.walk(child) if isinstance(n, ast.NamedExpr))  # := binds here
+            continue
+        if isinstance(child, (ast.Nonlocal, ast.Global)):
+            declared.update(child.names)
+        elif isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+            names.add(child.id)
+        elif isinstance(child, ast.alias):
+            if child.name != "*":
+                names.add(child.asname or child.name.split(".")[0])
+        elif isinstance(child, ast.ExceptHandler) and child.name:
+            names.add(child.name)
+        elif isinstance(child, ast.NamedExpr):
+            names.add(child.target.id)
+        elif type(child).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            bound = getattr(child, "name", None) or getattr(child, "rest", None)
+            if bound:
+                names.add(bound)
+        todo.extend(ast.iter_child_nodes(child))
+    return names - declared
 
 
 def _shift(code: types.CodeType, delta: int) -> types.CodeType:

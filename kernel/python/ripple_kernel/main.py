@@ -11,7 +11,8 @@ the install directory and calls ``main(sys.argv[2:])``, with argv one of
                   requests until the connection closes;
     labels        statement ids of a module's functions (labels.py), a
                   JSON request on stdin, the answer on stdout;
-    affected      whether an edit affects running statements (affected.py).
+    affected      whether an edit affects running statements (affected.py);
+    expression    whether a visualization expression compiles (exprcheck.py).
 
 A kernel's start is a sequence of named phases (serve_kernel); the Kernel
 object (kernel.py) owns everything they set up. Standard library only;
@@ -52,6 +53,11 @@ def main(argv: List[str]) -> int:
         from . import affected
 
         affected.main()
+        return 0
+    if command == "expression":
+        from . import exprcheck
+
+        exprcheck.main()
         return 0
     log = _open_log()
     # Imported here: the static readers above need none of the kernel.

@@ -172,15 +172,16 @@ def readers_after(plan: Plan, i: int, names: Iterable[str]) -> List[int]:
     return out
 
 
-def chain(plan: Plan, i: int, extra: Iterable[str] = ()) -> Tuple[List[int], bool]:
+def chain(plan: Plan, i: int, extra: Iterable[str] = (), inert: FrozenSet[str] = frozenset()) -> Tuple[List[int], bool]:
     """(members, whether a parameter was reached): the definition chain of
-    the names statement i mutates (5.3), and of the names extra its calls
-    may mutate."""
+    the names statement i mutates (5.3) but those of inert (receivers its
+    calls cannot mutate: module_receivers), and of the names extra its
+    calls may mutate."""
     stmts = plan.stmts
     members = []
     hit_param = False
     seen = set()
-    todo = [(name, i) for name in stmts[i].info.mutates]
+    todo = [(name, i) for name in stmts[i].info.mutates if name not in inert]
     todo += [(name, i) for name in extra]
     while todo:
         name, at = todo.pop()
@@ -197,6 +198,18 @@ def chain(plan: Plan, i: int, extra: Iterable[str] = ()) -> Tuple[List[int], boo
         if name in info.mutates or (info.compound and name in info.defines) or name not in info.binds:
             todo.append((name, ref))
     return members, hit_param
+
+
+def module_receivers(view: View, i: int) -> FrozenSet[str]:
+    """The names statement i mutates only as the receiver of a method call
+    (StmtInfo.receivers) whose value is a module: calling a module's
+    function does not mutate the module object (its state, a project
+    module's globals, is module state: modstate.py), so its definition
+    chain (the import) need not run again."""
+    receivers = view.plan.stmts[i].info.receivers
+    if not receivers:
+        return frozenset()
+    return frozenset(n for n in receivers if isinstance(value(view, n, i), types.ModuleType))
 
 
 def dirty_reads(plan: Plan, frame: Frame, k: int, rerun: Set[int]) -> Tuple[List[int], bool]:

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
+import sysconfig
 import types
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import analysis
 from .effects import object_key
 
+# Where the standard library lives (project_getitem).
+_LIBRARY_PREFIXES = tuple(sorted({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib")}))
 _IMMUTABLE_TYPES = frozenset(
     [
         int,
@@ -183,6 +187,8 @@ def inert(reason: Reason, v: UserValue, value_of: Callable[[str], UserValue],
         return stateless_callable(v) or (immutable(v) and type(v) not in (types.FunctionType, types.MethodType))
     if kind == analysis.MAYBE_ITER:
         return type(v) in _PLAIN
+    if kind == analysis.MAYBE_SUBSCRIPT:
+        return not project_getitem(type(v))
     if kind == analysis.MAYBE_METHOD:
         if immutable(v) and type(v) is not types.MethodType:
             return True
@@ -204,6 +210,18 @@ def inert(reason: Reason, v: UserValue, value_of: Callable[[str], UserValue],
     if type(v) is types.FunctionType or type(v) is types.MethodType:
         return stateless_callable(v) if type(v) is types.FunctionType else False
     return immutable(v)
+
+
+def project_getitem(t: type) -> bool:
+    """Whether subscripting an instance of t calls a __getitem__ written in
+    the project (a function whose code is outside the installed libraries
+    and the standard library: those, pandas' included, are taken not to
+    mutate what they index)."""
+    fn = getattr(t, "__getitem__", None)
+    if type(fn) is not types.FunctionType:
+        return False  # a C slot (list, dict, ndarray) or none
+    filename = fn.__code__.co_filename
+    return not (filename.startswith(_LIBRARY_PREFIXES) or "-packages" + os.sep in filename)
 
 
 def params_readonly(node: ast.FunctionDef, module_globals: Dict[str, object]) -> bool:

@@ -26,7 +26,7 @@ from typing import (TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Op
 
 from . import analysis
 from .instrument import future_flags
-from .labelling import number_labels
+from .labelling import SCRIPT as SCRIPT_QUALNAME, number_labels
 
 if TYPE_CHECKING:
     from .api import WireObject
@@ -221,6 +221,9 @@ def _link(plan: Plan, source: Source, body: Sequence[ast.stmt], texts: List[str]
     users: Dict[str, List[int]] = {}
     definers: Dict[str, List[int]] = {}
     rdeps: List[List[int]] = [[] for _ in body]
+    # A script's globals are its frame's names (scriptplan): `global x` in
+    # a function it defines rebinds one of them, like `nonlocal x`.
+    script = plan.qualname == SCRIPT_QUALNAME
     for i, node in enumerate(body):
         info = infos[i]
         ps = PlanStmt(i, ids[i], node, texts[i], info, source.node_range(node))
@@ -235,6 +238,8 @@ def _link(plan: Plan, source: Source, body: Sequence[ast.stmt], texts: List[str]
             rdeps[j].append(i)
         carried.append(frozenset(carry) if carry else frozenset())
         wr = set(info.later_writes)
+        if script:
+            wr |= info.later_globals
         for j in ps.local_deps:
             wr |= writes[j]
         writes.append(frozenset(wr) if wr else frozenset())
@@ -365,6 +370,7 @@ def _reanalyse(analyzer: analysis.Analyzer, source: Source, previous: Plan, node
         or info.label != was.label
         or info.lazy != was.lazy
         or info.later_writes
+        or info.later_globals
         or info.yields
     ):
         return None
@@ -488,3 +494,44 @@ def declared_globals(plan: Plan) -> FrozenSet[str]:
 
 def _is_globals_call(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals" and not node.args
+
+
+# Words of statements whose compile-time errors depend on the enclosing
+# function (scope declarations, loop control): scope_error checks them.
+_SCOPE_WORDS = ("nonlocal", "global", "break", "continue")
+
+
+def scope_error(plan: Plan, func: Body, filename: str) -> Optional[SyntaxError]:
+    """The SyntaxError Python's compiler raises for a statement of the plan
+    (those it changed, or all of a new plan) as part of its function, or
+    None. The statements run one by one at the top of a namespace (nested
+    `nonlocal` of a frame name becomes `global`: instrument), so errors
+    that depend on the function around them (`nonlocal v` of a name the
+    function does not bind, of a nested function's own parameter; `break`
+    outside a loop) would not show: each such statement is compiled inside
+    a function with the frame's parameters that binds the frame's names
+    after it. A long function is compiled lazily (lazydefs), so the
+    module's compile does not catch these either."""
+    indices = range(len(plan.stmts)) if plan.changed is None else plan.changed
+    names: Optional[List[str]] = None
+    for k in indices:
+        ps = plan.stmts[k]
+        if not any(word in ps.text for word in _SCOPE_WORDS):
+            continue
+        if names is None:
+            names = sorted(plan.bound - set(plan.params) - declared(plan))
+        wrapper = ast.FunctionDef(name="__ripple_scope__", args=func.args, body=[ps.node], decorator_list=[],
+                                  returns=None, type_comment=None)
+        if hasattr(ast, "TypeVar"):
+            setattr(wrapper, "type_params", [])
+        if names:
+            binds = ast.parse("if 0:\n    %s = None\n" % " = ".join(names)).body
+            wrapper.body = [ps.node] + binds
+        ast.copy_location(wrapper, ps.node)
+        module = ast.Module(body=[wrapper], type_ignores=[])
+        ast.fix_missing_locations(module)
+        try:
+            compile(module, filename, "exec", dont_inherit=True, flags=plan.flags)
+        except SyntaxError as exc:
+            return exc
+    return None

@@ -71,7 +71,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from .frame import Frame
 from .modstate import ModuleState
-from .mutation import MutationAnalysis, View, chain, dirty_reads, never_ran, readers_after, seen_mutations
+from .mutation import (MutationAnalysis, View, chain, dirty_reads, module_receivers, never_ran, readers_after,
+                       seen_mutations)
 from .plan import IMPORT, LOCAL, PARAM, Plan, PlanStmt
 
 if TYPE_CHECKING:
@@ -305,7 +306,7 @@ class RerunPlanner:
                 r.deferred[i] = live
                 live = ()
             if stmts[i].info.mutates or live:
-                members, hit_param = chain(plan, i, live)
+                members, hit_param = chain(plan, i, live, module_receivers(view, i))
                 r.reaches_param = r.reaches_param or hit_param
                 added += members
             if live:

@@ -27,9 +27,9 @@ from . import notebook
 from .frame import DELETED, NOT_REACHED, PENDING, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
-from .plan import Plan, PlanStmt, build_plan, declared, find_function
+from .plan import Plan, PlanStmt, build_plan, declared, find_function, scope_error
 from .rerun import Rerun, RerunPlanner, Versions, layout
-from .scriptplan import SCRIPT, build_script_plan
+from .scriptplan import SCRIPT, add_import_deps, build_script_plan
 from .statement import RETURNED, FrameRun, Hooks, RunSettings, StatementRunner, update_of
 from .visualize import Visualizer
 
@@ -126,6 +126,7 @@ class Runner:
             raise Failure("failure", "%s:%s is a coroutine function; ripple runs plain functions" % (rec.name, qualname))
         reuse = plan if plan is not None and plan.module == rec.name else None
         plan = build_plan(self.analyzer, src, rec.name, qualname, func, reuse)
+        add_import_deps(plan, rec, self.modules, reuse)
         # A plan derived from frame.plan (which passed this check) can only
         # differ in its changed statements (and _update_plan refuses yields).
         for ps in plan.stmts if plan.changed is None else [plan.stmts[k] for k in plan.changed]:
@@ -135,6 +136,10 @@ class Runner:
                     "%s:%s is a generator or uses await (line %d); ripple runs plain functions"
                     % (rec.name, qualname, ps.node.lineno),
                 )
+        error = scope_error(plan, func, src.filename)
+        if error is not None:
+            diag = self.engine.diagnostics.for_syntax_error(error, rec.path)
+            raise Failure("compileError", "module %s failed to compile: %s" % (rec.name, diag.get("message", "")), diag)
         frame.plan = plan
         return plan
 

@@ -39,32 +39,39 @@ def build_script_plan(analyzer: analysis.Analyzer, source: Source, module: str, 
     """The Plan of module's top level run as a script (the module doc)."""
     plan = build_plan(analyzer, source, module, SCRIPT, _ScriptBody(source.tree), previous)
     stmts = plan.stmts
-    rec = modules.records.get(module)
-    if (
+    keep = (
         previous is not None
         and plan.parent == previous.serial
         and plan.changed is not None
         and all(_script_base(stmts[k]) == _script_base(previous.stmts[k]) for k in plan.changed)
-    ):
-        # One statement at most changed, binding the same names under the
-        # same label (plan._update_plan), and its script label base is the
-        # same: every label stays. Only import statements need a look.
+    )
+    if not keep:
+        # An id changed: the plan shares nothing with previous.
+        _relabel(plan, module)
+    add_import_deps(plan, modules.records.get(module), modules, previous if keep else None)
+    return plan
+
+
+def add_import_deps(plan: Plan, rec: Optional[ModuleRecord], modules: ModuleTable, previous: Optional[Plan]) -> None:
+    """Give every statement of plan that imports project modules (anywhere
+    in it: an import statement, an import under an if or try, an import in a
+    nested def) an IMPORT dep on their versions, in a function body as in a
+    script: editing helpers.py re-runs `import helpers` inside main as it
+    re-runs a module-level one. previous: the plan this one was derived
+    from, sharing the statements not in plan.changed (only the changed ones
+    need a look), or None."""
+    stmts = plan.stmts
+    if previous is not None and plan.changed is not None and plan.parent == previous.serial:
         changed = set(plan.changed)
         import_nodes = [k for k in previous.import_nodes if k not in changed]
-        import_nodes += [k for k in changed if isinstance(stmts[k].node, (ast.Import, ast.ImportFrom))]
+        import_nodes += [k for k in changed if stmts[k].info.imports]
         import_nodes.sort()
-        for k in import_nodes:
-            _add_import_dep(stmts[k], rec, modules)
     else:
-        _relabel(plan, module)
-        import_nodes = []
-        for ps in stmts:
-            if isinstance(ps.node, (ast.Import, ast.ImportFrom)):
-                import_nodes.append(ps.index)
-                _add_import_dep(ps, rec, modules)
+        import_nodes = [ps.index for ps in stmts if ps.info.imports]
+    for k in import_nodes:
+        _add_import_dep(stmts[k], rec, modules)
     plan.import_nodes = tuple(import_nodes)
     plan.imports = tuple(k for k in import_nodes if stmts[k].deps and stmts[k].deps[-1][1] == IMPORT)
-    return plan
 
 
 def _relabel(plan: Plan, module: str) -> None:
@@ -87,10 +94,9 @@ def _relabel(plan: Plan, module: str) -> None:
 
 
 def _add_import_dep(ps: PlanStmt, rec: Optional[ModuleRecord], modules: ModuleTable) -> None:
-    """Give an import statement of a script its IMPORT dep (once)."""
+    """Give a statement importing modules its IMPORT dep (once)."""
     if not (ps.deps and ps.deps[-1][1] == IMPORT):
-        assert isinstance(ps.node, (ast.Import, ast.ImportFrom))
-        targets = _import_targets(ps.node, rec, modules)
+        targets = _import_targets(ps.info.imports, rec, modules)
         if targets:
             ps.deps = ps.deps + (("\0import", IMPORT, targets),)
             ps.dep_names = ps.dep_names + ("\0import",)
@@ -107,21 +113,22 @@ def script_labels(stmts: List[PlanStmt]) -> List[str]:
     return number_labels(_script_base(ps) for ps in stmts)
 
 
-def _import_targets(node: ast.stmt, rec: Optional[ModuleRecord], modules: ModuleTable) -> Tuple[str, ...]:
-    """The project modules an import statement loads (every package on the way)."""
+def _import_targets(imports: Tuple[analysis.Import, ...], rec: Optional[ModuleRecord],
+                    modules: ModuleTable) -> Tuple[str, ...]:
+    """The project modules a statement's imports load (every package on the way)."""
     found: List[str] = []
-    if isinstance(node, ast.Import):
-        bases = [a.name for a in node.names]
-    else:
-        assert isinstance(node, ast.ImportFrom)
-        base = resolve(rec, node.level or 0, node.module or "") if rec is not None else None
-        if base is None:
-            return ()
-        bases = [base] + [base + "." + a.name for a in node.names if a.name != "*"]
-    for base in bases:
-        parts = base.split(".")
-        for k in range(1, len(parts) + 1):
-            name = ".".join(parts[:k])
-            if name not in found and modules.is_project(name):
-                found.append(name)
+    for level, module, names, is_from in imports:
+        if is_from:
+            base = resolve(rec, level, module) if rec is not None else None
+            if base is None:
+                continue
+            bases = [base] + [base + "." + name for name, _ in names if name != "*"]
+        else:
+            bases = [module]
+        for base in bases:
+            parts = base.split(".")
+            for k in range(1, len(parts) + 1):
+                name = ".".join(parts[:k])
+                if name not in found and modules.is_project(name):
+                    found.append(name)
     return tuple(found)

@@ -11,8 +11,10 @@ executes code: helpers here run once per statement, never per name.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import time
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
@@ -22,11 +24,12 @@ from .frame import DELETED, Call, Entry, Frame
 from .labelling import SCRIPT
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
-from .plan import GLOBAL, IMPORT, Plan, PlanStmt, declared
+from .plan import GLOBAL, IMPORT, SCRIPT_QUALNAME, Plan, PlanStmt, declared
 
 if TYPE_CHECKING:
     from .api import KernelAPI, WireObject
     from .engine import Engine
+    from .modstate import BodyState
     from .rerun import Versions
     from .visualize import Visualizer
 
@@ -198,12 +201,14 @@ class StatementRunner:
             _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
         state = snapshot(watched) if watched else None
+        body = self.state.body_state(ps, ns) if self.state is not None else None
         gwrites: Tuple[Tuple[str, str], ...] = ()
         before = _declared_values(fr)
         size = len(ns)
         started = time.perf_counter_ns()
         guard = self.guard
         guard.effects = guard.held = None  # what this statement does, from here on
+        code: Optional[types.CodeType] = None
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
@@ -228,8 +233,8 @@ class StatementRunner:
                     if not self.run_once:
                         log_mutations(frame, mutated, ps.id, stamp)
                     _write_globals(fr, ps.text, size, before)
-                    if state is not None:
-                        gwrites = _note_writer(frame, ps, state_writes(frame, watched, state))
+                    if state is not None or body is not None:
+                        gwrites = _note_writer(frame, ps, _state_writes(frame, watched, state, body))
                 elapsed = time.perf_counter_ns() - started
                 if ps.deps and ps.deps[-1][1] == IMPORT:
                     # The versions of the modules it has just imported
@@ -241,7 +246,7 @@ class StatementRunner:
             raise
         except BaseException as exc:  # a Panic of this statement, unless it was held
             if guard.held is None:
-                return self._panicked(fr, ps, exc, time.perf_counter_ns() - started)
+                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), time.perf_counter_ns() - started)
         if guard.held is not None:  # held, also when its code caught the refusal
             return self._held(fr, ps, guard.held)
         if guard.effects:
@@ -409,6 +414,16 @@ def _write_globals(fr: FrameRun, text: str, size: int, before: Optional[Dict[str
             module_dict[name] = ns[name]
 
 
+def _state_writes(frame: Frame, watched: Watched, state: Optional[List[object]],
+                  body: Optional[BodyState]) -> Tuple[Tuple[str, str], ...]:
+    """(module, name) of the module state a statement changed: watched
+    globals (through helpers) and what the body changed (BodyState)."""
+    writes = state_writes(frame, watched, state) if state is not None else ()
+    if body is not None:
+        writes += body.writes(frame)
+    return writes
+
+
 def _note_writer(frame: Frame, ps: PlanStmt, gwrites: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[str, str], ...]:
     """Note whether the statement rebound module globals (Frame.gwriters,
     and Frame.gnew for a new writer); returns gwrites."""
@@ -474,3 +489,37 @@ def forget_broken_imports() -> List[str]:
     for name in broken:
         modules.pop(name, None)
     return broken
+
+
+# What a function's read of a local it has not bound yet raises (3.11 changed the words).
+_UNBOUND = ("cannot access local variable '%s' where it is not associated with a value"
+            if sys.version_info >= (3, 11) else "local variable '%s' referenced before assignment")
+_NOT_DEFINED = re.compile(r"name '([^']+)' is not defined")
+
+
+def as_unbound_local(exc: BaseException, plan: Plan, code: Optional[types.CodeType]) -> BaseException:
+    """exc as a real call of the function raises it: the statements run at
+    the top of a namespace, where reading a frame local not bound yet is a
+    NameError; in the function (a name it binds somewhere, not declared
+    global) it is an UnboundLocalError. Only a read by the statement's own
+    code (not by a function it calls); a script's top level keeps the
+    NameError, as Python's module level does."""
+    if type(exc) is not NameError or code is None or plan.qualname == SCRIPT_QUALNAME:
+        return exc
+    tb = exc.__traceback__
+    if tb is None:
+        return exc
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb.tb_frame.f_code is not code:
+        return exc
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        match = _NOT_DEFINED.match(str(exc))
+        name = match.group(1) if match else None
+    if name is None or (name not in plan.bound and name not in plan.params) or name in declared(plan):
+        return exc
+    unbound = UnboundLocalError(_UNBOUND % name).with_traceback(exc.__traceback__)
+    unbound.__context__ = exc.__context__
+    unbound.__suppress_context__ = exc.__suppress_context__
+    return unbound

@@ -44,16 +44,19 @@ Import = Tuple[int, str, Tuple[Tuple[str, Optional[str]], ...], bool]
 class TopStmt:
     """Module-level facts of one top-level statement (cached by text)."""
 
-    __slots__ = ("binds", "reads", "own", "imports", "star", "generator")
+    __slots__ = ("binds", "reads", "own", "imports", "star", "generator", "inner")
 
     def __init__(self, binds: FrozenSet[str], reads: FrozenSet[str], own: str, imports: List[Import],
-                 star: List[Tuple[int, str]], generator: bool = False) -> None:
+                 star: List[Tuple[int, str]], generator: bool = False, inner: bool = False) -> None:
         self.binds = binds  # names bound at module level
         self.reads = reads  # module-level names it reads (functions: free names)
         self.own = own  # hash of its normalised source
         self.imports = imports  # star imports left out
         self.star = star  # [(level, module)] of star imports
         self.generator = generator  # a def whose body yields or awaits
+        # A def or class: its imports run inside it (when called) and bind
+        # no module-level name, yet what it computes depends on them.
+        self.inner = inner
 
 
 class GlobalVersions:
@@ -132,7 +135,8 @@ class GlobalVersions:
                     star.append((level, module))
                 names = tuple((n, a) for n, a in names if n != "*")
             imports.append((level, module, names, is_from))
-        return TopStmt(frozenset(binds), frozenset(reads), own, imports, star, generator)
+        inner = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        return TopStmt(frozenset(binds), frozenset(reads), own, imports, star, generator, inner)
 
     def _analyze_long_def(
         self, src: Source, node: ast.stmt
@@ -272,7 +276,7 @@ class _Closure:
                 for r in top.reads:
                     if r in table:
                         deps.add((mod, r))
-                self._import_deps(rec, top.imports, gname, deps)
+                self._import_deps(rec, top.imports, None if top.inner else gname, deps)
             for src_node in star_names.get(gname, ()):
                 deps.add(src_node)
             own[node] = "|".join(parts)
@@ -305,15 +309,16 @@ class _Closure:
                             star_names.setdefault(n, []).append((full, n))
         return star_names
 
-    def _import_deps(self, rec: ModuleRecord, imports: Iterable[Import], gname: str, deps: Set[Node]) -> None:
-        """Add to deps the nodes the imports of a statement binding gname give it."""
+    def _import_deps(self, rec: ModuleRecord, imports: Iterable[Import], gname: Optional[str], deps: Set[Node]) -> None:
+        """Add to deps the nodes the imports of a statement binding gname give
+        it (gname None: every import counts, those of a def's body)."""
         for level, module, names, is_from in imports:
             base = resolve(rec, level, module)
             if base is None:
                 continue
             if not is_from:
                 asname = names[0][1] if names else None
-                if (asname or base.split(".")[0]) != gname:
+                if gname is not None and (asname or base.split(".")[0]) != gname:
                     continue
                 pieces = base.split(".")
                 for k in range(1, len(pieces) + 1):
@@ -322,7 +327,7 @@ class _Closure:
                         deps.add((cand, "*"))
             else:
                 for item, asname in names or ():
-                    if (asname or item) != gname:
+                    if gname is not None and (asname or item) != gname:
                         continue
                     base_names = self.bound_of(base)
                     if base_names is not None and item in base_names:

@@ -14,7 +14,10 @@ a closure whose state advances with each call (make_counter), iterators and
 generators consumed by next/sum/list, a name aliasing an element of a
 container (grid rows), module state a helper rebinds (`global COUNT` in
 bump) and a function of the body rebinding a module global (`global G`),
-and `del`.
+and `del`; and (issue 27) imports inside the body and inside functions it
+defines, module state written from the body (`helpers.Y = a`,
+`helpers.LOG.append(a)`), and an object whose __getitem__ mutates it
+(Tally).
 """
 
 import re
@@ -25,8 +28,9 @@ DICTS = ["d", "e"]
 FUNCS = ["f", "g"]
 ITERS = ["it", "jt"]
 GRIDS = ["grid"]
+TALLIES = ["tl"]
 TYPES = {**{n: "int" for n in INTS}, **{n: "list" for n in LISTS}, **{n: "dict" for n in DICTS}, **{n: "func" for n in FUNCS},
-         **{n: "iter" for n in ITERS}, **{n: "grid" for n in GRIDS}}
+         **{n: "iter" for n in ITERS}, **{n: "grid" for n in GRIDS}, **{n: "tally" for n in TALLIES}}
 
 
 class Stmt:
@@ -47,7 +51,7 @@ class Program:
         return Program([s.copy() for s in self.stmts], self.helper)
 
     def main_source(self):
-        lines = ["import helpers", "from helpers import h0, h1, h2, h3, add_to, bump, make_counter, gen", "",
+        lines = ["import helpers", "from helpers import h0, h1, h2, h3, add_to, bump, make_counter, gen, Tally", "",
                  "G = 0", "", "", "def main():"]
         if not self.stmts:
             lines.append("    pass")
@@ -95,7 +99,15 @@ class Program:
             "    return inc\n\n\n"
             "def gen(k):\n"
             "    for i in range(k %% 5 + %(c3)d %% 3):\n"
-            "        yield i * %(c1)d\n"
+            "        yield i * %(c1)d\n\n\n"
+            "Y = %(c4)d\n"
+            "LOG = []\n\n\n"
+            "class Tally:\n"
+            "    def __init__(self):\n"
+            "        self.n = 0\n\n"
+            "    def __getitem__(self, i):\n"
+            "        self.n += 1\n"
+            "        return self.n * %(c1)d + i\n"
         ) % p
 
     def sources(self):
@@ -166,6 +178,13 @@ class Generator:
             options += [self._consume, self._consume]
         if grids:
             options += [self._row, self._grid_sum, self._for_rows]
+        # issue 27: imports inside functions, module state from the body, a mutating __getitem__
+        if ints:
+            options += [self._import_in_body, self._import_in_def, self._set_module_global, self._read_module_global,
+                        self._log_append, self._make_tally]
+        options.append(self._log_len)
+        if _names(env, "tally"):
+            options += [self._tally_get, self._tally_n]
         if len(env) > 2:
             options.append(self._del)
         return r.choice(options)(env, ints, lists, dicts, funcs)
@@ -313,6 +332,43 @@ class Generator:
     def _dict_pop(self, env, ints, lists, dicts, funcs):
         t = self._new("int")
         return Stmt("%s = %s.pop('%s', 0)" % (t, self._pick(dicts), self.rng.choice("abc")), {t: "int"})
+
+    # -- issue 27: imports inside functions, module state from the body, __getitem__ ---
+
+    def _import_in_body(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        if self.rng.random() < 0.5:
+            return Stmt("import helpers as hx\n%s = hx.K * %s" % (t, self._pick(ints)), {t: "int"})
+        return Stmt("from helpers import K as KK\n%s = KK + %s" % (t, self._pick(ints)), {t: "int"})
+
+    def _import_in_def(self, env, ints, lists, dicts, funcs):
+        t = self._new("func")
+        return Stmt("def %s(v):\n    import helpers\n    return v * helpers.K + %d" % (t, self.const()), {t: "func"})
+
+    def _set_module_global(self, env, ints, lists, dicts, funcs):
+        return Stmt("helpers.Y = %s + %d" % (self._pick(ints), self.const()), {})
+
+    def _read_module_global(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = helpers.Y * %d" % (t, self.rng.randint(1, 3)), {t: "int"})
+
+    def _log_append(self, env, ints, lists, dicts, funcs):
+        return Stmt("helpers.LOG.append(%s)" % self._pick(ints), {})
+
+    def _log_len(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = len(helpers.LOG) + sum(helpers.LOG)" % t, {t: "int"})
+
+    def _make_tally(self, env, ints, lists, dicts, funcs):
+        return Stmt("tl = Tally()", {"tl": "tally"})
+
+    def _tally_get(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = tl[%d]" % (t, self.const()), {t: "int"})
+
+    def _tally_n(self, env, ints, lists, dicts, funcs):
+        t = self._new("int")
+        return Stmt("%s = tl.n + %d" % (t, self.const()), {t: "int"})
 
     # -- mutation through calls and module state --------------------------------------
 

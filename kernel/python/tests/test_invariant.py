@@ -12,7 +12,7 @@ fresh engine runs in a forked child that first unloads the parent engine's
 modules, so it starts with fresh module objects and empty caches.
 
 Seeded and reproducible: RIPPLE_INVARIANT_SEED picks the first seed,
-RIPPLE_INVARIANT_STEPS the number of steps (default 600). A failing run
+RIPPLE_INVARIANT_STEPS the number of steps (default 1000). A failing run
 prints its seed and writes its concrete script (sources and operations) to
 data/invariant_failure.json; copy it into data/invariant_regressions.json to
 keep it as a regression case, which test_regressions replays.
@@ -224,7 +224,7 @@ class Invariant(EngineTestCase):
                 self.assertGreater(replay(case["script"]), 0)
 
     def test_random_programs(self):
-        total = int(os.environ.get("RIPPLE_INVARIANT_STEPS", "600"))
+        total = int(os.environ.get("RIPPLE_INVARIANT_STEPS", "1000"))
         seed = int(os.environ.get("RIPPLE_INVARIANT_SEED", "1"))
         checked = 0
         done = 0
