@@ -64,6 +64,7 @@ from . import rewrite_cache
 from .api import KernelAPI, WireObject
 from .pytest_report import junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl
+from .signals import PytestProcess
 
 if TYPE_CHECKING:
     import pytest
@@ -82,6 +83,9 @@ class _PluginState:
 
 
 _STATE = _PluginState()
+# The process state pytest's code sees (signals.PytestProcess): every
+# region below where pytest's code runs is in its hidden() and signals().
+_PROC = PytestProcess()
 
 
 def _watchfn() -> ModuleType:
@@ -217,7 +221,7 @@ def _start_session(
     from _pytest.config import _prepareconfig
     from _pytest.main import Session
 
-    with api.user_code():
+    with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
             with _cached_distributions():
                 config = _prepareconfig(args, plugins=None)
@@ -520,7 +524,7 @@ class _Session:
             self.pending = None
         index = {id(it): i for i, it in enumerate(items)}
         try:
-            with api.user_code():
+            with api.user_code(), _PROC.hidden():
                 while len(queue) > 1:
                     item = queue.pop(0)
                     if not self._run_one(item, queue[0], index[id(item)], yield_wide):
@@ -542,7 +546,7 @@ class _Session:
         close = True
         try:
             try:
-                with api.user_code():
+                with api.user_code(), _PROC.hidden():
                     if self.pending is not None and not self.stopped:
                         item, self.pending = self.pending, None
                         index = self.items().index(item)
@@ -588,7 +592,8 @@ class _Session:
         if rec is not None:
             rec.begin_test(item.nodeid)
         try:
-            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            with _PROC.signals():
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         finally:
             if rec is not None:
                 rec.end_test()
@@ -605,6 +610,10 @@ class _Session:
         return True
 
     def close(self) -> None:
+        with _PROC.hidden(), _PROC.signals():
+            self._close()
+
+    def _close(self) -> None:
         config, session = self.config, self.session
         try:
             if self.started and session is not None:
