@@ -73,6 +73,10 @@ func TestPytestProjects(t *testing.T) {
 		{"process_state", 0, map[string]batch.Status{"test_process.py::test_sigint_is_default": batch.StatusPassed,
 			"test_process.py::test_wakeup_fd_is_free": batch.StatusPassed, "test_process.py::test_wakeup_fd_trio_style": batch.StatusPassed,
 			"test_process.py::test_no_ripple_module": batch.StatusPassed, "test_process.py::test_no_ripple_environment": batch.StatusPassed}, 8},
+		// A later module (the larger one) changes a global default the
+		// earlier one relies on: each kernel runs in pytest's order.
+		{"order", 0, map[string]batch.Status{"test_a_uses_default.py::test_default_precision": batch.StatusPassed,
+			"test_b_big_changes_default.py::test_set_default": batch.StatusPassed}, 14},
 		// A session fixture that fails everywhere: its tests are errors,
 		// the others pass, as under pytest.
 		{"session_broken", 1, map[string]batch.Status{"test_a.py::test_a_needs_service": batch.StatusError, "test_c.py::test_c_needs_service": batch.StatusError,

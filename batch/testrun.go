@@ -142,17 +142,18 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	return testGroup{}, false, false
 }
 
-// steal takes the first (largest) group of a share that has more than one
-// left, so that its own kernel, which needs no new session, keeps at least
-// one: a steal costs a session and the module's import, and the run ends
-// only when the thief's session does. t.mu held.
+// steal takes the last group of a share that has more than one left, so
+// that its own kernel, which needs no new session, keeps at least one (a
+// steal costs a session and the module's import, and the run ends only
+// when the thief's session does); the last, as xdist steals, so that the
+// thief most likely goes on in pytest's order rather than back. t.mu held.
 func (t *testRun) steal() (testGroup, bool) {
 	left := make([]int, len(t.holders))
 	for _, g := range t.queue {
 		left[g.share]++
 	}
-	for i, g := range t.queue {
-		if left[g.share] > 1 {
+	for i := len(t.queue) - 1; i >= 0; i-- {
+		if g := t.queue[i]; left[g.share] > 1 {
 			t.queue = slices.Delete(t.queue, i, i+1)
 			return g, true
 		}
