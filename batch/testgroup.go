@@ -4,7 +4,6 @@ package batch
 // become groups: by scope (a module, or with --dist loadscope a class) or
 // in --dist load's shrinking chunks.
 
-
 // testGroup is tests that run in one session, in this order: indices into
 // the collection of share.
 type testGroup struct {
