@@ -113,6 +113,8 @@ type testItem struct {
 	Status   string    `json:"status"` // collection reports only
 	Message  string    `json:"message"`
 	Longrepr string    `json:"longrepr"`
+	// JUnitText: a skipped collection report's text in pytest's junitxml.
+	JUnitText string `json:"junitText"`
 	// With split collection (split.go): the index of the item's (the
 	// report's) file in the kernel's Files (-1: none), and for a report
 	// how many files collection had reached when it came.
@@ -148,6 +150,17 @@ type collectAnswer struct {
 	Continue    bool         `json:"continueOnCollectionErrors"`
 	CollectOnly bool         `json:"collectOnly"`
 	Stopped     string       `json:"stopped"`
+	// JUnitXML: pytest's --junitxml was given (argument or addopts).
+	JUnitXML *PytestJUnitXML `json:"junitxml"`
+}
+
+// PytestJUnitXML is pytest's --junitxml as the kernel read it: the file
+// (absolute) and the ini options it is written with.
+type PytestJUnitXML struct {
+	Path      string `json:"path"`
+	SuiteName string `json:"suiteName"`
+	Family    string `json:"family"`
+	Durations string `json:"durations"`
 }
 
 // splitAnswer is the kernel's account of its split collection.
@@ -184,6 +197,10 @@ type testEvent struct {
 	Stderr   string      `json:"stderr"`
 	Sections [][2]string `json:"sections"`
 	Duration float64     `json:"duration"`
+	// TeardownError: the teardown failed too, after the test failed.
+	TeardownError string `json:"teardownError"`
+	// JUnit: the testcases pytest's junitxml would write (Result.JUnit).
+	JUnit [][]JUnitChild `json:"junit"`
 }
 
 // runAnswer is the kernel's answer to "run" and "finish".

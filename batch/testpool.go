@@ -27,6 +27,11 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 	}
 	defer p.stop(ctx)
 	rep, _, err := p.run(ctx, opts, opts.PytestArgs, runFlags{})
+	if rep != nil && rep.PytestJUnitXML != nil {
+		if werr := WritePytestJUnit(rep.PytestJUnitXML, rep); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	return rep, err
 }
 
@@ -187,6 +192,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	pl := t.plan(s, col.first(), flags.only)
 	c := t.startReport(started, pl.pre)
+	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
 	if !pl.runItems {

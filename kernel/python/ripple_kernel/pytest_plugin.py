@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Opt
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
 from . import rewrite_cache
 from .api import KernelAPI, WireObject
-from .pytest_report import junit_names, outcome, scope, skip_reason, crash_message
+from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl
 from .signals import PytestProcess
 
@@ -208,7 +208,21 @@ def _collect_session(
         "stopped": state.stopped,
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
+        "junitxml": _junitxml(config),
     }
+
+
+def _junitxml(config: pytest.Config) -> Optional[WireObject]:
+    """pytest's --junitxml (from the command line or addopts): the file and
+    the ini options of pytest's junitxml, which the Go side writes the file
+    with (a kernel is a worker: pytest's plugin leaves it to the
+    controller); None without it."""
+    path = getattr(config.option, "xmlpath", None)
+    if not path:
+        return None
+    path = os.path.normpath(os.path.abspath(os.path.expanduser(os.path.expandvars(path))))
+    return {"path": path, "suiteName": str(config.getini("junit_suite_name")),
+            "family": str(config.getini("junit_family")), "durations": str(config.getini("junit_duration_report"))}
 
 
 def _start_session(
@@ -465,6 +479,8 @@ class _Session:
         self.wide: Dict[int, Tuple[BaseException, str]] = {}
         self.setup_clash = ""
         self.clash = ""
+        # How pytest's junitxml would write captured output (ini options).
+        self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
 
     def items(self) -> List[pytest.Item]:
         """The collected items (once the session started)."""
@@ -486,6 +502,7 @@ class _Session:
         else:
             entry["status"] = "skipped"
             entry["message"] = skip_reason(report)
+            entry["junitText"] = str(report.longrepr)
         self.collect_reports.append(entry)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -602,7 +619,7 @@ class _Session:
         if yield_wide and self.setup_clash:
             self.clash = self.setup_clash
             return False
-        self.ended = outcome(i, reports)
+        self.ended = outcome(i, reports, self.junit_logging)
         s = self.session
         if s.shouldfail or s.shouldstop:
             self.stopped = str(s.shouldfail or s.shouldstop)

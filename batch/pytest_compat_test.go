@@ -1,0 +1,88 @@
+package batch_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Tests of ripple run --tests against pytest itself on the same testdata
+// project (issue 28): what pytest writes (its --junitxml file, its cache,
+// its console) is the oracle.
+
+// pytestRun runs pytest in root with args; its exit status and output.
+func pytestRun(t *testing.T, py, root string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"-m", "pytest"}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CI=true") // as ripple runs (cli_test.go): pytest's output depends on it
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), string(out)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+var junitVolatile = regexp.MustCompile(`(time|timestamp)="[^"]*"|0x[0-9a-f]+`)
+
+// normalJUnit is a JUnit file with what two runs may differ in (times,
+// the timestamp, object addresses in tracebacks) blanked.
+func normalJUnit(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return junitVolatile.ReplaceAllString(string(data), "$1=\"\"")
+}
+
+// pytest's --junitxml, given in the ini file's addopts, is written by
+// ripple run as pytest writes it: the same bytes up to times and
+// addresses, with 2 kernels and with 1 (each kind of report: a failure's
+// longrepr, setup and teardown errors, a failure followed by a teardown
+// error as two testcases, skips of type pytest.skip, xfail, a module that
+// skips itself). The JSON report and the console count as pytest does.
+func TestPytestJUnitXMLAsPytest(t *testing.T) {
+	t.Parallel()
+	python := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	file := filepath.Join(root, "reports", "junit.xml")
+	code, out := pytestRun(t, python, root, "-q")
+	if code != 1 || !strings.Contains(out, "4 failed, 2 passed, 3 skipped, 1 xfailed, 3 errors") {
+		t.Fatalf("pytest: exit %d\n%s", code, out)
+	}
+	want := normalJUnit(t, file)
+	for _, kernels := range []string{"2", "1"} {
+		os.RemoveAll(filepath.Join(root, "reports"))
+		report := filepath.Join(t.TempDir(), "r.json")
+		code, out, errOut := ripple(t, "run", root, "--tests", "--python", python, "--kernels", kernels, "--json", report)
+		if code != 1 {
+			t.Fatalf("%s kernels: exit %d\n%s\n%s", kernels, code, out, errOut)
+		}
+		if got := normalJUnit(t, file); got != want {
+			t.Errorf("%s kernels: --junitxml differs from pytest's (-pytest +ripple):\n%s", kernels, diffLines(strings.Split(strings.ReplaceAll(want, "><", ">\n<"), "\n"), strings.Split(strings.ReplaceAll(got, "><", ">\n<"), "\n")))
+		}
+		data, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Summary map[string]int `json:"summary"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		s := doc.Summary
+		if s["failed"] != 4 || s["passed"] != 2 || s["errors"] != 3 || s["skipped"] != 3 || s["xfailed"] != 1 {
+			t.Errorf("%s kernels: summary %v, want pytest's 4 failed, 2 passed, 3 skipped, 1 xfailed, 3 errors", kernels, s)
+		}
+	}
+}
