@@ -161,6 +161,12 @@ func (c *Console) clearBar() {
 
 // Finish prints the failures and the summary of a finished run.
 func (c *Console) Finish(rep *Report) {
+	if rep.PytestConsole != "" {
+		c.clearBar()
+		io.WriteString(c.w, rep.PytestConsole)
+		c.Flush()
+		return
+	}
 	c.clearBar()
 	first := true
 	for _, r := range rep.Results {

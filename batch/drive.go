@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,15 @@ func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy strin
 		// Nothing stopped the run, yet tests did not run: every kernel
 		// that could run them is gone. Not a green run.
 		notRun = &Result{Status: StatusCrashed, Message: "not run: no kernel left to run it: " + strings.Join(t.gone, "; ")}
+	}
+	if errors.Is(reason, ErrStopped) {
+		// pytest's -x or --maxfail: as pytest, the report lists the tests
+		// that ran, not those the stop left (nor those it interrupted on
+		// other kernels: pytest would not have started them).
+		c.report.Results = slices.DeleteFunc(c.report.Results, func(r *Result) bool {
+			return r == nil || r.Status == StatusInterrupted
+		})
+		return runErr
 	}
 	for i, r := range c.report.Results {
 		if r == nil {

@@ -86,3 +86,66 @@ func TestPytestJUnitXMLAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// cacheFiles reads pytest's cache values in root (lastfailed, nodeids,
+// stepwise) as one text.
+func cacheFiles(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, name := range []string{"lastfailed", "nodeids", "stepwise"} {
+		data, err := os.ReadFile(filepath.Join(root, ".pytest_cache", "v", "cache", name))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		b.WriteString("== " + name + "\n" + string(data) + "\n")
+	}
+	return b.String()
+}
+
+// The cache plugin across the kernels: after each run ripple leaves the
+// cache pytest leaves (the same bytes), and --lf, --ff, --nf and --sw
+// select from it as pytest does. Each step starts both from pytest's
+// cache of the step before.
+func TestPytestCacheAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	src := filepath.Join("testdata", "pytest", "cache")
+	pRoot, rRoot := copyProject(t, src), filepath.Join(t.TempDir(), "cache")
+	steps := []struct {
+		name  string
+		args  []string
+		fixed bool // test_a_fails passes from this step on
+	}{
+		{"first run", nil, false},
+		{"--lf after a fix", []string{"--lf"}, true},
+		{"--ff", []string{"--ff"}, true},
+		{"--nf", []string{"--nf"}, true},
+		{"--sw", []string{"--sw"}, true},
+		{"--sw again", []string{"--sw"}, true},
+		{"--sw-skip", []string{"--sw-skip"}, true},
+		{"-x", []string{"-x"}, true},
+	}
+	for _, st := range steps {
+		if st.fixed {
+			writeFile(t, pRoot, "FIXED", "")
+		}
+		// ripple's copy starts from pytest's state before the step.
+		os.RemoveAll(rRoot)
+		if err := os.CopyFS(rRoot, os.DirFS(pRoot)); err != nil {
+			t.Fatal(err)
+		}
+		pJUnit, rJUnit := filepath.Join(t.TempDir(), "p.xml"), filepath.Join(t.TempDir(), "r.xml")
+		pCode, pOut := pytestRun(t, py, pRoot, append([]string{"-q", "--junitxml", pJUnit, "-o", "junit_family=xunit1"}, st.args...)...)
+		code, out, errOut := ripple(t, append([]string{"run", rRoot, "--tests", "--python", py, "--kernels", "2", "--"},
+			append([]string{"--junitxml", rJUnit, "-o", "junit_family=xunit1"}, st.args...)...)...)
+		if code != pCode {
+			t.Errorf("%s: exit %d, pytest's %d\n%s\n%s\npytest:\n%s", st.name, code, pCode, out, errOut, pOut)
+		}
+		if d := diffLines(junitOutcomes(t, pJUnit), junitOutcomes(t, rJUnit)); d != "" {
+			t.Errorf("%s: tests run differ from pytest's (-pytest +ripple):\n%s", st.name, d)
+		}
+		if want, got := cacheFiles(t, pRoot), cacheFiles(t, rRoot); got != want {
+			t.Errorf("%s: cache:\n%s\npytest's:\n%s", st.name, got, want)
+		}
+	}
+}

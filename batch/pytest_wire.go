@@ -150,6 +150,11 @@ type collectAnswer struct {
 	Continue    bool         `json:"continueOnCollectionErrors"`
 	CollectOnly bool         `json:"collectOnly"`
 	Stopped     string       `json:"stopped"`
+	// Console: with --collect-only, what pytest's terminal reporter wrote
+	// (its listing and summary line); the session ended in the kernel.
+	Console string `json:"console"`
+	// Cache: pytest's cache plugin is on (pytest_cache.go); nil when off.
+	Cache *pytestCache `json:"cache"`
 	// JUnitXML: pytest's --junitxml was given (argument or addopts).
 	JUnitXML *PytestJUnitXML `json:"junitxml"`
 }

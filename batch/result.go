@@ -158,6 +158,9 @@ type Report struct {
 	// or the ini file's addopts), which Run has written
 	// (WritePytestJUnit); nil without it.
 	PytestJUnitXML *PytestJUnitXML
+	// PytestConsole is what pytest itself printed for a run that ran
+	// nothing (--collect-only: its listing): the console shows it as is.
+	PytestConsole string
 }
 
 // Summary counts results by status.

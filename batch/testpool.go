@@ -191,16 +191,43 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		return nil, nil, err
 	}
 	pl := t.plan(s, col.first(), flags.only)
+	if col.first().CollectOnly {
+		// pytest's listing says it all: the observer is not told the
+		// collection reports (startReport's results) apart.
+		t.opts.Observer = nil
+	}
 	c := t.startReport(started, pl.pre)
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
+	if first := col.first(); first.CollectOnly {
+		// pytest's --collect-only: the kernels ran nothing, the first one's
+		// listing is the output, its status pytest's.
+		p.stop(ctx)
+		c.report.PytestConsole = first.Console
+		c.report.Duration = time.Since(started)
+		switch {
+		case pl.collectErrors > 0 && !first.Continue:
+			err = fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
+		case len(s.items) == 0:
+			err = ErrNoTests
+		}
+		if first.Cache != nil {
+			err = cmp.Or(err, writePytestCache(first.Cache, s, c.report, len(pl.pre), true))
+		}
+		return c.report, s.deps, err
+	}
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
 	runErr := t.drive(ctx, runCtx, col.ws, c)
+	if cache := col.first().Cache; cache != nil && !c.report.Interrupted {
+		// As pytest's plugins at the session's end (not after Ctrl-C: the
+		// kernels were stopped mid-run).
+		runErr = cmp.Or(runErr, writePytestCache(cache, s, c.report, len(pl.pre), false))
+	}
 	if flags.watch && t.clean() {
 		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers}
 	}

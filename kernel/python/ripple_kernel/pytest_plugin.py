@@ -191,6 +191,15 @@ def _collect_session(
             api.emit_progress({"event": "deps", "path": path, "deps": deps})
     if rec is not None:
         rec.snapshot(started_ns)
+    console = None
+    if config.option.collectonly:
+        # Nothing runs: the session ends here, as pytest's does, with its
+        # listing, its summary line and its status.
+        state.exitstatus = 0 if state.items() else 5
+        if state.collect_errors():
+            state.exitstatus = 2
+        state.close()
+        console = state.console.getvalue()
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -209,8 +218,34 @@ def _collect_session(
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
         "junitxml": _junitxml(config),
+        "console": console,
+        "cache": _cache(config, int(params.get("worker", 0))),
     }
 
+
+def _cache(config: pytest.Config, worker: int) -> Optional[WireObject]:
+    """pytest's cache plugin (cacheprovider, stepwise) reads the cache in
+    every kernel (--lf, --ff, --nf, --sw select and order as they do under
+    pytest) but, in a worker, writes nothing: the Go side writes what a
+    serial session would (batch/pytest_cache.go). The cache directory
+    and the options that decide what it writes; None without the plugin
+    (-p no:cacheprovider) or with --cache-show. The first kernel makes the
+    directory with pytest's supporting files (README.md, .gitignore,
+    CACHEDIR.TAG), as pytest's first write would."""
+    cache = getattr(config, "cache", None)
+    if cache is None or config.getoption("cacheshow"):
+        return None
+    cachedir = getattr(cache, "_cachedir", None)
+    if cachedir is None:
+        return None
+    if worker == 0 and not os.path.isdir(cachedir):
+        try:
+            os.makedirs(cachedir, exist_ok=True)
+            cache._ensure_supporting_files()
+        except OSError:
+            pass  # pytest warns and writes nothing: so does the Go side
+    return {"dir": str(cachedir), "stepwise": bool(config.getoption("stepwise")),
+            "stepwiseSkip": bool(config.getoption("stepwise_skip"))}
 
 def _junitxml(config: pytest.Config) -> Optional[WireObject]:
     """pytest's --junitxml (from the command line or addopts): the file and
@@ -251,7 +286,9 @@ def _start_session(
             if tr is not None:
                 from _pytest.terminal import TerminalWriter
 
-                tr._tw = TerminalWriter(cast(TextIO, _Discard()))  # a TextIO that keeps nothing
+                # --collect-only: pytest's own listing is the run's output.
+                sink = state.console if config.option.collectonly else _Discard()
+                tr._tw = TerminalWriter(cast(TextIO, sink))  # a TextIO that keeps nothing
             config.pluginmanager.register(state, "ripple-kernel")
             if rec is not None:
                 config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
@@ -464,6 +501,8 @@ class _Session:
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
         self.stopped = ""
+        self.console = io.StringIO()  # what pytest's terminal reporter wrote (--collect-only)
+        self.exitstatus: Optional[int] = None  # set: the session's end status (close)
         self.api: Optional[KernelAPI] = None
         self.split: Optional[Split] = None  # this session collects one share of the test modules
         # wide: the exceptions of session- or package-scoped fixtures whose
@@ -481,6 +520,9 @@ class _Session:
         self.clash = ""
         # How pytest's junitxml would write captured output (ini options).
         self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
+
+    def collect_errors(self) -> int:
+        return sum(1 for r in self.collect_reports if r["status"] == "error")
 
     def items(self) -> List[pytest.Item]:
         """The collected items (once the session started)."""
@@ -636,6 +678,8 @@ class _Session:
             if self.started and session is not None:
                 self.started = False
                 exitstatus = 1 if session.testsfailed else 0
+                if self.exitstatus is not None:
+                    exitstatus = self.exitstatus
                 session.exitstatus = exitstatus
                 config.hook.pytest_sessionfinish(session=session, exitstatus=exitstatus)
         finally:
