@@ -149,3 +149,23 @@ func TestPytestCacheAsPytest(t *testing.T) {
 		}
 	}
 }
+
+var collectedIn = regexp.MustCompile(`in [0-9.]+s( =+)?\n`)
+
+// --collect-only (-q and not) prints pytest's own listing, runs nothing,
+// and exits as pytest does.
+func TestPytestCollectOnlyAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "order"))
+	for _, args := range [][]string{{"--co"}, {"--collect-only", "-q"}, {"--co", "-k", "nothing_matches"}, {"--co", "-q", "-k", "more"}} {
+		pCode, pOut := pytestRun(t, py, root, append([]string{"-p", "no:cacheprovider"}, args...)...)
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--", "-p", "no:cacheprovider"}, args...)...)
+		if code != pCode {
+			t.Errorf("%v: exit %d, pytest's %d\n%s\n%s", args, code, pCode, out, errOut)
+		}
+		if got, want := collectedIn.ReplaceAllString(out, "collected"), collectedIn.ReplaceAllString(pOut, "collected"); got != want {
+			t.Errorf("%v: output:\n%s\npytest's:\n%s", args, got, want)
+		}
+	}
+}

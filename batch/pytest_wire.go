@@ -211,6 +211,9 @@ type testEvent struct {
 // runAnswer is the kernel's answer to "run" and "finish".
 type runAnswer struct {
 	Stopped string `json:"stopped"`
+	// Interrupted: pytest stopped as interrupted (session.shouldstop,
+	// --sw), exit status 2; else as failed (shouldfail: -x, --maxfail).
+	Interrupted bool `json:"interrupted"`
 	// Clash: a session- or package-scoped fixture failed in this session
 	// while other sessions ran (yieldWide): the kernel reported neither
 	// the test whose setup failed nor the rest of the call (clash).

@@ -222,6 +222,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		c.report.Duration = time.Since(started)
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
+	if cache := col.first().Cache; cache != nil && cache.Stepwise && len(col.ws) > 1 {
+		t.only = col.ws[0]
+	}
 	runErr := t.drive(ctx, runCtx, col.ws, c)
 	if cache := col.first().Cache; cache != nil && !c.report.Interrupted {
 		// As pytest's plugins at the session's end (not after Ctrl-C: the

@@ -83,6 +83,16 @@ type testRun struct {
 	open    int         // guarded by mu: workers whose session is open
 	holders []int       // guarded by mu: per share, the open sessions that collected it
 	stopped bool        // guarded by mu
+	// horizon: guarded by mu: the first entry at which a kernel's pytest
+	// stopped its session (-x, --maxfail, --sw), -1 before: no group
+	// that starts after it is handed out, as pytest runs nothing after
+	// it; groups before it still run (they may stop earlier).
+	horizon int
+	// only: when set (before the workers start), the one worker that runs
+	// tests: --sw and --sw-skip stop at the first failure in pytest's
+	// order, which only one session can know (each kernel's stepwise
+	// plugin would skip its own first failure).
+	only *testWorker
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -99,7 +109,7 @@ type testRun struct {
 // cancel cancels the context of its calls.
 func newTestRun(opts *Options, python kernel.Interpreter, root string, args []string, workers int, flags runFlags, cancel context.CancelCauseFunc) *testRun {
 	t := &testRun{opts: opts, python: python, root: root, args: args, workers: workers, flags: flags, cancel: cancel,
-		rerun: make(map[int]string)}
+		rerun: make(map[int]string), horizon: -1}
 	t.more = sync.NewCond(&t.mu)
 	return t
 }
@@ -123,7 +133,7 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	defer t.mu.Unlock()
 	for !t.stopped {
 		for i, g := range t.queue {
-			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) {
+			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
 			t.queue = slices.Delete(t.queue, i, i+1)
@@ -257,6 +267,26 @@ func (t *testRun) stop(cause error) {
 		t.cancel(cause)
 		t.more.Broadcast()
 	}
+}
+
+// stopAfter records that a kernel's pytest stopped its session at entry
+// (see horizon).
+func (t *testRun) stopAfter(entry int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.horizon < 0 || entry < t.horizon {
+		t.horizon = entry
+	}
+	t.more.Broadcast()
+}
+
+// pastHorizon reports whether g starts after the horizon. t.mu held.
+func (t *testRun) pastHorizon(g testGroup) bool {
+	if t.horizon < 0 || len(g.indices) == 0 {
+		return false
+	}
+	j, ok := t.entryOf[g.share][g.indices[0]]
+	return ok && j > t.horizon
 }
 
 func (t *testRun) isStopped() bool {

@@ -47,7 +47,14 @@ type testWorker struct {
 	// worker's goroutine, read by drive once the workers ended.
 	stopped     string
 	interrupted string
-	open        bool // its pytest session is open (counted in t.open)
+	// stopAt: the entry of the last result it sent when pytest stopped
+	// its session (the test that stopped it); stopInterrupts: pytest
+	// stopped it as interrupted (shouldstop: --sw), exit status 2, not
+	// as failed (-x, --maxfail). Written and read as stopped is.
+	stopAt         int
+	stopInterrupts bool
+	lastSent       int  // entry of the last result it sent (w.mu)
+	open           bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
 	// retired: it left the run for that reason; its session is closed,
@@ -294,6 +301,13 @@ func (w *testWorker) loop(ctx context.Context) {
 			w.t.closed(w.share)
 		}
 	}()
+	if w.t.only != nil && w.t.only != w {
+		// Another worker runs every test (testRun.only).
+		if w.open {
+			w.finishSession(ctx, !w.t.unit)
+		}
+		return
+	}
 	for {
 		g, steal, ok := w.t.next(w.share, w.open)
 		if !ok {

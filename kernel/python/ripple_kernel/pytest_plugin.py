@@ -521,6 +521,12 @@ class _Session:
         # How pytest's junitxml would write captured output (ini options).
         self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
 
+    def stop_interrupts(self) -> bool:
+        """pytest stopped the session as interrupted (shouldstop: --sw;
+        exit status 2), not as failed (shouldfail: -x, --maxfail)."""
+        s = self.session
+        return s is not None and bool(s.shouldstop) and not s.shouldfail
+
     def collect_errors(self) -> int:
         return sum(1 for r in self.collect_reports if r["status"] == "error")
 
@@ -592,7 +598,8 @@ class _Session:
                             # the Go side runs them elsewhere, or here again
                             # (yieldWide off) when no other session is left.
                             return {"clash": self.clash}
-                        return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
+                        return {"stopped": self.stopped, "interrupted": self.stop_interrupts(),
+                                "notRun": [index[id(it)] for it in queue]}
         finally:
             self._send_ended()
         self.pending = queue[0] if queue else None
@@ -613,7 +620,7 @@ class _Session:
                             if self.clash:
                                 close = False  # the Go side decides (run)
                                 return {"clash": self.clash}
-                            answer = {"stopped": self.stopped}
+                            answer = {"stopped": self.stopped, "interrupted": self.stop_interrupts()}
             finally:
                 self._send_ended()
         finally:
