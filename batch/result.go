@@ -161,6 +161,8 @@ type Report struct {
 	// PytestConsole is what pytest itself printed for a run that ran
 	// nothing (--collect-only: its listing): the console shows it as is.
 	PytestConsole string
+	// collectTime: how long the kernels took to collect (a test run).
+	collectTime time.Duration
 }
 
 // Summary counts results by status.

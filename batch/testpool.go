@@ -21,12 +21,26 @@ import (
 // collections must agree (as pytest-xdist's workers' must), then the
 // scope groups go to the kernels as they free up.
 func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
+	times := ""
+	if opts.Kernels == 0 && opts.Agents == nil {
+		// The default: one kernel where a second cannot pay for itself
+		// (kernelchoice.go).
+		root, _ := filepath.Abs(opts.Root)
+		times = testTimesPath(root, opts.Python, opts.PytestArgs)
+		var why string
+		if workers, why = chooseKernels(times, workers); why != "" {
+			opts.Logger.Info("one kernel", "why", why)
+		}
+	}
 	p, err := newTestPool(ctx, opts, workers)
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop(ctx)
 	rep, _, err := p.run(ctx, opts, opts.PytestArgs, runFlags{})
+	if rep != nil {
+		saveTestTimes(times, rep, rep.collectTime)
+	}
 	if rep != nil && rep.PytestJUnitXML != nil {
 		if werr := WritePytestJUnit(rep.PytestJUnitXML, rep); werr != nil && err == nil {
 			err = werr
@@ -182,6 +196,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	defer cancel(nil)
 	t, ws := p.newRun(&opts, args, flags, cancel)
 	col, err := p.collect(ctx, runCtx, t, ws, started)
+	collected := time.Since(started)
 	var s suite
 	if err == nil {
 		s, err = t.merge(col)
@@ -197,6 +212,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		t.opts.Observer = nil
 	}
 	c := t.startReport(started, pl.pre)
+	c.report.collectTime = collected
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
