@@ -46,8 +46,26 @@ func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (d
 			}
 		}()
 	}
+	// A late worker still collecting when the others are done has
+	// nothing left to join: its collection is cancelled.
+	lateCtx, cancelLate := context.WithCancel(runCtx)
+	var lateWG sync.WaitGroup
+	for _, w := range t.late {
+		lateWG.Add(1)
+		go func() {
+			defer lateWG.Done()
+			if w.lateJoin(lateCtx) {
+				w.loop(runCtx)
+			}
+			if !t.flags.keep {
+				w.stopKernel(ctx)
+			}
+		}()
+	}
 	go func() {
 		wg.Wait()
+		cancelLate()
+		lateWG.Wait()
 		close(ended)
 	}()
 	return ended

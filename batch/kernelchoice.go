@@ -14,8 +14,13 @@ package batch
 // measured on a suite whose addopts deselect 95% of 20,000 tests (C 3.4 s,
 // T 0.6 s), two kernels took 8.7 s and one 5.9 s, pytest 4.2 s. So the run
 // uses one kernel when the last run's T < C + secondKernelStart, else the
-// default (the machine's CPUs). Without a record (a first run), the
-// default.
+// default (the machine's CPUs), every kernel collecting at once. Without
+// a record (a first run), the default kernels, staggered: the first
+// kernel collects while the others start; they collect once it has, while
+// it runs tests, and join the run if tests are left then (testRun.late).
+// A suite whose tests take less than its collection is then never slower
+// than on one kernel (but for the CPU the late collection takes), and one
+// whose tests take long gains all but the late kernels' collection.
 
 import (
 	"encoding/json"
@@ -69,6 +74,16 @@ func chooseKernels(path string, workers int) (int, string) {
 		return 1, fmt.Sprintf("last run: tests took %.2fs, collection %.2fs: a second kernel cannot pay for itself", tt.Tests, tt.Collect)
 	}
 	return workers, ""
+}
+
+// staggerKernels: without a record of the run (see above), the kernels
+// after the first collect after it.
+func staggerKernels(path string) bool {
+	if path == "" {
+		return true
+	}
+	_, err := os.Stat(path)
+	return err != nil
 }
 
 // saveTestTimes records a finished run's times (best effort).

@@ -22,6 +22,7 @@ import (
 // scope groups go to the kernels as they free up.
 func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 	times := ""
+	var flags runFlags
 	if opts.Kernels == 0 && opts.Agents == nil {
 		// The default: one kernel where a second cannot pay for itself
 		// (kernelchoice.go).
@@ -31,13 +32,14 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 		if workers, why = chooseKernels(times, workers); why != "" {
 			opts.Logger.Info("one kernel", "why", why)
 		}
+		flags.stagger = staggerKernels(times)
 	}
 	p, err := newTestPool(ctx, opts, workers)
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop(ctx)
-	rep, _, err := p.run(ctx, opts, opts.PytestArgs, runFlags{})
+	rep, _, err := p.run(ctx, opts, opts.PytestArgs, flags)
 	if rep != nil {
 		saveTestTimes(times, rep, rep.collectTime)
 	}
@@ -172,6 +174,8 @@ type runFlags struct {
 	// reaches (kernel/python/ripple_kernel/watchfn.py) and keep their pytest
 	// sessions open after the run, for the hot path (hot.go).
 	watch bool
+	// stagger: the kernels but the first collect after it (testRun.late).
+	stagger bool
 	// only, when not nil, keeps the tests of these test files (paths
 	// relative to the root): a watch's module path collects the whole
 	// suite, so that the sessions it leaves open hold every test, and runs
@@ -195,6 +199,15 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t, ws := p.newRun(&opts, args, flags, cancel)
+	if flags.stagger && len(ws) > 1 && !t.split && p.slots == nil && !opts.FailFast {
+		// The first kernel collects; the others start now and collect
+		// once it has (testRun.late).
+		t.late = ws[1:]
+		ws = ws[:1]
+		for _, w := range t.late {
+			w.startLate(runCtx)
+		}
+	}
 	col, err := p.collect(ctx, runCtx, t, ws, started)
 	collected := time.Since(started)
 	var s suite

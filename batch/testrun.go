@@ -93,6 +93,11 @@ type testRun struct {
 	// order, which only one session can know (each kernel's stepwise
 	// plugin would skip its own first failure).
 	only *testWorker
+	// late: workers whose kernels start beside the first kernel's
+	// collection but collect only after it, and join the run if tests are
+	// left then (a first run with the default kernels: kernelchoice.go).
+	// Set before the workers start.
+	late []*testWorker
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -152,18 +157,18 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	return testGroup{}, false, false
 }
 
-// steal takes the last group of a share that has more than one left, so
-// that its own kernel, which needs no new session, keeps at least one (a
+// steal takes the first group of a share that has more than one left, so
+// that its own kernel, which needs no new session, keeps at least one: a
 // steal costs a session and the module's import, and the run ends only
-// when the thief's session does); the last, as xdist steals, so that the
-// thief most likely goes on in pytest's order rather than back. t.mu held.
+// when the thief's session does. (A stolen module runs in a session of
+// its own, apart from the thief's share and its order.) t.mu held.
 func (t *testRun) steal() (testGroup, bool) {
 	left := make([]int, len(t.holders))
 	for _, g := range t.queue {
 		left[g.share]++
 	}
-	for i := len(t.queue) - 1; i >= 0; i-- {
-		if g := t.queue[i]; left[g.share] > 1 {
+	for i, g := range t.queue {
+		if left[g.share] > 1 {
 			t.queue = slices.Delete(t.queue, i, i+1)
 			return g, true
 		}
@@ -267,6 +272,26 @@ func (t *testRun) stop(cause error) {
 		t.cancel(cause)
 		t.more.Broadcast()
 	}
+}
+
+// hasWork reports whether tests are queued and the run goes on.
+func (t *testRun) hasWork() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.stopped && len(t.queue) > 0
+}
+
+// joinLate opens a late worker's session on share if tests are still
+// queued (see late).
+func (t *testRun) joinLate(share int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || len(t.queue) == 0 || t.open == 0 {
+		return false
+	}
+	t.open++
+	t.holders[share]++
+	return true
 }
 
 // stopAfter records that a kernel's pytest stopped its session at entry

@@ -53,8 +53,13 @@ type testWorker struct {
 	// as failed (-x, --maxfail). Written and read as stopped is.
 	stopAt         int
 	stopInterrupts bool
-	lastSent       int  // entry of the last result it sent (w.mu)
-	open           bool // its pytest session is open (counted in t.open)
+	lastSent       int // entry of the last result it sent (w.mu)
+	// starting: closed once a late worker's kernel started in the
+	// background (startLate) is up, or failed (startErr); nil otherwise.
+	// w.k and startErr are the starting goroutine's until then.
+	starting chan struct{}
+	startErr error
+	open     bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
 	// retired: it left the run for that reason; its session is closed,
@@ -118,6 +123,51 @@ func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 	return w.start(ctx)
 }
 
+// startLate starts a late worker's child kernel in the background (see
+// testRun.late): it is up by the time the first kernel has collected.
+func (w *testWorker) startLate(ctx context.Context) {
+	w.starting = make(chan struct{})
+	go func() {
+		defer close(w.starting)
+		k, err := kernel.Start(ctx, w.kernelConfig())
+		if err != nil {
+			w.startErr = fmt.Errorf("%w: %w", ErrProject, err)
+			return
+		}
+		w.k = k
+	}()
+}
+
+// lateJoin collects on a late worker's kernel once the run's first kernel
+// collected, and joins the run if tests are still queued: true when it
+// did (its session is open and counted). Its collection runs while the
+// first kernel runs tests; joining costs the run nothing it would not
+// spend anyway when the queue empties first.
+func (w *testWorker) lateJoin(ctx context.Context) bool {
+	<-w.starting
+	if w.startErr != nil {
+		w.t.opts.Logger.Debug("late kernel did not start", "kernel", w.name(), "err", w.startErr)
+		return false
+	}
+	if !w.t.hasWork() {
+		return false
+	}
+	began := time.Now()
+	if err := w.join(ctx); err != nil {
+		w.t.opts.Logger.Debug("late kernel left", "kernel", w.name(), "err", err)
+		return false
+	}
+	ok := w.t.joinLate(w.share)
+	w.t.opts.Logger.Debug("late kernel collected", "kernel", w.name(), "took", time.Since(began), "joined", ok)
+	return ok
+}
+
+func (w *testWorker) kernelConfig() kernel.Config {
+	return kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
+		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)},
+			kernelThreadLimits(w.t.workers)...)}
+}
+
 // start starts the kernel (takes the slot's kernel) and collects.
 func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 	for w.slots != nil {
@@ -137,10 +187,7 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 		}
 		return a, err
 	}
-	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
-		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)},
-			kernelThreadLimits(w.t.workers)...)}
-	k, err := kernel.Start(ctx, cfg)
+	k, err := kernel.Start(ctx, w.kernelConfig())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
@@ -229,6 +276,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 // stopKernel stops a child kernel; a slot's kernel is only let go (its
 // launcher stops it).
 func (w *testWorker) stopKernel(ctx context.Context) {
+	if w.starting != nil {
+		<-w.starting // a kernel starting in the background is this worker's too
+	}
 	if w.k == nil {
 		return
 	}
