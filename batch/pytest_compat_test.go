@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,6 +167,41 @@ func TestPytestCollectOnlyAsPytest(t *testing.T) {
 		}
 		if got, want := collectedIn.ReplaceAllString(out, "collected"), collectedIn.ReplaceAllString(pOut, "collected"); got != want {
 			t.Errorf("%v: output:\n%s\npytest's:\n%s", args, got, want)
+		}
+	}
+}
+
+var sessionTime = regexp.MustCompile(`in [0-9.]+s( =+)?$`)
+
+// The console follows pytest's terminal reporter where a CI log reader
+// looks: pytest's header with the deselected count, -q's progress line,
+// and the last line in pytest's words.
+func TestPytestConsoleAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	lines := func(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }
+	last := func(s string) string { l := lines(s); return sessionTime.ReplaceAllString(l[len(l)-1], "in") }
+	for _, quiet := range []bool{false, true} {
+		args := []string{"-k", "not marked", "-o", "addopts=", "-p", "no:cacheprovider"}
+		if quiet {
+			args = append(args, "-q")
+		}
+		_, pOut := pytestRun(t, py, root, args...)
+		_, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--"}, args...)...)
+		if got, want := last(out), last(pOut); got != want {
+			t.Errorf("quiet %v: last line %q, pytest's %q\n%s", quiet, got, want, errOut)
+		}
+		if quiet {
+			if got, want := lines(out)[1], lines(pOut)[0]; got != want {
+				t.Errorf("-q: progress line %q, pytest's %q", got, want)
+			}
+			continue
+		}
+		// The header: the session line, platform, rootdir, plugins and
+		// "collected 10 items / 1 deselected / 1 skipped / 9 selected".
+		if got, want := lines(out)[:5], lines(pOut)[:5]; !slices.Equal(got, want) {
+			t.Errorf("header:\n%s\npytest's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

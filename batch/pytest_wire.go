@@ -153,6 +153,13 @@ type collectAnswer struct {
 	// Console: with --collect-only, what pytest's terminal reporter wrote
 	// (its listing and summary line); the session ended in the kernel.
 	Console string `json:"console"`
+	// Header: what pytest's terminal reporter wrote in the first kernel up
+	// to the end of collection (its header and "collected" line, as -q and
+	// -v shape them); Deselected: the items pytest deselected; Verbosity:
+	// pytest's -v/-q level.
+	Header     string `json:"header"`
+	Deselected int    `json:"deselected"`
+	Verbosity  int    `json:"verbosity"`
 	// Cache: pytest's cache plugin is on (pytest_cache.go); nil when off.
 	Cache *pytestCache `json:"cache"`
 	// JUnitXML: pytest's --junitxml was given (argument or addopts).

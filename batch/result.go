@@ -161,6 +161,9 @@ type Report struct {
 	// PytestConsole is what pytest itself printed for a run that ran
 	// nothing (--collect-only: its listing): the console shows it as is.
 	PytestConsole string
+	// Deselected: the items pytest deselected (-k, -m, addopts), and
+	// Verbosity its -v/-q level (a test run).
+	Deselected, Verbosity int
 	// collectTime: how long the kernels took to collect (a test run).
 	collectTime time.Duration
 }

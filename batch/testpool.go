@@ -219,6 +219,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		return nil, nil, err
 	}
 	pl := t.plan(s, col.first(), flags.only)
+	if h, ok := t.opts.Observer.(PytestObserver); ok && !col.first().CollectOnly && col.first().NoPytest == "" {
+		h.PytestStarted(col.first().Header, col.first().Verbosity)
+	}
 	if col.first().CollectOnly {
 		// pytest's listing says it all: the observer is not told the
 		// collection reports (startReport's results) apart.
@@ -226,6 +229,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	c := t.startReport(started, pl.pre)
 	c.report.collectTime = collected
+	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)

@@ -192,6 +192,14 @@ def _collect_session(
     if rec is not None:
         rec.snapshot(started_ns)
     console = None
+    header = None
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    deselected = len(tr.stats.get("deselected", [])) if tr is not None else 0
+    if not config.option.collectonly and tr is not None:
+        from _pytest.terminal import TerminalWriter
+
+        header = state.console.getvalue()
+        tr._tw = TerminalWriter(cast(TextIO, _Discard()))
     if config.option.collectonly:
         # Nothing runs: the session ends here, as pytest's does, with its
         # listing, its summary line and its status.
@@ -219,6 +227,9 @@ def _collect_session(
         "pytest": pytest.__version__,
         "junitxml": _junitxml(config),
         "console": console,
+        "header": header,
+        "deselected": deselected,
+        "verbosity": int(config.option.verbose),
         "cache": _cache(config, int(params.get("worker", 0))),
     }
 
@@ -286,9 +297,12 @@ def _start_session(
             if tr is not None:
                 from _pytest.terminal import TerminalWriter
 
-                # --collect-only: pytest's own listing is the run's output.
-                sink = state.console if config.option.collectonly else _Discard()
-                tr._tw = TerminalWriter(cast(TextIO, sink))  # a TextIO that keeps nothing
+                # --collect-only: pytest's own listing is the run's output;
+                # else the first kernel keeps the header and the
+                # "collected" line (the run prints them), then nothing.
+                first = int(params.get("worker", 0)) == 0
+                sink = state.console if config.option.collectonly or first else _Discard()
+                tr._tw = TerminalWriter(cast(TextIO, sink))
             config.pluginmanager.register(state, "ripple-kernel")
             if rec is not None:
                 config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
