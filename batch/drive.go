@@ -65,6 +65,9 @@ func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (d
 	go func() {
 		wg.Wait()
 		cancelLate()
+		for _, w := range t.late {
+			w.abortLate(ctx)
+		}
 		lateWG.Wait()
 		close(ended)
 	}()

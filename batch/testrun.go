@@ -281,16 +281,17 @@ func (t *testRun) hasWork() bool {
 	return !t.stopped && len(t.queue) > 0
 }
 
-// joinLate opens a late worker's session on share if tests are still
-// queued (see late).
-func (t *testRun) joinLate(share int) bool {
+// joinLate opens a late worker's session if tests are still queued and
+// the run has not ended without it (see late).
+func (t *testRun) joinLate(w *testWorker) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || len(t.queue) == 0 || t.open == 0 {
+	if t.stopped || len(t.queue) == 0 || t.open == 0 || w.aborted {
 		return false
 	}
+	w.joined = true
 	t.open++
-	t.holders[share]++
+	t.holders[w.share]++
 	return true
 }
 

@@ -59,7 +59,12 @@ type testWorker struct {
 	// w.k and startErr are the starting goroutine's until then.
 	starting chan struct{}
 	startErr error
-	open     bool // its pytest session is open (counted in t.open)
+	// lateKernel: the kernel startLate started (not changed after
+	// starting is closed). joined, aborted: guarded by t.mu: the late
+	// worker joined the run, or the run ended first (abortLate).
+	lateKernel      *kernel.Kernel
+	joined, aborted bool
+	open            bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
 	// retired: it left the run for that reason; its session is closed,
@@ -134,8 +139,25 @@ func (w *testWorker) startLate(ctx context.Context) {
 			w.startErr = fmt.Errorf("%w: %w", ErrProject, err)
 			return
 		}
-		w.k = k
+		w.k, w.lateKernel = k, k
 	}()
+}
+
+// abortLate stops a late worker's kernel if it has not joined the run:
+// the others are done, its collection would only make the run wait.
+func (w *testWorker) abortLate(ctx context.Context) {
+	<-w.starting
+	w.t.mu.Lock()
+	abort := !w.joined
+	w.aborted = abort
+	w.t.mu.Unlock()
+	if abort && w.lateKernel != nil {
+		// Killed, not stopped: nothing of its session is worth a clean
+		// exit, and the run waits for it.
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		cancel()
+		w.lateKernel.Stop(sctx)
+	}
 }
 
 // lateJoin collects on a late worker's kernel once the run's first kernel
@@ -157,7 +179,7 @@ func (w *testWorker) lateJoin(ctx context.Context) bool {
 		w.t.opts.Logger.Debug("late kernel left", "kernel", w.name(), "err", err)
 		return false
 	}
-	ok := w.t.joinLate(w.share)
+	ok := w.t.joinLate(w)
 	w.t.opts.Logger.Debug("late kernel collected", "kernel", w.name(), "took", time.Since(began), "joined", ok)
 	return ok
 }
