@@ -8,7 +8,9 @@ import signal
 import sys
 import unittest
 
-from ripple_kernel import signals
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from ripple_kernel import signals  # noqa: E402
 
 
 def kernel_handler(signum, frame):  # stands in for the kernel's handlers
