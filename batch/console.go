@@ -38,6 +38,12 @@ type Console struct {
 	barShown bool
 	lastBar  time.Time
 	progress Progress
+
+	// pytest: the run is pytest's (PytestStarted); quiet: its -q, the
+	// tests shown as pytest -q does, quietLine the progress line so far.
+	pytest, quiet bool
+	quietLine     strings.Builder
+	quietSkipped  int // collection reports, which -q's progress leaves out
 }
 
 // ConsoleOptions configure a Console.
@@ -95,6 +101,11 @@ func (c *Console) Started(entries []Entry, kernels int) {
 func (c *Console) Result(r *Result) {
 	c.clearBar()
 	c.printed++
+	if c.quiet {
+		c.quietResult(r)
+		c.drawBar()
+		return
+	}
 	width := len(fmt.Sprint(c.total))
 	word := fmt.Sprintf("%-8s", statusWord(r.Status))
 	if c.color {
@@ -161,7 +172,14 @@ func (c *Console) clearBar() {
 
 // Finish prints the failures and the summary of a finished run.
 func (c *Console) Finish(rep *Report) {
+	if rep.PytestConsole != "" {
+		c.clearBar()
+		io.WriteString(c.w, rep.PytestConsole)
+		c.Flush()
+		return
+	}
 	c.clearBar()
+	c.endQuietLine()
 	first := true
 	for _, r := range rep.Results {
 		if !r.Status.Failing() {
@@ -183,6 +201,9 @@ func (c *Console) Finish(rep *Report) {
 	}
 	fmt.Fprintln(c.w)
 	fmt.Fprintln(c.w, SummaryLine(rep))
+	if c.pytest {
+		fmt.Fprintln(c.w, PytestSummaryLine(rep)) // the last line, in pytest's words
+	}
 	c.Flush()
 }
 

@@ -75,11 +75,25 @@
 // ErrInterrupted naming it (exit status 2, as pytest's).
 // FailFast passes --maxfail=1 to every kernel's pytest and stops
 // the other kernels at the first failing result (running tests are
-// interrupted, the rest skipped); pytest's own -x and --maxfail stop the
-// run likewise (ErrStopped). Nothing collected is ErrNoTests (pytest's
-// exit status 5). The kernels act as xdist workers toward plugins
-// (config.workerinput, PYTEST_XDIST_WORKER): junitxml and the last-failed
-// cache leave the reports to ripple.
+// interrupted, the rest skipped). pytest's own -x, --maxfail and --sw
+// stop a kernel's session at a test; the other kernels then run only the
+// groups before it in pytest's order, and the report leaves out what
+// pytest would not have run (ErrStopped; with --sw, shouldstop, also
+// ErrStoppedInterrupted: exit status 2); --sw runs on one kernel.
+// Nothing collected is ErrNoTests (pytest's exit status 5).
+//
+// The kernels act as xdist workers toward plugins (config.workerinput,
+// PYTEST_XDIST_WORKER): pytest's junitxml and cache plugins write nothing
+// in them, and the run writes what a serial session would from the merged
+// results: pytest's --junitxml file (junit_pytest.go, Report.PytestJUnitXML)
+// and the cache's lastfailed, nodeids and stepwise (pytest_cache.go).
+// --collect-only runs nothing: the first kernel's pytest listing is the
+// output (Report.PytestConsole). Each kernel runs its tests as a
+// subsequence of pytest's collection order: the queue keeps that order.
+// While pytest's code runs, the kernel's own process state is out of its
+// way (kernel/python/ripple_kernel/signals.py, PytestProcess). With the
+// default kernels, kernelchoice.go decides how many a run uses, and
+// whether the others collect after the first (testRun.late).
 //
 // With Options.Agents (ripple run --agents-listen), the kernels are the
 // launcher's slots instead of children: Run waits for Options.Kernels
@@ -243,8 +257,12 @@
 // WriteJUnit writes one testsuite per classname and one testcase per
 // entry (for a test: pytest's classname, name, file and 0-based line, as
 // its --junitxml writes them with junit_family=xunit1; for an entry: name =
-// qualname, classname = module, the 1-based line), time in seconds, failure for failed, error for error, crashed
-// and timeout, skipped for skipped and interrupted (and, as pytest writes
-// them, for xfailed, with type "pytest.xfail"; an xpassed testcase
-// passes), system-out and system-err with the captured output.
+// qualname, classname = module, the 1-based line), time in seconds. A
+// test's children are those pytest's junitxml gives it (Result.JUnit: the
+// failure's longrepr as its text, errors "failed on setup/teardown with",
+// skipped of type "pytest.skip" or "pytest.xfail"; a failure followed by a
+// teardown error is two testcases), each failure and error with a type;
+// an entry's: failure for failed, error for error, crashed and timeout,
+// skipped for skipped and interrupted; system-out and system-err with the
+// captured output.
 package batch

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +24,8 @@ func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *comple
 	t.running = true
 	done := t.startWorkers(ctx, runCtx, ws)
 	reason := t.gather(ctx, c, done)
-	interruptedBy, reason := workersStop(ws, reason, c.report)
-	err := t.completeNotRun(c, reason, interruptedBy)
+	interruptedBy, stopAt, reason := workersStop(ws, reason, c.report)
+	err := t.completeNotRun(c, reason, interruptedBy, stopAt)
 	c.report.Duration = time.Since(c.started)
 	return err
 }
@@ -45,8 +46,29 @@ func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (d
 			}
 		}()
 	}
+	// A late worker still collecting when the others are done has
+	// nothing left to join: its collection is cancelled.
+	lateCtx, cancelLate := context.WithCancel(runCtx)
+	var lateWG sync.WaitGroup
+	for _, w := range t.late {
+		lateWG.Add(1)
+		go func() {
+			defer lateWG.Done()
+			if w.lateJoin(lateCtx) {
+				w.loop(runCtx)
+			}
+			if !t.flags.keep {
+				w.stopKernel(ctx)
+			}
+		}()
+	}
 	go func() {
 		wg.Wait()
+		cancelLate()
+		for _, w := range t.late {
+			w.abortLate(ctx)
+		}
+		lateWG.Wait()
 		close(ended)
 	}()
 	return ended
@@ -100,23 +122,35 @@ func (t *testRun) gather(ctx context.Context, c *completer, done <-chan struct{}
 // nil): a worker's account, read once the workers ended. A test that
 // raised KeyboardInterrupt itself (interruptedBy says which) interrupts
 // the run; pytest's -x or --maxfail stops it (ErrStopped).
-func workersStop(ws []*testWorker, reason error, report *Report) (interruptedBy string, _ error) {
+// stopAt is then the first entry (in pytest's order) at which a kernel's
+// pytest stopped: pytest would have run nothing after it.
+func workersStop(ws []*testWorker, reason error, report *Report) (interruptedBy string, stopAt int, _ error) {
+	stopAt = -1
 	for _, w := range ws {
 		if w.interrupted != "" && reason == nil {
 			reason, interruptedBy = ErrInterrupted, w.interrupted
 		}
-		if w.stopped != "" && reason == nil {
+		if w.stopped == "" {
+			continue
+		}
+		if stopAt < 0 || w.stopAt < stopAt {
+			stopAt = w.stopAt
+		}
+		if reason == nil {
 			reason = fmt.Errorf("%w: %s", ErrStopped, w.stopped)
+			if w.stopInterrupts {
+				reason = fmt.Errorf("%w: %w: %s", ErrStopped, ErrStoppedInterrupted, w.stopped)
+			}
 			report.StoppedEarly = true
 		}
 	}
-	return interruptedBy, reason
+	return interruptedBy, stopAt, reason
 }
 
 // completeNotRun gives every entry without a result one that says why it
 // did not run: skipped when the run stopped (reason), crashed when no
 // kernel was left to run it. It returns the run's error.
-func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy string) error {
+func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy string, stopAt int) error {
 	var runErr error
 	why := "stopped by --fail-fast after the first failure"
 	switch {
@@ -129,12 +163,27 @@ func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy strin
 		runErr = fmt.Errorf("%w: %d of %d tests ended", ErrInterrupted, c.ended, len(t.entries))
 	case errors.Is(reason, ErrStopped):
 		why = reason.Error()
+		if errors.Is(reason, ErrStoppedInterrupted) {
+			runErr = reason // pytest's exit status differs (2)
+		}
 	}
 	notRun := &Result{Status: StatusSkipped, Message: "not run: " + why}
 	if reason == nil {
 		// Nothing stopped the run, yet tests did not run: every kernel
 		// that could run them is gone. Not a green run.
 		notRun = &Result{Status: StatusCrashed, Message: "not run: no kernel left to run it: " + strings.Join(t.gone, "; ")}
+	}
+	if errors.Is(reason, ErrStopped) {
+		// pytest's -x or --maxfail: as pytest, the report lists the tests
+		// that ran, not those the stop left (nor those it interrupted on
+		// other kernels, nor those other kernels ran after the stopping
+		// test in pytest's order: pytest would not have started them).
+		i := 0
+		c.report.Results = slices.DeleteFunc(c.report.Results, func(r *Result) bool {
+			i++
+			return r == nil || r.Status == StatusInterrupted || (stopAt >= 0 && i-1 > stopAt)
+		})
+		return runErr
 	}
 	for i, r := range c.report.Results {
 		if r == nil {

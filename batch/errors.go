@@ -35,6 +35,10 @@ var (
 	ErrNoTests = errors.New("no tests collected")
 	// ErrStopped: pytest stopped the session (-x, --maxfail).
 	ErrStopped = errors.New("stopped")
+	// ErrStoppedInterrupted comes with ErrStopped when pytest stopped as
+	// interrupted (--sw: "Test failed, continuing from this test next
+	// run."): pytest's exit status is then 2, not 1.
+	ErrStoppedInterrupted = errors.New("interrupted")
 )
 
 // Causes of a test run's cancelled calls (context.Cause), which say what

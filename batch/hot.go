@@ -140,7 +140,7 @@ func (p *testPool) rerun(ctx context.Context, opts Options, s *hotSession, indic
 		t.entryOf[0][i] = j
 		items = append(items, sharedItem{it, 0, i})
 	}
-	t.queue = scopeGroups(items, len(ws))
+	t.queue = scopeGroups(items)
 	t.results = make(chan indexedResult, len(t.entries)+4*len(ws))
 	c := t.startReport(started, nil)
 	err := t.drive(ctx, runCtx, ws, c)

@@ -39,22 +39,25 @@ type jsonPython struct {
 }
 
 type jsonEntry struct {
-	ID         string               `json:"id"`
-	Module     string               `json:"module"`
-	Class      string               `json:"class"`
-	Function   string               `json:"function"`
-	Path       string               `json:"path"`
-	Line       int                  `json:"line"`
-	Status     Status               `json:"status"`
-	Duration   float64              `json:"duration"`
-	Message    string               `json:"message"`
-	Longrepr   string               `json:"longrepr,omitempty"`
-	Kind       protocol.ResultKind  `json:"kind,omitempty"`
-	Failures   []jsonFailure        `json:"failures"`
-	Diagnostic *protocol.Diagnostic `json:"diagnostic,omitempty"`
-	Stdout     string               `json:"stdout"`
-	Stderr     string               `json:"stderr"`
-	Values     []jsonValue          `json:"values,omitempty"`
+	ID       string  `json:"id"`
+	Module   string  `json:"module"`
+	Class    string  `json:"class"`
+	Function string  `json:"function"`
+	Path     string  `json:"path"`
+	Line     int     `json:"line"`
+	Status   Status  `json:"status"`
+	Duration float64 `json:"duration"`
+	Message  string  `json:"message"`
+	Longrepr string  `json:"longrepr,omitempty"`
+	// TeardownError: a teardown failed after the test failed (pytest
+	// counts 1 failed and 1 error).
+	TeardownError string               `json:"teardownError,omitempty"`
+	Kind          protocol.ResultKind  `json:"kind,omitempty"`
+	Failures      []jsonFailure        `json:"failures"`
+	Diagnostic    *protocol.Diagnostic `json:"diagnostic,omitempty"`
+	Stdout        string               `json:"stdout"`
+	Stderr        string               `json:"stderr"`
+	Values        []jsonValue          `json:"values,omitempty"`
 }
 
 type jsonFailure struct {
@@ -96,7 +99,7 @@ func toJSON(rep *Report) *jsonReport {
 		e := &jsonEntry{ID: r.Entry.ID(), Module: r.Entry.Pointer.Module, Class: r.Entry.Pointer.DefinedOnType,
 			Function: r.Entry.Pointer.Name, Path: r.Entry.Path, Line: r.Entry.Line, Status: r.Status,
 			Duration: r.Duration.Seconds(), Message: r.Message, Kind: r.Kind, Failures: []jsonFailure{}, Diagnostic: r.Diagnostic,
-			Stdout: r.Stdout, Stderr: r.Stderr, Longrepr: r.Longrepr}
+			Stdout: r.Stdout, Stderr: r.Stderr, Longrepr: r.Longrepr, TeardownError: r.TeardownError}
 		for _, f := range r.Failures {
 			jf := jsonFailure{ExpressionID: string(f.ExpressionID), Path: f.Path, Line: f.Line, Source: f.Source,
 				Message: f.Message, Traceback: []jsonFrame{}}
@@ -189,6 +192,9 @@ func MergeJSON(out string, ins []string) error {
 	merged.Summary = Summary{}
 	for _, e := range merged.Entries {
 		merged.Summary.add(e.Status)
+		if e.TeardownError != "" {
+			merged.Summary.Errors++
+		}
 	}
 	return writeJSONDoc(out, merged)
 }

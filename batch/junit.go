@@ -65,6 +65,9 @@ type junitCase struct {
 	Skipped   *junitProblem `xml:"skipped"`
 	SystemOut string        `xml:"system-out,omitempty"`
 	SystemErr string        `xml:"system-err,omitempty"`
+	// passes: the test's call passed (pytest's junitxml counts it as a
+	// test even when its teardown then failed).
+	passes int
 }
 
 type junitProblem struct {
@@ -81,13 +84,74 @@ func WriteJUnit(path string, rep *Report) error {
 	stamp := rep.Started.UTC().Format(time.RFC3339)
 	var cases []junitCase
 	for _, r := range rep.Results {
-		cases = append(cases, junitCaseOf(r))
+		for _, c := range junitCasesOf(r, true) {
+			// ripple's dialect: every failure and error has a type (pytest's
+			// own file, WritePytestJUnit, has none).
+			if c.Failure != nil && c.Failure.Type == "" {
+				c.Failure.Type = exceptionType(r.Message)
+			}
+			if c.Error != nil && c.Error.Type == "" {
+				c.Error.Type = string(StatusError)
+			}
+			cases = append(cases, c)
+		}
 	}
 	doc := junitDocument(cases, seconds3(rep.Duration.Seconds()), stamp, host)
 	return writeJUnitDoc(path, doc)
 }
 
-// junitCaseOf is one entry's testcase.
+// junitCasesOf is one entry's testcases: a test's as pytest's junitxml
+// writes them (Result.JUnit: two for a failure and a teardown error, the
+// failure's text pytest's longrepr with its captured output sections,
+// system-out and system-err only as junit_logging says, unless keepOutput:
+// ripple's dialect keeps what the test printed), else one.
+func junitCasesOf(r *Result, keepOutput bool) []junitCase {
+	c := junitCaseOf(r)
+	if r.Entry.NodeID == "" || (r.JUnit == nil && r.Status != StatusPassed && r.Status != StatusXPassed) {
+		return []junitCase{c}
+	}
+	if r.JUnit == nil {
+		c.passes = 1 // passed or xpassed, nothing to write
+		return []junitCase{c}
+	}
+	c.Failure, c.Error, c.Skipped = nil, nil, nil
+	if !keepOutput {
+		c.SystemOut, c.SystemErr = "", ""
+	}
+	out := []junitCase{c}
+	for i, children := range r.JUnit {
+		if i > 0 {
+			c.Time, c.SystemOut, c.SystemErr = "0.000", "", ""
+			out = append(out, c)
+		}
+		cur := &out[len(out)-1]
+		for _, ch := range children {
+			p := &junitProblem{Message: ch.Message, Type: ch.Type, Text: ch.Text}
+			switch ch.Tag {
+			case "failure":
+				cur.Failure = p
+			case "error":
+				cur.Error = p
+			case "skipped":
+				cur.Skipped = p
+			case "system-out":
+				if !keepOutput {
+					cur.SystemOut += ch.Text
+				}
+			case "system-err":
+				if !keepOutput {
+					cur.SystemErr += ch.Text
+				}
+			case "passed":
+				cur.passes++
+			}
+		}
+	}
+	return out
+}
+
+// junitCaseOf is one entry's testcase, from its status (entries, and tests
+// the kernel did not report: crashed, timed out, interrupted).
 func junitCaseOf(r *Result) junitCase {
 	name := r.Entry.Name()
 	c := junitCase{Name: name, Classname: r.Entry.Pointer.Module, Time: seconds3(r.Duration.Seconds()),

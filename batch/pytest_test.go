@@ -68,6 +68,15 @@ func TestPytestProjects(t *testing.T) {
 		// directory: each kernel's session would fail it but the first.
 		{"session_clash", 0, map[string]batch.Status{"test_a.py::test_a_one": batch.StatusPassed, "test_b.py::test_b_one": batch.StatusPassed,
 			"test_c.py::test_c_two": batch.StatusPassed, "test_d.py::test_d_two": batch.StatusPassed}, 8},
+		// What a test sees of its process is what it sees under pytest:
+		// signal handlers, the wakeup fd, no ripple module or variable.
+		{"process_state", 0, map[string]batch.Status{"test_process.py::test_sigint_is_default": batch.StatusPassed,
+			"test_process.py::test_wakeup_fd_is_free": batch.StatusPassed, "test_process.py::test_wakeup_fd_trio_style": batch.StatusPassed,
+			"test_process.py::test_no_ripple_module": batch.StatusPassed, "test_process.py::test_no_ripple_environment": batch.StatusPassed}, 8},
+		// A later module (the larger one) changes a global default the
+		// earlier one relies on: each kernel runs in pytest's order.
+		{"order", 0, map[string]batch.Status{"test_a_uses_default.py::test_default_precision": batch.StatusPassed,
+			"test_b_big_changes_default.py::test_set_default": batch.StatusPassed}, 14},
 		// A session fixture that fails everywhere: its tests are errors,
 		// the others pass, as under pytest.
 		{"session_broken", 1, map[string]batch.Status{"test_a.py::test_a_needs_service": batch.StatusError, "test_c.py::test_c_needs_service": batch.StatusError,
@@ -189,7 +198,8 @@ def test_other():
 		t.Errorf("a ripple flag pytest-style: exit %d\n%s", code, errOut)
 	}
 	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "--", "-x")
-	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || !strings.Contains(out, "SKIPPED  test_sel.py::test_slow") {
+	// As pytest: the tests after the stop are not run, and not reported.
+	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || strings.Contains(out, "test_sel.py::test_slow") {
 		t.Errorf("-- -x: exit %d\n%s", code, out)
 	}
 }

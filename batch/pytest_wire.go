@@ -113,6 +113,8 @@ type testItem struct {
 	Status   string    `json:"status"` // collection reports only
 	Message  string    `json:"message"`
 	Longrepr string    `json:"longrepr"`
+	// JUnitText: a skipped collection report's text in pytest's junitxml.
+	JUnitText string `json:"junitText"`
 	// With split collection (split.go): the index of the item's (the
 	// report's) file in the kernel's Files (-1: none), and for a report
 	// how many files collection had reached when it came.
@@ -148,6 +150,29 @@ type collectAnswer struct {
 	Continue    bool         `json:"continueOnCollectionErrors"`
 	CollectOnly bool         `json:"collectOnly"`
 	Stopped     string       `json:"stopped"`
+	// Console: with --collect-only, what pytest's terminal reporter wrote
+	// (its listing and summary line); the session ended in the kernel.
+	Console string `json:"console"`
+	// Header: what pytest's terminal reporter wrote in the first kernel up
+	// to the end of collection (its header and "collected" line, as -q and
+	// -v shape them); Deselected: the items pytest deselected; Verbosity:
+	// pytest's -v/-q level.
+	Header     string `json:"header"`
+	Deselected int    `json:"deselected"`
+	Verbosity  int    `json:"verbosity"`
+	// Cache: pytest's cache plugin is on (pytest_cache.go); nil when off.
+	Cache *pytestCache `json:"cache"`
+	// JUnitXML: pytest's --junitxml was given (argument or addopts).
+	JUnitXML *PytestJUnitXML `json:"junitxml"`
+}
+
+// PytestJUnitXML is pytest's --junitxml as the kernel read it: the file
+// (absolute) and the ini options it is written with.
+type PytestJUnitXML struct {
+	Path      string `json:"path"`
+	SuiteName string `json:"suiteName"`
+	Family    string `json:"family"`
+	Durations string `json:"durations"`
 }
 
 // splitAnswer is the kernel's account of its split collection.
@@ -184,11 +209,18 @@ type testEvent struct {
 	Stderr   string      `json:"stderr"`
 	Sections [][2]string `json:"sections"`
 	Duration float64     `json:"duration"`
+	// TeardownError: the teardown failed too, after the test failed.
+	TeardownError string `json:"teardownError"`
+	// JUnit: the testcases pytest's junitxml would write (Result.JUnit).
+	JUnit [][]JUnitChild `json:"junit"`
 }
 
 // runAnswer is the kernel's answer to "run" and "finish".
 type runAnswer struct {
 	Stopped string `json:"stopped"`
+	// Interrupted: pytest stopped as interrupted (session.shouldstop,
+	// --sw), exit status 2; else as failed (shouldfail: -x, --maxfail).
+	Interrupted bool `json:"interrupted"`
 	// Clash: a session- or package-scoped fixture failed in this session
 	// while other sessions ran (yieldWide): the kernel reported neither
 	// the test whose setup failed nor the rest of the call (clash).

@@ -76,6 +76,35 @@ type Result struct {
 	// prints under FAILURES and ERRORS); empty for entries not run by
 	// pytest.
 	Longrepr string
+	// TeardownError is the one-line message of a teardown that failed after
+	// the test failed: pytest counts such a test as 1 failed and 1 error
+	// (Summary, the JUnit reports).
+	TeardownError string
+	// JUnit is what pytest's junitxml writes for a test: its testcases'
+	// children (two testcases for a failure and a teardown error); nil
+	// for a test that passed (without junit_logging) and for entries.
+	JUnit [][]JUnitChild
+}
+
+// callPassed reports whether the test's call passed (its JUnit says so).
+func (r *Result) callPassed() bool {
+	for _, c := range r.JUnit {
+		for _, ch := range c {
+			if ch.Tag == "passed" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// JUnitChild is a child element of a testcase as pytest's junitxml writes
+// it: failure, error, skipped, system-out or system-err.
+type JUnitChild struct {
+	Tag     string `json:"tag"`
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Text    string `json:"text"`
 }
 
 // Failure is a statement that raised.
@@ -125,6 +154,18 @@ type Report struct {
 	// StoppedEarly: --fail-fast stopped the run at the first failure.
 	StoppedEarly bool
 	Results      []*Result
+	// PytestJUnitXML is pytest's --junitxml of a test run (its arguments
+	// or the ini file's addopts), which Run has written
+	// (WritePytestJUnit); nil without it.
+	PytestJUnitXML *PytestJUnitXML
+	// PytestConsole is what pytest itself printed for a run that ran
+	// nothing (--collect-only: its listing): the console shows it as is.
+	PytestConsole string
+	// Deselected: the items pytest deselected (-k, -m, addopts), and
+	// Verbosity its -v/-q level (a test run).
+	Deselected, Verbosity int
+	// collectTime: how long the kernels took to collect (a test run).
+	collectTime time.Duration
 }
 
 // Summary counts results by status.
@@ -174,6 +215,12 @@ func (r *Report) Summary() Summary {
 	var s Summary
 	for _, res := range r.Results {
 		s.add(res.Status)
+		if res.TeardownError != "" {
+			s.Errors++ // as pytest counts it: the test failed, and errored
+		}
+		if res.Status == StatusError && res.callPassed() {
+			s.Passed++ // likewise: it passed, then its teardown failed
+		}
 	}
 	return s
 }

@@ -48,7 +48,7 @@ import (
 //
 // Scheduling with shares (testRun.next): a kernel runs only groups of the
 // share its session collected. A kernel that finished its share steals:
-// it takes the first (largest) queued group of a share that has more than
+// it takes the first queued group of a share that has more than
 // one group left and opens a session that collects only that group's
 // module (split "only"; its items are mapped to the share's by node id,
 // stolen), runs it and ends that session. The size of a file says little

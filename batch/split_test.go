@@ -378,22 +378,17 @@ func padTo(t *testing.T, text string, size int) string {
 	return text + "\n# " + strings.Repeat("x", n)
 }
 
-// Work stealing: kernel 0's share is test_block.py (its largest group
-// first), test_b.py, test_d.py and test_f.py; test_block.py's last test
-// waits until one of the other three has run (a kernel holds a group's
-// last test back until its next group is known, so kernel 0 then holds
-// one of them too). Kernel 1 runs its share (test_z.py, test_a.py,
-// test_c.py, test_e.py), then steals one of kernel 0's queued modules,
-// which releases test_block.py. Without stealing test_block.py would fail
-// after its deadline. The outcomes and the order are pytest's.
+// Work stealing: kernel 0's share is test_block.py (first in pytest's
+// order), test_c2.py, test_c4.py and test_c6.py; test_block.py's last test
+// waits until another process has imported one of the other three (or
+// 20 s, so that pytest's serial run passes too), and a kernel holds a
+// group's last test back until its next group is known, so kernel 0 then
+// holds test_c2.py too. Kernel 1 runs its share (test_c1.py, test_c3.py,
+// test_c5.py, test_z.py), then steals one of kernel 0's queued modules,
+// which releases test_block.py. The outcomes and the order are pytest's.
 func TestPytestSplitSteal(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
-	release := logImport + `
-
-def test_release():
-    open("released", "w").close()
-`
 	quick := logImport + `
 
 def test_quick():
@@ -422,11 +417,19 @@ def test_5():
     pass
 
 
-def test_wait_release():
-    deadline = time.monotonic() + 120
-    while not os.path.exists("released") and time.monotonic() < deadline:
+def stolen():
+    try:
+        with open("imports.log") as f:
+            lines = [line.split() for line in f]
+    except OSError:
+        return False
+    return any(n in ("test_c2.py", "test_c4.py", "test_c6.py") and int(pid) != os.getpid() for n, pid in lines)
+
+
+def test_wait_steal():
+    deadline = time.monotonic() + 20
+    while not stolen() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert os.path.exists("released")
 `
 	z := logImport + `
 
@@ -448,15 +451,15 @@ def test_z4():
 	root := project(t, map[string]string{
 		"test_block.py": padTo(t, block, 10000),
 		"test_z.py":     padTo(t, z, 9000),
-		"test_a.py":     padTo(t, quick, 1000),
-		"test_b.py":     padTo(t, release, 1000),
-		"test_c.py":     padTo(t, quick, 1000),
-		"test_d.py":     padTo(t, release, 1000),
-		"test_e.py":     padTo(t, quick, 1000),
-		"test_f.py":     padTo(t, release, 1000),
+		"test_c1.py":    padTo(t, quick, 1000),
+		"test_c2.py":    padTo(t, quick, 1000),
+		"test_c3.py":    padTo(t, quick, 1000),
+		"test_c4.py":    padTo(t, quick, 1000),
+		"test_c5.py":    padTo(t, quick, 1000),
+		"test_c6.py":    padTo(t, quick, 1000),
 	})
 	wantCode, want, wantOrder := pytestOracle(t, py, root)
-	os.Remove(filepath.Join(root, "released"))
+	os.Remove(filepath.Join(root, "imports.log"))
 	dir := t.TempDir()
 	junit, report := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "report.json")
 	code, out, errOut := ripple(t, "run", root, "--tests", "--split-collection", "--python", py, "--kernels", "2", "--junit", junit, "--json", report,
@@ -470,7 +473,7 @@ def test_z4():
 	if got := items(reportIDs(t, report)); !slices.Equal(got, wantOrder) {
 		t.Errorf("report order:\n%s\npytest's:\n%s", strings.Join(got, "\n"), strings.Join(wantOrder, "\n"))
 	}
-	m := regexp.MustCompile(`msg="stealing a module" kernel=gw1 module=(test_[bdf].py)`).FindStringSubmatch(errOut)
+	m := regexp.MustCompile(`msg="stealing a module" kernel=gw1 module=(test_c[246].py)`).FindStringSubmatch(errOut)
 	if m == nil {
 		t.Fatalf("kernel gw1 did not steal a module of gw0's:\n%s", errOut)
 	}
@@ -478,7 +481,7 @@ def test_z4():
 	if pids := got[m[1]]; len(pids) != 2 || pids[0] == pids[1] {
 		t.Errorf("%s imported by %v, want by both kernels (its share's collection, the steal)", m[1], pids)
 	}
-	for _, f := range []string{"test_block.py", "test_z.py", "test_a.py", "test_c.py", "test_e.py"} {
+	for _, f := range []string{"test_block.py", "test_z.py", "test_c1.py", "test_c3.py", "test_c5.py"} {
 		if len(got[f]) != 1 {
 			t.Errorf("%s imported by %v, want by its share's kernel only", f, got[f])
 		}

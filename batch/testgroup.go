@@ -4,11 +4,6 @@ package batch
 // become groups: by scope (a module, or with --dist loadscope a class) or
 // in --dist load's shrinking chunks.
 
-import (
-	"cmp"
-	"slices"
-)
-
 // testGroup is tests that run in one session, in this order: indices into
 // the collection of share.
 type testGroup struct {
@@ -22,15 +17,17 @@ func (t *testRun) groups(keep []sharedItem) []testGroup {
 	if t.opts.Dist == DistLoad {
 		return loadChunks(keep, t.workers, t.split)
 	}
-	return scopeGroups(keep, t.workers)
+	return scopeGroups(keep)
 }
 
 // scopeGroups groups consecutive items of one scope (a module, or with
-// loadscope a class) and one share, in collection order; with more than
-// one kernel the largest group goes first (by tests; their times are
-// unknown), so that a big module does not start last and leave the other
-// kernels idle at the end. A group's tests keep pytest's order.
-func scopeGroups(items []sharedItem, workers int) []testGroup {
+// loadscope a class) and one share, in collection order, and the queue
+// keeps that order: each kernel takes the queue's first group it may run,
+// so it runs its tests as a subsequence of pytest's order. (The queue was
+// once sorted largest group first, for balance: at 2 kernels a module
+// then ran after modules that follow it under pytest and changed a global
+// default it relied on; pyparsing's suite failed 17 tests so.)
+func scopeGroups(items []sharedItem) []testGroup {
 	var queue []testGroup
 	for j, it := range items {
 		if j > 0 && it.Scope == items[j-1].Scope && items[j-1].share == it.share {
@@ -39,9 +36,6 @@ func scopeGroups(items []sharedItem, workers int) []testGroup {
 			continue
 		}
 		queue = append(queue, testGroup{share: it.share, indices: []int{it.index}})
-	}
-	if workers > 1 {
-		slices.SortStableFunc(queue, func(a, b testGroup) int { return cmp.Compare(len(b.indices), len(a.indices)) })
 	}
 	return queue
 }

@@ -71,20 +71,16 @@ func TestLoadChunks(t *testing.T) {
 }
 
 // scopeGroups (--dist loadfile and loadscope): consecutive items of one
-// scope and one share form a group in collection order; with more than one
-// kernel the larger groups come first, equal ones in collection order.
+// scope and one share form a group in collection order, whatever the
+// kernels: a kernel's tests are a subsequence of pytest's order.
 func TestScopeGroups(t *testing.T) {
 	item := func(scope string, share, index int) sharedItem {
 		return sharedItem{testItem: testItem{Scope: scope}, share: share, index: index}
 	}
 	items := []sharedItem{item("a.py", 0, 0), item("b.py", 0, 1), item("b.py", 0, 2), item("b.py", 1, 0), item("c.py", 1, 1), item("c.py", 1, 2), item("a.py", 0, 3)}
 	want := []testGroup{{0, []int{0}}, {0, []int{1, 2}}, {1, []int{0}}, {1, []int{1, 2}}, {0, []int{3}}}
-	if got := scopeGroups(items, 1); !slices.EqualFunc(got, want, equalGroups) {
-		t.Errorf("one kernel: %v, want %v", got, want)
-	}
-	want = []testGroup{{0, []int{1, 2}}, {1, []int{1, 2}}, {0, []int{0}}, {1, []int{0}}, {0, []int{3}}}
-	if got := scopeGroups(items, 2); !slices.EqualFunc(got, want, equalGroups) {
-		t.Errorf("two kernels: %v, want %v", got, want)
+	if got := scopeGroups(items); !slices.EqualFunc(got, want, equalGroups) {
+		t.Errorf("%v, want %v", got, want)
 	}
 }
 

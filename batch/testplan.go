@@ -89,6 +89,12 @@ func (t *testRun) plan(s suite, first *collectAnswer, only map[string]bool) plan
 		en := Entry{NodeID: c.NodeID, Path: c.Path, JUnitClass: c.JUnit[0], JUnitName: c.JUnit[1]}
 		entries = append(entries, en)
 		r := &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr}
+		// As pytest's junitxml writes a collection report.
+		if r.Status == StatusError {
+			r.JUnit = [][]JUnitChild{{{Tag: "error", Message: "collection failure", Text: c.Longrepr}}}
+		} else {
+			r.JUnit = [][]JUnitChild{{{Tag: "skipped", Message: "collection skipped", Text: c.JUnitText}}}
+		}
 		pl.pre = append(pl.pre, r)
 		if r.Status == StatusError {
 			pl.collectErrors++

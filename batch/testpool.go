@@ -21,12 +21,33 @@ import (
 // collections must agree (as pytest-xdist's workers' must), then the
 // scope groups go to the kernels as they free up.
 func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
+	times := ""
+	var flags runFlags
+	if opts.Kernels == 0 && opts.Agents == nil {
+		// The default: one kernel where a second cannot pay for itself
+		// (kernelchoice.go).
+		root, _ := filepath.Abs(opts.Root)
+		times = testTimesPath(root, opts.Python, opts.PytestArgs)
+		var why string
+		if workers, why = chooseKernels(times, workers); why != "" {
+			opts.Logger.Info("one kernel", "why", why)
+		}
+		flags.stagger = staggerKernels(times)
+	}
 	p, err := newTestPool(ctx, opts, workers)
 	if err != nil {
 		return nil, err
 	}
 	defer p.stop(ctx)
-	rep, _, err := p.run(ctx, opts, opts.PytestArgs, runFlags{})
+	rep, _, err := p.run(ctx, opts, opts.PytestArgs, flags)
+	if rep != nil {
+		saveTestTimes(times, rep, rep.collectTime)
+	}
+	if rep != nil && rep.PytestJUnitXML != nil {
+		if werr := WritePytestJUnit(rep.PytestJUnitXML, rep); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	return rep, err
 }
 
@@ -153,6 +174,8 @@ type runFlags struct {
 	// reaches (kernel/python/ripple_kernel/watchfn.py) and keep their pytest
 	// sessions open after the run, for the hot path (hot.go).
 	watch bool
+	// stagger: the kernels but the first collect after it (testRun.late).
+	stagger bool
 	// only, when not nil, keeps the tests of these test files (paths
 	// relative to the root): a watch's module path collects the whole
 	// suite, so that the sessions it leaves open hold every test, and runs
@@ -176,7 +199,17 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t, ws := p.newRun(&opts, args, flags, cancel)
+	if flags.stagger && len(ws) > 1 && !t.split && p.slots == nil && !opts.FailFast {
+		// The first kernel collects; the others start now and collect
+		// once it has (testRun.late).
+		t.late = ws[1:]
+		ws = ws[:1]
+		for _, w := range t.late {
+			w.startLate(runCtx)
+		}
+	}
 	col, err := p.collect(ctx, runCtx, t, ws, started)
+	collected := time.Since(started)
 	var s suite
 	if err == nil {
 		s, err = t.merge(col)
@@ -186,15 +219,51 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		return nil, nil, err
 	}
 	pl := t.plan(s, col.first(), flags.only)
+	if h, ok := t.opts.Observer.(PytestObserver); ok && !col.first().CollectOnly && col.first().NoPytest == "" {
+		h.PytestStarted(col.first().Header, col.first().Verbosity)
+	}
+	if col.first().CollectOnly {
+		// pytest's listing says it all: the observer is not told the
+		// collection reports (startReport's results) apart.
+		t.opts.Observer = nil
+	}
 	c := t.startReport(started, pl.pre)
+	c.report.collectTime = collected
+	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
+	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
+	if first := col.first(); first.CollectOnly {
+		// pytest's --collect-only: the kernels ran nothing, the first one's
+		// listing is the output, its status pytest's.
+		p.stop(ctx)
+		c.report.PytestConsole = first.Console
+		c.report.Duration = time.Since(started)
+		switch {
+		case pl.collectErrors > 0 && !first.Continue:
+			err = fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
+		case len(s.items) == 0:
+			err = ErrNoTests
+		}
+		if first.Cache != nil {
+			err = cmp.Or(err, writePytestCache(first.Cache, s, c.report, len(pl.pre), true))
+		}
+		return c.report, s.deps, err
+	}
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
+	if cache := col.first().Cache; cache != nil && cache.Stepwise && len(col.ws) > 1 {
+		t.only = col.ws[0]
+	}
 	runErr := t.drive(ctx, runCtx, col.ws, c)
+	if cache := col.first().Cache; cache != nil && !c.report.Interrupted {
+		// As pytest's plugins at the session's end (not after Ctrl-C: the
+		// kernels were stopped mid-run).
+		runErr = cmp.Or(runErr, writePytestCache(cache, s, c.report, len(pl.pre), false))
+	}
 	if flags.watch && t.clean() {
 		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers}
 	}

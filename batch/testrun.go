@@ -83,6 +83,21 @@ type testRun struct {
 	open    int         // guarded by mu: workers whose session is open
 	holders []int       // guarded by mu: per share, the open sessions that collected it
 	stopped bool        // guarded by mu
+	// horizon: guarded by mu: the first entry at which a kernel's pytest
+	// stopped its session (-x, --maxfail, --sw), -1 before: no group
+	// that starts after it is handed out, as pytest runs nothing after
+	// it; groups before it still run (they may stop earlier).
+	horizon int
+	// only: when set (before the workers start), the one worker that runs
+	// tests: --sw and --sw-skip stop at the first failure in pytest's
+	// order, which only one session can know (each kernel's stepwise
+	// plugin would skip its own first failure).
+	only *testWorker
+	// late: workers whose kernels start beside the first kernel's
+	// collection but collect only after it, and join the run if tests are
+	// left then (a first run with the default kernels: kernelchoice.go).
+	// Set before the workers start.
+	late []*testWorker
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -99,7 +114,7 @@ type testRun struct {
 // cancel cancels the context of its calls.
 func newTestRun(opts *Options, python kernel.Interpreter, root string, args []string, workers int, flags runFlags, cancel context.CancelCauseFunc) *testRun {
 	t := &testRun{opts: opts, python: python, root: root, args: args, workers: workers, flags: flags, cancel: cancel,
-		rerun: make(map[int]string)}
+		rerun: make(map[int]string), horizon: -1}
 	t.more = sync.NewCond(&t.mu)
 	return t
 }
@@ -123,7 +138,7 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	defer t.mu.Unlock()
 	for !t.stopped {
 		for i, g := range t.queue {
-			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) {
+			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
 			t.queue = slices.Delete(t.queue, i, i+1)
@@ -142,10 +157,11 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 	return testGroup{}, false, false
 }
 
-// steal takes the first (largest) group of a share that has more than one
-// left, so that its own kernel, which needs no new session, keeps at least
-// one: a steal costs a session and the module's import, and the run ends
-// only when the thief's session does. t.mu held.
+// steal takes the first group of a share that has more than one left, so
+// that its own kernel, which needs no new session, keeps at least one: a
+// steal costs a session and the module's import, and the run ends only
+// when the thief's session does. (A stolen module runs in a session of
+// its own, apart from the thief's share and its order.) t.mu held.
 func (t *testRun) steal() (testGroup, bool) {
 	left := make([]int, len(t.holders))
 	for _, g := range t.queue {
@@ -256,6 +272,47 @@ func (t *testRun) stop(cause error) {
 		t.cancel(cause)
 		t.more.Broadcast()
 	}
+}
+
+// hasWork reports whether tests are queued and the run goes on.
+func (t *testRun) hasWork() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.stopped && len(t.queue) > 0
+}
+
+// joinLate opens a late worker's session if tests are still queued and
+// the run has not ended without it (see late).
+func (t *testRun) joinLate(w *testWorker) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || len(t.queue) == 0 || t.open == 0 || w.aborted {
+		return false
+	}
+	w.joined = true
+	t.open++
+	t.holders[w.share]++
+	return true
+}
+
+// stopAfter records that a kernel's pytest stopped its session at entry
+// (see horizon).
+func (t *testRun) stopAfter(entry int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.horizon < 0 || entry < t.horizon {
+		t.horizon = entry
+	}
+	t.more.Broadcast()
+}
+
+// pastHorizon reports whether g starts after the horizon. t.mu held.
+func (t *testRun) pastHorizon(g testGroup) bool {
+	if t.horizon < 0 || len(g.indices) == 0 {
+		return false
+	}
+	j, ok := t.entryOf[g.share][g.indices[0]]
+	return ok && j > t.horizon
 }
 
 func (t *testRun) isStopped() bool {

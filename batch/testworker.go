@@ -47,7 +47,24 @@ type testWorker struct {
 	// worker's goroutine, read by drive once the workers ended.
 	stopped     string
 	interrupted string
-	open        bool // its pytest session is open (counted in t.open)
+	// stopAt: the entry of the last result it sent when pytest stopped
+	// its session (the test that stopped it); stopInterrupts: pytest
+	// stopped it as interrupted (shouldstop: --sw), exit status 2, not
+	// as failed (-x, --maxfail). Written and read as stopped is.
+	stopAt         int
+	stopInterrupts bool
+	lastSent       int // entry of the last result it sent (w.mu)
+	// starting: closed once a late worker's kernel started in the
+	// background (startLate) is up, or failed (startErr); nil otherwise.
+	// w.k and startErr are the starting goroutine's until then.
+	starting chan struct{}
+	startErr error
+	// lateKernel: the kernel startLate started (not changed after
+	// starting is closed). joined, aborted: guarded by t.mu: the late
+	// worker joined the run, or the run ended first (abortLate).
+	lateKernel      *kernel.Kernel
+	joined, aborted bool
+	open            bool // its pytest session is open (counted in t.open)
 	// stay: its session failed a wide fixture when no other was left
 	// (clash): it reports such failures from then on, as pytest would.
 	// retired: it left the run for that reason; its session is closed,
@@ -111,6 +128,69 @@ func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 	return w.start(ctx)
 }
 
+// startLate starts a late worker's child kernel in the background (see
+// testRun.late): it is up by the time the first kernel has collected.
+func (w *testWorker) startLate(ctx context.Context) {
+	w.starting = make(chan struct{})
+	go func() {
+		defer close(w.starting)
+		k, err := kernel.Start(ctx, w.kernelConfig())
+		if err != nil {
+			w.startErr = fmt.Errorf("%w: %w", ErrProject, err)
+			return
+		}
+		w.k, w.lateKernel = k, k
+	}()
+}
+
+// abortLate stops a late worker's kernel if it has not joined the run:
+// the others are done, its collection would only make the run wait.
+func (w *testWorker) abortLate(ctx context.Context) {
+	<-w.starting
+	w.t.mu.Lock()
+	abort := !w.joined
+	w.aborted = abort
+	w.t.mu.Unlock()
+	if abort && w.lateKernel != nil {
+		// Killed, not stopped: nothing of its session is worth a clean
+		// exit, and the run waits for it.
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		cancel()
+		w.lateKernel.Stop(sctx)
+	}
+}
+
+// lateJoin collects on a late worker's kernel once the run's first kernel
+// collected, and joins the run if tests are still queued: true when it
+// did (its session is open and counted). Its collection runs while the
+// first kernel runs tests; joining costs the run nothing it would not
+// spend anyway when the queue empties first.
+func (w *testWorker) lateJoin(ctx context.Context) bool {
+	<-w.starting
+	if w.startErr != nil {
+		w.t.opts.Logger.Debug("late kernel did not start", "kernel", w.name(), "err", w.startErr)
+		return false
+	}
+	if !w.t.hasWork() {
+		return false
+	}
+	began := time.Now()
+	if err := w.join(ctx); err != nil {
+		w.t.opts.Logger.Debug("late kernel left", "kernel", w.name(), "err", err)
+		return false
+	}
+	ok := w.t.joinLate(w)
+	w.t.opts.Logger.Debug("late kernel collected", "kernel", w.name(), "took", time.Since(began), "joined", ok)
+	return ok
+}
+
+func (w *testWorker) kernelConfig() kernel.Config {
+	return kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
+		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers),
+			"RIPPLE_PYTEST_KERNEL=1"}, // pytest only: no engine (kernel/PROTOCOL.md)
+			kernelThreadLimits(w.t.workers)...)}
+}
+
 // start starts the kernel (takes the slot's kernel) and collects.
 func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 	for w.slots != nil {
@@ -130,10 +210,7 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 		}
 		return a, err
 	}
-	cfg := kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
-		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers)},
-			kernelThreadLimits(w.t.workers)...)}
-	k, err := kernel.Start(ctx, cfg)
+	k, err := kernel.Start(ctx, w.kernelConfig())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
@@ -222,6 +299,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 // stopKernel stops a child kernel; a slot's kernel is only let go (its
 // launcher stops it).
 func (w *testWorker) stopKernel(ctx context.Context) {
+	if w.starting != nil {
+		<-w.starting // a kernel starting in the background is this worker's too
+	}
 	if w.k == nil {
 		return
 	}
@@ -294,6 +374,13 @@ func (w *testWorker) loop(ctx context.Context) {
 			w.t.closed(w.share)
 		}
 	}()
+	if w.t.only != nil && w.t.only != w {
+		// Another worker runs every test (testRun.only).
+		if w.open {
+			w.finishSession(ctx, !w.t.unit)
+		}
+		return
+	}
 	for {
 		g, steal, ok := w.t.next(w.share, w.open)
 		if !ok {

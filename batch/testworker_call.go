@@ -88,7 +88,12 @@ func (w *testWorker) answered(ctx context.Context, op string, raw json.RawMessag
 	var a runAnswer
 	if json.Unmarshal(raw, &a) == nil && a.Stopped != "" {
 		w.stopped = a.Stopped
-		w.t.stop(ErrStopped)
+		w.mu.Lock()
+		w.stopAt, w.stopInterrupts = w.lastSent, a.Interrupted
+		w.mu.Unlock()
+		// The other kernels run on what comes before this test in
+		// pytest's order (they may stop earlier), nothing after it.
+		w.t.stopAfter(w.stopAt)
 		return false
 	}
 	if a.Clash != "" {
@@ -276,7 +281,8 @@ func (w *testWorker) event(raw json.RawMessage) {
 		}
 		delete(w.assigned, ev.I)
 		r := &Result{Status: Status(ev.Status), Message: ev.Message, Longrepr: ev.Longrepr,
-			Stdout: ev.Stdout, Stderr: ev.Stderr, Duration: time.Duration(ev.Duration * float64(time.Second))}
+			Stdout: ev.Stdout, Stderr: ev.Stderr, Duration: time.Duration(ev.Duration * float64(time.Second)),
+			TeardownError: ev.TeardownError, JUnit: ev.JUnit}
 		var out strings.Builder
 		for _, s := range ev.Sections {
 			fmt.Fprintf(&out, "----- %s -----\n%s", s[0], s[1])
@@ -324,5 +330,6 @@ func (w *testWorker) send(i int, r *Result) {
 		return
 	}
 	r.Entry = w.t.entries[j]
+	w.lastSent = j
 	w.t.results <- indexedResult{j, r}
 }

@@ -17,6 +17,9 @@
 #                                                 # (PYTHONPYCACHEPREFIX in the bench's temp dir)
 #   ALSO="--dist load" bash bench/compat/run.sh  # also ripple with 2 kernels and these
 #                                                 # arguments, in the same runs (a column)
+#   bash bench/compat/run.sh gen:small:300 gen:deselect:20000
+#                                                 # synthetic suites (gen_suite.py): 300 fast
+#                                                 # tests; 20,000 of which addopts deselect 95%
 #   BEFORE=/tmp/ripple-before bash bench/compat/run.sh
 #                                                 # also that binary with 2 kernels, in the
 #                                                 # same runs (a before/after comparison)
@@ -41,6 +44,7 @@ need=()
 # numpy's and pandas' conftest.py import hypothesis.
 "$PY" -c 'import hypothesis' 2>/dev/null || need+=(python3-hypothesis)
 for s in $SUITES; do
+  [[ $s == gen:* ]] && continue
   pkg=${s%%/*}
   "$PY" -c "import $pkg" 2>/dev/null || need+=("python3-$pkg")
 done
@@ -90,7 +94,14 @@ rows=()
 status=0
 for s in $SUITES; do
   paths=()
-  for p in ${s//,/ }; do paths+=("$SITE/$p"); done
+  if [[ $s == gen:* ]]; then
+    IFS=: read -r _ kind size <<<"$s"
+    gen="$work/gen-$kind-$size"
+    "$PY" bench/compat/gen_suite.py "$kind" "$gen" "$size"
+    paths=("$gen")
+  else
+    for p in ${s//,/ }; do paths+=("$SITE/$p"); done
+  fi
   missing=""
   for p in "${paths[@]}"; do [ -e "$p" ] || missing="$p"; done
   [ -z "$missing" ] || { echo "bench/compat: $missing: no such suite" >&2; status=1; continue; }
@@ -103,9 +114,11 @@ for s in $SUITES; do
     (cd "$dir" && "$PY" -m pytest -q "${PYTEST_ARGS[@]}" --junitxml "$dir/pytest.xml" "${paths[@]}" >"$dir/pytest.out" 2>&1) || true
     t1=$(now)
     times[pytest]+="$(echo "$t1 - $t0" | bc) "
-    for k in 1 2; do
+    for k in 1 2 D; do
+      kargs=(--kernels "$k")
+      [ "$k" = D ] && kargs=() # the default kernels (kernelchoice.go)
       t0=$(now)
-      "$work/ripple" run "$dir" --tests "${RIPPLE_ARGS[@]}" --python "$PY" --kernels "$k" --junit "$dir/ripple$k.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
+      "$work/ripple" run "$dir" --tests "${RIPPLE_ARGS[@]}" --python "$PY" "${kargs[@]}" --junit "$dir/ripple$k.xml" "${paths[@]}" -- "${PYTEST_ARGS[@]}" \
         >"$dir/ripple$k.out" 2>&1 || true
       t1=$(now)
       times[ripple$k]+="$(echo "$t1 - $t0" | bc) "
@@ -129,6 +142,7 @@ for s in $SUITES; do
   p=$(echo "${times[pytest]}" | tr ' ' '\n' | grep . | median)
   r1=$(echo "${times[ripple1]}" | tr ' ' '\n' | grep . | median)
   r2=$(echo "${times[ripple2]}" | tr ' ' '\n' | grep . | median)
+  rd=$(echo "${times[rippleD]}" | tr ' ' '\n' | grep . | median)
   b2=""
   a2=""
   [ -n "$ALSO" ] && a2=$(echo "${times[also2]}" | tr ' ' '\n' | grep . | median)
@@ -144,7 +158,7 @@ for s in $SUITES; do
   n=$("$PY" -c "import sys, xml.etree.ElementTree as E; print(len(list(E.parse(sys.argv[1]).getroot().iter('testcase'))))" "$dir/pytest.xml")
   d1=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple1.xml" | head -1 | sed 's/.*differ=//')
   d2=$("$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/ripple2.xml" | head -1 | sed 's/.*differ=//')
-  row=$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$d1" "$d2")
+  row=$(printf '%-40s %7s %9.2f %9.2f %6.2fx %9.2f %6.2fx %9.2f %6.2fx %7s %7s' "$label" "$n" "$p" "$r1" "$(echo "$r1 / $p" | bc -l)" "$r2" "$(echo "$r2 / $p" | bc -l)" "$rd" "$(echo "$rd / $p" | bc -l)" "$d1" "$d2")
   if [ -n "$ALSO" ]; then
     echo -n "  $ALSO, 2 kernels: "
     "$PY" bench/compat/compare.py "$dir/pytest.xml" "$dir/also2.xml" | sed '2,$s/^/    /' || status=1
@@ -161,11 +175,11 @@ for s in $SUITES; do
   unset times
 done
 echo
-header=$(printf '%-40s %7s %9s %9s %7s %9s %7s %7s %7s' suite tests pytest_s ripple1_s ratio ripple2_s ratio differ1 differ2)
+header=$(printf '%-40s %7s %9s %9s %7s %9s %7s %9s %7s %7s %7s' suite tests pytest_s ripple1_s ratio ripple2_s ratio rippleD_s ratio differ1 differ2)
 [ -n "$ALSO" ] && header+=$(printf ' %9s %7s %7s' also2_s ratio differa)
 [ -n "$BEFORE" ] && header+=$(printf ' %9s %7s %7s' before2_s ratio differb)
 echo "$header"
 for r in "${rows[@]}"; do echo "$r"; done
-echo "(wall times: medians of $RUNS run(s); targets: ratio 1 kernel <= 1.00, 2 kernels <= 0.60, differ 0)"
+echo "(wall times: medians of $RUNS run(s); rippleD: the default kernels (kernelchoice.go: its first run staggers, later ones use what the last measured); targets: every ratio <= 1.00, 2 kernels <= 0.60 where tests outweigh collection, differ 0)"
 echo "(ripple: ${RIPPLE_ARGS[*]:-loadfile}${ALSO:+; also2: $ALSO}; pytest caches its assertion rewriting: $pytest_pyc; ripple's rewrite cache: ${RIPPLE_REWRITE_CACHE/$work/\$tmp}, filled by each suite's first ripple run)"
 exit $status

@@ -328,6 +328,8 @@ func (f *runFlags) finish(rep *batch.Report, err error, console *batch.Console, 
 	case errors.Is(err, batch.ErrNoTests):
 		fmt.Fprintf(stderr, "ripple run: %v\n", err)
 		code = 5
+	case errors.Is(err, batch.ErrStoppedInterrupted):
+		code = 2 // pytest's status when --sw stops its session
 	case errors.Is(err, batch.ErrStopped):
 		code = 1
 	case err != nil:

@@ -150,7 +150,11 @@ def _load_code(kernel: Kernel, preload: str) -> None:
     import gc
 
     kernel.preload(preload)
-    kernel.load_engine()
+    # A kernel of ripple run --tests (RIPPLE_PYTEST_KERNEL=1) runs only
+    # pytest, whose method leaves the engine on its first call: loading it
+    # would cost every test run its import (~0.2 s).
+    if os.environ.pop("RIPPLE_PYTEST_KERNEL", "") != "1":
+        kernel.load_engine()
     kernel.add_pytest()
     # What exists now (the standard library and the engine, tens of
     # thousands of objects) lives as long as the kernel: frozen, the

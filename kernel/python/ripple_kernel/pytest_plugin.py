@@ -42,7 +42,8 @@ State: one session per kernel at a time (_STATE.session); a new "collect"
 closes the previous one. Requests run one at a time on the kernel's main
 thread, so there is no lock.
 
-The plugin's parts: pytest_split.py (each kernel collects its share of the
+The plugin's parts: pytest_session.py (module imports for --watch, the
+--junitxml and cache settings), pytest_split.py (each kernel collects its share of the
 test modules), pytest_report.py (items and outcomes as the Go side reads
 them), pytest_unittest.py (the path without pytest), watchfn.py (--watch's
 recorder and hot path), rewrite_cache.py (pytest's assertion rewriting,
@@ -56,14 +57,15 @@ import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Optional, Set, TextIO, Tuple, Union, cast
+from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Optional, TextIO, Tuple, Union, cast
 
 # Imported with this module: a pytest kernel takes the package's finder
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
-from . import rewrite_cache
+from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
-from .pytest_report import junit_names, outcome, scope, skip_reason, crash_message
+from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl
+from .signals import PytestProcess
 
 if TYPE_CHECKING:
     import pytest
@@ -82,6 +84,9 @@ class _PluginState:
 
 
 _STATE = _PluginState()
+# The process state pytest's code sees (signals.PytestProcess): every
+# region below where pytest's code runs is in its hidden() and signals().
+_PROC = PytestProcess()
 
 
 def _watchfn() -> ModuleType:
@@ -161,7 +166,7 @@ def _collect(api: KernelAPI, params: WireObject) -> WireObject:
             rec.start()
         rec.collecting(True)
     if params.get("purge"):
-        _purge_project_modules(os.getcwd())
+        pytest_session.purge_project_modules(os.getcwd())
     try:
         return _collect_session(api, params, args, rec, started_ns)
     finally:
@@ -183,10 +188,27 @@ def _collect_session(
     split = state.split
     _send_items(api, state, params.get("dist") or "loadfile")
     if params.get("deps"):
-        for path, deps in _dependencies(state.items(), str(config.rootpath)).items():
+        for path, deps in pytest_session.dependencies(state.items(), str(config.rootpath)).items():
             api.emit_progress({"event": "deps", "path": path, "deps": deps})
     if rec is not None:
         rec.snapshot(started_ns)
+    console = None
+    header = None
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    deselected = len(tr.stats.get("deselected", [])) if tr is not None else 0
+    if not config.option.collectonly and tr is not None:
+        from _pytest.terminal import TerminalWriter
+
+        header = state.console.getvalue()
+        tr._tw = TerminalWriter(cast(TextIO, _Discard()))
+    if config.option.collectonly:
+        # Nothing runs: the session ends here, as pytest's does, with its
+        # listing, its summary line and its status.
+        state.exitstatus = 0 if state.items() else 5
+        if state.collect_errors():
+            state.exitstatus = 2
+        state.close()
+        console = state.console.getvalue()
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -204,6 +226,12 @@ def _collect_session(
         "stopped": state.stopped,
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
+        "junitxml": pytest_session.junitxml(config),
+        "console": console,
+        "header": header,
+        "deselected": deselected,
+        "verbosity": int(config.option.verbose),
+        "cache": pytest_session.cache(config, int(params.get("worker", 0))),
     }
 
 
@@ -217,7 +245,7 @@ def _start_session(
     from _pytest.config import _prepareconfig
     from _pytest.main import Session
 
-    with api.user_code():
+    with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
             with _cached_distributions():
                 config = _prepareconfig(args, plugins=None)
@@ -233,7 +261,12 @@ def _start_session(
             if tr is not None:
                 from _pytest.terminal import TerminalWriter
 
-                tr._tw = TerminalWriter(cast(TextIO, _Discard()))  # a TextIO that keeps nothing
+                # --collect-only: pytest's own listing is the run's output;
+                # else the first kernel keeps the header and the
+                # "collected" line (the run prints them), then nothing.
+                first = int(params.get("worker", 0)) == 0
+                sink = state.console if config.option.collectonly or first else _Discard()
+                tr._tw = TerminalWriter(cast(TextIO, sink))
             config.pluginmanager.register(state, "ripple-kernel")
             if rec is not None:
                 config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
@@ -334,102 +367,6 @@ class _cached_distributions:
         setattr(self.md, "distributions", self.orig)
 
 
-def _project_file(mod: object, root: str) -> Optional[str]:
-    """The project file of a module: under root and not in an installed
-    location (a virtualenv inside the project), else None."""
-    f = getattr(mod, "__file__", None)
-    if not f:
-        return None
-    f = os.path.abspath(f)
-    if not f.startswith(root + os.sep) or "site-packages" in f or "dist-packages" in f:
-        return None
-    return f
-
-
-def _purge_project_modules(root: str) -> None:
-    """ripple run --tests --watch: forget the project's modules (test
-    modules, conftest.py, the code under test) so that the next session
-    imports what is on disk now, with pytest's assertion rewriting; the
-    installed packages stay imported (the kernel stays warm)."""
-    root = os.path.abspath(root)
-    for name, mod in list(sys.modules.items()):
-        if name == "__main__" or name.startswith(("ripple_kernel.", "_ripple")) or name == "ripple_kernel":
-            continue
-        if _project_file(mod, root) is not None:
-            del sys.modules[name]
-    import importlib
-
-    importlib.invalidate_caches()
-
-
-def _dependencies(items: List[pytest.Item], rootdir: str) -> Dict[str, List[str]]:
-    """For each test module of the session (by path relative to the
-    project root), the project files it imports, directly or through other
-    project modules (import statements read with ast), conftest.py files
-    included: what --watch re-runs the module's tests for."""
-    import ast
-
-    root = os.getcwd()
-    files: Dict[str, str] = {}  # module name -> project file
-    for name, mod in list(sys.modules.items()):
-        f = _project_file(mod, root)
-        if f is not None:
-            files[name] = f
-    edges: Dict[str, Set[str]] = {}
-
-    def imports_of(name: str, path: str) -> Set[str]:
-        if path in edges:
-            return edges[path]
-        out: Set[str] = set()
-        edges[path] = out
-        try:
-            with open(path, "rb") as fh:
-                tree = ast.parse(fh.read(), path)
-        except (OSError, SyntaxError, ValueError):
-            return out
-        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-        for node in ast.walk(tree):
-            targets: List[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".") if package else []
-                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                    base = ".".join(p for p in parts + ([base] if base else []) if p)
-                targets = [base] + ["%s.%s" % (base, a.name) if base else a.name for a in node.names]
-            for t in targets:
-                while t:
-                    if t in files:
-                        out.add(files[t])
-                    t = t.rpartition(".")[0]
-        return out
-
-    names = {f: n for n, f in files.items()}
-    conftests = sorted(f for f in files.values() if os.path.basename(f) == "conftest.py")
-    result: Dict[str, List[str]] = {}
-    seen_modules: Set[str] = set()
-    for item in items:
-        module = getattr(item, "module", None)
-        path = _project_file(module, root) if module is not None else None
-        if path is None or path in seen_modules:
-            continue
-        seen_modules.add(path)
-        todo, closure = [path], {path}
-        while todo:
-            p = todo.pop()
-            for d in imports_of(names.get(p, ""), p):
-                if d not in closure:
-                    closure.add(d)
-                    todo.append(d)
-        here = os.path.dirname(path)
-        closure.update(c for c in conftests if here == os.path.dirname(c) or here.startswith(os.path.dirname(c) + os.sep))
-        result[os.path.relpath(path, root).replace(os.sep, "/")] = sorted(
-            os.path.relpath(p, root).replace(os.sep, "/") for p in closure)
-    return result
-
-
 class _Session:
     """One pytest session in this kernel; also the plugin that records the
     reports of the item running (registered as "ripple-kernel")."""
@@ -446,6 +383,8 @@ class _Session:
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
         self.stopped = ""
+        self.console = io.StringIO()  # what pytest's terminal reporter wrote (--collect-only)
+        self.exitstatus: Optional[int] = None  # set: the session's end status (close)
         self.api: Optional[KernelAPI] = None
         self.split: Optional[Split] = None  # this session collects one share of the test modules
         # wide: the exceptions of session- or package-scoped fixtures whose
@@ -461,6 +400,17 @@ class _Session:
         self.wide: Dict[int, Tuple[BaseException, str]] = {}
         self.setup_clash = ""
         self.clash = ""
+        # How pytest's junitxml would write captured output (ini options).
+        self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
+
+    def stop_interrupts(self) -> bool:
+        """pytest stopped the session as interrupted (shouldstop: --sw;
+        exit status 2), not as failed (shouldfail: -x, --maxfail)."""
+        s = self.session
+        return s is not None and bool(s.shouldstop) and not s.shouldfail
+
+    def collect_errors(self) -> int:
+        return sum(1 for r in self.collect_reports if r["status"] == "error")
 
     def items(self) -> List[pytest.Item]:
         """The collected items (once the session started)."""
@@ -482,6 +432,7 @@ class _Session:
         else:
             entry["status"] = "skipped"
             entry["message"] = skip_reason(report)
+            entry["junitText"] = str(report.longrepr)
         self.collect_reports.append(entry)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -520,7 +471,7 @@ class _Session:
             self.pending = None
         index = {id(it): i for i, it in enumerate(items)}
         try:
-            with api.user_code():
+            with api.user_code(), _PROC.hidden():
                 while len(queue) > 1:
                     item = queue.pop(0)
                     if not self._run_one(item, queue[0], index[id(item)], yield_wide):
@@ -529,7 +480,8 @@ class _Session:
                             # the Go side runs them elsewhere, or here again
                             # (yieldWide off) when no other session is left.
                             return {"clash": self.clash}
-                        return {"stopped": self.stopped, "notRun": [index[id(it)] for it in queue]}
+                        return {"stopped": self.stopped, "interrupted": self.stop_interrupts(),
+                                "notRun": [index[id(it)] for it in queue]}
         finally:
             self._send_ended()
         self.pending = queue[0] if queue else None
@@ -542,7 +494,7 @@ class _Session:
         close = True
         try:
             try:
-                with api.user_code():
+                with api.user_code(), _PROC.hidden():
                     if self.pending is not None and not self.stopped:
                         item, self.pending = self.pending, None
                         index = self.items().index(item)
@@ -550,7 +502,7 @@ class _Session:
                             if self.clash:
                                 close = False  # the Go side decides (run)
                                 return {"clash": self.clash}
-                            answer = {"stopped": self.stopped}
+                            answer = {"stopped": self.stopped, "interrupted": self.stop_interrupts()}
             finally:
                 self._send_ended()
         finally:
@@ -588,7 +540,8 @@ class _Session:
         if rec is not None:
             rec.begin_test(item.nodeid)
         try:
-            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            with _PROC.signals():
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         finally:
             if rec is not None:
                 rec.end_test()
@@ -597,7 +550,7 @@ class _Session:
         if yield_wide and self.setup_clash:
             self.clash = self.setup_clash
             return False
-        self.ended = outcome(i, reports)
+        self.ended = outcome(i, reports, self.junit_logging)
         s = self.session
         if s.shouldfail or s.shouldstop:
             self.stopped = str(s.shouldfail or s.shouldstop)
@@ -605,11 +558,17 @@ class _Session:
         return True
 
     def close(self) -> None:
+        with _PROC.hidden(), _PROC.signals():
+            self._close()
+
+    def _close(self) -> None:
         config, session = self.config, self.session
         try:
             if self.started and session is not None:
                 self.started = False
                 exitstatus = 1 if session.testsfailed else 0
+                if self.exitstatus is not None:
+                    exitstatus = self.exitstatus
                 session.exitstatus = exitstatus
                 config.hook.pytest_sessionfinish(session=session, exitstatus=exitstatus)
         finally:

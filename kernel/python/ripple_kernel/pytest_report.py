@@ -4,7 +4,7 @@ item's scope and JUnit names, and an item's outcome as pytest counts it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Sequence, Union
+from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple, Union
 
 if TYPE_CHECKING:
     import pytest
@@ -65,11 +65,104 @@ def skip_reason(report: Report) -> str:
 _PHASE_WORD = {"setup": "at setup", "teardown": "at teardown"}
 
 
-def outcome(i: int, reports: Sequence[pytest.TestReport]) -> WireObject:
+class JUnitLogging:
+    """The ini options pytest's junitxml reads for captured output."""
+
+    __slots__ = ("logging", "log_passing")
+
+    def __init__(self, logging: str = "no", log_passing: bool = True) -> None:
+        self.logging = logging  # junit_logging: no, log, system-out, system-err, out-err, all
+        self.log_passing = log_passing  # junit_log_passing_tests
+
+
+def _element(tag: str, message: str, text: str = "", type_: str = "") -> Dict[str, str]:
+    e = {"tag": tag, "message": message}
+    if text:
+        e["text"] = text
+    if type_:
+        e["type"] = type_
+    return e
+
+
+def _captured(rep: pytest.TestReport, log: JUnitLogging) -> List[Dict[str, str]]:
+    """system-out and system-err as pytest's junitxml writes them for one
+    report (_NodeReporter.write_captured_output)."""
+    if (not log.log_passing and rep.passed) or log.logging == "no":
+        return []
+
+    def prepare(content: str, header: str) -> str:
+        return "\n".join([header.center(80, "-"), content, ""])
+
+    out: List[Dict[str, str]] = []
+
+    def write(content: str, tag: str) -> None:
+        if content:
+            out.append({"tag": tag, "text": content})
+
+    content = ""
+    if log.logging in ("log", "all"):
+        content = prepare(rep.caplog, " Captured Log ")
+    if log.logging in ("system-out", "out-err", "all"):
+        content += prepare(rep.capstdout, " Captured Out ")
+        write(content, "system-out")
+        content = ""
+    write(content, "system-out")
+    if log.logging in ("system-err", "out-err", "all"):
+        write(prepare(rep.capstderr, " Captured Err "), "system-err")
+    return out
+
+
+def junit_cases(reports: Sequence[pytest.TestReport], log: JUnitLogging) -> List[List[Dict[str, str]]]:
+    """The children of the testcases pytest's junitxml writes for an item's
+    reports (LogXML.pytest_runtest_logreport): one testcase, or two when
+    the call failed and the teardown failed too (pytest counts 1 failed and
+    1 error). Each child: tag (failure, error, skipped, system-out,
+    system-err), message, type, text as pytest writes them, and "passed"
+    for a call that passed (pytest counts it; no element)."""
+    cases: List[List[Dict[str, str]]] = [[]]
+    call_failed = False
+    for rep in reports:
+        cur = cases[-1]
+        if rep.passed and rep.when == "call":
+            cur.append({"tag": "passed"})  # counted by pytest's junitxml; no element
+        elif rep.failed:
+            if rep.when == "teardown" and call_failed:
+                cases.append([])
+                cur = cases[-1]
+            crash = getattr(rep.longrepr, "reprcrash", None)
+            reason = crash.message if crash is not None else str(rep.longrepr)
+            if rep.when == "call":
+                call_failed = True
+                if hasattr(rep, "wasxfail"):
+                    cur.append(_element("skipped", "xfail-marked test passes unexpectedly"))
+                else:
+                    cur.append(_element("failure", reason, str(rep.longrepr)))
+                if not log.log_passing:
+                    cur.extend(_captured(rep, log))
+            else:
+                cur.append(_element("error", 'failed on %s with "%s"' % (rep.when, reason), str(rep.longrepr)))
+        elif rep.skipped:
+            if hasattr(rep, "wasxfail"):
+                why = str(rep.wasxfail)
+                cur.append(_element("skipped", why[8:] if why.startswith("reason: ") else why, type_="pytest.xfail"))
+            elif isinstance(rep.longrepr, tuple):
+                filename, lineno, why = rep.longrepr
+                why = why[9:] if why.startswith("Skipped: ") else why
+                cur.append(_element("skipped", why, "%s:%s: %s" % (filename, lineno, why), "pytest.skip"))
+            else:
+                cur.append(_element("skipped", str(rep.longrepr), type_="pytest.skip"))
+            cur.extend(_captured(rep, log))
+        if rep.when == "teardown":
+            cur.extend(_captured(rep, log))
+    return cases
+
+
+def outcome(i: int, reports: Sequence[pytest.TestReport], log: JUnitLogging = JUnitLogging()) -> WireObject:
     """An item's reports (setup, call, teardown) as pytest counts them:
     the outcome of the call, error when the setup or the teardown failed,
     skipped/xfailed when the setup skipped."""
     status, message = "", ""
+    teardown_error: Tuple[str, str] = ("", "")  # after a failed call: pytest counts it apart
     texts: List[str] = []
     out: List[str] = []
     err: List[str] = []
@@ -84,8 +177,12 @@ def outcome(i: int, reports: Sequence[pytest.TestReport]) -> WireObject:
                 message = message or crash_message(rep)
                 texts.append(rep.longreprtext)
             else:
-                status = "error"
                 word = _PHASE_WORD[str(rep.when)]
+                if status == "failed" and rep.when == "teardown":
+                    teardown_error = ("%s: %s" % (word, crash_message(rep)), rep.longreprtext)
+                    texts.append("%s of %s\n%s" % (word.upper(), rep.nodeid, rep.longreprtext))
+                    continue
+                status = "error"
                 message = message or "%s: %s" % (word, crash_message(rep))
                 texts.append("%s of %s\n%s" % (word.upper(), rep.nodeid, rep.longreprtext))
         elif rep.skipped:
@@ -109,6 +206,11 @@ def outcome(i: int, reports: Sequence[pytest.TestReport]) -> WireObject:
     if not reports:
         status, message = "interrupted", "no report"
     ev: WireObject = {"event": "end", "i": i, "status": status, "duration": duration}
+    if teardown_error[0]:
+        ev["teardownError"] = teardown_error[0]
+    cases = junit_cases(reports, log)
+    if cases != [[{"tag": "passed"}]]:
+        ev["junit"] = cases
     if status not in ("passed",):
         ev["message"] = message
         if texts:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from types import FrameType, TracebackType
-from typing import Callable, Literal, Optional, Type
+from typing import Any, Callable, Dict, List, Literal, Optional, Type
 
 NUDGE_FIRST = 0.001  # seconds an announced SIGINT may wait for its handler before a nudge
 NUDGE_MAX = 0.05  # longest gap between two nudges
@@ -242,6 +243,7 @@ class Interrupts:
         os.set_blocking(wake_w, False)
         self.wake_r, self.wake_w = wake_r, wake_w
         signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        _INSTALLED[:] = [self]
         signal.signal(signal.SIGINT, self.on_sigint)
         signal.signal(signal.SIGTERM, self.on_sigterm)
         signal.signal(NUDGE_SIGNAL, self.on_nudge)
@@ -256,6 +258,162 @@ class Interrupts:
             os.write(self.wake_w, b"\0")
         except OSError:
             pass
+
+
+_INSTALLED: List[Interrupts] = []  # the kernel's Interrupts once installed (main thread)
+
+# What a fresh interpreter has for the signals the kernel handles.
+_FRESH: Dict[int, Any] = {
+    signal.SIGINT: signal.default_int_handler,
+    signal.SIGTERM: signal.SIG_DFL,
+    NUDGE_SIGNAL: signal.SIG_DFL,
+}
+_ORDER = (signal.SIGINT, signal.SIGTERM, NUDGE_SIGNAL)
+
+
+class PytestProcess:
+    """The process state pytest's code sees in a pytest kernel (ripple run
+    --tests): what a fresh interpreter running pytest has, not the kernel's.
+
+    While pytest runs (`signals()`: configuration, collection, each test's
+    runtest protocol, the session's end), SIGINT, SIGTERM and SIGWINCH have
+    the handlers they had last time pytest ran here (at first a fresh
+    interpreter's: default_int_handler, SIG_DFL, SIG_DFL), and the wakeup
+    fd is theirs (at first none), so that trio or asyncio can take it
+    without a warning and a test that inspects the handlers sees
+    pytest's. In between (the kernel's own frames to the Go side) the
+    kernel's handlers are back, and what pytest's side left is kept for its
+    next turn. A SIGINT while pytest runs raises KeyboardInterrupt at once
+    (default_int_handler), which is what the Go side's interrupt of a test
+    wants; only the kernel's nudge of a SIGINT that lands just before a
+    blocking call (Nudger) is lost there: such a test runs on until the Go
+    side's timeout kills the kernel.
+
+    For a whole request (`hidden()`), the kernel's own modules are out of
+    sys.modules (a test cannot import ripple_kernel: the package is on no
+    sys.path entry) and the variables the Go side set for the kernel alone
+    (HIDDEN_ENV) are out of os.environ; RIPPLE_KERNEL_TAG stays, as
+    documented (kernel/PROTOCOL.md): every child process must inherit it.
+
+    Main thread only. Kernel code that runs while the modules are hidden
+    must not import a kernel module it has not imported yet.
+    """
+
+    HIDDEN_ENV = ("RIPPLE_ROOT", "RIPPLE_KERNEL_ID")
+
+    def __init__(self) -> None:
+        self.handlers: Dict[int, Any] = dict(_FRESH)  # pytest's side, while the kernel's are installed
+        self.wakeup = -1  # pytest's wakeup fd, likewise
+        self.kernel_handlers: Dict[int, Any] = {}  # the kernel's, while pytest's are installed
+        self.kernel_wakeup = -1
+        self.swapped = False  # pytest's handlers are installed
+        self.depth = 0  # open signals() blocks: only the outermost swaps
+
+    def signals(self) -> "_Swap":
+        return _Swap(self)
+
+    def hidden(self) -> "_Hidden":
+        return _Hidden()
+
+    def to_pytest(self) -> None:
+        """Install pytest's side, SIGINT's handler last (the kernel's
+        handler may raise until then)."""
+        if self.swapped:
+            return
+        self.kernel_handlers = {n: signal.getsignal(n) for n in _ORDER}
+        self.swapped = True
+        self.kernel_wakeup = signal.set_wakeup_fd(self.wakeup)
+        for n in reversed(_ORDER):
+            signal.signal(n, self.handlers[n])
+
+    def to_kernel(self) -> None:
+        """Reinstall the kernel's side, SIGINT's handler first; what pytest's
+        side had is kept. A KeyboardInterrupt meanwhile (pytest's handler)
+        leaves it to be called again: what is back already is not taken
+        for pytest's."""
+        if not self.swapped:
+            return
+        for n in _ORDER:
+            mine = self.kernel_handlers[n]
+            h = signal.signal(n, mine)
+            if h is not mine:
+                self.handlers[n] = h
+        w = signal.set_wakeup_fd(self.kernel_wakeup, warn_on_full_buffer=False)
+        if w != self.kernel_wakeup:
+            self.wakeup = w
+        self.swapped = False
+
+
+class _Swap:
+    """PytestProcess.signals(): pytest's handlers for a with block."""
+
+    __slots__ = ("proc",)
+
+    def __init__(self, proc: PytestProcess) -> None:
+        self.proc = proc
+
+    def __enter__(self) -> None:
+        self.proc.depth += 1
+        if not _INSTALLED or self.proc.depth > 1:
+            return  # no kernel handlers (a unit test), or swapped already
+        try:
+            self.proc.to_pytest()
+        except BaseException:
+            self.proc.depth -= 1
+            self.proc.to_kernel()
+            raise
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        self.proc.depth -= 1
+        if self.proc.depth:
+            return False
+        interrupted = False
+        while True:
+            try:
+                self.proc.to_kernel()
+                break
+            except KeyboardInterrupt:
+                interrupted = True  # default_int_handler, before SIGINT's was back
+        if _INSTALLED:
+            # The Go side's interrupt that pytest's handler took is claimed:
+            # the kernel's handler must not count it again.
+            it = _INSTALLED[0]
+            if exc_type is KeyboardInterrupt or interrupted:
+                target = it.cell[0]
+                if target > it.state.claimed and target == it.state.request:
+                    it.state.claimed = target
+        if interrupted and exc_type is None:
+            raise KeyboardInterrupt
+        return False
+
+
+class _Hidden:
+    """PytestProcess.hidden(): the kernel's modules and variables out of
+    sight for a with block."""
+
+    __slots__ = ("modules", "env")
+
+    def __init__(self) -> None:
+        self.modules: Dict[str, Any] = {}
+        self.env: Dict[str, str] = {}
+
+    def __enter__(self) -> None:
+        for name in [n for n in sys.modules if n.startswith(("ripple_kernel", "_ripple"))]:
+            self.modules[name] = sys.modules.pop(name)
+        for name in PytestProcess.HIDDEN_ENV:
+            if name in os.environ:
+                self.env[name] = os.environ.pop(name)
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        for name, mod in self.modules.items():
+            sys.modules.setdefault(name, mod)
+        for name, value in self.env.items():
+            os.environ.setdefault(name, value)
+        return False
 
 
 class Nudger:

@@ -1,0 +1,5 @@
+import defaults
+
+
+def test_default_precision():
+    assert defaults.fmt(1) == "1.00"

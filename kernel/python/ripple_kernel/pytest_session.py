@@ -1,0 +1,149 @@
+"""What the kernel's pytest session tells the Go side beyond items and
+outcomes: each test module's project imports (--watch), pytest's
+--junitxml and cache plugin settings (which a worker's plugins leave to
+the controller: batch/junit_pytest.go, batch/pytest_cache.go)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
+
+from .api import WireObject
+
+if TYPE_CHECKING:
+    import pytest
+
+
+def junitxml(config: pytest.Config) -> Optional[WireObject]:
+    """pytest's --junitxml (from the command line or addopts): the file and
+    the ini options of pytest's junitxml, which the Go side writes the file
+    with (a kernel is a worker: pytest's plugin leaves it to the
+    controller); None without it."""
+    path = getattr(config.option, "xmlpath", None)
+    if not path:
+        return None
+    path = os.path.normpath(os.path.abspath(os.path.expanduser(os.path.expandvars(path))))
+    return {"path": path, "suiteName": str(config.getini("junit_suite_name")),
+            "family": str(config.getini("junit_family")), "durations": str(config.getini("junit_duration_report"))}
+
+
+def cache(config: pytest.Config, worker: int) -> Optional[WireObject]:
+    """pytest's cache plugin (cacheprovider, stepwise) reads the cache in
+    every kernel (--lf, --ff, --nf, --sw select and order as they do under
+    pytest) but, in a worker, writes nothing: the Go side writes what a
+    serial session would (batch/pytest_cache.go). The cache directory
+    and the options that decide what it writes; None without the plugin
+    (-p no:cacheprovider) or with --cache-show. The first kernel makes the
+    directory with pytest's supporting files (README.md, .gitignore,
+    CACHEDIR.TAG), as pytest's first write would."""
+    cache = getattr(config, "cache", None)
+    if cache is None or config.getoption("cacheshow"):
+        return None
+    cachedir = getattr(cache, "_cachedir", None)
+    if cachedir is None:
+        return None
+    if worker == 0 and not os.path.isdir(cachedir):
+        try:
+            os.makedirs(cachedir, exist_ok=True)
+            cache._ensure_supporting_files()
+        except OSError:
+            pass  # pytest warns and writes nothing: so does the Go side
+    return {"dir": str(cachedir), "stepwise": bool(config.getoption("stepwise")),
+            "stepwiseSkip": bool(config.getoption("stepwise_skip"))}
+
+
+def _project_file(mod: object, root: str) -> Optional[str]:
+    """The project file of a module: under root and not in an installed
+    location (a virtualenv inside the project), else None."""
+    f = getattr(mod, "__file__", None)
+    if not f:
+        return None
+    f = os.path.abspath(f)
+    if not f.startswith(root + os.sep) or "site-packages" in f or "dist-packages" in f:
+        return None
+    return f
+
+
+def purge_project_modules(root: str) -> None:
+    """ripple run --tests --watch: forget the project's modules (test
+    modules, conftest.py, the code under test) so that the next session
+    imports what is on disk now, with pytest's assertion rewriting; the
+    installed packages stay imported (the kernel stays warm)."""
+    root = os.path.abspath(root)
+    for name, mod in list(sys.modules.items()):
+        if name == "__main__" or name.startswith(("ripple_kernel.", "_ripple")) or name == "ripple_kernel":
+            continue
+        if _project_file(mod, root) is not None:
+            del sys.modules[name]
+    import importlib
+
+    importlib.invalidate_caches()
+
+
+def dependencies(items: List[pytest.Item], rootdir: str) -> Dict[str, List[str]]:
+    """For each test module of the session (by path relative to the
+    project root), the project files it imports, directly or through other
+    project modules (import statements read with ast), conftest.py files
+    included: what --watch re-runs the module's tests for."""
+    import ast
+
+    root = os.getcwd()
+    files: Dict[str, str] = {}  # module name -> project file
+    for name, mod in list(sys.modules.items()):
+        f = _project_file(mod, root)
+        if f is not None:
+            files[name] = f
+    edges: Dict[str, Set[str]] = {}
+
+    def imports_of(name: str, path: str) -> Set[str]:
+        if path in edges:
+            return edges[path]
+        out: Set[str] = set()
+        edges[path] = out
+        try:
+            with open(path, "rb") as fh:
+                tree = ast.parse(fh.read(), path)
+        except (OSError, SyntaxError, ValueError):
+            return out
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            targets: List[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".") if package else []
+                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                    base = ".".join(p for p in parts + ([base] if base else []) if p)
+                targets = [base] + ["%s.%s" % (base, a.name) if base else a.name for a in node.names]
+            for t in targets:
+                while t:
+                    if t in files:
+                        out.add(files[t])
+                    t = t.rpartition(".")[0]
+        return out
+
+    names = {f: n for n, f in files.items()}
+    conftests = sorted(f for f in files.values() if os.path.basename(f) == "conftest.py")
+    result: Dict[str, List[str]] = {}
+    seen_modules: Set[str] = set()
+    for item in items:
+        module = getattr(item, "module", None)
+        path = _project_file(module, root) if module is not None else None
+        if path is None or path in seen_modules:
+            continue
+        seen_modules.add(path)
+        todo, closure = [path], {path}
+        while todo:
+            p = todo.pop()
+            for d in imports_of(names.get(p, ""), p):
+                if d not in closure:
+                    closure.add(d)
+                    todo.append(d)
+        here = os.path.dirname(path)
+        closure.update(c for c in conftests if here == os.path.dirname(c) or here.startswith(os.path.dirname(c) + os.sep))
+        result[os.path.relpath(path, root).replace(os.sep, "/")] = sorted(
+            os.path.relpath(p, root).replace(os.sep, "/") for p in closure)
+    return result
