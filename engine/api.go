@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ripple-run/ripple/contexts"
-	"github.com/ripple-run/ripple/internal/callorder"
 	"github.com/ripple-run/ripple/jobs"
 	"github.com/ripple-run/ripple/kernel"
 	"github.com/ripple-run/ripple/protocol"
@@ -329,13 +328,11 @@ func (e *Engine) ApplyEdit(ctx context.Context, clientID string, p protocol.Appl
 	} else if name, ok := workspace.ModuleName(string(p.Edit.Path)); ok {
 		e.sources.deferModules(name)
 	}
-	// The edit is in the state log before the reply (durable state), but its
-	// run does not wait for the fsync: the jobs are queued first and the
-	// run's notifications may go ahead of the reply (callorder), so the
-	// log's write overlaps the compile and run instead of adding to
-	// keystroke-to-value. A crash in between loses an edit that was never
-	// acknowledged, whose values the client may have seen: it sent it.
-	callorder.Release(ctx)
+	// The edit is in the state log before the reply (durable state, 8.5),
+	// but its run does not wait for the fsync: the jobs are queued first, so
+	// the log's write overlaps the compile and run. The run's notifications
+	// reach this client after the reply (the transport holds them: 8.6's
+	// causal order), so they wait for the fsync only when the run is faster.
 	if err := e.recordBuffer(ctx, string(p.Edit.Path)); err != nil {
 		e.undoEdit(clientID, string(p.Edit.Path), res) // PROTOCOL.md 8.5: as it was
 		return err

@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/ripple-run/ripple/internal/callorder"
 	"github.com/ripple-run/ripple/protocol"
 	"github.com/ripple-run/ripple/server/servertest"
 )
 
 // PROTOCOL.md 8.6: a client gets the reply to its own text/applyEdit
 // before any text/didChange built on that edit and before any update of
-// the run it caused, even when the engine lets the call's notifications go
-// early (callorder.Release, as engine.ApplyEdit does once the run is
-// queued) and another client's edit built on this one is applied while
-// the reply still waits (for the state log). Before, the didChange and the
+// the run it caused, even when the run's first update and another
+// client's edit built on this one come while the reply still waits (for
+// the state log). Before, the didChange and the
 // update came first, and the page could apply neither.
 func TestReplyToAnEditPrecedesWhatIsBuiltOnIt(t *testing.T) {
 	t.Parallel()
@@ -30,7 +28,6 @@ func TestReplyToAnEditPrecedesWhatIsBuiltOnIt(t *testing.T) {
 		if method != protocol.MethodTextApplyEdit || clientID != "c1" {
 			return nil
 		}
-		callorder.Release(ctx)
 		// Another client's edit on top of c1's (oldVersion = c1's
 		// newVersion), and the first update of c1's run.
 		eng.Client("c1").Notify(protocol.NotifyTextDidChange, protocol.DidChangeParams{Edits: []protocol.FileEdit{

@@ -265,7 +265,7 @@ func (c *conn) dispatchLoop() {
 			// Notifications wait for the reply, all of them: PROTOCOL.md
 			// 8.6 puts a text/applyEdit's reply before any didChange
 			// built on the edit and any expressionUpdates of its run, so
-			// the call gets no early release (callorder.WithRelease).
+			// the call gets no early release.
 			c.out.hold()
 			reply := c.ses.handleDecoded(c.ctx, frame)
 			c.out.release(reply)

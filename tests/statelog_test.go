@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ripple-run/ripple/durable"
 	"github.com/ripple-run/ripple/engine"
 	"github.com/ripple-run/ripple/protocol"
+	"github.com/ripple-run/ripple/server/servertest"
 )
 
 // gatedLog is a state log whose buffer appends wait until the test opens
@@ -45,10 +47,13 @@ func (l *gatedLog) buffers() int {
 	return n
 }
 
-// An edit's values do not wait for its state-log append (an fsync): the
-// run it caused reports while the append is still in progress, and the
-// edit's reply comes only once the edit is in the log.
-func TestWireEditValuesDoNotWaitForTheStateLog(t *testing.T) {
+// An edit's reply comes only once the edit is in the state log (8.5: what
+// is acknowledged is durable), and the values of the run it caused come
+// after that reply (8.6: causal order per connection), even though the run
+// itself is queued before the append and computes while it is in
+// progress: nothing of the run reaches the client while the append is
+// held, then the reply, then y's new value.
+func TestWireEditReplyIsDurableAndPrecedesItsValues(t *testing.T) {
 	t.Parallel()
 	log := &gatedLog{gate: make(chan struct{})}
 	const before = "def main():\n    x = 1\n    y = x + 1\n"
@@ -68,19 +73,16 @@ func TestWireEditValuesDoNotWaitForTheStateLog(t *testing.T) {
 			NewVersion: version(after),
 		}}, nil)
 	}()
-	// y's new value arrives while the edit's append is held at the gate.
-	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
-		var u protocol.ExpressionUpdatesParams
-		if json.Unmarshal(raw, &u) != nil || u.ContextID != id {
-			return false
-		}
-		for _, e := range u.Updates {
-			if e.ExpressionID == "main:main/y" && e.Payload.Preview == "42" {
-				return true
-			}
-		}
-		return false
-	})
+	// While the append is held: no reply, nothing appended, and no value
+	// of the run within a few seconds (long enough for the run to finish
+	// on an idle machine; a loaded one only makes the check weaker).
+	held, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, err := c.c.WaitFor(held, func(m servertest.Message) bool {
+		return m.IsNotification() && m.Method == protocol.NotifyExpressionUpdates && updatePreview(m.Params, id, "main:main/y") == "42"
+	}); err == nil {
+		t.Fatal("y's new value reached the client before the reply to the edit that caused it (PROTOCOL.md 8.6)")
+	}
 	select {
 	case err := <-replied:
 		t.Fatalf("the edit was answered (%v) before its state-log append finished", err)
@@ -96,4 +98,22 @@ func TestWireEditValuesDoNotWaitForTheStateLog(t *testing.T) {
 	if n := log.buffers(); n == 0 {
 		t.Fatal("the edit was answered with nothing appended to the state log")
 	}
+	c.waitFor(protocol.NotifyExpressionUpdates, func(raw json.RawMessage) bool {
+		return updatePreview(raw, id, "main:main/y") == "42"
+	})
+}
+
+// updatePreview is the preview of expression in an expressionUpdates
+// notification of context id, "" when it holds none.
+func updatePreview(raw json.RawMessage, id protocol.ContextID, expression string) string {
+	var u protocol.ExpressionUpdatesParams
+	if json.Unmarshal(raw, &u) != nil || u.ContextID != id {
+		return ""
+	}
+	for _, e := range u.Updates {
+		if string(e.ExpressionID) == expression && e.Payload.Preview != "" {
+			return e.Payload.Preview
+		}
+	}
+	return ""
 }
