@@ -177,6 +177,10 @@ func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (fir
 			q.tidySlotLocked(s)
 			created = true
 		}
+		j.lastRequest = now
+		if s.compileRunning != nil {
+			j.superseding = true
+		}
 		if i == 0 {
 			first = j
 		}
@@ -306,6 +310,7 @@ func (q *Queue) dequeueLocked(j *job, cause error, now time.Time) {
 func (q *Queue) shutdownLocked(now time.Time) {
 	q.epoch++
 	q.abortLocked(&jobs.Abort{All: true, Cause: jobs.ErrShutdown}, now)
+	q.stopHoldLocked()
 	if j := q.compileQueued; j != nil {
 		q.compileQueued = nil
 		q.endLocked(j, jobs.StateCancelled, jobs.ErrShutdown, nil, now)
