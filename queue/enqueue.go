@@ -177,6 +177,9 @@ func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (fir
 			q.tidySlotLocked(s)
 			created = true
 		}
+		if !j.lastRequest.IsZero() {
+			j.longestGap = max(j.longestGap, now.Sub(j.lastRequest))
+		}
 		j.lastRequest = now
 		if s.compileRunning != nil {
 			j.superseding = true

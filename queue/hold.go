@@ -13,14 +13,17 @@ import "time"
 // run that rule 5 keeps waiting behind them could use it. What the queue
 // knows is enough to do better: a queued compile that requests joined
 // while its kernel was compiling (job.superseding) is superseded work in
-// the making as long as they keep coming. It is held until no request has
-// joined it for as long as the compile it followed took (job.holdFor):
-// edits closer together than one compile are one burst, and the burst
-// costs the compile it began with and the one after its last edit. A
-// request that finds its kernel idle is not held, so a lone edit compiles
-// at once. Options.MaxCompileHold (counted from the job's creation)
-// bounds the wait, so a stream of edits that never pauses still gets a
-// compile, and its run, that often.
+// the making as long as they keep coming. It is held until neither a new
+// request nor the end of the compile it follows is more recent than that
+// compile's duration (job.holdFor), or than twice the longest pause
+// between its requests if that is longer (job.longestGap: the burst's own
+// rhythm, which a loaded machine or a slow typist stretches). Edits closer
+// together than that are one burst, which costs the compile it began with
+// and the one after its last edit. A request that finds its kernel idle
+// is not held, so a lone edit compiles at once; nor is one that follows a
+// failed compile (it may be the fix). Options.MaxCompileHold (counted from
+// the job's creation) bounds the wait, so a stream of edits that never
+// pauses still gets a compile, and its run, that often.
 
 // heldUntil reports whether the queued EnsureCompiled j of a kernel must
 // wait, and until when.
@@ -28,7 +31,14 @@ func (q *Queue) heldUntil(j *job, now time.Time) (time.Time, bool) {
 	if q.opts.MaxCompileHold <= 0 || !j.superseding {
 		return time.Time{}, false
 	}
-	at := j.lastRequest.Add(j.holdFor)
+	// Counted from the compile's end at the earliest: the kernel was not
+	// free before, and an editor busy while it compiled (the same
+	// machine) is often slow to send the next edit right then.
+	from := j.lastRequest
+	if j.compiledAt.After(from) {
+		from = j.compiledAt
+	}
+	at := from.Add(max(j.holdFor, 2*j.longestGap))
 	if limit := j.enqueued.Add(q.opts.MaxCompileHold); limit.Before(at) {
 		at = limit
 	}

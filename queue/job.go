@@ -43,10 +43,13 @@ type job struct {
 	// job: that call's aborts spare it (see Queue.Apply).
 	keepEpoch uint64
 	// EnsureCompiled jobs of one kernel only (hold.go): lastRequest is when
-	// the last request joined the job; superseding says a request joined
-	// while a compile of its kernel ran, whose duration is holdFor once it
-	// has ended.
+	// the last request joined the job and longestGap the longest time
+	// between two that did; superseding says a request joined while a
+	// compile of its kernel ran, whose duration is holdFor once it has
+	// ended (at compiledAt).
 	lastRequest time.Time
+	compiledAt  time.Time
+	longestGap  time.Duration
 	superseding bool
 	holdFor     time.Duration
 }

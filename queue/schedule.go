@@ -174,7 +174,10 @@ func (q *Queue) run(ctx context.Context, j *job, stopTimer context.CancelFunc) {
 		s.compileRunning = nil
 		q.nRunningSlotCompiles--
 		if next := s.compileQueued; next != nil && next.superseding {
-			next.holdFor = now.Sub(j.started)
+			// A compile that failed or was cut short says nothing about
+			// how long one takes, and what follows it may be the fix.
+			next.holdFor, next.compiledAt = now.Sub(j.started), now
+			next.superseding = err == nil && cause == nil
 		}
 		q.tidySlotLocked(s)
 	} else if j.kind == jobs.KindEnsureCompiled {
