@@ -60,7 +60,7 @@ func TestSpacedEditBursts(t *testing.T) {
 // compile is due. On a loaded machine (-race, other tests) the sender is
 // sometimes descheduled for longer than that mid-burst; such a burst is
 // not the one the bound is about, so it is logged, checked for its last
-// run, and sent again (at most 15 tries for the 5).
+// run, and sent again (at most 25 tries for the 5).
 func editBursts(t *testing.T, gap time.Duration) {
 	const load = 10 * time.Millisecond // pipelinedMain's time.sleep
 	h := setup(t, map[string]string{"main.py": pipelinedMain}, engine.Config{})
@@ -74,7 +74,7 @@ func editBursts(t *testing.T, gap time.Duration) {
 		}
 		return strings.Fields(string(b))
 	}
-	const bursts, tries, edits = 5, 15, 50
+	const bursts, tries, edits = 5, 25, 50
 	n, done := 0, 0
 	for try := 1; done < bursts; try++ {
 		if try > tries {
