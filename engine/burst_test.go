@@ -6,17 +6,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripple-run/ripple/engine"
 )
 
 // pipelinedMain counts its loads (compiles) and the runs that reach x,
-// beside the project (typing may not write into it).
+// beside the project (typing may not write into it). Its load is quick
+// (10 ms): a burst of edits outlasts several loads, so it is the
+// scheduling rules, not a slow load, that keep the compiles down.
 const pipelinedMain = `import time
 
 with open("../compiles.log", "a") as log:
     log.write("load\n")
-time.sleep(0.2)  # a load that outlasts the burst: the edits arriving meanwhile collapse into one more compile
+time.sleep(0.01)
 
 
 def record(n):
@@ -38,6 +41,28 @@ def main():
 // and runs they cause, as typing does.
 func TestPipelinedEditBursts(t *testing.T) {
 	t.Parallel()
+	editBursts(t, 0)
+}
+
+// The same with the edits 1 ms apart, as fast typing sends them: the
+// burst lasts several compiles and runs, and still costs at most 2 of
+// each.
+func TestSpacedEditBursts(t *testing.T) {
+	t.Parallel()
+	editBursts(t, time.Millisecond)
+}
+
+// editBursts sends bursts of 50 edits, gap apart, and counts the
+// compiles and runs each costs until 5 bursts have been sent as bursts.
+//
+// A burst is edits closer together than the module's load (10 ms): a
+// pause longer than a compile is the end of a burst, after which a
+// compile is due. On a loaded machine (-race, other tests) the sender is
+// sometimes descheduled for longer than that mid-burst; such a burst is
+// not the one the bound is about, so it is logged, checked for its last
+// run, and sent again (at most 25 tries for the 5).
+func editBursts(t *testing.T, gap time.Duration) {
+	const load = 10 * time.Millisecond // pipelinedMain's time.sleep
 	h := setup(t, map[string]string{"main.py": pipelinedMain}, engine.Config{})
 	id, _ := h.newContext("main:main")
 	waitIdle(t, h.e)
@@ -49,27 +74,46 @@ func TestPipelinedEditBursts(t *testing.T) {
 		}
 		return strings.Fields(string(b))
 	}
-	const bursts, edits = 5, 50
-	n := 0
-	for b := 0; b < bursts; b++ {
+	const bursts, tries, edits = 5, 25, 50
+	n, done := 0, 0
+	for try := 1; done < bursts; try++ {
+		if try > tries {
+			t.Fatalf("only %d of %d tries sent their %d edits less than %v apart", done, tries, edits, load)
+		}
 		compiles, runs := len(lines("compiles.log")), len(lines("runs.log"))
 		m := h.client.mark()
+		t0 := time.Now()
+		last, longest := t0, time.Duration(0)
 		for i := 0; i < edits; i++ {
 			n++
+			if i > 0 && gap > 0 {
+				time.Sleep(gap) // pacing, not an assertion
+			}
 			h.setText("main.py", strings.Replace(pipelinedMain, "record(0)", "record("+strconv.Itoa(n)+")", 1))
+			longest = max(longest, time.Since(last))
+			last = time.Now()
 		}
+		sent := time.Since(t0)
 		want := strconv.Itoa(n)
 		h.client.outputUntilValue(t, m, id, "main:main/x", want)
 		waitIdle(t, h.e)
 		newCompiles := len(lines("compiles.log")) - compiles
 		newRuns := lines("runs.log")[runs:]
 		ends := h.client.countNotes(m, isEnd(id))
-		t.Logf("burst %d: %d edits, %d compiles, %d runs reported, runs of x %v", b+1, edits, newCompiles, ends, newRuns)
-		if newCompiles > 2 {
-			t.Errorf("burst %d: %d edits cost %d compiles, want at most 2", b+1, edits, newCompiles)
+		if newRuns[len(newRuns)-1] != want {
+			t.Errorf("try %d: runs of x %v, want the last one %s", try, newRuns, want)
 		}
-		if len(newRuns) > 2 || newRuns[len(newRuns)-1] != want {
-			t.Errorf("burst %d: runs of x %v, want at most 2 ending with %s", b+1, newRuns, want)
+		if longest >= load {
+			t.Logf("try %d: not a burst (a pause of %v): %d compiles, %d runs of x; sent again", try, longest, newCompiles, len(newRuns))
+			continue
+		}
+		done++
+		t.Logf("burst %d: %d edits in %v (longest pause %v): %d compiles, %d runs of x %v, %d runs reported", done, edits, sent, longest, newCompiles, len(newRuns), newRuns, ends)
+		if newCompiles > 2 {
+			t.Errorf("burst %d: %d edits cost %d compiles, want at most 2", done, edits, newCompiles)
+		}
+		if len(newRuns) > 2 {
+			t.Errorf("burst %d: %d edits cost %d runs of x %v, want at most 2", done, edits, len(newRuns), newRuns)
 		}
 	}
 }

@@ -218,6 +218,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.queue = queue.New(runner{e}, queue.Options{
 		MaxRunning: cfg.Kernels,
 		OnEnd:      e.onJobEnd,
+		// A burst of edits costs about two compiles however long it
+		// lasts (queue/hold.go); typing that never pauses still gets a
+		// compile and a run every CompileTimeout, the bound an edit
+		// stream already has on a long statement (softstop.go).
+		MaxCompileHold: cfg.CompileTimeout,
 	})
 	if cfg.Watch {
 		e.watcher = workspace.NewWatcher(ws, workspace.WatchOptions{Debounce: cfg.WatchDebounce})

@@ -4,7 +4,10 @@
 // down next to their implementation in schedule.go. EnsureCompiled is
 // exclusive per kernel slot: a request naming slots becomes one job per
 // slot, which holds back only that slot's Executes; one naming no slot is
-// a barrier over every kernel.
+// a barrier over every kernel. With Options.MaxCompileHold, a slot's
+// queued EnsureCompiled that requests keep joining while its kernel
+// compiles waits for them to pause (hold.go), so a burst of edits costs
+// two compiles, not one per compile time.
 //
 // The engine implements Runner on its kernel pool and starts a queue:
 //

@@ -177,6 +177,13 @@ func (q *Queue) enqueueCompileLocked(e *jobs.EnsureCompiled, now time.Time) (fir
 			q.tidySlotLocked(s)
 			created = true
 		}
+		if !j.lastRequest.IsZero() {
+			j.longestGap = max(j.longestGap, now.Sub(j.lastRequest))
+		}
+		j.lastRequest = now
+		if s.compileRunning != nil {
+			j.superseding = true
+		}
 		if i == 0 {
 			first = j
 		}
@@ -306,6 +313,7 @@ func (q *Queue) dequeueLocked(j *job, cause error, now time.Time) {
 func (q *Queue) shutdownLocked(now time.Time) {
 	q.epoch++
 	q.abortLocked(&jobs.Abort{All: true, Cause: jobs.ErrShutdown}, now)
+	q.stopHoldLocked()
 	if j := q.compileQueued; j != nil {
 		q.compileQueued = nil
 		q.endLocked(j, jobs.StateCancelled, jobs.ErrShutdown, nil, now)

@@ -42,6 +42,16 @@ type job struct {
 	// keepEpoch is the Apply call that last enqueued or collapsed into this
 	// job: that call's aborts spare it (see Queue.Apply).
 	keepEpoch uint64
+	// EnsureCompiled jobs of one kernel only (hold.go): lastRequest is when
+	// the last request joined the job and longestGap the longest time
+	// between two that did; superseding says a request joined while a
+	// compile of its kernel ran, whose duration is holdFor once it has
+	// ended (at compiledAt).
+	lastRequest time.Time
+	compiledAt  time.Time
+	longestGap  time.Duration
+	superseding bool
+	holdFor     time.Duration
 }
 
 // record is the job as a jobs.Record. Requests are values with

@@ -45,6 +45,11 @@ type Options struct {
 	// delays later OnEnd calls, WaitIdle and Stop; it never delays
 	// scheduling.
 	OnEnd func(jobs.Record)
+	// MaxCompileHold turns on the collapsing of EnsureCompiled jobs across
+	// a running compile (see compileHold in hold.go) and bounds how long a
+	// held one waits for its requests to stop coming. 0 means compiles are
+	// never held: a queued one starts as soon as its kernel is free.
+	MaxCompileHold time.Duration
 }
 
 // Errors of the queue's life cycle.
@@ -110,6 +115,11 @@ type Queue struct {
 	events      []jobs.Record
 	delivering  bool
 	idleWaiters []chan struct{}
+	// holdTimer wakes the scheduler when the earliest held EnsureCompiled
+	// may start (holdAt); nil when none is armed. Its callback counts in
+	// runners, so Stop waits for it.
+	holdTimer *time.Timer
+	holdAt    time.Time
 
 	// runners counts runner goroutines; the dispatcher waits for it before
 	// closing done.

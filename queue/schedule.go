@@ -35,6 +35,12 @@ import (
 //  6. The order of EnsureCompiled jobs is free: with rule 3 there is never
 //     more than one queued.
 //
+// Rule 3 across a running compile (hold.go, with Options.MaxCompileHold):
+// a queued EnsureCompiled of a kernel that requests joined while that
+// kernel compiled waits until they stop coming for as long as that
+// compile took, so a burst of edits costs the compile it began with and
+// one more, not one per compile time of the burst.
+//
 // Among startable Executes the highest priority goes first, then the
 // lowest seq: FIFO within a priority, and round-robin across contexts, since
 // a context that runs and asks again queues behind the others.
@@ -68,6 +74,10 @@ func (q *Queue) scheduleLocked(now time.Time) {
 	if q.nQueuedSlotCompiles > 0 {
 		for _, s := range q.slots {
 			if j := s.compileQueued; j != nil && s.running == nil && s.compileRunning == nil {
+				if at, held := q.heldUntil(j, now); held {
+					q.armHoldLocked(at, now)
+					continue
+				}
 				q.startLocked(j, now)
 			}
 		}
@@ -163,6 +173,12 @@ func (q *Queue) run(ctx context.Context, j *job, stopTimer context.CancelFunc) {
 		s := q.slots[j.compile.Slots[0]]
 		s.compileRunning = nil
 		q.nRunningSlotCompiles--
+		if next := s.compileQueued; next != nil && next.superseding {
+			// A compile that failed or was cut short says nothing about
+			// how long one takes, and what follows it may be the fix.
+			next.holdFor, next.compiledAt = now.Sub(j.started), now
+			next.superseding = err == nil && cause == nil
+		}
 		q.tidySlotLocked(s)
 	} else if j.kind == jobs.KindEnsureCompiled {
 		q.compileRunning = nil
