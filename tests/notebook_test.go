@@ -369,13 +369,11 @@ func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 // rewriting and notebook.py's get_ipython). Remove an entry once the kernel
 // matches ipykernel.
 var kernelDifferences = map[string]string{
-	// `listing = !ls` inside a def: the kernel's IPython-syntax check looks
-	// at unindented lines only, so IPython's transformer never runs.
-	"mynotebook.ipynb": `"SyntaxError"`,
-	// Cell 3: pandas' SettingWithCopyWarning is shown (ipykernel shows
-	// nothing there); cells 4-9: the figures left open at a cell's end are
-	// not shown as ipykernel's inline backend shows them (ripple run
-	// --notebooks does show them: notebook.py's cell_end).
+	// Cell 3: pandas' SettingWithCopyWarning is shown, not under
+	// ipykernel: pandas warns only while the frame `births` was sliced
+	// from is alive, and ripple's statement cache still holds it (the
+	// binding of the cell's first statement) where ipykernel has freed
+	// it. Cells 4-9: the figures' PNGs are a few pixels narrower.
 	"text_annotation.ipynb": "SettingWithCopyWarning",
 }
 
