@@ -47,10 +47,21 @@ def _result(value: object) -> object:
 
     shows = display.current()
     if shows is not None:
-        bundle = values.mime_bundle(value)
+        bundle = values.mime_bundle(value, _result_mimes(value))
         bundle[RESULT_MIME] = True
         shows.display_bundle(bundle)
     return value
+
+
+def _result_mimes(value: object) -> Optional[Tuple[str, ...]]:
+    """The rich types of value's execute_result, as ipykernel's inline
+    backend formats matplotlib's objects: a Figure as PNG only, others
+    (Axes, a list of lines) by their repr; None: all of them."""
+    items: Any = value if type(value) in (list, tuple) else (value,)
+    if not items or not all(type(v).__module__.startswith("matplotlib.") for v in items):
+        return None
+    figure = sys.modules.get("matplotlib.figure")
+    return ("image/png",) if figure is not None and isinstance(value, figure.Figure) else ()
 
 
 def _ask(prompt: object, password: bool) -> str:

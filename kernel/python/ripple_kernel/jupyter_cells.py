@@ -8,8 +8,10 @@ before it puts a cell into the notebook's script (jupyter/session.go).
   is importable, else such a cell is refused naming the missing package;
   a last statement that is an expression (and does not end with ``;``)
   is wrapped in ``__ripple_result__(...)``, which shows its value as the
-  cell's execute_result (jupyter_boot.py). A cell that does not parse
-  answers the SyntaxError as Jupyter shows it.
+  cell's execute_result (jupyter_boot.py); a cell with statements ends
+  with notebook.CELL_END, after which the statement runner shows the
+  figures left open, as ipykernel's inline backend does (notebook.cell_end).
+  A cell that does not parse answers the SyntaxError as Jupyter shows it.
 - mode ``isComplete``: ``complete``, ``incomplete`` (with the next
   line's indent) or ``invalid``, by IPython's check when importable, else
   by ``codeop``.
@@ -21,12 +23,14 @@ import ast
 import re
 from typing import List, Optional, Tuple
 
+from . import notebook
 from .api import WireObject
 from .wire import InvalidParams
 
 RESULT_HOOK = "__ripple_result__"
-# A line IPython's transformer would change: a magic, a shell escape, help.
-_IPYTHON_SYNTAX = re.compile(r"^\s*(%|!|\?)|\?\s*$", re.MULTILINE)
+# A line IPython's transformer would change: a magic, a shell escape, help,
+# or an assignment of a magic's or a shell escape's output (``x = !ls``).
+_IPYTHON_SYNTAX = re.compile(r"^\s*(%|!|\?)|\?\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!]", re.MULTILINE)
 
 
 def cell(params: WireObject) -> WireObject:
@@ -48,7 +52,11 @@ def cell(params: WireObject) -> WireObject:
         tree = ast.parse(source, "<cell>")
     except SyntaxError as e:
         return {"error": _syntax_error(e)}
-    return {"source": wrap_last_expression(source, tree)}
+    source = wrap_last_expression(source, tree)
+    if tree.body:
+        # The cell's end, where its open figures are shown (notebook.cell_end).
+        source += ("" if source.endswith("\n") else "\n") + notebook.CELL_END + "\n"
+    return {"source": source}
 
 
 class _NoIPython(Exception):

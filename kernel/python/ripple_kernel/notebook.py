@@ -34,6 +34,11 @@ from . import display, values
 
 # The separator the Go derivation puts before each cell (package notebook).
 CELL_SEPARATOR = "# %% [cell "
+# The script of ``ripple jupyter kernel``'s cells (jupyter/cells.go's
+# cellsFile; its path's end): its cells end with CELL_END (jupyter_cells.py),
+# so that cell_end shows their figures as well.
+JUPYTER_SCRIPT = "/ripple_cells.py"
+CELL_END = CELL_SEPARATOR + "end]"
 
 # The shell, made on first use; one per kernel process.
 _SHELLS: Dict[str, Any] = {}  # Any: IPython is untyped; its shell passes through

@@ -4,14 +4,17 @@ execute_result, IPython syntax through IPython's transformer, syntax
 errors as Jupyter shows them) and is_complete."""
 
 import importlib.util
+import linecache
+import os
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
 from enginetest import engine_module
 
 engine_module()  # installs the package's loader
-from ripple_kernel import jupyter_cells  # noqa: E402
+from ripple_kernel import jupyter_cells, notebook  # noqa: E402
 from ripple_kernel.wire import InvalidParams  # noqa: E402
 
 
@@ -19,18 +22,36 @@ def run(code):
     return jupyter_cells.cell({"code": code})
 
 
+END = "\n" + notebook.CELL_END + "\n"  # after a cell's statements
+
+
 class Run(unittest.TestCase):
     def test_last_expression_is_the_result(self):
-        self.assertEqual(run("x = 1\nx + 1")["source"], "x = 1\n__ripple_result__(x + 1)")
+        self.assertEqual(run("x = 1\nx + 1")["source"], "x = 1\n__ripple_result__(x + 1)" + END)
         # Silenced with ';', not an expression, or nothing: unchanged.
-        self.assertEqual(run("x = 1\nx + 1;")["source"], "x = 1\nx + 1;")
-        self.assertEqual(run("y = 2\n")["source"], "y = 2\n")
+        self.assertEqual(run("x = 1\nx + 1;")["source"], "x = 1\nx + 1;" + END)
+        self.assertEqual(run("y = 2\n")["source"], "y = 2" + END)
         self.assertEqual(run("")["source"], "")
+        self.assertEqual(run("# only a comment")["source"], "# only a comment")  # no statement: no cell end
+
+    def test_cell_end_follows_the_statements(self):
+        # notebook.ends_cell finds the cell's end after its last statement
+        # (comments between), not after an earlier one.
+        src = run("x = 1\ny = 2  # two\n# done")["source"]
+        self.assertTrue(src.endswith("# done" + END), src)
+        with tempfile.TemporaryDirectory() as d:
+            name = os.path.join(d, "ripple_cells.py")
+            with open(name, "w") as f:
+                f.write(src + run("z = 3")["source"])
+            linecache.checkcache(name)
+            self.assertFalse(notebook.ends_cell(name, 1))
+            self.assertTrue(notebook.ends_cell(name, 2))
+            self.assertTrue(name.endswith(notebook.JUPYTER_SCRIPT))
 
     def test_multiline_and_non_ascii_expression(self):
         src = "s = 'é'\n(s +\n 'ü')  # comment"
-        self.assertEqual(run(src)["source"], "s = 'é'\n__ripple_result__((s +\n 'ü'))  # comment")
-        self.assertEqual(run("a = 1; 'é' * a")["source"], "a = 1; __ripple_result__('é' * a)")
+        self.assertEqual(run(src)["source"], "s = 'é'\n__ripple_result__((s +\n 'ü'))  # comment" + END)
+        self.assertEqual(run("a = 1; 'é' * a")["source"], "a = 1; __ripple_result__('é' * a)" + END)
 
     def test_syntax_error(self):
         err = run("def f(:\n  pass")["error"]
@@ -43,7 +64,13 @@ class Run(unittest.TestCase):
         src = run("!echo hi\n%time x = 1\nx")["source"]
         self.assertIn("get_ipython().system('echo hi')", src)
         self.assertIn("get_ipython().run_line_magic('time', 'x = 1')", src)
-        self.assertTrue(src.rstrip().endswith("__ripple_result__(x)"))
+        self.assertTrue(src.endswith("__ripple_result__(x)" + END))
+        # An assigned shell escape or magic, also indented (in a def).
+        src = run("def f():\n    listing = !ls\n    a, b = %time 1\n    return listing")["source"]
+        self.assertIn("listing = get_ipython().getoutput('ls')", src)
+        self.assertIn("a, b = get_ipython().run_line_magic('time', '1')", src)
+        # Plain Python that only looks alike is left alone.
+        self.assertEqual(run("x != 1\ns = '%d' % 1")["source"], "x != 1\ns = '%d' % 1" + END)
 
     def test_ipython_syntax_without_ipython_names_the_package(self):
         with mock.patch.dict(sys.modules, {"IPython": None, "IPython.core": None,
@@ -53,7 +80,7 @@ class Run(unittest.TestCase):
         self.assertIn("python3-ipython", err["evalue"])
         # Plain Python does not need IPython.
         with mock.patch.dict(sys.modules, {"IPython.core.inputtransformer2": None}):
-            self.assertEqual(run("1")["source"], "__ripple_result__(1)")
+            self.assertEqual(run("1")["source"], "__ripple_result__(1)" + END)
 
     def test_bad_params(self):
         with self.assertRaisesRegex(InvalidParams, "jupyterCell: code must be a string, got int"):
