@@ -276,8 +276,9 @@ class Notebook(KernelCase):
 
     def test_restart_restores_values_from_the_journal(self):
         log = os.path.join(SCRATCH, "restore-" + uuid.uuid4().hex)
-        # The import comes back too (modules pickle by name in ripple's
-        # Jupyter kernels), so the statement using it is not run again.
+        # The import comes back too (the value journal writes a module by
+        # its name: journaldefs.py), so the statement using it is not run
+        # again.
         setup = "import pathlib\nwritten = pathlib.Path(%r).open('a').write('ran\\n')\ntable = {'k': [i * i for i in range(5)]}\nprint('made')" % log
         content, msgs = self.run_cell(setup)
         self.assertEqual(stdout_of(msgs), "made\n")

@@ -12,8 +12,6 @@ preloaded: kernel.Config.Preload, from jupyter/session.go).
 - ``input()`` and ``getpass.getpass()`` ask the frontend: a line of JSON
   to the Go side's stdin socket (RIPPLE_JUPYTER_STDIN), which sends
   Jupyter's input_request and answers with the input_reply's value.
-- Modules pickle by their name (copyreg), so the value journal keeps a
-  cell's imports and what uses them.
 - ``get_ipython()`` in builtins, when IPython is importable: one
   InteractiveShell (no history database) whose magics and ``system`` run
   in the namespace of the statement that calls them (the notebook's
@@ -24,13 +22,11 @@ preloaded: kernel.Config.Preload, from jupyter/session.go).
 from __future__ import annotations
 
 import builtins
-import copyreg
 import json
 import os
 import socket
 import sys
-import types
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 RESULT_MIME = "application/vnd.ripple.execute-result"
 
@@ -145,25 +141,6 @@ def _publisher() -> Any:
     return Publisher()
 
 
-def _import_module(name: str) -> object:
-    import importlib
-
-    return importlib.import_module(name)
-
-
-def _reduce_module(module: types.ModuleType) -> Tuple[Any, Tuple[str]]:
-    """Pickle a module by its name (unpickling imports it, as the import
-    statement would): the value journal then keeps a cell's imports, and
-    the statements that use them come back after a restart instead of
-    running again. A module that is not importable by its name does not
-    pickle, as before."""
-    name = getattr(module, "__name__", None)
-    if not isinstance(name, str) or name == "__main__" or sys.modules.get(name) is not module \
-            or getattr(module, "__spec__", None) is None:
-        raise TypeError("cannot pickle module %r: not importable by its name" % (name,))
-    return _import_module, (name,)
-
-
 def install() -> None:
     cwd = os.environ.get("RIPPLE_JUPYTER_CWD", "")
     if cwd and os.path.isdir(cwd):
@@ -177,7 +154,6 @@ def install() -> None:
     getpass.getpass = _getpass
     shell = _Shell()
     setattr(builtins, "get_ipython", lambda: shell)
-    copyreg.pickle(types.ModuleType, _reduce_module)
 
 
 install()
