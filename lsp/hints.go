@@ -148,7 +148,7 @@ func (s *session) hintsLocked(rel string, rng lsproto.Range, unknown bool) []lsp
 // expression statement (a call, print), of a compound statement's header
 // (for, if, with) or of a def, class or import; an assignment whose value
 // is its own right-hand side as written (`a = 6`: no `= 6` after it); an
-// augmented assignment the kernel reports no new value for.
+// augmented assignment the kernel reports no new value for (statement.py).
 func quiet(text string, u protocol.ExpressionUpdate) bool {
 	if bindsOnly(text, u) {
 		return true
@@ -158,9 +158,9 @@ func quiet(text string, u protocol.ExpressionUpdate) bool {
 	}
 	info := classify(stmtText(text, *u.Range))
 	if info.kind == kindAssign && info.aug {
-		// The kernel reports the new value of an augmented name; of a
-		// subscript or attribute (x["q"] += n) it reports None, which is
-		// not the value: no hint rather than a wrong one.
+		// The kernel reports the target's new value (n += 4, x["q"] += n,
+		// obj.n += 1), or None when reading the target again would call
+		// something (x[key()] += 1): no hint rather than a wrong one.
 		return u.Type == "builtins.NoneType"
 	}
 	if info.kind == kindAssign {

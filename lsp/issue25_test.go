@@ -131,8 +131,7 @@ func TestSyntaxErrorClearsBeforeTheRunEnds(t *testing.T) {
 // TestOneHintPerStatement: inserting and deleting a line above moves the
 // statements; each line still has at most one hint, and an expression
 // statement's None, a for header's and a print's show none; an augmented
-// assignment shows the new value (of a name: the kernel reports no value
-// for a subscript's, which then shows no hint rather than `= None`).
+// assignment shows its target's new value, of a name as of a subscript.
 func TestOneHintPerStatement(t *testing.T) {
 	text := "def main():\n    xs = [1, 2]\n    print(xs)\n    for x in xs:\n        xs.append(x) if x > 5 else None\n    len(xs)\n" +
 		"    d = {'q': 1}\n    d['q'] += 4\n    n = 1\n    n += 4\n    return d\n"
@@ -156,13 +155,16 @@ func TestOneHintPerStatement(t *testing.T) {
 			t.Errorf("line %d has %d hints: %q", line+1, len(ls), ls)
 		}
 	}
-	for _, line := range []int{1, 2, 3, 4, 6, 7, 8} { // own values in the code; print, for, None; d['q'] += 4
+	for _, line := range []int{1, 2, 3, 4, 6, 8} { // own values in the code; print, for, None
 		if len(got[line]) > 0 {
 			t.Errorf("line %d shows %q, want no hint", line+1, got[line])
 		}
 	}
 	if l := got[5]; len(l) != 1 || !shows(l[0], "2") {
 		t.Errorf("len(xs) shows %q, want 2", l)
+	}
+	if l := got[7]; len(l) != 1 || !shows(l[0], "5") {
+		t.Errorf("d['q'] += 4 shows %q, want the new value 5", l)
 	}
 	if l := got[9]; len(l) != 1 || !shows(l[0], "5") {
 		t.Errorf("n += 4 shows %q, want the new value 5", l)

@@ -130,6 +130,7 @@ func TestJupyterConformance(t *testing.T) {
 		"test_error", "test_completion", "test_inspect", "test_is_complete", "test_history", "test_pager",
 		"test_clear_output", "test_kernel_info", "test_interrupt_by_signal", "test_interrupt_by_message",
 		"test_input_request", "test_shutdown_request_ends_the_process", "test_restart_restores_values_from_the_journal",
+		"test_displays_after_the_shell_is_made",
 		"test_rerun_runs_only_changed_statements", "test_bad_signature_is_dropped"} {
 		// unittest -v names each test as it starts; a kernel's log line
 		// may come between the name and its "ok", and the OK above says

@@ -269,6 +269,29 @@ class Notebook(KernelCase):
         self.assertEqual(content["status"], "ok", content)
         self.assertIn("14\n", stdout_of(msgs))
 
+    def test_displays_after_the_shell_is_made(self):
+        # A magic makes IPython's shell (notebook.py); it is not IPython's
+        # singleton, and display(), clear_output() and its own display
+        # publisher still reach the frontend; a !line in a function expands
+        # the function's locals, once.
+        content, msgs = self.run_cell("%time made = 1")
+        self.assertEqual(content["status"], "ok", content)
+        code = ("from IPython import get_ipython as ipythons\n"
+                "from IPython.display import HTML, clear_output, display\n"
+                "print('singleton:', ipythons() is not None)\n"
+                "display(HTML('<i>shown</i>'))\n"
+                "clear_output(wait=True)\n"
+                "get_ipython().display_pub.publish({'text/plain': 'published'})\n"
+                "def shout():\n    word = 'local-word'\n    return get_ipython().getoutput('echo {word} {{word}}')\n"
+                "print(shout())")
+        content, msgs = self.run_cell(code)
+        self.assertEqual(content["status"], "ok", content)
+        self.assertIn("singleton: False\n", stdout_of(msgs))
+        self.assertIn("['local-word {word}']", stdout_of(msgs))
+        kinds = [(m["msg_type"], sorted(m["content"].get("data", {}))) for m in msgs if m["msg_type"] not in ("stream", "execute_input")]
+        self.assertEqual(kinds, [("display_data", ["text/html", "text/plain"]), ("clear_output", []),
+                                 ("display_data", ["text/plain"])], kinds)
+
     def test_silent_shows_nothing(self):
         content, msgs = self.run_cell("print('quiet')\n1", silent=True)
         self.assertEqual(content["status"], "ok")
@@ -276,8 +299,9 @@ class Notebook(KernelCase):
 
     def test_restart_restores_values_from_the_journal(self):
         log = os.path.join(SCRATCH, "restore-" + uuid.uuid4().hex)
-        # The import comes back too (modules pickle by name in ripple's
-        # Jupyter kernels), so the statement using it is not run again.
+        # The import comes back too (the value journal writes a module by
+        # its name: journaldefs.py), so the statement using it is not run
+        # again.
         setup = "import pathlib\nwritten = pathlib.Path(%r).open('a').write('ran\\n')\ntable = {'k': [i * i for i in range(5)]}\nprint('made')" % log
         content, msgs = self.run_cell(setup)
         self.assertEqual(stdout_of(msgs), "made\n")

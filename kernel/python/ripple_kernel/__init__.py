@@ -64,8 +64,9 @@ Plans and runs:
   assignment);
 - rerun: which statements run again (the caching invariant);
 - runner: one frame's run; statement: one statement's;
-- notebook: get_ipython() for notebooks run as scripts (IPython magics and
-  !shell lines on IPython's shell, bound to the notebook's namespace);
+- notebook: get_ipython() for notebooks run as scripts and for ripple's
+  Jupyter kernels (jupyter_boot.py): IPython magics and !shell lines on
+  one IPython shell, bound to the caller's namespace;
 - mutation: mutation through calls and the mutation log;
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.

@@ -12,25 +12,24 @@ preloaded: kernel.Config.Preload, from jupyter/session.go).
 - ``input()`` and ``getpass.getpass()`` ask the frontend: a line of JSON
   to the Go side's stdin socket (RIPPLE_JUPYTER_STDIN), which sends
   Jupyter's input_request and answers with the input_reply's value.
-- Modules pickle by their name (copyreg), so the value journal keeps a
-  cell's imports and what uses them.
-- ``get_ipython()`` in builtins, when IPython is importable: one
-  InteractiveShell (no history database) whose magics and ``system`` run
-  in the namespace of the statement that calls them (the notebook's
-  script frame), for the calls IPython's transformer makes of %magics,
-  !shell lines and ?help (jupyter_cells.py).
+- ``get_ipython()`` in builtins: notebook.get_ipython, IPython's shell
+  (one per kernel, not IPython's singleton, its displays shown as
+  ripple's) bound to the caller's namespace (the notebook's script
+  frame), for the calls IPython's transformer makes of %magics and
+  !shell lines (jupyter_cells.py); IPythonMissing names the interpreter
+  when IPython is absent.
 """
 
 from __future__ import annotations
 
 import builtins
-import copyreg
 import json
 import os
 import socket
 import sys
-import types
 from typing import Any, Dict, Optional, Tuple
+
+from . import notebook
 
 RESULT_MIME = "application/vnd.ripple.execute-result"
 
@@ -93,88 +92,6 @@ def _getpass(prompt: str = "Password: ", stream: Optional[object] = None) -> str
     return _ask(prompt, True)
 
 
-class _Shell:
-    """get_ipython(): IPython's InteractiveShell, made on first use, whose
-    user namespace is the calling statement's globals."""
-
-    _shell: Optional[Any] = None
-
-    def _get(self) -> Any:
-        if _Shell._shell is None:
-            from IPython.core.interactiveshell import InteractiveShell
-            from traitlets.config import Config
-
-            cfg = Config()
-            cfg.HistoryManager.enabled = False
-            shell = InteractiveShell.instance(config=cfg)
-            shell.display_pub = _publisher()
-            _Shell._shell = shell
-        shell = _Shell._shell
-        caller = sys._getframe(2)
-        shell.user_ns = caller.f_globals
-        return shell
-
-    def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> object:
-        if name == "matplotlib":
-            # ripple's inline backend draws already (display.py); IPython's
-            # would replace it with one that needs ipykernel's events.
-            return None
-        return self._get().run_line_magic(name, line, _stack_depth=_stack_depth + 1)
-
-    def run_cell_magic(self, name: str, line: str, cell: str) -> object:
-        return self._get().run_cell_magic(name, line, cell)
-
-    def system(self, cmd: str) -> object:
-        return self._get().system(cmd)
-
-    def getoutput(self, cmd: str, split: bool = True, depth: int = 0) -> object:
-        return self._get().getoutput(cmd, split=split, depth=depth + 1)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._get(), name)
-
-
-def _publisher() -> Any:
-    """A DisplayPublisher for the shell get_ipython() makes: its displays
-    and clear_output go where ripple's display() sends them (display.py)."""
-    from IPython.core.displaypub import DisplayPublisher
-
-    from . import display
-
-    class Publisher(DisplayPublisher):
-        def publish(self, data: Dict[str, object], metadata: object = None, source: object = None,
-                    *, transient: object = None, update: bool = False) -> None:
-            shows = display.current()
-            if shows is not None:
-                shows.display_bundle(dict(data))
-
-        def clear_output(self, wait: bool = False) -> None:
-            shows = display.current()
-            if shows is not None:
-                shows.display_bundle({display.CLEAR_MIME: {"wait": bool(wait)}})
-
-    return Publisher()
-
-
-def _import_module(name: str) -> object:
-    import importlib
-
-    return importlib.import_module(name)
-
-
-def _reduce_module(module: types.ModuleType) -> Tuple[Any, Tuple[str]]:
-    """Pickle a module by its name (unpickling imports it, as the import
-    statement would): the value journal then keeps a cell's imports, and
-    the statements that use them come back after a restart instead of
-    running again. A module that is not importable by its name does not
-    pickle, as before."""
-    name = getattr(module, "__name__", None)
-    if not isinstance(name, str) or name == "__main__" or sys.modules.get(name) is not module \
-            or getattr(module, "__spec__", None) is None:
-        raise TypeError("cannot pickle module %r: not importable by its name" % (name,))
-    return _import_module, (name,)
-
-
 def install() -> None:
     cwd = os.environ.get("RIPPLE_JUPYTER_CWD", "")
     if cwd and os.path.isdir(cwd):
@@ -186,9 +103,9 @@ def install() -> None:
     import getpass
 
     getpass.getpass = _getpass
-    shell = _Shell()
-    setattr(builtins, "get_ipython", lambda: shell)
-    copyreg.pickle(types.ModuleType, _reduce_module)
+    # IPython's shell for the calls IPython's transformer makes of
+    # %magics and !shell lines, as for notebooks run as scripts.
+    setattr(builtins, "get_ipython", notebook.get_ipython)
 
 
 install()

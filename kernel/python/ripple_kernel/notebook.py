@@ -12,11 +12,16 @@ has IPython, bound to the notebook's namespace at each call.
 Without IPython, ``get_ipython()`` raises IPythonMissing naming the
 interpreter and what installs IPython, so the failing cell says why.
 
+The same ``get_ipython`` serves ``ripple jupyter kernel`` (jupyter_boot.py
+puts it in builtins), whose cells reach the kernel rewritten the same way
+(jupyter_cells.py).
+
 The shell is IPython's InteractiveShell made without ``instance()``: it is
-not IPython's global singleton, so ``IPython.display.display`` keeps
-showing under the running statement (display.py), and its history is off
-(nothing written under ~/.ipython). ``%matplotlib`` does nothing: ripple's
-inline backend is already in use (display.py).
+not IPython's global singleton, so ``IPython.display.display`` and
+``clear_output`` keep showing under the running statement (display.py),
+and its history is off (nothing written under ~/.ipython). Its display
+publisher shows under the running statement too. ``%matplotlib`` does
+nothing: ripple's inline backend is already in use (display.py).
 
 At the end of each cell (cell_end, called by the statement runner after a
 notebook's top-level statement), the figures left open are shown under
@@ -49,7 +54,8 @@ class IPythonMissing(ModuleNotFoundError):
 
 
 def _shell() -> Any:
-    """IPython's InteractiveShell of this kernel (made on first use)."""
+    """IPython's InteractiveShell of this kernel (made on first use; the
+    module doc says what it is and is not)."""
     shell = _SHELLS.get("shell")
     if shell is not None:
         return shell
@@ -63,51 +69,69 @@ def _shell() -> Any:
         ) from None
     config = Config()
     config.HistoryManager.enabled = False
+    # Not InteractiveShell.instance(): while no shell is IPython's
+    # singleton, IPython's display() and clear_output() are display.py's,
+    # which show under the running statement in every kernel and send
+    # Jupyter's clear_output as CLEAR_MIME; IPython.get_ipython() stays
+    # None, as in a plain interpreter, so libraries do not take the kernel
+    # for a terminal IPython (tqdm, matplotlib's REPL hooks). The Jupyter
+    # kernel (jupyter_boot.py) needs nothing more: its pager is the Go
+    # side's and its displays are display.py's.
     shell = InteractiveShell(config=config)
+    # What uses the shell's own publisher (get_ipython().display_pub, a
+    # magic publishing through it) shows under the running statement too.
+    shell.display_pub = _publisher()
+    # ripple's inline backend draws already (display.py); IPython's would
+    # replace it with one that needs ipykernel's events.
+    shell.register_magic_function(lambda line: None, "line", "matplotlib")
     _SHELLS["shell"] = shell
     return shell
 
 
+def _publisher() -> Any:
+    """A DisplayPublisher whose displays and clear_output go where ripple's
+    display() sends them (display.py)."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data: Dict[str, object], metadata: object = None, source: object = None,
+                    *, transient: object = None, update: bool = False) -> None:
+            shows = display.current()
+            if shows is not None:
+                shows.display_bundle(dict(data))
+
+        def clear_output(self, wait: bool = False) -> None:
+            shows = display.current()
+            if shows is not None:
+                shows.display_bundle({display.CLEAR_MIME: {"wait": bool(wait)}})
+
+    return Publisher()
+
+
 class NotebookShell:
-    """IPython's shell seen from one notebook namespace: each call binds the
-    shell's user namespace to it first."""
+    """IPython's shell seen from one namespace: each attribute read binds
+    the shell's user namespace to it first, then answers the shell's own.
+
+    A method is the shell's bound method, so ``get_ipython().system(cmd)``,
+    ``getoutput``, ``run_line_magic`` and ``run_cell_magic`` are called
+    straight from the caller's frame, as in IPython: their var_expand of
+    ``{name}`` and ``$name`` sees the caller's locals (a !line in a
+    function), once, and %time's locals are the caller's. A wrapper method
+    in between would put its own frame there instead."""
 
     def __init__(self, shell: Any, namespace: Dict[str, Any]) -> None:
         self._shell = shell
         self._namespace = namespace
 
-    def _bind(self) -> None:
-        self._shell.user_ns = self._namespace
-
-    def run_line_magic(self, magic_name: str, line: str, _stack_depth: int = 1) -> Any:
-        """IPython's run_line_magic in the notebook's namespace."""
-        if magic_name == "matplotlib":
-            return None  # ripple's inline backend shows figures already
-        self._bind()
-        return self._shell.run_line_magic(magic_name, line, _stack_depth=_stack_depth + 1)
-
-    def run_cell_magic(self, magic_name: str, line: str, cell: str) -> Any:
-        """IPython's run_cell_magic in the notebook's namespace."""
-        self._bind()
-        return self._shell.run_cell_magic(magic_name, line, cell)
-
-    def system(self, cmd: str) -> None:
-        """``!cmd``: IPython's system, {name} and $name expanded from the caller."""
-        self._bind()
-        self._shell.system(self._shell.var_expand(cmd, depth=1))
-
-    def getoutput(self, cmd: str) -> Any:
-        """``x = !cmd``: the command's output lines (IPython's SList)."""
-        self._bind()
-        return self._shell.getoutput(self._shell.var_expand(cmd, depth=1))
-
     def __getattr__(self, name: str) -> Any:
-        self._bind()
+        self._shell.user_ns = self._namespace
         return getattr(self._shell, name)
 
 
 def get_ipython(namespace: Optional[Dict[str, Any]] = None) -> NotebookShell:
-    """The IPython shell of the calling notebook (its globals, or namespace)."""
+    """The IPython shell of the caller: bound to its globals, or namespace
+    (a notebook's script namespace has it as IPython's builtin; the
+    Jupyter kernel puts it in builtins, jupyter_boot.py)."""
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     return NotebookShell(_shell(), namespace)

@@ -243,7 +243,7 @@ class StatementRunner:
                     # The versions of the modules it has just imported
                     # (unloaded before it ran the first time).
                     sig = self.versions.current_sig(plan, ps, frame)
-                value, update = _value_update(ps, hooks, ns, elapsed)
+                value, update = _value_update(ps, hooks, ns, fr.module_dict, elapsed)
         except KeyboardInterrupt:
             forget_broken_imports()
             raise
@@ -440,15 +440,16 @@ def _note_writer(frame: Frame, ps: PlanStmt, gwrites: Tuple[Tuple[str, str], ...
     return gwrites
 
 
-def _value_update(ps: PlanStmt, hooks: Hooks, ns: Dict[str, object], elapsed: int) -> Tuple[object, WireObject]:
+def _value_update(ps: PlanStmt, hooks: Hooks, ns: Dict[str, object], module_dict: Dict[str, object],
+                  elapsed: int) -> Tuple[object, WireObject]:
     """(value, update) of a statement that ran: its value is what the value
-    hook caught, an augmented name's new value, else None; the update
+    hook caught, an augmented target's new value, else None; the update
     holds its preview, type and mime types (user code may run: a
     __repr__)."""
     if hooks.has:
         value = hooks.value
-    elif isinstance(ps.node, ast.AugAssign) and isinstance(ps.node.target, ast.Name):
-        value = ns.get(ps.node.target.id)
+    elif isinstance(ps.node, ast.AugAssign):
+        value = _target_value(ps.node.target, ns, module_dict)
     else:
         value = None
     payload: WireObject = {"type": "Value", "preview": values.preview(value)}
@@ -459,6 +460,41 @@ def _value_update(ps: PlanStmt, hooks: Hooks, ns: Dict[str, object], elapsed: in
     update = update_of(ps, payload, elapsed)
     update["type"] = type_name
     return value, update
+
+
+class _Impure(Exception):
+    """A target whose reading again could do what the statement did not."""
+
+
+def _target_value(target: ast.expr, ns: Dict[str, object], module_dict: Dict[str, object]) -> object:
+    """The new value of an augmented assignment's target (``n``,
+    ``x["q"]``, ``obj.n``, ``grid[i, 1:]``), read again after the statement:
+    None when it cannot be read, or when reading it would evaluate more than
+    names, constants, attributes and subscripts (``x[f()] += 1`` calls f
+    once, as written). Reading runs what the statement ran already: a
+    property's getter, a __getitem__."""
+    try:
+        return _pure(target, ns, module_dict)
+    except Exception:  # _Impure, a name not in ns, a failing getter: no value
+        return None
+
+
+def _pure(node: ast.expr, ns: Dict[str, object], module_dict: Dict[str, object]) -> object:
+    if isinstance(node, ast.Name):
+        return ns[node.id] if node.id in ns else module_dict[node.id]  # a function's global
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute):
+        return getattr(_pure(node.value, ns, module_dict), node.attr)
+    if isinstance(node, ast.Subscript):
+        return _pure(node.value, ns, module_dict)[_pure(node.slice, ns, module_dict)]  # type: ignore[index]  # any subscriptable
+    if isinstance(node, ast.Tuple):
+        return tuple(_pure(e, ns, module_dict) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        return slice(*(None if e is None else _pure(e, ns, module_dict) for e in (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value  # x[-1]
+    raise _Impure(type(node).__name__)
 
 
 def forget_broken_imports() -> List[str]:

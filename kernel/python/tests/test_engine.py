@@ -22,6 +22,19 @@ class Execution(EngineTestCase):
         run = s.run()
         self.assertEqual(s.view(), {"main:main/x": "-1", "main:main/#1": "None", "main:main/y": "2"})
 
+    def test_augmented_assignment_reports_its_targets_new_value(self):
+        # x["q"] += n and G.n += 1 report the target's new value, as n += 4
+        # does; a target whose reading would call something again
+        # (x[key()] += 1) reports none.
+        header = "class O:\n    n = 1\n\n\nG = O()\n\n\ndef key():\n    return 'q'\n\n\n"
+        s = self.session({"main": src("x = {'q': 1}", "n = 2", "x['q'] += n", "G.n += 1", "n += 4",
+                                      "x[key()] += 1", "grid = [[0, 1], [2, 3]]", "grid[-1][1:] += [9]",
+                                      header=header)})
+        self.assertEqual(s.run().values(), {
+            "main:main/x": "{'q': 1}", "main:main/n": "2", "main:main/#1": "3", "main:main/#2": "2",
+            "main:main/n#2": "6", "main:main/#3": "None", "main:main/grid": "[[0, 1], [2, 3]]",
+            "main:main/#4": "[3, 9]"})
+
     def test_stop_at_skip(self):
         # Any exception ends the frame's run (PROTOCOL.md 8.1); a skip
         # outcome in batch runs (stopAtSkip) ends it as a return does: the

@@ -52,6 +52,43 @@ class WithIPython(unittest.TestCase):
         ip.run_cell_magic("capture", "out", "print('x')\n")
         self.assertEqual(ns["out"].stdout, "x\n")
 
+    def test_shell_lines_expand_the_callers_locals_once(self):
+        ns = {"n": 4}
+        ip = notebook.get_ipython(ns)
+
+        def in_a_function():
+            word, code = "local", 3
+            ip.system("exit {code}")
+            out = ip.getoutput("echo {word} {n} {{n}} $word")
+            return out, (word, code)  # the locals: read by var_expand through the frame
+
+        self.assertEqual(in_a_function()[0], ["local 4 {n} local"])
+        self.assertEqual(ns["_exit_code"], 3)  # IPython's system wrote it in the bound namespace
+
+    def test_displays_of_the_shell_show_under_the_statement(self):
+        from ripple_kernel import display
+
+        class Shows:
+            def __init__(self):
+                self.bundles = []
+
+            def display(self, *objs, mimes=None):
+                self.bundles.extend({"text/plain": repr(o)} for o in objs)
+
+            def display_bundle(self, bundle):
+                self.bundles.append(bundle)
+
+        shows = Shows()
+        backend = display.install(shows)
+        try:
+            ip = notebook.get_ipython({})
+            ip.display_pub.publish({"text/plain": "published"})
+            ip.display_pub.clear_output(wait=True)
+            ip.run_line_magic("matplotlib", "inline")  # nothing, not even a display
+        finally:
+            display.uninstall(backend)
+        self.assertEqual(shows.bundles, [{"text/plain": "published"}, {display.CLEAR_MIME: {"wait": True}}])
+
     def test_shell_is_not_ipythons_singleton(self):
         from IPython.core.interactiveshell import InteractiveShell
 
