@@ -43,6 +43,9 @@ How (the lead's design, with the refinements marked *):
     members by the same rules, from run-time facts the cache holds.
   * A chain that reaches a parameter of an ExplicitCall frame re-evaluates
     the arguments (fresh objects, a new parameter stamp).
+  * A member that re-runs and binds equal plain immutable values stops
+    there, per name: what R held only through its readers of those names
+    stays cached (equalstop.py, Rerun.lazy).
 - Statements run in source order in ONE namespace dict per frame, the same
   dict across runs (cleared and refilled at the start of a run: the
   module's globals minus every name bound in the body, plus the
@@ -66,8 +69,9 @@ How (the lead's design, with the refinements marked *):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .equalstop import plain
 from .frame import DELETED, Frame
@@ -78,6 +82,10 @@ from .plan import IMPORT, LOCAL, PARAM, Plan, PlanStmt
 
 if TYPE_CHECKING:
     from .modules import ModuleTable
+
+
+# A member of R and the dependents of it that a closure does not follow.
+Withheld = Optional[Tuple[int, FrozenSet[int]]]
 
 
 class Versions:
@@ -146,9 +154,10 @@ class Rerun:
     # index -> the statements whose cached values ruled out an alias for
     # it (MutationAnalysis.effects): if they join R, it is decided again.
     relied: Dict[int, Set[int]] = field(default_factory=dict)
-    # index -> the members that are in R only through its dependents, all
-    # after it: skipped when it re-runs with equal values (equalstop.py).
-    lazy: Dict[int, Set[int]] = field(default_factory=dict)
+    # index -> {names: members}: the members that are in R only through its
+    # dependents that read no other of its names, all after it: skipped
+    # when it re-runs with those names' values equal (equalstop.py).
+    lazy: Dict[int, Dict[FrozenSet[str], Set[int]]] = field(default_factory=dict)
     # Members whose only edges were their dependents (equalstop.py), in the
     # order _close met them.
     candidates: List[int] = field(default_factory=list)
@@ -181,9 +190,10 @@ class RerunPlanner:
             self._lazy(view, r, failing, moved)
         return r
 
-    def _grow(self, view: View, failing: Set[int], moved: List[int], withheld: Optional[int]) -> Rerun:
+    def _grow(self, view: View, failing: Set[int], moved: List[int], withheld: Withheld) -> Rerun:
         """R from the statements that fail the check and those moved, to its
-        fixed point; withheld: a member whose dependents are not followed."""
+        fixed point; withheld: a member and those of its dependents that
+        are not followed."""
         r = Rerun(set(failing))
         r.members.update(moved)
         r.soft = set(moved)
@@ -205,25 +215,38 @@ class RerunPlanner:
         return r
 
     def _lazy(self, view: View, r: Rerun, failing: Set[int], moved: List[int]) -> None:
-        """Rerun.lazy: for each candidate with plain cached values, what R
-        holds only through its dependents, when all of it comes after it
+        """Rerun.lazy: for each candidate with plain cached values, and each
+        set of its names that may come out equal, what R holds only through
+        its dependents reading no other name, when all of it comes after it
         and skipping it cannot change what else R found (equalstop.py)."""
         cache, stmts = view.frame.cache, view.plan.stmts
-        tried = 0
+        budget = 8  # closures computed at most, beyond R's own
         for i in sorted(set(r.candidates)):
-            if tried >= 8 or i in r.soft:
+            if budget <= 0:
                 break
             e = cache.get(stmts[i].id)
-            if e is None or not e.bindings or not all(v is DELETED or plain(v) for _, v in e.bindings):
+            if i in r.soft or e is None or not e.bindings:
                 continue
-            tried += 1
-            without = self._grow(view, failing, moved, i)
-            extra = r.members - without.members
-            if (not extra or min(extra) <= i or extra & r.soft or without.reaches_param != r.reaches_param
-                    or any(j in r.deferred for j in extra)
-                    or any(cache.get(stmts[j].id) is None for j in extra)):
-                continue
-            r.lazy[i] = extra
+            names = [n for n, v in e.bindings if v is DELETED or plain(v)]
+            if len(names) == len(e.bindings) == 1 or len(names) > 3:
+                subsets = [frozenset(names)] if len(names) == len(e.bindings) else []
+            else:
+                subsets = [frozenset(c) for k in range(len(names), 0, -1) for c in itertools.combinations(names, k)]
+            for equal in subsets:
+                if budget <= 0:
+                    break
+                skipped = frozenset(j for j in view.plan.rdeps[i]
+                                    if all(n in equal for n, kind, ref in stmts[j].deps if kind == LOCAL and ref == i))
+                if not skipped:
+                    continue
+                budget -= 1
+                without = self._grow(view, failing, moved, (i, skipped))
+                extra = r.members - without.members
+                if (not extra or min(extra) <= i or extra & r.soft or without.reaches_param != r.reaches_param
+                        or any(j in r.deferred for j in extra)
+                        or any(cache.get(stmts[j].id) is None for j in extra)):
+                    continue
+                r.lazy.setdefault(i, {})[equal] = extra
 
     def _failing(self, plan: Plan, frame: Frame, lay: object, moved: List[int]) -> Set[int]:
         """The statements that fail the check: no entry, another key, another
@@ -321,10 +344,10 @@ class RerunPlanner:
             candidates.update(rdeps[k])
         return candidates
 
-    def _close(self, view: View, r: Rerun, work: List[int], withheld: Optional[int]) -> None:
+    def _close(self, view: View, r: Rerun, work: List[int], withheld: Withheld) -> None:
         """Grow R to its fixed point from the members in work (the module
         doc's rules); notes whether a parameter was reached. The dependents
-        of withheld are not followed; a member whose only edges are its
+        withheld names are not followed; a member whose only edges are its
         dependents is a candidate (equalstop.py)."""
         plan, frame = view.plan, view.frame
         stmts = plan.stmts
@@ -333,7 +356,8 @@ class RerunPlanner:
         everything = len(stmts)
         while work:
             i = work.pop()
-            added = list(rdeps[i]) if i != withheld else []
+            added = list(rdeps[i]) if withheld is None or i != withheld[0] else [
+                j for j in rdeps[i] if j not in withheld[1]]
             live: Tuple[str, ...] = ()
             if len(rerun) < everything:
                 live = self.effects.effects(view, i, rerun, r.relied)
@@ -355,7 +379,7 @@ class RerunPlanner:
             creators, dirty_param = dirty_reads(plan, frame, i, rerun)
             r.reaches_param = r.reaches_param or dirty_param
             added += creators
-            if not live and not creators and not stmts[i].info.mutates and i not in r.deferred:
+            if not stmts[i].info.mutates and i not in r.deferred:
                 r.candidates.append(i)
             for j in added:
                 if j not in rerun:

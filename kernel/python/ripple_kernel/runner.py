@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from . import notebook
-from .equalstop import same_bindings
+from .equalstop import equal_names
 from .frame import DELETED, NOT_REACHED, PENDING, Entry, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
@@ -411,30 +411,35 @@ class FramePass:
                     bisect.insort(todo, j, pos)
 
     def _equal_stop(self, i: int, before: Entry) -> None:
-        """Statement i re-ran; if it bound equal values (equalstop.py), what
-        R held only through its dependents (Rerun.lazy) stays cached: their
-        signatures name i's new stamp, as their own runs would record. Any
-        other difference in a signature keeps them all in R."""
+        """Statement i re-ran; if the names it bound equal values
+        (equalstop.py) are a set Rerun.lazy knows, what R held only through
+        the dependents reading just those stays cached: their signatures
+        name i's new stamp, as their own runs would record. Any other
+        difference in a signature keeps them all in R."""
         frame, plan = self.frame, self.plan
         cache, stmts = frame.cache, plan.stmts
         after = cache.get(stmts[i].id)
-        if after is None or after is before or not same_bindings(before.bindings, after.bindings):
+        if after is None or after is before:
             return
+        skipped = self.rerun.lazy[i].get(equal_names(before.bindings, after.bindings))
+        if skipped is None:
+            return
+        equal = set(equal_names(before.bindings, after.bindings))
         current_sig = self.runner.versions.current_sig
         sigs = []
-        for j in sorted(self.rerun.lazy[i]):
+        for j in sorted(skipped):
             ps = stmts[j]
             e = cache.get(ps.id)
             if e is None or e.sig is None or e.key != ps.info.key or e.dep_names != ps.dep_names:
                 return
             sig = current_sig(plan, ps, frame)
-            for (_, kind, ref), was, now in zip(ps.deps, e.sig, sig):
-                if was != now and not (kind == LOCAL and ref == i and was == before.stamp):
+            for (name, kind, ref), was, now in zip(ps.deps, e.sig, sig):
+                if was != now and not (kind == LOCAL and ref == i and name in equal and was == before.stamp):
                     return
             sigs.append((e, sig))
         for e, sig in sigs:
             e.sig = sig
-        self.rerun.members.difference_update(self.rerun.lazy[i])
+        self.rerun.members.difference_update(skipped)
 
     def _not_reached(self, rest: Sequence[int], reason: Optional[Reason]) -> None:
         """Report the statements after the one that ended the frame's run

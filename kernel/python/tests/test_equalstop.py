@@ -18,7 +18,7 @@ def ids(*names):
     return ["main:main/%s" % n for n in names]
 
 
-class EqualValueStops(Differential):
+class Edits(Differential):
     def edits(self, versions):
         """Run each version of main's body, checking it against a fresh
         engine; returns the ids computed by the last run."""
@@ -36,6 +36,8 @@ class EqualValueStops(Differential):
                 self.assertEqual(got.get(expression_id), value, "step %d, %s" % (i, expression_id))
         return run.computed()
 
+
+class EqualValueStops(Edits):
     def test_an_equal_int_stops(self):
         a = ["x = 0", "y = x + 1", "z = y * 2"]
         b = ["x = 1 - 1", "y = x + 1", "z = y * 2"]
@@ -91,6 +93,35 @@ class EqualValueStops(Differential):
         a = ["for i in (0, 1, 2):\n        last = i", "u = last * 2", "w = i"]
         b = ["for i in (0, 1, 1 + 1):\n        last = i", "u = last * 2", "w = i"]
         self.assertEqual(self.edits([a, b]), ids("#1"))
+
+
+class TupleTargetsPerName(Edits):
+    def test_readers_of_an_unchanged_name_stay(self):
+        a = ["a, b = 1, 2", "x = a * 10", "y = b * 10"]
+        b = ["a, b = 1, 3", "x = a * 10", "y = b * 10"]
+        self.assertEqual(self.edits([a, b]), ids("a,b", "y"))
+
+    def test_through_a_call_and_transitively(self):
+        a = ["def pair():\n        return 1, 2", "a, b = pair()", "x = a + 1", "y = b + 1", "z = x + 1"]
+        b = ["def pair():\n        return 1, 5", "a, b = pair()", "x = a + 1", "y = b + 1", "z = x + 1"]
+        self.assertEqual(sorted(self.edits([a, b])), sorted(ids("#1", "a,b", "y")))
+
+    def test_a_reader_of_both_runs(self):
+        a = ["a, b = 1, 2", "x = a + b", "y = a * 2"]
+        b = ["a, b = 1, 3", "x = a + b", "y = a * 2"]
+        self.assertEqual(self.edits([a, b]), ids("a,b", "x"))
+
+    def test_both_changed_run_both(self):
+        a = ["a, b = 1, 2", "x = a * 10", "y = b * 10"]
+        b = ["a, b = 4, 3", "x = a * 10", "y = b * 10"]
+        self.assertEqual(self.edits([a, b]), ids("a,b", "x", "y"))
+
+    def test_a_mutable_name_beside_an_equal_one(self):
+        a = ["a, b = 1, [2]", "x = a * 10", "y = b", "y.append(3)", "n = len(b)"]
+        b = ["a, b = 1, [5]", "x = a * 10", "y = b", "y.append(3)", "n = len(b)"]
+        computed = self.edits([a, b])
+        self.assertNotIn("main:main/x", computed)
+        self.assertIn("main:main/n", computed)
 
 
 if __name__ == "__main__":
