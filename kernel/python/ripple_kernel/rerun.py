@@ -43,6 +43,9 @@ How (the lead's design, with the refinements marked *):
     members by the same rules, from run-time facts the cache holds.
   * A chain that reaches a parameter of an ExplicitCall frame re-evaluates
     the arguments (fresh objects, a new parameter stamp).
+  * A member that re-runs and binds equal plain immutable values stops
+    there, per name: what R held only through its readers of those names
+    stays cached (equalstop.py, Rerun.lazy).
 - Statements run in source order in ONE namespace dict per frame, the same
   dict across runs (cleared and refilled at the start of a run: the
   module's globals minus every name bound in the body, plus the
@@ -66,10 +69,12 @@ How (the lead's design, with the refinements marked *):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
-from .frame import Frame
+from .equalstop import plain
+from .frame import DELETED, Frame
 from .modstate import ModuleState
 from .mutation import (MutationAnalysis, View, chain, dirty_reads, module_receivers, never_ran, readers_after,
                        seen_mutations)
@@ -77,6 +82,10 @@ from .plan import IMPORT, LOCAL, PARAM, Plan, PlanStmt
 
 if TYPE_CHECKING:
     from .modules import ModuleTable
+
+
+# A member of R and the dependents of it that a closure does not follow.
+Withheld = Optional[Tuple[int, FrozenSet[int]]]
 
 
 class Versions:
@@ -145,6 +154,13 @@ class Rerun:
     # index -> the statements whose cached values ruled out an alias for
     # it (MutationAnalysis.effects): if they join R, it is decided again.
     relied: Dict[int, Set[int]] = field(default_factory=dict)
+    # index -> {names: members}: the members that are in R only through its
+    # dependents that read no other of its names, all after it: skipped
+    # when it re-runs with those names' values equal (equalstop.py).
+    lazy: Dict[int, Dict[FrozenSet[str], Set[int]]] = field(default_factory=dict)
+    # Members whose only edges were their dependents (equalstop.py), in the
+    # order _close met them.
+    candidates: List[int] = field(default_factory=list)
 
 
 class RerunPlanner:
@@ -159,34 +175,78 @@ class RerunPlanner:
         """R: the statements to run again, and what computing it found."""
         lay = layout(frame, plan)
         moved: List[int] = []
-        r = Rerun(self._failing(plan, frame, lay, moved))
-        r.members.update(moved)
+        failing = self._failing(plan, frame, lay, moved)
         # The check is done: what failed it is checked again next time.
-        frame.sync.unverified = set(r.members)
+        frame.sync.unverified = failing | set(moved)
         frame.sync.plan = plan
-        r.soft = set(moved)
         view = View(plan, frame, module_dict)
-        self._close(view, r, list(r.members))
+        r = self._grow(view, failing, moved, None)
+        added = self.state.resets(plan, frame, r.members) if self.state is not None else set()
+        if added:
+            r.soft.update(added)
+            r.members |= added
+            self._close(view, r, list(added), None)
+        elif not frame.gwriters:
+            self._lazy(view, r, failing, moved)
+        return r
+
+    def _grow(self, view: View, failing: Set[int], moved: List[int], withheld: Withheld) -> Rerun:
+        """R from the statements that fail the check and those moved, to its
+        fixed point; withheld: a member and those of its dependents that
+        are not followed."""
+        r = Rerun(set(failing))
+        r.members.update(moved)
+        r.soft = set(moved)
+        self._close(view, r, list(r.members), withheld)
         # An alias was ruled out from a statement's cached value (shares);
         # if that statement joined R since, its value may change: decide
         # again for the statements that relied on it.
         rerun = r.members
-        for _ in range(len(plan.stmts)):
+        for _ in range(len(view.plan.stmts)):
             redo = [i for i, ds in r.relied.items() if ds & rerun and i in rerun]
             if not redo:
                 break
             for i in redo:
                 del r.relied[i]
             before = len(rerun)
-            self._close(view, r, redo)
+            self._close(view, r, redo, withheld)
             if len(rerun) == before and not any(i in r.relied for i in redo):
                 break
-        added = self.state.resets(plan, frame, rerun) if self.state is not None else set()
-        if added:
-            r.soft.update(added)
-            rerun |= added
-            self._close(view, r, list(added))
         return r
+
+    def _lazy(self, view: View, r: Rerun, failing: Set[int], moved: List[int]) -> None:
+        """Rerun.lazy: for each candidate with plain cached values, and each
+        set of its names that may come out equal, what R holds only through
+        its dependents reading no other name, when all of it comes after it
+        and skipping it cannot change what else R found (equalstop.py)."""
+        cache, stmts = view.frame.cache, view.plan.stmts
+        budget = 8  # closures computed at most, beyond R's own
+        for i in sorted(set(r.candidates)):
+            if budget <= 0:
+                break
+            e = cache.get(stmts[i].id)
+            if i in r.soft or e is None or not e.bindings:
+                continue
+            names = [n for n, v in e.bindings if v is DELETED or plain(v)]
+            if len(names) == len(e.bindings) == 1 or len(names) > 3:
+                subsets = [frozenset(names)] if len(names) == len(e.bindings) else []
+            else:
+                subsets = [frozenset(c) for k in range(len(names), 0, -1) for c in itertools.combinations(names, k)]
+            for equal in subsets:
+                if budget <= 0:
+                    break
+                skipped = frozenset(j for j in view.plan.rdeps[i]
+                                    if all(n in equal for n, kind, ref in stmts[j].deps if kind == LOCAL and ref == i))
+                if not skipped:
+                    continue
+                budget -= 1
+                without = self._grow(view, failing, moved, (i, skipped))
+                extra = r.members - without.members
+                if (not extra or min(extra) <= i or extra & r.soft or without.reaches_param != r.reaches_param
+                        or any(j in r.deferred for j in extra)
+                        or any(cache.get(stmts[j].id) is None for j in extra)):
+                    continue
+                r.lazy.setdefault(i, {})[equal] = extra
 
     def _failing(self, plan: Plan, frame: Frame, lay: object, moved: List[int]) -> Set[int]:
         """The statements that fail the check: no entry, another key, another
@@ -284,9 +344,11 @@ class RerunPlanner:
             candidates.update(rdeps[k])
         return candidates
 
-    def _close(self, view: View, r: Rerun, work: List[int]) -> None:
+    def _close(self, view: View, r: Rerun, work: List[int], withheld: Withheld) -> None:
         """Grow R to its fixed point from the members in work (the module
-        doc's rules); notes whether a parameter was reached."""
+        doc's rules); notes whether a parameter was reached. The dependents
+        withheld names are not followed; a member whose only edges are its
+        dependents is a candidate (equalstop.py)."""
         plan, frame = view.plan, view.frame
         stmts = plan.stmts
         rdeps = plan.rdeps
@@ -294,7 +356,8 @@ class RerunPlanner:
         everything = len(stmts)
         while work:
             i = work.pop()
-            added = list(rdeps[i])
+            added = list(rdeps[i]) if withheld is None or i != withheld[0] else [
+                j for j in rdeps[i] if j not in withheld[1]]
             live: Tuple[str, ...] = ()
             if len(rerun) < everything:
                 live = self.effects.effects(view, i, rerun, r.relied)
@@ -316,6 +379,8 @@ class RerunPlanner:
             creators, dirty_param = dirty_reads(plan, frame, i, rerun)
             r.reaches_param = r.reaches_param or dirty_param
             added += creators
+            if not stmts[i].info.mutates and i not in r.deferred:
+                r.candidates.append(i)
             for j in added:
                 if j not in rerun:
                     rerun.add(j)

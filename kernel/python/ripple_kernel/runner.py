@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from . import notebook
-from .frame import DELETED, NOT_REACHED, PENDING, Frame, Mutation, apply_clean
+from .equalstop import equal_names
+from .frame import DELETED, NOT_REACHED, PENDING, Entry, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
-from .plan import Plan, PlanStmt, build_plan, declared, find_function, scope_error
+from .plan import LOCAL, Plan, PlanStmt, build_plan, declared, find_function, scope_error
 from .rerun import Rerun, RerunPlanner, Versions, layout
 from .scriptplan import SCRIPT, add_import_deps, build_script_plan
 from .statement import RETURNED, FrameRun, Hooks, RunSettings, StatementRunner, update_of
@@ -372,11 +373,14 @@ class FramePass:
                     return (range(i + 1, n) if full else todo[pos:]), None, False
                 continue
             dirty.add(i)
+            before = cache.get(ps.id) if i in self.rerun.lazy else None
             end = self.runner.statements.run(fr, ps)
             if end is None or end is RETURNED:
                 reached.add(ps.id)
                 if i in self.rerun.deferred:
                     self._run_deferred(i, pos)
+                if before is not None:
+                    self._equal_stop(i, before)
             # An edit may ask the run to end at a statement boundary
             # (kernel/PROTOCOL.md): this statement's value is cached; the
             # frame's bookkeeping is done as after a whole run, then the
@@ -405,6 +409,37 @@ class FramePass:
                 if j not in visits:
                     visits.add(j)
                     bisect.insort(todo, j, pos)
+
+    def _equal_stop(self, i: int, before: Entry) -> None:
+        """Statement i re-ran; if the names it bound equal values
+        (equalstop.py) are a set Rerun.lazy knows, what R held only through
+        the dependents reading just those stays cached: their signatures
+        name i's new stamp, as their own runs would record. Any other
+        difference in a signature keeps them all in R."""
+        frame, plan = self.frame, self.plan
+        cache, stmts = frame.cache, plan.stmts
+        after = cache.get(stmts[i].id)
+        if after is None or after is before:
+            return
+        skipped = self.rerun.lazy[i].get(equal_names(before.bindings, after.bindings))
+        if skipped is None:
+            return
+        equal = set(equal_names(before.bindings, after.bindings))
+        current_sig = self.runner.versions.current_sig
+        sigs = []
+        for j in sorted(skipped):
+            ps = stmts[j]
+            e = cache.get(ps.id)
+            if e is None or e.sig is None or e.key != ps.info.key or e.dep_names != ps.dep_names:
+                return
+            sig = current_sig(plan, ps, frame)
+            for (name, kind, ref), was, now in zip(ps.deps, e.sig, sig):
+                if was != now and not (kind == LOCAL and ref == i and name in equal and was == before.stamp):
+                    return
+            sigs.append((e, sig))
+        for e, sig in sigs:
+            e.sig = sig
+        self.rerun.members.difference_update(skipped)
 
     def _not_reached(self, rest: Sequence[int], reason: Optional[Reason]) -> None:
         """Report the statements after the one that ended the frame's run

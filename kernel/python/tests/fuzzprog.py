@@ -470,7 +470,11 @@ class Generator:
             numbers = list(re.finditer(r"\b\d+\b", s.text))
             if numbers:
                 m = r.choice(numbers)
-                s.text = s.text[: m.start()] + str(r.randint(0, 9)) + s.text[m.end():]
+                # A quarter of the tweaks keep the value (an edit whose
+                # statement produces an equal value stops propagation).
+                same = r.random() < 0.25
+                new = "(%s + 0)" % m.group() if same else str(r.randint(0, 9))
+                s.text = s.text[: m.start()] + new + s.text[m.end():]
             else:
                 p.stmts[pos] = self.statement(p.env_before(pos))
         elif kind == "rename":
