@@ -351,3 +351,35 @@ func TestRunRequestIsNoChangeForOthers(t *testing.T) {
 		t.Errorf("the other client got %d text/didChange for a run request", n)
 	}
 }
+
+// A client that saw its context's run end and reconnects within the grace
+// period gets the values it had, fromCache true (nothing is computed for
+// it now, PROTOCOL.md 8.4), and no second end of that run: the next end it
+// hears is its next run's.
+func TestReconnectAfterASeenRunResendsState(t *testing.T) {
+	t.Parallel()
+	h, id, _ := scenario(t)
+	h.e.Disconnect(clientID, h.client)
+
+	back := newRecorder()
+	m := back.mark()
+	if _, err := h.e.Connect(h.ctx, clientID, back); err != nil {
+		t.Fatal(err)
+	}
+	notes := back.waitFrom(t, m, "the context's values", func(n note) bool {
+		p, ok := n.Params.(protocol.ExpressionUpdatesParams)
+		return ok && p.ContextID == id
+	})
+	for _, u := range updatesOf(notes, id) {
+		if !u.FromCache {
+			t.Errorf("%s resent with fromCache false", u.ExpressionID)
+		}
+	}
+	must(t, h.e.Recompute(h.ctx, clientID, protocol.RecomputeParams{ContextID: id, InvalidatedExpressions: protocol.InvalidateAll()}))
+	run := back.waitRun(t, m, id)
+	expect(t, "the first run ending after the reconnect", run.updates.Computed(), []string{"main:main/x", "main:main/y", "main:main/z"})
+	waitIdle(t, h.e)
+	if n := back.count(m, protocol.NotifyExecutionComplete); n != 1 {
+		t.Errorf("%d executionComplete since the reconnect, want 1 (the recompute's)", n)
+	}
+}

@@ -14,10 +14,12 @@ import (
 // Connect registers a client (session/initProtocolConnection). A client
 // that reconnects with the same id within the grace period (or to a
 // restarted server) gets its contexts back and receives the current state
-// of each: every latest value of the top frame as its last run reported it
-// (fromCache true only for values that run did not compute, PROTOCOL.md
-// 8.4), the output that computed them if it has not seen it (replayed,
-// 8.3), and the end of that run (executionComplete or executionFailed). A
+// of each: every latest value of the top frame. A client that did not see
+// the context's last run end gets that run as it reported it (fromCache
+// true only for values it did not compute, PROTOCOL.md 8.4), the output
+// that computed them (replayed, 8.3) and the run's end (executionComplete
+// or executionFailed); one that saw it end gets the values fromCache true
+// (nothing is computed for it now) and no second end. A
 // second connection with an id that is connected replaces the first as the
 // receiver of notifications.
 func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protocol.InitProtocolConnectionResult, error) {
@@ -47,14 +49,23 @@ func (e *Engine) Connect(ctx context.Context, clientID string, c Client) (protoc
 		if err != nil {
 			continue // empty stack: nothing to show or run
 		}
-		e.resendAsRun(rc.ID, top)
-		e.replayTo(clientID, rc.ID)
-		if rc.LastResult != nil {
-			e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
-		} else if rc.Status == contexts.StatusIdle {
-			// Its last run finished (a restored run may have ended before
-			// the client came back): the client hears so.
-			e.stream(rc.ID).send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: rc.ID, KernelID: rc.KernelSlot})
+		if e.kept.sawEnd(rc.ID, clientID) {
+			// It saw its last run to the end (it left afterwards, within
+			// the grace period): nothing runs for it now, so the values
+			// are the state it had (fromCache true), and that run does
+			// not end a second time.
+			e.resend(rc.ID, top)
+		} else {
+			// Values computed in a run it did not see (it ran while the
+			// client was away, or before the server restarted): that run
+			// as it reported them (8.4), its output (8.3) and its end.
+			e.resendAsRun(rc.ID, top)
+			e.replayTo(clientID, rc.ID)
+			if rc.LastResult != nil {
+				e.stream(rc.ID).send(protocol.NotifyExecutionFailed, protocol.ExecutionFailedParams{ContextID: rc.ID, KernelID: rc.KernelSlot, Result: *rc.LastResult})
+			} else if rc.Status == contexts.StatusIdle {
+				e.stream(rc.ID).send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: rc.ID, KernelID: rc.KernelSlot})
+			}
 		}
 		// A run stopped when the client left is run again; values still
 		// current come from the cache and cost nothing. A context whose

@@ -40,6 +40,10 @@ type contextOutput struct {
 	// shown: clients that were sent this context's output as it was
 	// produced, or replayed, in this server process.
 	shown map[string]bool
+	// ended: clients that were sent the end of the context's last run
+	// (executionComplete or executionFailed) in this server process;
+	// emptied when a run begins.
+	ended map[string]bool
 }
 
 // keptOutputs holds every context's contextOutput. The zero value is ready.
@@ -55,7 +59,7 @@ func (k *keptOutputs) context(id protocol.ContextID) *contextOutput {
 	}
 	c := k.byContext[id]
 	if c == nil {
-		c = &contextOutput{items: map[protocol.ExpressionID][]keptItem{}, size: map[protocol.ExpressionID]int{}, shown: map[string]bool{}}
+		c = &contextOutput{items: map[protocol.ExpressionID][]keptItem{}, size: map[protocol.ExpressionID]int{}, shown: map[string]bool{}, ended: map[string]bool{}}
 		k.byContext[id] = c
 	}
 	return c
@@ -113,6 +117,30 @@ func (k *keptOutputs) markShown(id protocol.ContextID, clients []string) {
 	for _, cl := range clients {
 		c.shown[cl] = true
 	}
+}
+
+// runBegan forgets who saw the end of the previous run.
+func (k *keptOutputs) runBegan(id protocol.ContextID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	clear(k.context(id).ended)
+}
+
+// markEnded records that clients were sent the end of the context's run.
+func (k *keptOutputs) markEnded(id protocol.ContextID, clients []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.context(id)
+	for _, cl := range clients {
+		c.ended[cl] = true
+	}
+}
+
+// sawEnd tells whether a client was sent the end of the context's last run.
+func (k *keptOutputs) sawEnd(id protocol.ContextID, clientID string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.context(id).ended[clientID]
 }
 
 // forget drops a destroyed context's output.
@@ -201,9 +229,16 @@ func (e *Engine) replayTo(clientID string, id protocol.ContextID) {
 // outputShown marks the connected owners of a context as seeing its
 // output from the run that starts now on.
 func (e *Engine) outputShown(id protocol.ContextID) {
+	e.kept.runBegan(id)
+	e.kept.markShown(id, e.connectedOwners(id))
+}
+
+// connectedOwners are the context's owners connected now: the clients its
+// notifications reach.
+func (e *Engine) connectedOwners(id protocol.ContextID) []string {
 	owners, err := e.store.Owners(nil, id)
 	if err != nil {
-		return
+		return nil
 	}
 	var ids []string
 	for _, o := range owners {
@@ -211,12 +246,14 @@ func (e *Engine) outputShown(id protocol.ContextID) {
 			ids = append(ids, o.ClientID)
 		}
 	}
-	e.kept.markShown(id, ids)
+	return ids
 }
 
 // resendAsRun sends a reconnecting client's context the latest updates of
-// its top frame as its last run reported them: fromCache is true only for
-// values that run did not compute (PROTOCOL.md 8.4).
+// its top frame as its last run reported them, for a client that did not
+// see that run: fromCache is true only for values that run did not compute
+// (PROTOCOL.md 8.4). A client that saw the run gets resend's state instead
+// (Connect).
 func (e *Engine) resendAsRun(id protocol.ContextID, f *contexts.Frame) {
 	us, err := e.currentFrameUpdates(id, f)
 	if err != nil || len(us) == 0 {

@@ -427,6 +427,7 @@ func (e *Engine) finish(id protocol.ContextID, kernelID int, st *stream, result 
 		return // destroyed meanwhile
 	}
 	st.endRun()
+	e.kept.markEnded(id, e.connectedOwners(id)) // (Connect)
 	if result == nil {
 		st.send(protocol.NotifyExecutionComplete, protocol.ExecutionCompleteParams{ContextID: id, KernelID: kernelID})
 		return
