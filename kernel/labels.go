@@ -26,31 +26,12 @@ const labelsTimeout = 30 * time.Second
 // module runs, and no kernel is asked, so the answer does not wait for a
 // run. A source that does not parse is ErrNoLabels.
 func StatementIDs(ctx context.Context, py Interpreter, module, source string) (map[string][]string, error) {
-	dir, err := ScriptDir()
-	if err != nil {
-		return nil, err
-	}
-	in, err := json.Marshal(map[string]string{"module": module, "source": source})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py.Path, append([]string{"-I"}, bootstrapArgs(dir, "labels")...)...)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("statement ids of %s: %w: %s", module, err, bytes.TrimSpace(stderr.Bytes()))
-	}
 	var res struct {
 		Functions map[string][]string `json:"functions"`
 		Error     string              `json:"error"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, fmt.Errorf("statement ids of %s: bad answer: %w", module, err)
+	if err := runReader(ctx, py, "labels", map[string]string{"module": module, "source": source}, &res); err != nil {
+		return nil, fmt.Errorf("statement ids of %s: %w", module, err)
 	}
 	if res.Error != "" {
 		return nil, fmt.Errorf("%w: %s: %s", ErrNoLabels, module, res.Error)
@@ -71,31 +52,44 @@ type FrameStatements struct {
 // (python/ripple_kernel/affected.py) in a short process of its own. It is
 // conservative: what it cannot tell is affected.
 func StatementsAffected(ctx context.Context, py Interpreter, module, oldSource, newSource string, frames []FrameStatements) (bool, string, error) {
-	dir, err := ScriptDir()
-	if err != nil {
-		return true, "", err
-	}
-	in, err := json.Marshal(map[string]any{"module": module, "old": oldSource, "new": newSource, "frames": frames})
-	if err != nil {
-		return true, "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py.Path, append([]string{"-I"}, bootstrapArgs(dir, "affected")...)...)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return true, "", fmt.Errorf("statements affected by %s: %w: %s", module, err, bytes.TrimSpace(stderr.Bytes()))
-	}
 	var res struct {
 		Affected bool   `json:"affected"`
 		Why      string `json:"why"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return true, "", fmt.Errorf("statements affected by %s: bad answer: %w", module, err)
+	in := map[string]any{"module": module, "old": oldSource, "new": newSource, "frames": frames}
+	if err := runReader(ctx, py, "affected", in, &res); err != nil {
+		return true, "", fmt.Errorf("statements affected by %s: %w", module, err)
 	}
 	return res.Affected, res.Why, nil
+}
+
+// runReader runs one of the kernel package's static readers (labels,
+// affected, expression: python/ripple_kernel, through the kernel's
+// bootstrap) in a short process of its own, isolated (-I): in is its JSON
+// stdin, its JSON stdout decodes into out. Nothing of the user's code runs
+// and no kernel is asked, so the answer never waits for a run.
+func runReader(ctx context.Context, py Interpreter, method string, in, out any) error {
+	dir, err := ScriptDir()
+	if err != nil {
+		return err
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, labelsTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py.Path, append([]string{"-I"}, bootstrapArgs(dir, method)...)...)
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
+	output, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if err := json.Unmarshal(output, out); err != nil {
+		return fmt.Errorf("bad answer: %w", err)
+	}
+	return nil
 }
