@@ -54,7 +54,9 @@
 //     ends (a syntax error when the fixed text runs).
 //   - Hover on a statement's target or expression: the whole preview
 //     first, then type, time, whether it was cached, and what it printed.
-//   - Output as window/logMessage (type Info, ripple.output); window/
+//   - Output as window/logMessage (type Info, ripple.output; output
+//     replayed with a value restored from the journal is shown in the
+//     hover only, PROTOCOL.md 8.3); window/
 //     workDoneProgress for runs longer than 500 ms; deaths and failures as
 //     window/showMessage, once per failure: an entry whose run killed the
 //     kernel is parked until run again or its module edited (crash.go).

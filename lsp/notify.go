@@ -241,7 +241,11 @@ func (s *session) apply(n note, out *outgoing) {
 		if id := p.ExpressionID; id != "" && len(e.output[id]) < maxOutputPerStatement {
 			e.output[id] += p.Text
 		}
-		if s.output != 0 {
+		// Output sent again with a value the editor has not seen run
+		// (PROTOCOL.md 8.3: restored from the journal) is kept for the
+		// hover, not logged: the log is what the program prints as it
+		// runs, and that statement did not run now.
+		if s.output != 0 && !p.Replayed {
 			out.logs = append(out.logs, lsproto.LogMessageParams{Type: s.output,
 				Message: strings.TrimSuffix(p.Text, "\n")})
 		}
