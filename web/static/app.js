@@ -1025,19 +1025,26 @@ async function attachViz(expressionId, code, again = false) {
   const rich = u && u.payload && (u.payload.mimeTypes || []).length > 0;
   const config = { executionContextId: session.contextId, expression: code || (rich ? "ripple:display" : DEFAULT_VISUALIZATION) };
   const cur = session.viz;
+  // mine is the pane's visualization this call stands for. A detach or
+  // another attach while the call is out replaces session.viz: the late
+  // reply must not bring back a visualization the server has forgotten.
+  let mine = cur;
   try {
     if (cur && !again && cur.expressionId === expressionId) {
       await rpc.call("executionContext/modifyVisualization", { visualizationId: cur.id, visualizationConfig: config });
-      session.viz = { ...cur, code };
+      if (session.viz !== cur) return;
+      session.viz = mine = { ...cur, code };
     } else {
       if (cur) await detachViz();
       const id = uuid();
-      session.viz = { id, expressionId, code };
+      session.viz = mine = { id, expressionId, code };
       await rpc.call("executionContext/attachVisualization", { visualizationId: id, expressionId, visualizationConfig: config });
+      if (session.viz !== mine) return;
     }
     store.set("viz", session.viz);
     setVizStatus("waiting", `${label(expressionId)}: waiting for a value…`);
   } catch (e) {
+    if (session.viz !== mine) return;
     if (!cur || cur.expressionId !== expressionId) session.viz = null;
     store.set("viz", session.viz);
     showVizError(e.message);
