@@ -39,12 +39,27 @@ import { state } from "./values.js";
 import { isNotebook, notebookScript } from "./notebook.js";
 
 // KERNEL_UNAVAILABLE (PROTOCOL.md 6): every kernel is busy; BUSY_RETRY_MS
-// is how long completion keeps asking.
+// is how long completion and docs keep asking.
 const KERNEL_UNAVAILABLE = 5001;
 // INVALID_VERSION (PROTOCOL.md 6, 3003): an edit's oldVersion is not the
 // buffer's (another client's edit came first).
 const INVALID_VERSION = 3003;
 const BUSY_RETRY_MS = 8000;
+
+// askKernel makes a completion or inspection call (ask) of the kernel
+// holding the frame shown. A kernel busy with the run typing started
+// answers soon: the call is made again while doc's text is still text, for
+// up to BUSY_RETRY_MS; any other error, or a changed text, ends it.
+async function askKernel(doc, text, ask) {
+  for (let waited = 0; ; waited += 150) {
+    try {
+      return await ask();
+    } catch (e) {
+      if (e.code !== KERNEL_UNAVAILABLE || waited >= BUSY_RETRY_MS || doc.getValue() !== text) throw e;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+}
 
 // HOVER_MS: how long the mouse rests on a name before its docs show.
 const HOVER_MS = 700;
@@ -258,20 +273,11 @@ export class Editor {
     const text = doc.getValue();
     const at = doc.indexFromPos(doc.getCursor());
     let res;
-    // A kernel busy with the run typing started answers soon: asked again
-    // while the text is unchanged, for up to BUSY_RETRY_MS.
-    for (let waited = 0; ; waited += 150) {
-      try {
-        res = await this.events.complete(text, codePoints(text, at));
-        break;
-      } catch (e) {
-        if (e.code === KERNEL_UNAVAILABLE && waited < BUSY_RETRY_MS && doc.getValue() === text) {
-          await new Promise((r) => setTimeout(r, 150));
-          continue;
-        }
-        if (doc.getValue() === text) this.events.notice("warn", `Completion: ${e.message}`);
-        return;
-      }
+    try {
+      res = await askKernel(doc, text, () => this.events.complete(text, codePoints(text, at)));
+    } catch (e) {
+      if (doc.getValue() === text) this.events.notice("warn", `Completion: ${e.message}`);
+      return;
     }
     if (!res || !res.matches || res.matches.length === 0 || doc.getValue() !== text) return;
     const from = doc.posFromIndex(utf16Index(text, res.cursorStart));
@@ -301,7 +307,7 @@ export class Editor {
     const pos = at || doc.getCursor();
     let res;
     try {
-      res = await this.events.inspect(text, codePoints(text, doc.indexFromPos(pos)));
+      res = await askKernel(doc, text, () => this.events.inspect(text, codePoints(text, doc.indexFromPos(pos))));
     } catch (e) {
       if (!quiet) this.events.notice("warn", `Docs: ${e.message}`);
       return;
