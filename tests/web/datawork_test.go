@@ -103,24 +103,9 @@ func TestBrowserDataWork(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "ripple")
-	build := []string{"build", "-o", bin}
-	if raceEnabled {
-		build = append(build, "-race")
-	}
-	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	project := t.TempDir()
-	for name, text := range dataworkProject {
-		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildRipple(ctx, t)
+	project := writeProject(t, dataworkProject)
+	artifacts := artifactsDir(t)
 	srv := exec.Command(bin, "serve", "--kernels", "1", "--python", python, "--token", "datawork-token", project)
 	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	srv.Stdout, srv.Stderr = stdout, stderr

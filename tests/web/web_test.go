@@ -246,22 +246,12 @@ func TestBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 
-	bin := filepath.Join(t.TempDir(), "ripple")
-	build := []string{"build", "-o", bin}
-	if raceEnabled {
-		build = append(build, "-race")
-	}
-	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildRipple(ctx, t)
 	project := filepath.Join(t.TempDir(), "shop")
 	if err := os.CopyFS(project, os.DirFS(filepath.Join("..", "..", "examples", "shop"))); err != nil {
 		t.Fatal(err)
 	}
-	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	artifacts := artifactsDir(t)
 
 	srv := exec.Command(bin, "serve", "--kernels", "2", project)
 	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
@@ -448,24 +438,9 @@ func TestBrowserNotebook(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "ripple")
-	build := []string{"build", "-o", bin}
-	if raceEnabled {
-		build = append(build, "-race")
-	}
-	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	project := t.TempDir()
-	for name, text := range notebookProject {
-		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildRipple(ctx, t)
+	project := writeProject(t, notebookProject)
+	artifacts := artifactsDir(t)
 
 	// start runs the server on a fixed port (the page's sessionStorage is
 	// per origin: the restarted server must have the same one).
@@ -605,14 +580,7 @@ func TestBrowserEffects(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "ripple")
-	build := []string{"build", "-o", bin}
-	if raceEnabled {
-		build = append(build, "-race")
-	}
-	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildRipple(ctx, t)
 	project := t.TempDir()
 	for name, text := range effectsProject {
 		p := filepath.Join(project, name)
@@ -623,10 +591,7 @@ func TestBrowserEffects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	artifacts, err := filepath.Abs(filepath.Join("..", "artifacts"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	artifacts := artifactsDir(t)
 
 	// Writes under the temp dir are never held (PROTOCOL.md 8.2), and the
 	// project is under it: the server and its kernels get a temp dir of
@@ -686,4 +651,44 @@ func freePort(t *testing.T) string {
 	}
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// buildRipple builds the ripple binary into a temp dir (with -race when
+// the test binary has it, so the server is checked too) and returns its
+// path.
+func buildRipple(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ripple")
+	build := []string{"build", "-o", bin}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	if out, err := exec.CommandContext(ctx, "go", append(build, "github.com/ripple-run/ripple/cmd/ripple")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeProject writes files (name -> text) into a new temp dir, the
+// project a test serves, and returns it.
+func writeProject(t *testing.T, files map[string]string) string {
+	t.Helper()
+	project := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return project
+}
+
+// artifactsDir is tests/artifacts, where the browser tests leave their
+// screenshots and failure captures.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
