@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +32,20 @@ func RemountTmpfs(t testing.TB, dir string, ro bool) {
 	if ro {
 		flags |= unix.MS_RDONLY
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, ""); err != nil {
+	// EBUSY: a file on the tmpfs is still open for writing. After a test
+	// kills a server, its kernels hold values.db open until they see their
+	// parent gone (a moment, longer on a loaded machine), so a read-only
+	// remount is tried again for a while instead of failing at once.
+	var err error
+	remounted := Poll(time.Now().Add(remountWait), func() bool {
+		err = unix.Mount("tmpfs", dir, "tmpfs", flags, "")
+		return !errors.Is(err, unix.EBUSY)
+	})
+	if !remounted || err != nil {
 		t.Fatalf("remount the tmpfs on %s (read-only %v): %v", dir, ro, err)
 	}
 }
+
+// remountWait bounds how long RemountTmpfs waits for the files open for
+// writing on a tmpfs to be closed.
+const remountWait = 30 * time.Second
