@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .plan import Plan
 
 DELETED = object()  # binding mark: the name was unbound after the statement
+# Binding (and Entry.value) mark: the value was let go of once a later
+# statement overwrote it, and is in the value journal (overwritten.py).
+RELEASED = object()
 BLOCK = 32  # statements per block of merged bindings (SyncState.blocks); tests make it smaller
 PENDING = "pending"  # reported-state marks (identity compared)
 NOT_REACHED = "not reached"
@@ -52,7 +55,7 @@ class Entry:
     Python 3.9's dataclasses cannot combine slots with defaults."""
 
     __slots__ = ("key", "dep_names", "sig", "stamp", "bindings", "update", "value", "returned", "call", "gwrites",
-                 "seen", "layout", "deletes")
+                 "seen", "layout", "deletes", "released")
 
     def __init__(self, key: str, dep_names: Tuple[str, ...], sig: Optional[Tuple[object, ...]], stamp: int,
                  bindings: Bindings, update: WireObject, value: object, returned: bool, call: Optional[Call],
@@ -73,16 +76,20 @@ class Entry:
         # then (mutation.seen_mutations); None: not known, not checked.
         self.seen = seen
         self.layout = layout
-        # A binding is DELETED: the run loop applies it on its own
-        # (apply_clean merges only plain bindings).
-        self.deletes = any(v is DELETED for _, v in bindings)
+        # A binding is DELETED or RELEASED: the run loop applies it on its
+        # own (apply_clean merges only plain bindings).
+        self.deletes = any(v is DELETED or v is RELEASED for _, v in bindings)
+        # name -> the journal key of its RELEASED binding ("" for a
+        # RELEASED value), or None (overwritten.py).
+        self.released: Optional[Dict[str, str]] = None
 
 
 def binding(entry: Entry, name: str) -> object:
-    """The value entry bound to name, or DELETED."""
+    """The value entry bound to name, or DELETED (also when it was
+    released: the rules take a value they do not know as unknown)."""
     for bound, value in entry.bindings:
         if bound == name:
-            return value
+            return DELETED if value is RELEASED else value
     return DELETED
 
 
@@ -276,6 +283,13 @@ class FrameState:
     # id -> stamp of entries the journal found it cannot store (they do not
     # pickle, or are too large): not tried again while unchanged.
     journal_skip: Dict[str, int] = field(default_factory=dict)
+    # Ids of the entries holding RELEASED bindings (overwritten.py; an id
+    # may have lost its entry since: the entry says).
+    released: Set[str] = field(default_factory=set)
+    # After a restore from the journal, its (old id -> new id, old id ->
+    # (old stamp, new stamp)): the mutation log of a value released by the
+    # old process is read in this one's ids and stamps.
+    journal_remap: Optional[Tuple[Dict[str, str], Dict[str, Tuple[int, int]]]] = None
     sync: SyncState = field(default_factory=SyncState)
 
 

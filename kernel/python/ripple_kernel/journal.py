@@ -68,7 +68,7 @@ is made: the journal never stops a kernel.
 Threads: everything here belongs to the kernel's main thread, like the
 rest of the engine, except the database writes. The main thread reads the
 frame's objects and pickles them (they are only consistent between
-requests); the rows go to a writer thread (_Writer) through a queue, with
+requests); the rows go to a writer thread (journalwriter.Writer) through a queue, with
 a connection of its own, because a commit, and now and then a WAL
 checkpoint with its fsync, may take milliseconds, during which sqlite3
 releases the GIL and a request is served on the main thread.
@@ -79,16 +79,15 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import queue
-import signal
+import secrets
 import sqlite3
-import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import journaldefs, keptoutput, reads
+from .journalwriter import Writer
 from .effects import object_key
-from .frame import DELETED, Entry, Frame
+from .frame import DELETED, RELEASED, Entry, Frame
 from .objects import immutable
 from .plan import IMPORT, LOCAL, PARAM, Plan
 
@@ -98,13 +97,16 @@ if TYPE_CHECKING:
 Bindings = Tuple[Tuple[str, object], ...]
 # A statement's row in a frame's pickle: [content key, expression id,
 # stamp, update, returned, bindings, value, call, reads (reads.Reads),
-# output (keptoutput.Items)]. Any: what the file
+# output (keptoutput.Items), its released bindings (Entry.released, or
+# None)]. Any: what the file
 # holds is the journal's wire, read back as it was written.
 Record = List[Any]
 # A mutation log item in the pickle: (object, creator id, [(mutator id, stamp)]).
 LogItem = Tuple[object, str, List[Tuple[str, int]]]
-# An item of the writer's queue (see _Writer).
-WriterItem = Union[None, threading.Event, Tuple[object, ...]]
+# A released value's row (overwritten.py): {"obj": the value, "token": the
+# Journal.token of the process that wrote it, "mutlog": [LogItem] of the
+# value and what it directly holds}.
+Payload = Dict[str, Any]
 Log = Callable[[str], object]
 
 ENV_PATH = "RIPPLE_VALUES_DB"
@@ -114,6 +116,9 @@ FORMAT = "ripple-values-1"
 STATEMENT_CAP = 8 << 20
 FRAME_CAP = 64 << 20
 DEFAULT_BUDGET = 1 << 30
+# A released value larger than this (pickled) is not written: the cache
+# keeps it (overwritten.py).
+RELEASE_CAP = 256 << 20
 IDLE_SECONDS = 0.15
 # A run's finished statements are written at most this long after they
 # finish (a crash loses at most that), unless pickling the frame took
@@ -130,11 +135,18 @@ class _Deleted:
     and comes back as itself."""
 
 
+class _Released:
+    """Stands for RELEASED (a binding or value let go of: overwritten.py)
+    in the pickle, as _Deleted does for DELETED."""
+
+
 def _dumps(obj: object) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _out_value(v: object, ns: Dict[str, object]) -> object:
+    if v is RELEASED:
+        return _Released
     return _Deleted if v is DELETED else journaldefs.out_value(v, ns)
 
 
@@ -145,7 +157,7 @@ def _out(bindings: Bindings, ns: Dict[str, object]) -> Bindings:
 
 
 def _in(bindings: Bindings) -> Bindings:
-    return tuple((n, DELETED if v is _Deleted else v) for n, v in bindings)
+    return tuple((n, DELETED if v is _Deleted else RELEASED if v is _Released else v) for n, v in bindings)
 
 
 def _hash(*parts: str) -> str:
@@ -154,6 +166,21 @@ def _hash(*parts: str) -> str:
         h.update(p.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+def remap_log(frame: Frame, items: Iterable[LogItem], old_to_new_id: Dict[str, str],
+              stamp_of: Dict[str, Tuple[int, int]]) -> None:
+    """Put items of another process's mutation log into the frame's, in
+    this process's ids and stamps: a mutation by a statement not restored
+    (or by another stamp of it) gets stamp 0, which no entry has, so the
+    object counts as dirty."""
+    log = frame.mutlog
+    for obj, creator, mutations in items:
+        new = []
+        for mid, old_stamp in mutations:
+            s = stamp_of.get(mid)
+            new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
+        log[object_key(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
 
 
 def from_env(log: Log) -> Optional[Journal]:
@@ -172,81 +199,6 @@ def from_env(log: Log) -> Optional[Journal]:
     return Journal(path, budget, max(idle, 0.0), log)
 
 
-class _Writer:
-    """The journal's writer thread and its queue (the module doc). Items:
-    ("row", key, keys, data, size), ("touch", key), ("reopen",), a threading.Event
-    (set when everything before it is done), None (stop)."""
-
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-        self.queue: queue.SimpleQueue[WriterItem] = queue.SimpleQueue()
-        self.thread: Optional[threading.Thread] = None
-
-    def put(self, item: WriterItem) -> None:
-        if self.thread is None:
-            # No signal for this thread: SIGINT and the kernel's other
-            # signals stay the main thread's (the kernel's output pump does the same).
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            try:
-                self.thread = threading.Thread(target=self._run, name="ripple-journal", daemon=True)
-                self.thread.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        self.queue.put(item)
-
-    def flush(self, timeout: float) -> None:
-        """Wait (up to timeout seconds) until the queued items are written."""
-        if self.thread is None:
-            return
-        done = threading.Event()
-        self.queue.put(done)
-        done.wait(timeout)
-
-    def stop(self, timeout: float) -> None:
-        if self.thread is None:
-            return
-        self.queue.put(None)
-        self.thread.join(timeout)
-        self.thread = None
-
-    def _run(self) -> None:
-        j = self.journal
-        db: Optional[sqlite3.Connection] = None
-        while True:
-            item = self.queue.get()
-            if item is None:
-                break
-            if isinstance(item, threading.Event):
-                item.set()
-                continue
-            try:
-                if item[0] == "reopen":
-                    # The file was moved aside: the next item opens the new one.
-                    if db is not None:
-                        db.close()
-                    db = None
-                    continue
-                if db is None:
-                    db = sqlite3.connect(j.path, timeout=5.0, isolation_level=None, check_same_thread=False)
-                    db.execute("PRAGMA synchronous=NORMAL")
-                if item[0] == "row":
-                    _, key, keys, data, size = item
-                    assert isinstance(key, str)
-                    with db:
-                        db.execute("BEGIN IMMEDIATE")
-                        db.execute(
-                            "INSERT OR REPLACE INTO frames(key, keys, data, size, used) VALUES(?, ?, ?, ?, ?)",
-                            (key, keys, data, size, time.time()),
-                        )
-                        j._evict(db, key)
-                else:
-                    db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), item[1]))
-            except Exception as exc:
-                j.log("value journal: not written: %s: %s" % (type(exc).__name__, exc))
-        if db is not None:
-            db.close()
-
-
 class Journal:
     """The value journal of one kernel (the module doc)."""
 
@@ -260,7 +212,11 @@ class Journal:
         self.broken = False  # the file cannot be used at all: journal off
         # id(frame) -> frame: frames whose cache changed since written.
         self.pending: Dict[int, Frame] = {}
-        self.writer = _Writer(self)
+        self.writer = Writer(self)
+        # Names this process's released values (overwritten.py): their
+        # mutation logs are in its ids and stamps.
+        self.token = secrets.token_hex(8)
+        self._unflushed = False  # released values handed to the writer since the last flush
         # time.monotonic() before which no run writes a checkpoint
         # (finished): a run shorter than CHECKPOINT_SECONDS (a keystroke's)
         # is written in idle time only, off its path.
@@ -305,6 +261,12 @@ class Journal:
                 "CREATE TABLE IF NOT EXISTS frames(key TEXT PRIMARY KEY, keys BLOB NOT NULL, data BLOB NOT NULL,"
                 " size INTEGER NOT NULL, used REAL NOT NULL)"
             )
+            # Values let go of from the cache (overwritten.py), by key; a
+            # frame's rows go with it.
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS released(key TEXT PRIMARY KEY, frame TEXT NOT NULL, data BLOB NOT NULL,"
+                " size INTEGER NOT NULL)"
+            )
             db.execute("INSERT OR IGNORE INTO ripple_meta VALUES('format', ?)", (FORMAT,))
             row = db.execute("SELECT v FROM ripple_meta WHERE k='format'").fetchone()
             if row is None or row[0] != FORMAT:
@@ -336,6 +298,44 @@ class Journal:
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until what was handed to the writer is written."""
         self.writer.flush(timeout)
+
+    # -- released values (overwritten.py) -------------------------------------------
+
+    def release(self, frame_key: str, payload: Payload) -> Optional[str]:
+        """Hand a released value's row to the writer; returns its key, or
+        None when it cannot be kept (it does not pickle, is larger than
+        RELEASE_CAP, the file is unusable): then the cache keeps it."""
+        if self._open() is None:
+            return None
+        try:
+            data = _dumps(payload)
+        except Exception:  # a value's __reduce__ may raise anything
+            return None
+        if len(data) > RELEASE_CAP:
+            return None
+        key = secrets.token_hex(16)
+        self.writer.put(("released", key, frame_key, data))
+        self._unflushed = True
+        return key
+
+    def reload(self, key: str) -> Optional[Payload]:
+        """A released value's row (a new object each time), or None when
+        it is gone (evicted, the file moved aside) or does not load."""
+        if self._unflushed:
+            self._unflushed = False
+            self.writer.flush(10.0)
+        db = self._open()
+        if db is None:
+            return None
+        try:
+            row = db.execute("SELECT data FROM released WHERE key=?", (key,)).fetchone()
+            if row is None:
+                return None
+            payload = pickle.loads(row[0])
+        except Exception as exc:
+            self.log("value journal: released value %s not read: %s: %s" % (key, type(exc).__name__, exc))
+            return None
+        return payload if isinstance(payload, dict) else None
 
     def close(self) -> None:
         self.writer.stop(5.0)
@@ -493,7 +493,11 @@ class Journal:
             update["fromCache"] = False
             if pointer is not None:
                 update["methodCall"] = {"methodPointer": pointer}
-            cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update, value, returned, call)
+            e = cache[ps.id] = Entry(ps.info.key, ps.dep_names, None, stamp, _in(bindings), update,
+                                     RELEASED if value is _Released else value, returned, call)
+            if len(r) > 10 and r[10]:
+                e.released = dict(r[10])
+                frame.released.add(ps.id)
             if len(r) > 8 and r[8]:
                 reads.record(frame, ps.id, stamp, r[8])
             if len(r) > 9 and r[9]:
@@ -501,16 +505,9 @@ class Journal:
         for i in chosen:
             ps = stmts[i]
             cache[ps.id].sig = runner.current_sig(plan, ps, frame)
-        # The mutation log, in this process's ids and stamps: a mutation
-        # by a statement not restored (or by another stamp of it) gets
-        # stamp 0, which no entry has, so the object counts as dirty.
-        log = frame.mutlog
-        for obj, creator, mutations in mutlog:
-            new = []
-            for mid, old_stamp in mutations:
-                s = stamp_of.get(mid)
-                new.append((old_to_new_id.get(mid, "journal:" + mid), s[1] if s is not None and s[0] == old_stamp else 0))
-            log[object_key(obj)] = [obj, old_to_new_id.get(creator, "journal:" + creator), new]
+        # The mutation log, in this process's ids and stamps (remap_log).
+        frame.journal_remap = (old_to_new_id, stamp_of)
+        remap_log(frame, mutlog, old_to_new_id, stamp_of)
         # What each restored statement saw of the mutations through calls
         # (mutation.seen_mutations), as the restored log says for this
         # layout: an edit that later moves a statement across such a
@@ -591,7 +588,7 @@ class Journal:
                 continue
             if e.sig != runner.current_sig(plan, ps, frame):
                 continue  # stale: the next run replaces it
-            big = journaldefs.too_big(e.value, STATEMENT_CAP)
+            big = e.value is not RELEASED and journaldefs.too_big(e.value, STATEMENT_CAP)
             for _, v in e.bindings:
                 big = big or journaldefs.too_big(v, STATEMENT_CAP)
             if big:
@@ -600,8 +597,9 @@ class Journal:
             rs = reads.of_table(read_table, ps.id, e.stamp)
             printed = keptoutput.of_table(kept_table, ps.id, e.stamp)
             ns = frame.namespace
-            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns), e.value,
-                              journaldefs.out_call(e.call, ns), rs, printed]
+            records[ps.id] = [ck, ps.id, e.stamp, e.update, e.returned, _out(e.bindings, ns),
+                              _Released if e.value is RELEASED else e.value, journaldefs.out_call(e.call, ns), rs,
+                              printed, dict(e.released) if e.released else None]
         mutlog = [(obj, creator, list(muts)) for obj, creator, muts in frame.mutlog.values() if creator is not None]
         if arrived is not None and arrived():
             return None
@@ -614,15 +612,20 @@ class Journal:
             return False
         keys = pickle.dumps(frozenset(r[0] for r in kept.values()), protocol=4)
         self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
+        # The frame's released values no entry names any more go.
+        used = frozenset(k for e in frame.cache.values() if e.released for k in e.released.values())
+        self.writer.put(("gc", fk[0], used))
         return True
 
     def _evict(self, db: sqlite3.Connection, keep: str) -> None:
         total = db.execute("SELECT COALESCE(SUM(size), 0) FROM frames").fetchone()[0]
+        total += db.execute("SELECT COALESCE(SUM(size), 0) FROM released").fetchone()[0]
         if total <= self.budget:
             return
         for key, size in db.execute("SELECT key, size FROM frames WHERE key != ? ORDER BY used", (keep,)).fetchall():
             db.execute("DELETE FROM frames WHERE key=?", (key,))
-            total -= size
+            total -= size + db.execute("SELECT COALESCE(SUM(size), 0) FROM released WHERE frame=?", (key,)).fetchone()[0]
+            db.execute("DELETE FROM released WHERE frame=?", (key,))
             if total <= self.budget:
                 return
         if total > self.budget:

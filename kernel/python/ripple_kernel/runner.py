@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, O
 
 from . import notebook
 from .equalstop import equal_names
-from .frame import DELETED, NOT_REACHED, PENDING, Entry, Frame, Mutation, apply_clean
+from .frame import DELETED, NOT_REACHED, PENDING, RELEASED, Entry, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
+from .overwritten import Releaser
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
 from .plan import LOCAL, Plan, PlanStmt, build_plan, declared, find_function, scope_error
 from .rerun import Rerun, RerunPlanner, Versions, layout
@@ -219,6 +220,10 @@ class FramePass:
         self.order: Sequence[int] = range(len(plan.stmts))
         self.todo: List[int] = []
         self.visits: Set[int] = set()
+        # Overwritten values let go of, and read back (overwritten.py):
+        # only the journal can give them back, so only in frames it keeps.
+        journal = runner.engine.journal if job.depth == 0 and not runner.statements.run_once else None
+        self.releaser = Releaser(journal, job.frame, plan, job.frame.namespace)
 
     def run(self) -> None:
         frame, plan, job = self.frame, self.plan, self.job
@@ -248,6 +253,7 @@ class FramePass:
         except BaseException:
             self._flush()  # a Failure: what ran is reported
             raise
+        self.releaser.sweep()
         self._not_reached(rest, reason)
         self._flush()
         self._finish(vis_by_id, stopped)
@@ -256,11 +262,17 @@ class FramePass:
         """R; the arguments evaluated again first when a chain reaches a
         parameter (and they were not evaluated by this request)."""
         frame, plan, planner = self.frame, self.plan, self.runner.planner
-        r = planner.rerun_set(plan, frame, self.module_dict)
+        shown = [vis["expressionId"] for vis in self.job.visualizations or ()]
+
+        def compute() -> Rerun:
+            return planner.rerun_set(plan, frame, self.module_dict)
+
+        # With the overwritten values it needs read back (overwritten.py).
+        r = self.releaser.settle(compute, shown)
         fresh, frame.args_fresh = frame.args_fresh, False
         if (r.reaches_param and not fresh and frame.args_key is not None
                 and self.runner.engine.refresh_arguments(frame, self.job.rec)):
-            r = planner.rerun_set(plan, frame, self.module_dict)
+            r = self.releaser.settle(compute)
         # A statement in R for a reason its signature does not record (a
         # live effect of another statement, module state) loses its entry
         # now: if the run ends before it (an interrupt, a partial run, a
@@ -350,7 +362,7 @@ class FramePass:
             if i not in rerun:
                 e = cache[ps.id]
                 for name, value in e.bindings:
-                    if value is DELETED:
+                    if value is DELETED or value is RELEASED:  # RELEASED: no member of R reads it here
                         ns.pop(name, None)
                     else:
                         ns[name] = value
@@ -381,6 +393,8 @@ class FramePass:
                     self._run_deferred(i, pos)
                 if before is not None:
                     self._equal_stop(i, before)
+                fr.hooks.reset()  # its direct call's receiver (births.query) is not held
+                self.releaser.ran(i)
             # An edit may ask the run to end at a statement boundary
             # (kernel/PROTOCOL.md): this statement's value is cached; the
             # frame's bookkeeping is done as after a whole run, then the

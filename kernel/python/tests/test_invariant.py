@@ -12,7 +12,11 @@ fresh engine runs in a forked child that first unloads the parent engine's
 modules, so it starts with fresh module objects and empty caches.
 
 Seeded and reproducible: RIPPLE_INVARIANT_SEED picks the first seed,
-RIPPLE_INVARIANT_STEPS the number of steps (default 1000). A failing run
+RIPPLE_INVARIANT_STEPS the number of steps (default 1000).
+test_random_programs_journalled runs RIPPLE_INVARIANT_JOURNAL_STEPS (default
+300) more with a value journal, so that values later statements overwrite
+are let go of and read back (ripple_kernel/overwritten.py); the fresh
+reference never has one. A failing run
 prints its seed and writes its concrete script (sources and operations) to
 data/invariant_failure.json; copy it into data/invariant_regressions.json to
 keep it as a regression case, which test_regressions replays.
@@ -22,7 +26,9 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
+import tempfile
 import traceback
 import unittest
 
@@ -62,6 +68,7 @@ def fresh_reference(parent, files, stack):
         try:
             os.close(read_fd)
             parent.engine.close()
+            os.environ.pop("RIPPLE_VALUES_DB", None)  # fresh: nothing from a journal
             fresh = Session(files)
             try:
                 run = fresh.run(stack)
@@ -224,17 +231,41 @@ class Invariant(EngineTestCase):
                 self.assertGreater(replay(case["script"]), 0)
 
     def test_random_programs(self):
-        total = int(os.environ.get("RIPPLE_INVARIANT_STEPS", "1000"))
+        self.random_programs(int(os.environ.get("RIPPLE_INVARIANT_STEPS", "1000")), False)
+
+    def test_random_programs_journalled(self):
+        self.random_programs(int(os.environ.get("RIPPLE_INVARIANT_JOURNAL_STEPS", "300")), True)
+
+    def random_programs(self, total, journalled):
         seed = int(os.environ.get("RIPPLE_INVARIANT_SEED", "1"))
         checked = 0
         done = 0
         while done < total:
             steps = min(STEPS_PER_PROGRAM, total - done)
-            checked += generate_and_check(seed, steps)
+            if journalled:
+                checked += self.journalled(seed, steps)
+            else:
+                checked += generate_and_check(seed, steps)
             done += steps
             seed += 1
         # Interrupted steps are not compared, but most steps must be.
         self.assertGreater(checked, total // 2)
+
+    @staticmethod
+    def journalled(seed, steps):
+        """generate_and_check with a journal of its own (a new file per
+        program: nothing is restored from another program's)."""
+        saved = os.environ.get("RIPPLE_VALUES_DB")
+        d = tempfile.mkdtemp(prefix="ripple-invariant-journal-")
+        os.environ["RIPPLE_VALUES_DB"] = os.path.join(d, "values.db")
+        try:
+            return generate_and_check(seed, steps)
+        finally:
+            if saved is None:
+                os.environ.pop("RIPPLE_VALUES_DB", None)
+            else:
+                os.environ["RIPPLE_VALUES_DB"] = saved
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
