@@ -345,41 +345,9 @@ func TestNotebooksEquivalentToIPykernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			known, isKnown := kernelDifferences[n]
-			if !isKnown {
-				compareCells(t, n, "nbclient on ripple", want[n], got)
-				continue
-			}
-			// A recorded difference: the first cell that differs shows
-			// it (nbclient stops there); once it is gone, say so.
-			first := ""
-			for i := range min(len(got), len(want[n])) {
-				if string(got[i]) != string(want[n][i]) {
-					first = string(got[i])
-					break
-				}
-			}
-			if !strings.Contains(first, known) {
-				t.Errorf("%s: the recorded difference of ripple's Jupyter kernel (%q) is not what differs now (first differing cell: %.300s): update kernelDifferences", n, known, first)
-			}
+			compareCells(t, n, "nbclient on ripple", want[n], got)
 		}
 	})
-}
-
-// kernelDifferences are the differences between ripple's Jupyter kernel
-// (package jupyter, kernel/python/ripple_kernel/jupyter_cells.py and
-// jupyter_boot.py) and ipykernel that the equivalence test found, by
-// notebook: what the first differing cell shows under ripple's kernel. The
-// same notebooks pass under ripple run --notebooks (the derivation's
-// rewriting and notebook.py's get_ipython). Remove an entry once the kernel
-// matches ipykernel.
-var kernelDifferences = map[string]string{
-	// Cell 3: pandas' SettingWithCopyWarning is shown, not under
-	// ipykernel: pandas warns only while the frame `births` was sliced
-	// from is alive, and ripple's statement cache still holds it (the
-	// binding of the cell's first statement) where ipykernel has freed
-	// it.
-	"text_annotation.ipynb": "SettingWithCopyWarning",
 }
 
 // watchNotebook's second cell is slow and logs each run of it to a file

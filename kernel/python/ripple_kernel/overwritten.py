@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import bisect
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .effects import object_key
@@ -86,6 +87,11 @@ _ONE_LOCAL = _calibrate()
 _ONE_SLOT = _calibrate_slot()
 
 
+# Weak references: shared by every weakref.ref(x) of one x (pandas' flags
+# and caches hold them), never changed.
+_WEAK = (weakref.ref, weakref.ProxyType, weakref.CallableProxyType)
+
+
 def _exclusive(o: object) -> bool:
     """Whether the mutable objects o holds, as objects.shares looks into
     it (two levels into plain containers and instance dictionaries), are
@@ -106,8 +112,8 @@ def _inside(o: object) -> Dict[int, List[Any]]:
         nxt: List[object] = []
         for x in level:
             for c in _children(x, 1000) or ():
-                if immutable(c) and type(c) not in (tuple, frozenset):
-                    continue
+                if immutable(c) and type(c) not in (tuple, frozenset) or isinstance(c, _WEAK):
+                    continue  # (a weak reference cannot be changed: the copy's is as good)
                 rec = found.get(id(c))
                 if rec is None:
                     found[id(c)] = [c, 1]
