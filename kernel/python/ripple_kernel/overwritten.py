@@ -126,20 +126,25 @@ def _inside(o: object) -> Dict[int, List[Any]]:
 
 class Releaser:
     """Lets go of overwritten values of one frame's pass, and reads them
-    back when it needs them (the module doc). Inactive (journal None) for
-    a frame the journal does not keep."""
+    back when it needs them (the module doc). Lets go of nothing unless
+    release (a frame the journal may keep, in a run that caches)."""
 
-    def __init__(self, journal: Optional[Journal], frame: Frame, plan: Plan, ns: Dict[str, object]) -> None:
+    def __init__(self, journal: Optional[Journal], release: bool, frame: Frame, plan: Plan,
+                 ns: Dict[str, object]) -> None:
         self.frame = frame
         self.plan = plan
         self.ns = ns
+        self.store = journal  # what reads values back
         # None: the frame's values are not let go of (the module doc).
-        self.journal = journal if journal is not None and not journal.broken else None
+        self.journal = journal if release and journal is not None and not journal.broken else None
         self._frame_key: Optional[str] = None  # Journal.frame_key's row key, when first needed
         # Indices of the statements whose entries got live values in this
         # pass (they ran, or their values were read back): sweep looks
         # at them.
         self.fresh: Set[int] = set()
+        # Mutation log keys of the values of entries a run replaced
+        # (replacing): sweep drops their logs if nothing else holds them.
+        self.replaced: List[int] = []
 
     def frame_key(self) -> Optional[str]:
         """The frame's journal row key; None (and the releaser inactive)
@@ -223,7 +228,7 @@ class Releaser:
         it cannot be: i's entry is dropped (it runs again)."""
         frame, plan = self.frame, self.plan
         stmts = plan.stmts
-        journal = self.journal
+        journal = self.store
         payload = journal.reload(key) if journal is not None else None
         holders = self._holders(i, key)
         if payload is None:
@@ -272,6 +277,14 @@ class Releaser:
 
     # -- letting go -------------------------------------------------------------------
 
+    def replacing(self, k: int) -> None:
+        """Statement k is about to run again: its entry's values go (with
+        or without a journal), and the mutation log must not keep them
+        alive (sweep)."""
+        e = self.frame.cache.get(self.plan.stmts[k].id)
+        if e is not None and self.frame.mutlog:
+            self.replaced.extend(object_key(v) for _, v in e.bindings if v is not DELETED and v is not RELEASED)
+
     def ran(self, k: int) -> None:
         """Statement k ran (and has an entry): let go of the values the
         names it bound had before, if nothing else holds them."""
@@ -288,6 +301,13 @@ class Releaser:
         """At the end of the pass: values this pass made or read back whose
         names a later statement of the pass (one it ran or took from the
         cache) rebound are let go of too."""
+        mutlog = self.frame.mutlog
+        for key in self.replaced:
+            item = mutlog.get(key)
+            # Held by the log alone: no statement can read it again.
+            if item is not None and _refs(item[0]) == _ONE_SLOT:
+                del mutlog[key]
+        self.replaced.clear()
         if not self.fresh or self.frame_key() is None:
             return
         frame, plan = self.frame, self.plan

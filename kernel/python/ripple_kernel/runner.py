@@ -222,8 +222,8 @@ class FramePass:
         self.visits: Set[int] = set()
         # Overwritten values let go of, and read back (overwritten.py):
         # only the journal can give them back, so only in frames it keeps.
-        journal = runner.engine.journal if job.depth == 0 and not runner.statements.run_once else None
-        self.releaser = Releaser(journal, job.frame, plan, job.frame.namespace)
+        release = job.depth == 0 and not runner.statements.run_once
+        self.releaser = Releaser(runner.engine.journal, release, job.frame, plan, job.frame.namespace)
 
     def run(self) -> None:
         frame, plan, job = self.frame, self.plan, self.job
@@ -386,6 +386,7 @@ class FramePass:
                 continue
             dirty.add(i)
             before = cache.get(ps.id) if i in self.rerun.lazy else None
+            self.releaser.replacing(i)
             end = self.runner.statements.run(fr, ps)
             if end is None or end is RETURNED:
                 reached.add(ps.id)
