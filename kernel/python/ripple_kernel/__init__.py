@@ -42,7 +42,10 @@ The engine (requests compile, execute, dropContext, status):
   finder; mpl_backend: that backend;
 - values: previews, type names, messages, diagnostics;
 - visualize: visualizations of a statement's value;
-- journal: the value journal (values kept on disk across kernels).
+- journal: the value journal (values kept on disk across kernels), with
+  journalwriter (its writer thread);
+- overwritten: values a later statement rebinds, let go of as Python does
+  (into the journal) and read back when an edit needs them.
 
 Project modules:
 - modules: the module table (sources, loading, the import graph);

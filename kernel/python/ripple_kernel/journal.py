@@ -29,6 +29,13 @@ What is kept, and under which key:
   Frames whose statements rebound module globals (module state) are not
   journalled: that state is the old process's.
 
+Values a later statement overwrote are not in the frame's row: the cache
+let go of them (overwritten.py), each into a row of the ``released`` table
+(Journal.release), which the statement's record names (its Entry.released);
+restored, the entry keeps naming it, and it is read when a run needs it
+(Journal.reload). A frame's write drops its released rows that no entry in
+memory names; evicting a frame drops its released rows.
+
 Not covered (a known gap): an object of a project module that a restored
 statement changed through a call (a registry a helper appends to, without
 rebinding it) is as the new process imported it. A statement that runs

@@ -326,14 +326,15 @@ class Releaser:
                     if not _same(ke, e, name):
                         if (name, k) not in done:
                             done.add((name, k))
-                            self._overwritten(name, k)
+                            self._overwritten(name, k, i - 1)
                         break
         self.fresh.clear()
 
-    def _overwritten(self, name: str, k: int) -> None:
-        """Let go of the values earlier statements bound to name that
-        statement k's binding of it is not (the module doc's rule)."""
-        groups = _groups(self.frame, self.plan, name, k)
+    def _overwritten(self, name: str, k: int, since: int = -1) -> None:
+        """Let go of the values earlier statements (after since, if given)
+        bound to name that statement k's binding of it is not (the module
+        doc's rule)."""
+        groups = _groups(self.frame, self.plan, name, k, since)
         for js in groups:
             self._release(name, js)
 
@@ -395,17 +396,25 @@ def _same(a: Entry, b: Entry, name: str) -> bool:
     return v is not RELEASED and v is not DELETED and v is _bound(b, name)
 
 
-def _groups(frame: Frame, plan: Plan, name: str, k: int) -> List[List[int]]:
-    """The statements before k whose entries bind name to a live value
-    that may be let go of and is not k's, grouped by value (the entries
-    that hold one value). Holds no value on return: _release counts."""
+# How far back (in definers of the name) a statement that ran looks for
+# values it overwrote: those further back were looked at when the run
+# passed their own rebinding (sweep looks at a value made in the pass
+# wherever it is). A name rebound a thousand times costs no quadratic scan.
+WINDOW = 16
+
+
+def _groups(frame: Frame, plan: Plan, name: str, k: int, since: int = -1) -> List[List[int]]:
+    """The statements before k (after since, else among the last WINDOW
+    definers of name) whose entries bind name to a live value that may be
+    let go of and is not k's, grouped by value (the entries that hold one
+    value). Holds no value on return: _release counts."""
     stmts = plan.stmts
     mine = frame.cache.get(stmts[k].id)
     current = _bound(mine, name) if mine is not None else DELETED
     groups: Dict[int, List[int]] = {}
-    for j in plan.definers.get(name, []):
-        if j >= k:
-            break
+    idx = plan.definers.get(name, [])
+    at = bisect.bisect_left(idx, k)
+    for j in idx[bisect.bisect_right(idx, since) if since >= 0 else max(0, at - WINDOW):at]:
         e = frame.cache.get(stmts[j].id)
         if e is None:
             continue
