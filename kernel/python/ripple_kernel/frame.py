@@ -286,6 +286,10 @@ class FrameState:
     # Ids of the entries holding RELEASED bindings (overwritten.py; an id
     # may have lost its entry since: the entry says).
     released: Set[str] = field(default_factory=set)
+    # The journal keys of the values this frame let go of or restored
+    # naming: a write drops the rows of those no entry names any more
+    # (journal.py).
+    released_rows: Set[str] = field(default_factory=set)
     # After a restore from the journal, its (old id -> new id, old id ->
     # (old stamp, new stamp)): the mutation log of a value released by the
     # old process is read in this one's ids and stamps.

@@ -33,8 +33,9 @@ Values a later statement overwrote are not in the frame's row: the cache
 let go of them (overwritten.py), each into a row of the ``released`` table
 (Journal.release), which the statement's record names (its Entry.released);
 restored, the entry keeps naming it, and it is read when a run needs it
-(Journal.reload). A frame's write drops its released rows that no entry in
-memory names; evicting a frame drops its released rows.
+(Journal.reload). A frame's write drops the released rows it made or restored
+that no entry names any more; evicting a frame drops its released rows
+(and so do the rows a crash left behind).
 
 Not covered (a known gap): an object of a project module that a restored
 statement changed through a call (a registry a helper appends to, without
@@ -505,6 +506,7 @@ class Journal:
             if len(r) > 10 and r[10]:
                 e.released = dict(r[10])
                 frame.released.add(ps.id)
+                frame.released_rows.update(e.released.values())
             if len(r) > 8 and r[8]:
                 reads.record(frame, ps.id, stamp, r[8])
             if len(r) > 9 and r[9]:
@@ -620,8 +622,11 @@ class Journal:
         keys = pickle.dumps(frozenset(r[0] for r in kept.values()), protocol=4)
         self.writer.put(("row", fk[0], keys, blob, len(blob) + len(keys)))
         # The frame's released values no entry names any more go.
-        used = frozenset(k for e in frame.cache.values() if e.released for k in e.released.values())
-        self.writer.put(("gc", fk[0], used))
+        used = {k for e in frame.cache.values() if e.released for k in e.released.values()}
+        dead = frame.released_rows - used
+        if dead:
+            frame.released_rows -= dead
+            self.writer.put(("gc", frozenset(dead)))
         return True
 
     def _evict(self, db: sqlite3.Connection, keep: str) -> None:

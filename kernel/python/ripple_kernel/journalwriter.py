@@ -21,8 +21,8 @@ WriterItem = Union[None, threading.Event, Tuple[object, ...]]
 class Writer:
     """The journal's writer thread and its queue (the module doc). Items:
     ("row", key, keys, data, size), ("touch", key), ("reopen",),
-    ("released", key, frame key, data) and ("gc", frame key, keys still
-    used) for released values (overwritten.py), a threading.Event (set
+    ("released", key, frame key, data) and ("gc", keys no entry names)
+    for released values (overwritten.py), a threading.Event (set
     when everything before it is done), None (stop)."""
 
     def __init__(self, journal: Journal) -> None:
@@ -93,12 +93,9 @@ class Writer:
                     db.execute("INSERT OR REPLACE INTO released(key, frame, data, size) VALUES(?, ?, ?, ?)",
                                (key, frame, data, len(data)))
                 elif item[0] == "gc":
-                    _, frame, used = item
-                    assert isinstance(used, frozenset)
-                    rows = db.execute("SELECT key FROM released WHERE frame=?", (frame,)).fetchall()
-                    for (key,) in rows:
-                        if key not in used:
-                            db.execute("DELETE FROM released WHERE key=?", (key,))
+                    dead = item[1]
+                    assert isinstance(dead, frozenset)
+                    db.executemany("DELETE FROM released WHERE key=?", [(k,) for k in dead])
                 else:
                     db.execute("UPDATE frames SET used=? WHERE key=?", (time.time(), item[1]))
             except Exception as exc:

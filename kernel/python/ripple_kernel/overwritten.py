@@ -380,6 +380,7 @@ class Releaser:
                 e.released[""] = key
             e.deletes = True
         frame.released.update(stmts[j].id for j in js)
+        frame.released_rows.add(key)
         frame.sync.dirty.update(js)
 
 

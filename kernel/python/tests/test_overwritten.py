@@ -5,6 +5,7 @@ statements again."""
 
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import unittest
@@ -119,6 +120,26 @@ class OverwrittenTest(unittest.TestCase):
         s.compile({"main": PLAIN.replace("b[0] + 1", "b[0] + 5")})
         r = s.run()
         self.assertEqual(r.computed(), ["main:main/b#2", "main:main/c"])
+        self.assertEqual(self.previews(s)["c"], "6")
+
+    def rows(self):
+        db = sqlite3.connect(os.environ["RIPPLE_VALUES_DB"])
+        try:
+            return db.execute("SELECT COUNT(*) FROM released").fetchone()[0]
+        finally:
+            db.close()
+
+    def test_rows_go_with_their_entries(self):
+        s = self.session({"main": PLAIN})
+        s.run()
+        s.engine.journal_flush()
+        self.assertEqual(self.rows(), 1)
+        # b runs again: its first value is let go of again, a new row;
+        # the old row goes with the frame's next write.
+        s.compile({"main": PLAIN.replace("b = [1]", "b = [5]")})
+        s.run()
+        s.engine.journal_flush()
+        self.assertEqual(self.rows(), 1)
         self.assertEqual(self.previews(s)["c"], "6")
 
     def test_mutation_after_the_reader_runs_its_creator_again(self):
