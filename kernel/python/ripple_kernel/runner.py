@@ -27,8 +27,8 @@ from . import notebook
 from .equalstop import equal_names
 from .frame import DELETED, NOT_REACHED, PENDING, RELEASED, Entry, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
-from .overwritten import Releaser
 from .mutation import MutationAnalysis, prune_mutlog, readers_after, seen_mutations, stale_creators
+from .overwritten import Releaser
 from .plan import LOCAL, Plan, PlanStmt, build_plan, declared, find_function, scope_error
 from .rerun import Rerun, RerunPlanner, Versions, layout
 from .scriptplan import SCRIPT, add_import_deps, build_script_plan
