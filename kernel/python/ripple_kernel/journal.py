@@ -93,9 +93,9 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import journaldefs, keptoutput, reads
-from .journalwriter import Writer
 from .effects import object_key
 from .frame import DELETED, RELEASED, Entry, Frame
+from .journalwriter import Writer
 from .objects import immutable
 from .plan import IMPORT, LOCAL, PARAM, Plan
 
