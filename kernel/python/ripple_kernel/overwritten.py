@@ -355,22 +355,25 @@ class Releaser:
             frame.mutlog[object_key(obj)] = own  # another object's (a reused id)
             own = None
         frame.sync.drop_blocks(js)  # merged bindings hold it
-        key = None
-        fk = self.frame_key()
-        if (fk is not None and self.journal is not None and _refs(obj) == _ONE_LOCAL + (own is not None)
-                and _exclusive(obj)):
-            log = [] if own is None else [(obj, own[1], list(own[2]))]
-            payload = {"obj": out_value(obj, self.ns), "token": self.journal.token, "mutlog": log}
-            key = self.journal.release(fk, payload)
-            del payload, log
+        key: Optional[str] = None
+        try:
+            fk = self.frame_key()
+            if (fk is not None and self.journal is not None and _refs(obj) == _ONE_LOCAL + (own is not None)
+                    and _exclusive(obj)):
+                log = [] if own is None else [(obj, own[1], list(own[2]))]
+                payload = {"obj": out_value(obj, self.ns), "token": self.journal.token, "mutlog": log}
+                key = self.journal.release(fk, payload)
+                del payload, log
+        finally:
+            if key is None:  # kept (also when an interrupt came while pickling)
+                for e in entries:
+                    e.bindings = tuple((n, obj if n == name and v is RELEASED and not (e.released and n in e.released)
+                                        else v) for n, v in e.bindings)
+                for e in valued:
+                    e.value = obj
+                if own is not None:
+                    frame.mutlog[object_key(obj)] = own
         if key is None:
-            for e in entries:
-                e.bindings = tuple((n, obj if n == name and v is RELEASED and not (e.released and n in e.released) else v)
-                                   for n, v in e.bindings)
-            for e in valued:
-                e.value = obj
-            if own is not None:
-                frame.mutlog[object_key(obj)] = own
             return
         for e in entries:
             if e.released is None:
