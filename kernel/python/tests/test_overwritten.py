@@ -122,6 +122,14 @@ class OverwrittenTest(unittest.TestCase):
         self.assertEqual(r.computed(), ["main:main/b#2", "main:main/c"])
         self.assertEqual(self.previews(s)["c"], "6")
 
+    def test_visualization_of_a_released_value(self):
+        s = self.session({"main": PLAIN})
+        s.run()
+        vis = {"visualizationId": "v1", "expressionId": "main:main/b", "expression": "lambda v: v + [0]", "apply": True}
+        r = s.run(wanted=["main:main/b"], visualizations=[vis])
+        self.assertEqual(r.computed(), [])
+        self.assertEqual([v.get("data") for v in r.visualizations()], [[1, 0]])
+
     def rows(self):
         db = sqlite3.connect(os.environ["RIPPLE_VALUES_DB"])
         try:
