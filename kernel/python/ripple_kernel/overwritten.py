@@ -294,7 +294,7 @@ class Releaser:
         e = self.frame.cache.get(self.plan.stmts[k].id)
         if e is None:
             return
-        for name, _ in e.bindings:
+        for name in _names(e):  # (a loop over the bindings would hold a value: _release counts)
             self._overwritten(name, k)
 
     def sweep(self) -> None:
@@ -317,7 +317,7 @@ class Releaser:
             e = frame.cache.get(stmts[i].id)
             if e is None:
                 continue
-            for name, _ in e.bindings:
+            for name in _names(e):
                 idx = definers.get(name, [])
                 for k in idx[bisect.bisect_right(idx, i):]:
                     ke = frame.cache.get(stmts[k].id)
@@ -385,6 +385,10 @@ class Releaser:
         frame.released.update(stmts[j].id for j in js)
         frame.released_rows.add(key)
         frame.sync.dirty.update(js)
+
+
+def _names(e: Entry) -> List[str]:
+    return [n for n, _ in e.bindings]
 
 
 def _bound(e: Entry, name: str) -> object:

@@ -366,6 +366,7 @@ class FramePass:
                         ns.pop(name, None)
                     else:
                         ns[name] = value
+                value = None  # would hold it: a later statement may let go of it (overwritten.py)
                 reached.add(ps.id)
                 last = reported.get(ps.id)
                 if last is not e.update or e.update.get("range") != ps.range:

@@ -3,6 +3,7 @@ of once the run passes the rebinding, as Python lets go of them, and read
 back from the value journal when an edit needs them, without running their
 statements again."""
 
+import gc
 import os
 import shutil
 import sqlite3
@@ -87,6 +88,26 @@ class OverwrittenTest(unittest.TestCase):
         s.run()
         self.assertEqual(self.previews(s)["gone"], "True")
         self.assertEqual(self.frame(s).released, {"main:main/b"})
+
+    def test_rebound_by_a_later_edit(self):
+        # The first Box comes from the cache in the second run (as a
+        # notebook's earlier cell does), the rebinding runs: the first is
+        # gone once it has.
+        first = '''import side
+
+
+def main():
+    k = 1
+    b = side.Box(41)
+'''
+        s = self.session({"side": SIDE, "main": first})
+        s.run()
+        s.compile({"main": first + "    b = side.Box(2)\n    c = k + 1\n"})
+        r = s.run()
+        self.assertEqual(r.computed(), ["main:main/b#2", "main:main/c"])
+        self.assertEqual(self.frame(s).released, {"main:main/b"})
+        gc.collect()
+        self.assertEqual(sum(type(o).__name__ == "Box" and o.n == 41 for o in gc.get_objects()), 0)
 
     def test_kept_without_a_journal(self):
         os.environ.pop("RIPPLE_VALUES_DB")
