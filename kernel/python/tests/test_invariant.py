@@ -67,6 +67,9 @@ def fresh_reference(parent, files, stack):
         code = 0
         try:
             os.close(read_fd)
+            # The parent's journal is left alone: its writer thread may
+            # have held SQLite's locks at the fork (closing it here hung).
+            parent.engine.journal = None
             parent.engine.close()
             os.environ.pop("RIPPLE_VALUES_DB", None)  # fresh: nothing from a journal
             fresh = Session(files)
