@@ -60,6 +60,7 @@ from .frame import DELETED, RELEASED, Entry, Frame
 from .journal import remap_log
 from .journaldefs import out_value
 from .objects import _children, elements, immutable
+from .plan import LOCAL
 
 if TYPE_CHECKING:
     from .journal import Journal
@@ -193,7 +194,8 @@ class Releaser:
     def _wanted(self, members: Set[int], failing: Set[int]) -> List[Tuple[int, str]]:
         """(creator index, key) of the released values that members may
         see, but of creators that run again for a reason of their own
-        (failing: an edit, another input)."""
+        (failing: an edit, another input; a local definer of theirs is a
+        member)."""
         frame, plan = self.frame, self.plan
         stmts, by_id, definers = plan.stmts, plan.by_id, plan.definers
         order = sorted(members)
@@ -205,8 +207,8 @@ class Releaser:
                 frame.released.discard(eid)
                 continue
             i = ps.index
-            if i in failing:
-                continue
+            if i in failing or any(kind == LOCAL and ref in members for _, kind, ref in ps.deps):
+                continue  # it runs again whatever its value: an input of its own does
             keys: Set[str] = set()
             for name, key in e.released.items():
                 if not name or key in keys:
