@@ -285,10 +285,14 @@ export const DEFAULT_KEEP = 200;
 // cost (its script and the rendering after it, measured up to the first
 // task after the frame), at most MAX_GAP: a fast stream takes about a
 // fifth of the main thread, so typing and scrolling stay responsive, and
-// the lines still change several times a second.
+// the lines still change several times a second. Once nothing more
+// arrives, catching up (the window filled upwards) waits CATCH_UP_FACTOR
+// times instead: half the main thread, the rest of a 10,000-line print
+// shown soon after it ends.
 export const LINES_PER_FRAME = 128;
 const FRAME_BUDGET = 8; // ms
 const GAP_FACTOR = 4;
+const CATCH_UP_FACTOR = 1;
 const MAX_GAP = 250; // ms
 // A terminal further behind than its share of a frame starts again from
 // its newest lines, if the share is at least MIN_JUMP lines (fewer would
@@ -302,8 +306,10 @@ const BLOCK = 20;
 const dirty = new Set(); // Terms whose DOM is behind their model, oldest first
 let queued = false; // a paint is scheduled, or its cost still measured
 let nextAt = 0; // performance.now() before which no paint starts
+let written = false; // text arrived since the last paint's cost was measured
 
 function schedulePaint(term) {
+  written = true;
   dirty.add(term);
   if (!queued) queuePaint();
 }
@@ -327,7 +333,9 @@ function paintFrame() {
     if (term.behind) dirty.add(term);
   }
   afterFrame(() => {
-    nextAt = performance.now() + Math.min(MAX_GAP, (performance.now() - start) * GAP_FACTOR);
+    const factor = written ? GAP_FACTOR : CATCH_UP_FACTOR;
+    written = false;
+    nextAt = performance.now() + Math.min(MAX_GAP, (performance.now() - start) * factor);
     queued = false;
     if (dirty.size) queuePaint();
   });
@@ -430,9 +438,10 @@ export class Term {
     this.appendLines(this.done, end);
     used += end - this.done;
     this.done = end;
-    if (this.done === finished && m.tail) {
+    if (this.done === finished && m.tail && used < budget) {
       this.tailEl = lineNode(m.runs());
       this.lastBlock().append(this.tailEl);
+      used++;
     }
     if (this.first > start && budget > used) {
       const from = Math.max(start, this.first - (budget - used));
@@ -440,7 +449,7 @@ export class Term {
       used += this.first - from;
       this.first = from;
     }
-    this.behind = this.done < finished || this.first > start;
+    this.behind = this.done < finished || this.first > start || (m.tail && !this.tailEl);
     this.bar.hidden = this.first === 0 && !this.all;
     if (!this.bar.hidden) {
       this.barText.textContent = this.all ? `${total} lines` : `${this.first} earlier line${this.first === 1 ? "" : "s"} not shown · ${total} in all`;
