@@ -202,6 +202,25 @@ async function stream(page) {
   figure("stream1mb_frames_with_new_lines", w.deliveries);
   checkWindow("the stream", r.dom);
   checkPerFrame("stream1mb", w);
+  await lastLinesInOrder(page, 60000);
+}
+
+// lastLinesInOrder checks that, once caught up, the cell under the loop
+// shows exactly the last KEEP of the n numbered lines and the output pane
+// the last PANE_KEEP, in order (painted newest first, then filled upwards
+// and trimmed from the top, frame by frame).
+async function lastLinesInOrder(page, n) {
+  await waitFor(page, `the output pane showing ${n} lines`, (n) => document.querySelector("#output .term")?.dataset.lines === String(n), n);
+  const got = await page.evaluate((n) => {
+    const numbers = (t) => [...t.querySelectorAll(".term-line")].map((l) => Number(l.textContent.slice(0, 8)));
+    const cell = [...document.querySelectorAll(".CodeMirror .ripple-cell .term")].find((t) => t.dataset.lines === String(n));
+    return { cell: numbers(cell), pane: numbers(document.querySelector("#output .term")), bar: cell.querySelector(".term-bar").textContent };
+  }, n);
+  const want = (k) => Array.from({ length: k }, (_, i) => n - k + i);
+  const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  if (!same(got.cell, want(KEEP))) fail(`the cell shows lines ${got.cell.slice(0, 3)}…${got.cell.slice(-3)} (${got.cell.length}); want ${n - KEEP}…${n - 1} in order`);
+  if (!same(got.pane, want(PANE_KEEP))) fail(`the output pane shows lines ${got.pane.slice(0, 3)}…${got.pane.slice(-3)} (${got.pane.length}); want ${n - PANE_KEEP}…${n - 1} in order`);
+  if (!got.bar.includes(`${n - KEEP} earlier lines not shown`)) fail(`the cell's bar says ${JSON.stringify(got.bar)}`);
 }
 
 async function streamTraced(page) {

@@ -40,6 +40,7 @@ export class Cell {
     for (const it of this.items) {
       if (it.kind === "display" && it.frame) this.spare.push(it);
       else it.node.remove();
+      if (it.kind === "text") it.term.dispose(); // no frames spent on it
     }
     this.items = [];
   }

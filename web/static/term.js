@@ -512,6 +512,11 @@ export class Term {
     }
   }
 
+  // dispose stops painting: the terminal's node left the page for good.
+  dispose() {
+    dirty.delete(this);
+  }
+
   // repaint rebuilds the DOM (the window changed size), over the next
   // frames.
   repaint() {
