@@ -75,6 +75,23 @@ for (const n of sizes) {
   }
 }
 
+// 1 MB/s for STREAM_SECONDS (run.sh's stream.py): the long tasks from the
+// run's start until the last line is shown.
+const streamSeconds = Number(process.env.STREAM_SECONDS || 0);
+if (streamSeconds > 0) {
+  const lines = streamSeconds * 50 * 200;
+  await page.evaluate(() => (window.__long = []));
+  await run("stream:__main__");
+  await annotation("stream:__main__/streamed", String(lines));
+  const tDone = await page.evaluate(() => performance.now());
+  await page.waitForFunction((n) => [...document.querySelectorAll(".CodeMirror .ripple-cell .term")].some((t) => t.dataset.lines === String(n)), lines, { timeout: TIMEOUT, polling: 20 });
+  const tShown = await page.evaluate(() => performance.now());
+  const long = await page.evaluate(() => window.__long);
+  row(`stream 1 MB/s for ${streamSeconds} s: long tasks > 100 ms, longest`, `${long.filter((d) => d > 100).length}, ${Math.round(Math.max(0, ...long))}`, "count, ms");
+  row(`stream 1 MB/s for ${streamSeconds} s: long tasks > 50 ms`, long.length, "");
+  row(`stream 1 MB/s for ${streamSeconds} s: kernel done to last line shown`, Math.max(0, tShown - tDone).toFixed(0), "ms");
+}
+
 // Keystroke to value: the last digit of "value = base + D" replaced, one
 // key, until the annotation shows base + D.
 await run("main:__main__");
