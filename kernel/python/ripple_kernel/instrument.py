@@ -45,6 +45,7 @@ class CodeCache:
 
     def __init__(self) -> None:
         self._codes: Dict[Tuple[str, str, int, int, Optional[str]], _Slot] = {}  # by (filename, text, col, flags, self_name)
+        self.patches = nested.Patches()  # the compound statements' code with their Slots as a constant
 
     def code(self, filename: str, text: str, node: ast.stmt, flags: int = 0, self_name: Optional[str] = None,
              func_name: Optional[str] = None) -> types.CodeType:
@@ -100,7 +101,7 @@ def compile_statement(node: ast.stmt, filename: str, flags: int = 0, first_line:
     (so the run can see them; the call stays the statement's); every ``return``
     outside nested scopes becomes a call of RETURN_HOOK, which raises. A
     compound statement's inner statements record their values and counts
-    in nested.VALUES and nested.COUNTS (nested.py). Line
+    in a nested.Slots (nested.py). Line
     numbers and columns stay the user's, so tracebacks point at the source.
 
     self_name: the statement is in a method whose first parameter is

@@ -11,12 +11,16 @@ last value each had in the run and how many times it completed.
 Cost: a loop may run an inner statement a million times, so the
 instrumented code does no call per execution. instrument() rewrites each
 inner statement of the compiled copy so that it also stores its value in
-a slot of one list and adds 1 to a slot of another (``t = V[k] = e``;
-``C[k] += 1``), two list stores; the lists are bound in the frame's
-namespace for the statement's run only (Slots). Previews, type names and
-ranges are made once, after the statement (report()). What the code
-computes is unchanged: the value is the one the statement computed, read
-once; only the last value's lifetime is longer (until the statement ends).
+a slot of one list and adds 1 to a slot of another (``t = S.values[k] =
+e``; ``S.counts[k] += 1``, S the run's Slots), two list stores. S is put
+in the code's constants for the run (Patches.bind: the name SLOTS is
+loaded as a constant, no dictionary lookup per execution, and the user's
+namespace never holds it); where that rewrite of the bytecode is not
+possible, S is bound in the namespace for the statement's run instead.
+Previews, type names and ranges are made once, after the statement
+(report()). What the code computes is unchanged: the value is the one the
+statement computed, read once; only the last value's lifetime is longer
+(until the statement ends).
 
 A statement with more than MAX_INNER inner statements reports the first
 MAX_INNER.
@@ -25,6 +29,7 @@ MAX_INNER.
 from __future__ import annotations
 
 import ast
+import dis
 import types
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
 
@@ -33,9 +38,8 @@ from . import values
 if TYPE_CHECKING:
     from .api import WireObject
 
-# The names the instrumented code stores into (bound by Slots.bind).
-VALUES = "__ripple_inner_values__"
-COUNTS = "__ripple_inner_counts__"
+# The name of the run's Slots in the instrumented code (Patches.bind).
+SLOTS = "__ripple_inner__"
 
 MAX_INNER = 256
 
@@ -121,9 +125,11 @@ def _rewrite(node: ast.stmt, counter: List[int]) -> None:
         body[:] = new
 
 
-def _slot(name: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscript:
-    sub = ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Constant(value=k), ctx=ctx)
-    for n in (sub, sub.value, sub.slice):
+def _slot(field: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscript:
+    """SLOTS.field[k]"""
+    attr = ast.Attribute(value=ast.Name(id=SLOTS, ctx=ast.Load()), attr=field, ctx=ast.Load())
+    sub = ast.Subscript(value=attr, slice=ast.Constant(value=k), ctx=ctx)
+    for n in (sub, attr, attr.value, sub.slice):
         ast.copy_location(n, at)
     return sub
 
@@ -135,24 +141,26 @@ def _recorded(stmt: ast.stmt, k: int) -> List[ast.stmt]:
     that raised has neither value nor count from that run."""
     out: List[ast.stmt] = []
     if isinstance(stmt, ast.Assign):
-        stmt.targets = stmt.targets + [_slot(VALUES, k, ast.Store(), stmt)]
+        stmt.targets = stmt.targets + [_slot("values", k, ast.Store(), stmt)]
         out.append(stmt)
     elif isinstance(stmt, ast.Expr):
-        out.append(ast.copy_location(ast.Assign(targets=[_slot(VALUES, k, ast.Store(), stmt)], value=stmt.value), stmt))
+        out.append(ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=stmt.value), stmt))
     else:  # AugAssign, AnnAssign: the target's new value, read back when it is a plain name
         out.append(stmt)
         target = stmt.target  # type: ignore[attr-defined]  # both have target
         if isinstance(target, ast.Name):
             read = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), stmt)
-            out.append(ast.copy_location(ast.Assign(targets=[_slot(VALUES, k, ast.Store(), stmt)], value=read), stmt))
-    count = ast.AugAssign(target=_slot(COUNTS, k, ast.Store(), stmt), op=ast.Add(), value=ast.Constant(value=1))
+            out.append(ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=read), stmt))
+    count = ast.AugAssign(target=_slot("counts", k, ast.Store(), stmt), op=ast.Add(), value=ast.Constant(value=1))
     ast.copy_location(count.value, stmt)
     out.append(ast.copy_location(count, stmt))
     return out
 
 
 class Slots:
-    """The lists one run of an instrumented statement records into."""
+    """The lists one run of an instrumented statement records into. Hashed
+    by identity, so the code holding it as a constant hashes as code does
+    (a tracer's dict keyed by code objects)."""
 
     __slots__ = ("values", "counts")
 
@@ -160,16 +168,11 @@ class Slots:
         self.values: List[object] = [_UNSET] * n
         self.counts: List[int] = [0] * n
 
-    def bind(self, ns: Dict[str, object]) -> None:
-        ns[VALUES] = self.values
-        ns[COUNTS] = self.counts
-
     @staticmethod
     def unbind(ns: Dict[str, object]) -> None:
-        """Take the lists out of the namespace (the user's code never sees
-        them after its statement)."""
-        ns.pop(VALUES, None)
-        ns.pop(COUNTS, None)
+        """Take the Slots out of the namespace when Patches.bind put it
+        there (the user's code never sees it after its statement)."""
+        ns.pop(SLOTS, None)
 
     def report(self, nodes: List[ast.stmt], where: Place, raised: Optional[BaseException] = None,
                code: Optional[types.CodeType] = None) -> List[WireObject]:
@@ -221,6 +224,54 @@ def _raiser(nodes: List[ast.stmt], exc: Optional[BaseException], code: Optional[
             if found < 0 or col is None or node.lineno < line or node.col_offset <= col:
                 found = k
     return found
+
+
+_LOAD_NAME = dis.opmap.get("LOAD_NAME")
+_LOAD_CONST = dis.opmap.get("LOAD_CONST")
+_PATCH_LIMIT = 10000
+
+
+class Patches:
+    """Instrumented code with the name SLOTS loaded as a constant: the
+    rewritten bytecode of each code object, made once (the statements'
+    code is kept by instrument.CodeCache, so the same objects come back).
+    Not thread-safe: the kernel runs one request at a time."""
+
+    def __init__(self) -> None:
+        self._code: Dict[types.CodeType, Optional[bytes]] = {}  # None: cannot be rewritten
+
+    def bind(self, code: types.CodeType, slots: Slots, ns: Dict[str, object]) -> types.CodeType:
+        """The code to run for one run of code (an instrumented statement)
+        recording into slots: code with slots as its last constant, or
+        code itself with slots bound in ns (Slots.unbind takes it out)."""
+        patched = self._code.get(code, b"")
+        if patched == b"":
+            if len(self._code) > _PATCH_LIMIT:
+                self._code.clear()
+            patched = self._code[code] = _rewrite_loads(code)
+        if patched is None:
+            ns[SLOTS] = slots
+            return code
+        return code.replace(co_code=patched, co_consts=code.co_consts + (slots,))
+
+
+def _rewrite_loads(code: types.CodeType) -> Optional[bytes]:
+    """code's bytecode with each LOAD_NAME of SLOTS made a LOAD_CONST of
+    the constant after code's own, or None when that is not a rewrite of
+    single instructions (an argument over 255 needs EXTENDED_ARG)."""
+    const = len(code.co_consts)
+    if _LOAD_NAME is None or _LOAD_CONST is None or const > 255:
+        return None
+    b = bytearray(code.co_code)
+    found = False
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_NAME" and ins.argval == SLOTS:
+            if ins.arg is None or ins.arg > 255 or b[ins.offset] != _LOAD_NAME:
+                return None
+            b[ins.offset] = _LOAD_CONST
+            b[ins.offset + 1] = const
+            found = True
+    return bytes(b) if found else None
 
 
 class Place:

@@ -213,9 +213,9 @@ class StatementRunner:
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
-            if nested.COUNTS in code.co_names:
+            if nested.SLOTS in code.co_names:
                 slots = nested.Slots(len(nested.inner_statements(ps.node)))
-                slots.bind(ns)
+                code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
             with self.kernel.user_code():

@@ -1,0 +1,220 @@
+"""Inner values (kernel/PROTOCOL.md "Inner values", ripple_kernel/nested.py):
+the statements nested in a compound statement report their last values and
+counts with its update, without changing what the code computes."""
+
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+from enginetest import EngineTestCase, Session
+
+
+def src(*lines, header=""):
+    return header + "def main():\n" + "".join("    %s\n" % line for line in lines)
+
+
+def inner(update):
+    """{line (1-based): (preview, count, panic)} of an update's inner values."""
+    return {v["range"]["start"]["line"] + 1: (v.get("preview"), v["count"], v.get("panic")) for v in update.get("inner", ())}
+
+
+class InnerValues(EngineTestCase):
+    def latest(self, s, id_):
+        return s.latest[0][id_]
+
+    def test_loop_if_try_values_and_counts(self):
+        s = self.session({"main": src(
+            "total = 0",
+            "for i in range(10):",            # line 3
+            "    sq = i * i",
+            "    total += sq",
+            "    if i % 4 == 0:",
+            "        label = 'four'",
+            "    print(i) if i > 8 else None",
+            "try:",                           # line 9
+            "    ratio = total / 0",
+            "except ZeroDivisionError as e:",
+            "    ratio = None",
+            "else:",
+            "    never = 1",
+            "finally:",
+            "    done = 'yes'",
+            "return total",
+        )})
+        run = s.run()
+        self.assertEqual(run.output, "9\n")
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {
+            4: ("81", 10, None), 5: ("285", 10, None), 7: ("'four'", 3, None), 8: ("None", 10, None)})
+        # The raising statement a try caught has no value; the handler's and
+        # the finally's have theirs; the else did not run.
+        self.assertEqual(inner(self.latest(s, "main:main/#2")), {12: ("None", 1, None), 16: ("'yes'", 1, None)})
+        self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "285")
+
+    def test_ranges_are_code_points(self):
+        s = self.session({"main": src("if True: é = 'ü'; n = 2", "z = 1")})
+        s.run()
+        items = self.latest(s, "main:main/#1")["inner"]
+        self.assertEqual([(v["range"]["start"], v["range"]["end"]) for v in items], [
+            ({"line": 1, "character": 13}, {"line": 1, "character": 20}),
+            ({"line": 1, "character": 22}, {"line": 1, "character": 27}),
+        ])
+        self.assertEqual([v["type"] for v in items], ["builtins.str", "builtins.int"])
+
+    def test_nested_loops_count_every_run(self):
+        s = self.session({"main": src(
+            "n = 0",
+            "for i in range(3):",
+            "    for j in range(4):",
+            "        n += 1",
+            "    k = 0",
+            "    while k < 2:",
+            "        k += 1",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {5: ("12", 12, None), 6: ("0", 3, None), 8: ("2", 6, None)})
+
+    def test_nested_scopes_are_not_instrumented(self):
+        # A def, a class and a lambda in a loop run when called: their
+        # bodies report nothing; the calls' statements do.
+        s = self.session({"main": src(
+            "out = []",
+            "for i in range(2):",
+            "    def f(v):",
+            "        w = v + 1",
+            "        return w",
+            "    class C:",
+            "        attr = 5",
+            "    g = lambda v: v * 2",
+            "    out.append(f(i) + g(i) + C.attr)",
+            "return out",
+        )})
+        s.run()
+        lines = sorted(inner(self.latest(s, "main:main/#1")))
+        self.assertEqual(lines, [9, 10])
+        self.assertEqual(inner(self.latest(s, "main:main/#1"))[10], ("None", 2, None))
+        self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "[6, 9]")
+
+    def test_code_computes_the_same(self):
+        # Chained and unpacking targets, an augmented attribute (no value to
+        # show: reading it again could run a property), an annotation, a
+        # walrus, a del, a with body; the namespace never holds the slots.
+        header = ("import contextlib\n\n\nclass O:\n    n = 1\n\n\n")
+        s = self.session({"main": src(
+            "o = O()",
+            "seen = []",
+            "with contextlib.nullcontext(3) as c:",
+            "    a = b = c + 1",
+            "    p, q = a, b * 2",
+            "    o.n += p",
+            "    t: int = q",
+            "    (w := t + 1)",
+            "    tmp = 1",
+            "    del tmp",
+            "    seen.append(sorted(n for n in dir() if 'ripple_inner' in n))",
+            "return (a, b, p, q, o.n, t, w, seen)",
+            header=header,
+        )})
+        s.run()
+        self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "(4, 4, 4, 8, 5, 8, 9, [[]])")
+        got = inner(self.latest(s, "main:main/#1"))
+        self.assertEqual(got[12], ("4", 1, None))   # a = b = c + 1
+        self.assertEqual(got[13], ("(4, 8)", 1, None))
+        self.assertEqual(got[14], (None, 1, None))  # o.n += p: counted, no value
+        self.assertEqual(got[15], ("8", 1, None))
+        self.assertEqual(got[16], ("9", 1, None))
+        self.assertEqual(got[17], ("1", 1, None))
+        self.assertNotIn(18, got)  # del reports nothing
+
+    def test_the_inner_statement_that_raised(self):
+        s = self.session({"main": src(
+            "xs = [2, 1, 0]",
+            "out = []",
+            "for x in xs:",
+            "    r = 6 // x",
+            "    out.append(r)",
+        )})
+        s.run()
+        u = self.latest(s, "main:main/#1")
+        self.assertEqual(u["payload"]["type"], "Panic")
+        self.assertEqual(inner(u), {5: ("6", 2, "ZeroDivisionError: integer division or modulo by zero"), 6: ("None", 2, None)})
+        s.compile({"main": src("for x in [0]:", "    r = 6 // x")})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {3: (None, 0, "ZeroDivisionError: integer division or modulo by zero")})
+
+    def test_cached_and_moved(self):
+        body = ("total = 0", "for i in range(3):", "    total += i")
+        s = self.session({"main": src(*body)})
+        s.run()
+        s.compile({"main": src("pad = 0", *body)})
+        run = s.run()
+        moved = [u for u in run.updates() if u["expressionId"] == "main:main/#1"]
+        self.assertEqual(len(moved), 1)
+        self.assertTrue(moved[0]["fromCache"])
+        self.assertEqual(inner(moved[0]), {5: ("3", 3, None)})
+        self.assertEqual(moved[0]["inner"][0]["range"]["start"], {"line": 4, "character": 8})
+
+    def test_many_constants_and_many_inner_statements(self):
+        # Over 255 constants: the slots go through the namespace for the
+        # run (the bytecode cannot name them as a constant), and leave it.
+        # Over MAX_INNER inner statements: the first 256 report.
+        consts = " + ".join("%d.5" % i for i in range(300))  # 300 constants: v + 0.5 + 1.5 ...
+        many = ["    v%d = %d" % (i, i) for i in range(300)]
+        s = self.session({"main": src(
+            "v = 0", "if True:", "    xs = v + %s" % consts, "    left = [n for n in globals() if 'ripple_inner' in n]",
+            "if True:", *many, "names = [n for n in globals() if 'ripple_inner' in n]",
+            header="")})
+        s.run()
+        first = inner(self.latest(s, "main:main/#1"))
+        self.assertEqual(first[4], ("45000.0", 1, None))
+        self.assertEqual(first[5], ("['__ripple_inner__']", 1, None))  # bound while it ran
+        second = self.latest(s, "main:main/#2")["inner"]
+        self.assertEqual(len(second), 256)
+        self.assertEqual(second[-1]["preview"], "255")
+        self.assertEqual(self.latest(s, "main:main/names")["payload"]["preview"], "[]")
+
+    def test_script_top_level(self):
+        s = Session({"job": "total = 0\nfor i in range(4):\n    total += i\n"})
+        try:
+            run = s.run([{"type": "ExplicitCall", "module": "job", "definedOnType": "", "name": "__main__",
+                          "positionalArgumentsExpressions": []}])
+            loop = [u for u in run.updates() if u["expressionId"].endswith("/#1")][-1]
+            self.assertEqual(inner(loop), {3: ("6", 4, None)})
+        finally:
+            s.close()
+
+
+class InnerValuesJournal(unittest.TestCase):
+    """A new kernel restores a compound statement's inner values with its
+    value from the value journal."""
+
+    def test_restored_with_the_value(self):
+        d = tempfile.mkdtemp(prefix="ripple-nested-test-")
+        old = os.environ.get("RIPPLE_VALUES_DB")
+        os.environ["RIPPLE_VALUES_DB"] = os.path.join(d, ".ripple", "values.db")
+        text = src("total = 0", "for i in range(5):", "    print(i)", "    total += i")
+        try:
+            s = Session({"main": text})
+            s.run()
+            s.engine.journal_flush()
+            s.close()
+            sys.modules.pop("main", None)
+            s = Session({"main": "\n" + text})
+            try:
+                s.run()
+                u = s.latest[0]["main:main/#1"]
+                self.assertTrue(u["fromCache"])
+                self.assertEqual(inner(u), {5: ("None", 5, None), 6: ("10", 5, None)})
+            finally:
+                s.close()
+        finally:
+            if old is None:
+                os.environ.pop("RIPPLE_VALUES_DB", None)
+            else:
+                os.environ["RIPPLE_VALUES_DB"] = old
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
