@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import ast
 import dis
+import itertools
+import sys
 import types
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
 
@@ -78,51 +80,105 @@ def _reported(stmt: ast.stmt) -> bool:
     return isinstance(stmt, _VALUED) and not (isinstance(stmt, ast.AnnAssign) and stmt.value is None)
 
 
+# Statements that leave a straight run of statements only by an
+# exception (a segment: Layout).
+_SIMPLE = _VALUED + (ast.Pass, ast.Delete, ast.Assert, ast.Raise, ast.Import, ast.ImportFrom)
+
+# A segment's statements: (the statement, its inner index, -1 when it
+# reports nothing), in order.
+_Items = List[Tuple[ast.stmt, int]]
+
+
+class Layout:
+    """Where a compound statement's inner statements are: nodes, the ones
+    that report values (at most MAX_INNER), in source order (their inner
+    index); segments, each a straight run of simple statements of one body
+    holding at least one of them, in source order, with the body list and
+    the run's place in it (start, end); where[k], inner statement k's
+    (segment, place in the segment)."""
+
+    __slots__ = ("nodes", "segments", "where")
+
+    def __init__(self, node: ast.stmt) -> None:
+        self.nodes: List[ast.stmt] = []
+        self.segments: List[Tuple[List[ast.stmt], int, int, _Items]] = []
+        self.where: List[Tuple[int, int]] = []
+        if is_compound(node):
+            self._walk(node)
+
+    def _walk(self, node: ast.stmt) -> None:
+        for body in _bodies(node):
+            run: _Items = []
+            start = 0
+            for i, stmt in enumerate(body):
+                if isinstance(stmt, _SIMPLE):
+                    if not run:
+                        start = i
+                    k = -1
+                    if _reported(stmt) and len(self.nodes) < MAX_INNER:
+                        k = len(self.nodes)
+                        self.nodes.append(stmt)
+                    run.append((stmt, k))
+                    continue
+                self._close(body, start, run)
+                run = []
+                if is_compound(stmt):
+                    self._walk(stmt)
+            self._close(body, start, run)
+
+    def _close(self, body: List[ast.stmt], start: int, run: _Items) -> None:
+        if any(k >= 0 for _, k in run):
+            seg = len(self.segments)
+            self.segments.append((body, start, start + len(run), run))
+            self.where.extend((seg, pos) for pos, (_, k) in enumerate(run) if k >= 0)
+
+
 def inner_statements(node: ast.stmt) -> List[ast.stmt]:
     """The inner statements of node that report values, in source order,
     at most MAX_INNER (instrument and report number them alike)."""
-    out: List[ast.stmt] = []
-    if is_compound(node):
-        _collect(node, out)
-    return out
-
-
-def _collect(node: ast.stmt, out: List[ast.stmt]) -> None:
-    for body in _bodies(node):
-        for stmt in body:
-            if len(out) >= MAX_INNER:
-                return
-            if _reported(stmt):
-                out.append(stmt)
-            elif is_compound(stmt):
-                _collect(stmt, out)
+    return Layout(node).nodes
 
 
 def instrument(node: ast.stmt) -> int:
     """Rewrite the inner statements of node (a copy: compile_statement's)
     in place so that they record their values and counts; returns how many
-    there are (0: node is unchanged)."""
-    if not is_compound(node):
-        return 0
-    counter = [0]
-    _rewrite(node, counter)
-    return counter[0]
+    there are (0: node is unchanged).
+
+    Each segment (Layout) counts its starts and wraps its statements in a
+    handler that notes where an exception cut it short (Slots.cut) and
+    raises it again, unchanged: a statement's count is its segment's
+    starts less the cuts at or before it, one counter per straight run of
+    statements rather than one per statement."""
+    lay = Layout(node)
+    # Last segment first: a rewrite changes the places after it in its body.
+    for seg in range(len(lay.segments) - 1, -1, -1):
+        body, start, end, items = lay.segments[seg]
+        body[start:end] = _wrapped(seg, items)
+    return len(lay.nodes)
 
 
-def _rewrite(node: ast.stmt, counter: List[int]) -> None:
-    for body in _bodies(node):
-        new: List[ast.stmt] = []
-        for stmt in body:
-            if counter[0] >= MAX_INNER:
-                new.append(stmt)
-            elif _reported(stmt):
-                new.extend(_recorded(stmt, counter[0]))
-                counter[0] += 1
-            else:
-                if is_compound(stmt):
-                    _rewrite(stmt, counter)
-                new.append(stmt)
-        body[:] = new
+def _wrapped(seg: int, items: _Items) -> List[ast.stmt]:
+    """A segment's statements recording their values, after its start is
+    counted, in a handler of its cuts:
+    ``S.counts[seg] += 1; try: ... except BaseException: S.cut(seg); raise``."""
+    first = items[0][0]
+    inner: List[ast.stmt] = []
+    for stmt, k in items:
+        inner.extend(_recorded(stmt, k) if k >= 0 else [stmt])
+    count = ast.AugAssign(target=_slot("counts", seg, ast.Store(), first), op=ast.Add(), value=ast.Constant(value=1))
+    cut = ast.Call(func=ast.Attribute(value=ast.Name(id=SLOTS, ctx=ast.Load()), attr="cut", ctx=ast.Load()),
+                   args=[ast.Constant(value=seg)], keywords=[])
+    handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=None,
+                                body=[ast.Expr(value=cut), ast.Raise(exc=None, cause=None)])
+    wrapper = ast.Try(body=inner, handlers=[handler], orelse=[], finalbody=[])
+    for n in (count, wrapper, handler):
+        ast.copy_location(n, first)
+    for n in ast.walk(count):
+        ast.copy_location(n, first)
+    for n in ast.walk(handler):
+        if n is not handler:
+            ast.copy_location(n, first)
+    return [count, wrapper]
 
 
 def _slot(field: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscript:
@@ -135,38 +191,60 @@ def _slot(field: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscr
 
 
 def _recorded(stmt: ast.stmt, k: int) -> List[ast.stmt]:
-    """stmt followed (or replaced) by what records its value in slot k,
-    then the count. The value is stored only once the statement's own
-    targets are bound (``t = V[k] = e`` assigns t first), so a statement
-    that raised has neither value nor count from that run."""
-    out: List[ast.stmt] = []
+    """stmt followed (or replaced) by what records its value in slot k.
+    The value is stored only once the statement's own targets are bound
+    (``t = S.values[k] = e`` assigns t first): a statement that raised
+    leaves the value of its last run that completed."""
     if isinstance(stmt, ast.Assign):
         stmt.targets = stmt.targets + [_slot("values", k, ast.Store(), stmt)]
-        out.append(stmt)
-    elif isinstance(stmt, ast.Expr):
-        out.append(ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=stmt.value), stmt))
-    else:  # AugAssign, AnnAssign: the target's new value, read back when it is a plain name
-        out.append(stmt)
-        target = stmt.target  # type: ignore[attr-defined]  # both have target
-        if isinstance(target, ast.Name):
-            read = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), stmt)
-            out.append(ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=read), stmt))
-    count = ast.AugAssign(target=_slot("counts", k, ast.Store(), stmt), op=ast.Add(), value=ast.Constant(value=1))
-    ast.copy_location(count.value, stmt)
-    out.append(ast.copy_location(count, stmt))
-    return out
+        return [stmt]
+    if isinstance(stmt, ast.Expr):
+        return [ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=stmt.value), stmt)]
+    # AugAssign, AnnAssign: the target's new value, read back when it is a plain name
+    target = stmt.target  # type: ignore[attr-defined]  # both have target
+    if not isinstance(target, ast.Name):
+        return [stmt]
+    read = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), stmt)
+    return [stmt, ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=read), stmt)]
 
 
 class Slots:
-    """The lists one run of an instrumented statement records into. Hashed
-    by identity, so the code holding it as a constant hashes as code does
-    (a tracer's dict keyed by code objects)."""
+    """What one run of an instrumented statement records: each inner
+    statement's last value, each segment's starts and cuts (Layout,
+    instrument). Hashed by identity, so the code holding it as a constant
+    hashes as code does (a tracer's dict keyed by code objects)."""
 
-    __slots__ = ("values", "counts")
+    __slots__ = ("values", "counts", "cuts", "layout")
 
-    def __init__(self, n: int) -> None:
-        self.values: List[object] = [_UNSET] * n
-        self.counts: List[int] = [0] * n
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.values: List[object] = [_UNSET] * len(layout.nodes)
+        self.counts: List[int] = [0] * len(layout.segments)  # per segment: its starts
+        self.cuts: Dict[int, List[int]] = {}  # segment -> per place: exceptions that left it there
+
+    def cut(self, seg: int) -> None:
+        """An exception is leaving segment seg: note the statement it left
+        from (its traceback's entry for the running code, the first)."""
+        exc = sys.exc_info()[1]
+        tb = exc.__traceback__ if exc is not None else None
+        if tb is None:
+            return
+        line, col = tb.tb_lineno, _column(tb.tb_frame.f_code, tb.tb_lasti)
+        items = self.layout.segments[seg][3]
+        place = 0
+        for i, (stmt, _) in enumerate(items):
+            if (stmt.lineno, stmt.col_offset) <= (line, col if col is not None else stmt.col_offset):
+                place = i
+        cuts = self.cuts.get(seg)
+        if cuts is None:
+            cuts = self.cuts[seg] = [0] * len(items)
+        cuts[place] += 1
+
+    def count(self, k: int) -> int:
+        """How many times inner statement k completed."""
+        seg, place = self.layout.where[k]
+        cuts = self.cuts.get(seg)
+        return self.counts[seg] - (sum(cuts[:place + 1]) if cuts else 0)
 
     @staticmethod
     def unbind(ns: Dict[str, object]) -> None:
@@ -174,19 +252,20 @@ class Slots:
         there (the user's code never sees it after its statement)."""
         ns.pop(SLOTS, None)
 
-    def report(self, nodes: List[ast.stmt], where: Place, raised: Optional[BaseException] = None,
+    def report(self, where: Place, raised: Optional[BaseException] = None,
                code: Optional[types.CodeType] = None) -> List[WireObject]:
         """The inner values (kernel/PROTOCOL.md): one per inner statement
         that completed at least once or raised the exception that ended
         the statement (raised, from code), in source order. Previews and
         types are made here, once."""
+        nodes = self.layout.nodes
         failed = _raiser(nodes, raised, code) if raised is not None else -1
         out: List[WireObject] = []
-        for k, node in enumerate(nodes[:len(self.counts)]):
-            count = self.counts[k]
-            if count == 0 and k != failed:
+        for k, node in enumerate(nodes):
+            count = self.count(k)
+            if count <= 0 and k != failed:
                 continue
-            item: WireObject = {"range": where.range_of(node), "count": count}
+            item: WireObject = {"range": where.range_of(node), "count": max(count, 0)}
             value = self.values[k]
             if value is not _UNSET:
                 item["type"] = values.type_name(value)
@@ -198,6 +277,17 @@ class Slots:
         return out
 
 
+def _column(code: types.CodeType, lasti: int) -> Optional[int]:
+    """The column of code's instruction at byte offset lasti (Python
+    3.11+), or None."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None or lasti < 0:
+        return None
+    for pos in itertools.islice(positions(), lasti // 2, lasti // 2 + 1):
+        return pos[2]
+    return None
+
+
 def _raiser(nodes: List[ast.stmt], exc: Optional[BaseException], code: Optional[types.CodeType]) -> int:
     """The index of the inner statement whose line raised exc in the
     statement's own code (its traceback's entry for code), or -1."""
@@ -207,12 +297,7 @@ def _raiser(nodes: List[ast.stmt], exc: Optional[BaseException], code: Optional[
     while tb is not None:
         if tb.tb_frame.f_code is code:
             line = tb.tb_lineno
-            positions = getattr(code, "co_positions", None)
-            if positions is not None:
-                for i, pos in enumerate(positions()):
-                    if i == tb.tb_lasti // 2:
-                        col = pos[2]
-                        break
+            col = _column(code, tb.tb_lasti)
         tb = tb.tb_next
     if line is None:
         return -1

@@ -214,7 +214,7 @@ class StatementRunner:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
             if nested.SLOTS in code.co_names:
-                slots = nested.Slots(len(nested.inner_statements(ps.node)))
+                slots = nested.Slots(nested.Layout(ps.node))
                 code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
@@ -375,7 +375,7 @@ def _inner(slots: Optional[nested.Slots], ps: PlanStmt, exc: Optional[BaseExcept
     None for a statement without inner statements."""
     if slots is None:
         return None
-    return slots.report(nested.inner_statements(ps.node), nested.Place(ps.node, ps.text, ps.range), exc, code)
+    return slots.report(nested.Place(ps.node, ps.text, ps.range), exc, code)
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:

@@ -127,6 +127,42 @@ class InnerValues(EngineTestCase):
         self.assertEqual(got[17], ("1", 1, None))
         self.assertNotIn(18, got)  # del reports nothing
 
+    def test_counts_after_caught_exceptions_continue_and_break(self):
+        # A statement's count is the runs that completed: an exception a try
+        # caught cuts its run short at the statement that raised (the two on
+        # one line too); a continue or a break skips what follows it.
+        s = self.session({"main": src(
+            "for x in [1, 0, 2, 0, 5]:",
+            "    try:",
+            "        a = 10 // x",
+            "        b = a + 1",
+            "        p = x; q = 1 // x",
+            "    except ZeroDivisionError:",
+            "        z = 'zero'",
+            "    c = x",
+            "    if x > 2:",
+            "        break",
+            "    d = x",
+            "    if x == 0:",
+            "        continue",
+            "    e = x",
+            "    try:",
+            "        raise ValueError(x)",
+            "        never = 1",
+            "    except ValueError:",
+            "        pass",
+        )})
+        s.run()
+        got = inner(self.latest(s, "main:main/#1"))
+        self.assertEqual(got[4], ("2", 3, None))    # a = 10 // x: 1, 2, 5 -> 2
+        self.assertEqual(got[5], ("3", 3, None))    # b
+        self.assertEqual(got[6][1:], (3, None))     # p = x (x = 1, 2, 5) and q = 1 // x: on one line
+        self.assertEqual(got[8], ("'zero'", 2, None))
+        self.assertEqual(got[9], ("5", 5, None))    # c
+        self.assertEqual(got[12], ("0", 4, None))   # d: not after the break (x = 1, 0, 2, 0)
+        self.assertEqual(got[15], ("2", 2, None))   # e: not after a continue (x = 0 twice)
+        self.assertNotIn(18, got)                   # never runs
+
     def test_the_inner_statement_that_raised(self):
         s = self.session({"main": src(
             "xs = [2, 1, 0]",
@@ -135,7 +171,9 @@ class InnerValues(EngineTestCase):
             "    r = 6 // x",
             "    out.append(r)",
         )})
-        s.run()
+        run = s.run()
+        # The traceback is the user's, as without the instrumentation.
+        self.assertEqual(run.diagnostics()[0]["stack"][0]["location"]["start"], {"line": 4, "character": 12})
         u = self.latest(s, "main:main/#1")
         self.assertEqual(u["payload"]["type"], "Panic")
         self.assertEqual(inner(u), {5: ("6", 2, "ZeroDivisionError: integer division or modulo by zero"), 6: ("None", 2, None)})
