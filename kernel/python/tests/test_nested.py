@@ -256,3 +256,100 @@ class InnerValuesJournal(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RandomLoops(unittest.TestCase):
+    """Seeded random functions of loops, ifs and trys: ripple's run returns
+    what a plain call of the function returns, and after an edit the
+    incremental run reports the same values and inner values as a fresh
+    engine (the caching invariant, inner values included)."""
+
+    NAMES = ["a", "b", "c", "d"]
+
+    def stmt(self, rng, depth, in_loop):
+        n = self.NAMES
+        r = rng.random()
+        if depth < 2 and r < 0.25:
+            head = rng.choice(["for i%d in range(%d):" % (depth, rng.randint(0, 6)),
+                               "if %s %% %d == %d:" % (rng.choice(n), rng.randint(2, 3), rng.randint(0, 1)),
+                               "try:", "while w%d < %d:" % (depth, rng.randint(1, 4))])
+            lines = [head]
+            if head.startswith("while"):
+                lines = ["w%d = 0" % depth, head, "    w%d += 1" % depth]
+            body = [l for _ in range(rng.randint(1, 3)) for l in self.stmt(rng, depth + 1, in_loop or head[:3] in ("for", "whi"))]
+            lines += ["    " + l for l in body]
+            if head == "try:":
+                lines += ["except ZeroDivisionError:", "    %s = -1" % rng.choice(n)]
+            elif head.startswith("if") and rng.random() < 0.5:
+                lines += ["else:", "    %s = %d" % (rng.choice(n), rng.randint(0, 9))]
+            return lines
+        if in_loop and r < 0.32:
+            return ["if %s %% 3 == 0:" % rng.choice(n), "    " + rng.choice(["continue", "break"])]
+        t, x, y = rng.choice(n), rng.choice(n), rng.choice(n)
+        return [rng.choice(["%s = %s + %d" % (t, x, rng.randint(0, 9)), "%s += %s %% 5" % (t, x),
+                            "%s = %s // (%s %% 4)" % (t, x, y), "log.append(%s)" % x])]
+
+    def program(self, rng):
+        body = ["a, b, c, d = 1, 2, 3, 4", "log = []"]
+        for _ in range(rng.randint(2, 4)):
+            body += self.stmt(rng, 0, False)
+        body.append("return (a, b, c, d, log[-5:], len(log))")
+        return src(*body)
+
+    @staticmethod
+    def view(updates):
+        out = {}
+        for id_, u in updates.items():
+            p = u["payload"]
+            inner_view = [(v["range"]["start"]["line"], v.get("preview"), v["count"], v.get("panic")) for v in u.get("inner", ())]
+            out[id_] = (p["type"], p.get("preview") or p.get("message"), inner_view)
+        return out
+
+    def test_random_programs(self):
+        import random
+
+        seed = int(os.environ.get("RIPPLE_INVARIANT_SEED", "1"))
+        checked = 0
+        for n in range(40):
+            rng = random.Random(seed * 1000 + n)
+            text = self.program(rng)
+            # A plain call of the function, outside ripple.
+            ns = {}
+            exec(compile(text, "plain", "exec"), ns)
+            try:
+                want = ("Value", repr(ns["main"]()))
+            except ZeroDivisionError as e:
+                want = ("Panic", "ZeroDivisionError: " + str(e))
+            s = Session({"main": text})
+            try:
+                s.run()
+                ret = s.latest[0].get("main:main/return")
+                got = ("Value", ret["payload"]["preview"]) if ret and ret["payload"]["type"] == "Value" else None
+                if want[0] == "Panic":
+                    panics = [u["payload"]["message"] for u in s.latest[0].values() if u["payload"]["type"] == "Panic"]
+                    self.assertIn(want[1], panics, text)
+                else:
+                    self.assertEqual(got, want, text)
+                # An edit of one constant, and a line inserted above the
+                # rest half of the time: incremental against fresh.
+                lines = text.split("\n")
+                digits = [i for i, l in enumerate(lines) if any(ch.isdigit() for ch in l) and "return" not in l]
+                i = rng.choice(digits)
+                lines[i] = "".join(str((int(ch) + 1) % 10) if ch.isdigit() and k == max(j for j, c in enumerate(lines[i]) if c.isdigit()) else ch
+                                   for k, ch in enumerate(lines[i]))
+                if rng.random() < 0.5:
+                    lines.insert(3, "    z = 0")  # everything below moves down a line
+                edited = "\n".join(lines)
+                s.compile({"main": edited})
+                s.run()
+                fresh = Session({"main": edited})
+                try:
+                    fresh.run()
+                    self.assertEqual(self.view(s.latest[0]), self.view(fresh.latest[0]), edited)
+                finally:
+                    fresh.close()
+                checked += 1
+            finally:
+                s.close()
+                sys.modules.pop("main", None)
+        self.assertEqual(checked, 40)
