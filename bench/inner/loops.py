@@ -32,11 +32,13 @@ WORKLOADS = {
     "if in the loop": "    for i in range(N):\n        if i % 3 == 0:\n            hits += 1\n",
     "f-string + append": "    for i in range(N):\n        s = f'{i:06d}'\n        parts.append(s)\n",
     "math call": "    for i in range(N):\n        r = math.sqrt(i) * 2.0\n",
+    "row of a dict": "    for i in range(N):\n        row = {'k': i, 'v': i * 2}\n        name = row['k']\n        total += row['v']\n",
+    "project function": "    for i in range(N):\n        y = helper(i)\n",
 }
 
 
 def main_source(body, n):
-    return ("import math\n\n\ndef main():\n    N = %d\n    total = 0\n    hits = 0\n    parts = []\n" % n
+    return ("import math\n\n\ndef helper(v):\n    w = v * 2\n    return w + 1\n\n\ndef main():\n    N = %d\n    total = 0\n    hits = 0\n    parts = []\n" % n
             + body + "    return total + hits + len(parts)\n")
 
 
