@@ -56,6 +56,8 @@ Project modules:
 Plans and runs:
 - analysis: what each statement uses, defines and mutates;
 - instrument: compiling statements so that they report their values;
+- nested: the inner values of compound statements (their nested
+  statements' last values and counts, recorded without calls);
 - labelling: the label numbering that makes expression ids (once);
 - labels, affected: static readers of a module's ids and of what an edit
   invalidates, run in short processes of their own;

@@ -17,7 +17,7 @@ import ast
 import types
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from . import analysis
+from . import analysis, nested
 
 # A slot of the code cache: the code at line 1 (key 1) and by (line, function name).
 _Slot = Dict[Union[int, Tuple[int, Optional[str]]], types.CodeType]
@@ -45,6 +45,7 @@ class CodeCache:
 
     def __init__(self) -> None:
         self._codes: Dict[Tuple[str, str, int, int, Optional[str]], _Slot] = {}  # by (filename, text, col, flags, self_name)
+        self.patches = nested.Patches()  # the compound statements' code with their Slots as a constant
 
     def code(self, filename: str, text: str, node: ast.stmt, flags: int = 0, self_name: Optional[str] = None,
              func_name: Optional[str] = None) -> types.CodeType:
@@ -98,7 +99,9 @@ def compile_statement(node: ast.stmt, filename: str, flags: int = 0, first_line:
     or return is passed through VALUE_HOOK; when it is a call, its callee
     and arguments go through CALLEE_HOOK, ARGS_HOOK and KWARGS_HOOK first
     (so the run can see them; the call stays the statement's); every ``return``
-    outside nested scopes becomes a call of RETURN_HOOK, which raises. Line
+    outside nested scopes becomes a call of RETURN_HOOK, which raises. A
+    compound statement's inner statements record their values and counts
+    in a nested.Slots (nested.py). Line
     numbers and columns stay the user's, so tracebacks point at the source.
 
     self_name: the statement is in a method whose first parameter is
@@ -203,6 +206,8 @@ def _transform(node: ast.stmt, nonlocals: bool = True, returns: bool = True) -> 
         if nonlocals:
             _fix_nested(new)
         return new
+    # Before the returns become hook calls (an expression statement each).
+    nested.instrument(node)
     if returns:
         _ReturnRewriter().visit(node)
     if nonlocals:

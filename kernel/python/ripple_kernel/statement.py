@@ -18,7 +18,7 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
-from . import instrument, notebook, values
+from . import instrument, nested, notebook, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
 from .labelling import SCRIPT
@@ -209,9 +209,13 @@ class StatementRunner:
         guard = self.guard
         guard.effects = guard.held = None  # what this statement does, from here on
         code: Optional[types.CodeType] = None
+        slots: Optional[nested.Slots] = None  # a compound statement's inner values (nested.py)
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            if nested.SLOTS in code.co_names:
+                slots = nested.Slots(nested.Layout(ps.node))
+                code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
             with self.kernel.user_code():
@@ -231,6 +235,8 @@ class StatementRunner:
                     hooks.has = True
                 finally:
                     guard.mode = OFF  # the kernel's code from here on
+                    if slots is not None:
+                        slots.unbind(ns)
                     # Logged even when it raised or was interrupted: its
                     # partial effects make the objects dirty.
                     if not self.run_once:
@@ -249,11 +255,17 @@ class StatementRunner:
             raise
         except BaseException as exc:  # a Panic of this statement, unless it was held
             if guard.held is None:
-                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), time.perf_counter_ns() - started)
+                elapsed = time.perf_counter_ns() - started
+                inner = _inner(slots, ps, exc, code)
+                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), elapsed, inner)
         if guard.held is not None:  # held, also when its code caught the refusal
             return self._held(fr, ps, guard.held)
         if guard.effects:
             update["payload"]["effects"] = guard.effects
+        if slots is not None:
+            inner = _inner(slots, ps)
+            if inner:
+                update["inner"] = inner
         bindings = tuple((name, ns.get(name, DELETED)) for name in ps.defines)
         if not self.run_once:
             register_objects(frame, ns, info, ps.id)
@@ -310,7 +322,8 @@ class StatementRunner:
         update["methodCall"] = {"methodPointer": pointer}
         return call
 
-    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int) -> str:
+    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int,
+                  inner: Optional[List[WireObject]] = None) -> str:
         """Report the statement's Panic; it ends the frame's run (8.1), as a
         return does for a skip or xfail outcome under stopAtSkip."""
         forget_broken_imports()
@@ -325,6 +338,8 @@ class StatementRunner:
         self.flush(fr)
         self.emit({"type": "diagnostic", "diagnostic": diag})
         update = update_of(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
+        if inner:
+            update["inner"] = inner  # what its inner statements did before it raised
         fr.frame.reported[ps.id] = update
         if not self.run_once:
             register_objects(fr.frame, fr.ns, ps.info, ps.id)
@@ -352,6 +367,15 @@ class StartClock:
 
 
 _CLOCK = StartClock()  # one per process: the formatted second outlives a request
+
+
+def _inner(slots: Optional[nested.Slots], ps: PlanStmt, exc: Optional[BaseException] = None,
+           code: Optional[types.CodeType] = None) -> Optional[List[WireObject]]:
+    """The inner values of a compound statement that ran (nested.py), or
+    None for a statement without inner statements."""
+    if slots is None:
+        return None
+    return slots.report(nested.Place(ps.node, ps.text, ps.range), exc, code)
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:
