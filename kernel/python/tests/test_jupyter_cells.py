@@ -26,9 +26,10 @@ END = "\n" + notebook.CELL_END + "\n"  # after a cell's statements
 
 
 class Run(unittest.TestCase):
-    def test_last_expression_is_the_result(self):
-        self.assertEqual(run("x = 1\nx + 1")["source"], "x = 1\n__ripple_result__(x + 1)" + END)
-        # Silenced with ';', not an expression, or nothing: unchanged.
+    def test_the_cell_stays_as_written(self):
+        # The last expression is left as written (notebook.cell_end shows
+        # it): a warning or a traceback quotes the user's line.
+        self.assertEqual(run("x = 1\nx + 1"), {"source": "x = 1\nx + 1" + END, "parsed": "x = 1\nx + 1"})
         self.assertEqual(run("x = 1\nx + 1;")["source"], "x = 1\nx + 1;" + END)
         self.assertEqual(run("y = 2\n")["source"], "y = 2" + END)
         self.assertEqual(run("")["source"], "")
@@ -50,8 +51,8 @@ class Run(unittest.TestCase):
 
     def test_multiline_and_non_ascii_expression(self):
         src = "s = 'é'\n(s +\n 'ü')  # comment"
-        self.assertEqual(run(src)["source"], "s = 'é'\n__ripple_result__((s +\n 'ü'))  # comment" + END)
-        self.assertEqual(run("a = 1; 'é' * a")["source"], "a = 1; __ripple_result__('é' * a)" + END)
+        self.assertEqual(run(src)["source"], src + END)
+        self.assertEqual(run("a = 1; 'é' * a")["source"], "a = 1; 'é' * a" + END)
 
     def test_syntax_error(self):
         err = run("def f(:\n  pass")["error"]
@@ -64,7 +65,8 @@ class Run(unittest.TestCase):
         src = run("!echo hi\n%time x = 1\nx")["source"]
         self.assertIn("get_ipython().system('echo hi')", src)
         self.assertIn("get_ipython().run_line_magic('time', 'x = 1')", src)
-        self.assertTrue(src.endswith("__ripple_result__(x)" + END))
+        self.assertTrue(src.endswith("\nx" + END))
+        self.assertEqual(run("%time x = 1")["parsed"], "get_ipython().run_line_magic('time', 'x = 1')\n")
         # An assigned shell escape or magic, also indented (in a def).
         src = run("def f():\n    listing = !ls\n    a, b = %time 1\n    return listing")["source"]
         self.assertIn("listing = get_ipython().getoutput('ls')", src)
@@ -80,13 +82,20 @@ class Run(unittest.TestCase):
         self.assertIn("python3-ipython", err["evalue"])
         # Plain Python does not need IPython.
         with mock.patch.dict(sys.modules, {"IPython.core.inputtransformer2": None}):
-            self.assertEqual(run("1")["source"], "__ripple_result__(1)" + END)
+            self.assertEqual(run("1")["source"], "1" + END)
 
     def test_bad_params(self):
         with self.assertRaisesRegex(InvalidParams, "jupyterCell: code must be a string, got int"):
             jupyter_cells.cell({"code": 1})
-        with self.assertRaisesRegex(InvalidParams, 'jupyterCell: mode must be "run" or "isComplete", got \'x\''):
+        with self.assertRaisesRegex(InvalidParams, "jupyterCell: mode must be one of run, isComplete, begin, comm, "
+                                                   "commInfo, expressions, finish, got 'x'"):
             jupyter_cells.cell({"code": "", "mode": "x"})
+        with self.assertRaisesRegex(InvalidParams, "jupyterCell begin: count must be an int"):
+            jupyter_cells.cell({"mode": "begin", "count": "1", "code": ""})
+        with self.assertRaisesRegex(InvalidParams, "jupyterCell expressions: expressions must be an object"):
+            jupyter_cells.cell({"mode": "expressions", "context": "c", "expressions": ["x"]})
+        with self.assertRaisesRegex(InvalidParams, "jupyterCell comm: type must be one of comm_open, comm_msg, comm_close"):
+            jupyter_cells.cell({"mode": "comm", "type": "comm_oops", "content": {}})
 
 
 class IsComplete(unittest.TestCase):
