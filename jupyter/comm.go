@@ -24,12 +24,14 @@ func (s *Server) comm(m *Message) {
 		}
 		return
 	}
+	// The comm messages first, then what the handler printed, in the
+	// order ipykernel's are seen (its streams are flushed later).
 	out := &shellOutput{s: s, parent: m}
-	out.Stream("stdout", res.Stdout)
-	out.Stream("stderr", res.Stderr)
 	for _, c := range res.Messages {
 		out.Comm(c.MsgType, c.Content, c.Metadata)
 	}
+	out.Stream("stdout", res.Stdout)
+	out.Stream("stderr", res.Stderr)
 }
 
 func commID(m *Message) string {

@@ -1,7 +1,6 @@
 package jupyter
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,15 +36,16 @@ func (s *Session) execute(ctx context.Context, req ExecuteRequest, out Output) E
 	if strings.TrimSpace(code) == "" {
 		return ExecuteResult{Status: "ok"}
 	}
+	counted := !req.Silent && req.StoreHistory
 	if m := helpLine.FindStringSubmatch(code); m != nil {
+		if counted {
+			s.session(ctx, map[string]any{"mode": "begin", "count": req.Count, "code": req.Code, "parsed": code})
+		}
 		return s.help(ctx, m[1], len(m[2])-1)
 	}
-	source, parsed, failed := s.transform(ctx, code)
-	counted := !req.Silent && req.StoreHistory
-	if counted {
-		// In, _i, _ii, ... as IPython sets them before the cell runs.
-		s.session(ctx, map[string]any{"mode": "begin", "count": req.Count, "code": req.Code, "parsed": cmp.Or(parsed, code)})
-	}
+	// The kernel sets In, _i, _ii, ... as IPython does before the cell
+	// runs, in the same call.
+	source, parsed, failed := s.transform(ctx, code, req)
 	if failed != nil {
 		return *failed
 	}
@@ -80,7 +80,7 @@ func (s *Session) execute(ctx context.Context, req ExecuteRequest, out Output) E
 	if r.failed == nil {
 		r.replay()
 	}
-	if counted {
+	if counted && r.resultExpr != "" {
 		// Out, _, __, ... as IPython's displayhook sets them: the value of
 		// the statement whose result the cell showed.
 		s.session(ctx, map[string]any{"mode": "finish", "count": req.Count, "expression": r.resultExpr})
@@ -159,8 +159,12 @@ func (s *Session) writeScript(script string) error {
 // source for the script, and the transformed cell (IPython's In); a
 // result when it cannot run (a syntax error, IPython syntax without
 // IPython).
-func (s *Session) transform(ctx context.Context, code string) (string, string, *ExecuteResult) {
-	raw, err := s.eng.KernelCall(ctx, s.ctxID, "jupyterCell", map[string]any{"code": code})
+func (s *Session) transform(ctx context.Context, code string, req ExecuteRequest) (string, string, *ExecuteResult) {
+	params := map[string]any{"code": code}
+	if !req.Silent && req.StoreHistory {
+		params["count"], params["raw"] = req.Count, req.Code
+	}
+	raw, err := s.eng.KernelCall(ctx, s.ctxID, "jupyterCell", params)
 	if err != nil {
 		res := errorResult("RippleError", err.Error())
 		return "", "", &res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -72,7 +73,8 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 		if parsed == "" {
 			parsed = req.Code
 		}
-		s.history = append(s.history, historyEntry{count: req.Count, input: req.Code, parsed: parsed,
+		// Stored without trailing newlines, as IPython's store_inputs.
+		s.history = append(s.history, historyEntry{count: req.Count, input: strings.TrimRight(req.Code, "\n"), parsed: strings.TrimRight(parsed, "\n"),
 			output: out.resultText, hasOut: out.hasResult})
 		s.histMu.Unlock()
 	}

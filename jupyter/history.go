@@ -58,9 +58,13 @@ func (q historyQuery) answer(all []historyEntry) []any {
 				stop += n
 			}
 		}
+		// Rows of the current session are session 0 in IPython's answer,
+		// even when it was asked by its number; jupyter_kernel_test wants
+		// the number asked back, so a positive one is.
+		session := max(q.Session, 0)
 		for i := max(start, 0); i < stop; i++ {
 			if i == 0 {
-				row(0, 0, "", nil)
+				row(session, 0, "", nil)
 				continue
 			}
 			h := all[i-1]
@@ -68,7 +72,7 @@ func (q historyQuery) answer(all []historyEntry) []any {
 			if h.hasOut {
 				out = h.output
 			}
-			row(0, i, q.input(h), out)
+			row(session, i, q.input(h), out)
 		}
 	case "tail":
 		picked := all

@@ -38,20 +38,33 @@ _IPYTHON_SYNTAX = re.compile(r"^\s*(%|!|\?)|\?\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*
 
 
 def cell(params: WireObject) -> WireObject:
-    """The method: {code, mode?} -> {source, parsed} | {error} | {status,
-    indent}; the other modes (the module doc) take their own params."""
+    """The method: {code, mode?, count?, raw?} -> {source, parsed} | {error}
+    | {status, indent}; count (and raw, the cell as typed when code lost
+    lines the Go side answers) sets IPython's In for cell count; the other
+    modes (the module doc) take their own params."""
     mode = params.get("mode", "run")
     if mode in _SESSION_MODES:
         return _SESSION_MODES[mode](params)
     code = params.get("code")
     if type(code) is not str:
         raise InvalidParams("jupyterCell: code must be a string, got %s" % type(code).__name__)
-    mode = params.get("mode", "run")
     if mode == "isComplete":
         status, indent = is_complete(code)
         return {"status": status, "indent": indent}
     if mode != "run":
         raise InvalidParams('jupyterCell: mode must be one of %s, got %r' % (", ".join(_MODES), mode))
+    count, raw = params.get("count"), params.get("raw", code)
+    if count is not None and (type(count) is not int or type(raw) is not str):
+        raise InvalidParams("jupyterCell: count must be an int and raw a string, got %r, %r" % (count, raw))
+    answer = _run(code)
+    if count is not None:
+        # A cell that counts: In and _i* as IPython stores them before it
+        # runs (a cell that does not parse too).
+        jupyter_shell.HISTORY.begin(count, raw, str(answer.get("parsed", code)))
+    return answer
+
+
+def _run(code: str) -> WireObject:
     try:
         source = transform(code)
     except _NoIPython as e:

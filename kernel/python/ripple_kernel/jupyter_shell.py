@@ -141,7 +141,7 @@ def _evaluate(code: object, namespace: Dict[str, Any]) -> WireObject:
     try:
         if type(code) is not str:
             raise TypeError("a user expression must be a string, got %s" % type(code).__name__)
-        value = eval(compile(code, "<user expression>", "eval"), dict(namespace))
+        value = eval(code, dict(namespace))  # "<string>" in a SyntaxError, as IPython's
         return {"status": "ok", "data": values.mime_bundle(value), "metadata": {}}
     except Exception as e:  # what the expression raised is its answer
         name = type(e).__name__

@@ -98,6 +98,45 @@ class Run(unittest.TestCase):
             jupyter_cells.cell({"mode": "comm", "type": "comm_oops", "content": {}})
 
 
+class IPythonVariables(unittest.TestCase):
+    """jupyter_shell.History: In, Out and _ as IPython keeps them."""
+
+    def test_inputs_and_results(self):
+        import builtins
+
+        from ripple_kernel import jupyter_shell
+
+        saved = {n: getattr(builtins, n) for n in dir(builtins)}
+        try:
+            h = jupyter_shell.History()
+            h.install()
+            self.assertEqual((builtins.In, builtins.Out, builtins._, builtins._i), ([""], {}, "", ""))
+            h.begin(1, "1 + 1\n", "1 + 1\n")
+            h.results["s1"] = 2
+            h.finish(1, "s1")
+            h.begin(2, "%time x = 1", "get_ipython().run_line_magic('time', 'x = 1')")
+            h.finish(2, None)  # no result: _ stays
+            h.begin(3, "'a'", "'a'")
+            h.results["s3"] = "a"
+            h.finish(3, "s3")
+            h.finish(4, "unknown")  # a statement the kernel did not see show: nothing
+            self.assertEqual(builtins.In, ["", "1 + 1", "get_ipython().run_line_magic('time', 'x = 1')", "'a'"])
+            self.assertEqual(builtins.Out, {1: 2, 3: "a"})
+            self.assertIs(builtins._oh, builtins.Out)
+            self.assertEqual((builtins._, builtins.__, builtins.___), ("a", 2, ""))
+            self.assertEqual((builtins._i, builtins._ii, builtins._iii), ("%time x = 1", "1 + 1", ""))
+            self.assertEqual((getattr(builtins, "_1"), getattr(builtins, "_3"), getattr(builtins, "_i2")), (2, "a", "%time x = 1"))
+            # The run mode sets In for a cell that counts.
+            with mock.patch.object(jupyter_cells.jupyter_shell, "HISTORY", h):
+                jupyter_cells.cell({"code": "y = 1\n", "count": 4})
+            self.assertEqual(builtins.In[4], "y = 1")
+        finally:
+            for n in set(dir(builtins)) - set(saved):
+                delattr(builtins, n)
+            for n, v in saved.items():
+                setattr(builtins, n, v)
+
+
 class IsComplete(unittest.TestCase):
     SAMPLES = [("1", "complete"), ("print('hello')", "complete"), ("def f(x):\n  return x*2\n\n\n", "complete"),
                ("print('''hello", "incomplete"), ("def f(x):\n  x*2", "incomplete"), ("import = 7q", "invalid")]
