@@ -32,7 +32,12 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 			map[string]any{"status": "aborted", "execution_count": s.count})
 		return
 	}
-	if !req.Silent && req.StoreHistory {
+	// A cell that counts gets the next execution count and goes into the
+	// history; an empty one does not, as IPython's run_cell returns
+	// before either.
+	counted := !req.Silent && req.StoreHistory && strings.TrimSpace(req.Code) != ""
+	req.StoreHistory = req.StoreHistory && counted
+	if counted {
 		s.count++
 	}
 	req.Count = s.count
@@ -67,7 +72,7 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 			s.abortBefore = time.Now()
 		}
 	}
-	if !req.Silent && req.StoreHistory {
+	if counted {
 		s.histMu.Lock()
 		parsed := res.Parsed
 		if parsed == "" {

@@ -207,7 +207,7 @@ func (r *run) handle(n note) bool {
 }
 
 // displayItem is a displayData bundle: the cell's result when the kernel
-// marked it (jupyter_boot.RESULT_MIME), else a display.
+// marked it (notebook.RESULT_MIME), else a display.
 func displayItem(data json.RawMessage) outputItem {
 	var bundle map[string]json.RawMessage
 	if json.Unmarshal(data, &bundle) == nil {
@@ -226,7 +226,7 @@ func displayItem(data json.RawMessage) outputItem {
 	return outputItem{Kind: "display", Data: data}
 }
 
-// The kernel's marks on displayData bundles (jupyter_boot.RESULT_MIME,
+// The kernel's marks on displayData bundles (notebook.RESULT_MIME,
 // display.CLEAR_MIME).
 const (
 	resultMime = "application/vnd.ripple.execute-result"

@@ -128,6 +128,7 @@ class BothKernels(unittest.TestCase):
 
 class IPythonVariables(BothKernels):
     CELLS = [
+        "",  # empty: not counted
         "1 + 1",
         "_ + 1",
         "print(_, __, _1, _2, _i, _ii, _i1, In[1], In[2], Out)",
@@ -151,8 +152,9 @@ class IPythonVariables(BothKernels):
 
         got = self.on_both(steps)
         # Not all nothing: the values are IPython's.
-        self.assertEqual(got[2][2], [("stream:stdout", "3 2 2 3 _ + 1 1 + 1 1 + 1 1 + 1 _ + 1 {1: 2, 2: 3}\n")])
-        self.assertEqual(got[10][2], [("execute_result", 11, {"text/plain": "'anotheranotheranotheranotheranotheranotheranotheranotheranotheranother'"})])
+        self.assertEqual(got[0], ("ok", 0, []))
+        self.assertEqual(got[3][2], [("stream:stdout", "3 2 2 3 _ + 1 1 + 1 1 + 1 1 + 1 _ + 1 {1: 2, 2: 3}\n")])
+        self.assertEqual(got[11][2], [("execute_result", 11, {"text/plain": "'anotheranotheranotheranotheranotheranotheranotheranotheranotheranother'"})])
 
 
 class UserExpressions(BothKernels):
