@@ -239,6 +239,10 @@ class Comms(BothKernels):
             _, msgs = client.request("comm_open", {"comm_id": "nobody-1", "target_name": "nobody", "data": {}})
             out.append(("unknown target", [(m["msg_type"], norm(m["content"])) for m in msgs]))
             out.append(("no comms", info()))
+            # A comm the kernel opens first, before any code asked for the
+            # comm manager.
+            reply, msgs = client.execute(KERNEL_COMM)
+            out.append(("kernel opens", reply["status"], [(m["msg_type"], norm(m["content"])) for m in msgs]))
             reply, _ = client.execute(COMM_TARGET)
             out.append(reply["status"])
             _, msgs = client.request("comm_open", {"comm_id": "echo-1", "target_name": "echo", "data": {"hello": 1}})
@@ -246,8 +250,6 @@ class Comms(BothKernels):
             out.append(("info", info(), info("echo"), info("other")))
             _, msgs = client.request("comm_msg", {"comm_id": "echo-1", "data": {"n": 21}})
             out.append(("msg", [(m["msg_type"], norm(m["content"])) for m in msgs]))
-            reply, msgs = client.execute(KERNEL_COMM)
-            out.append(("kernel opens", reply["status"], [(m["msg_type"], norm(m["content"])) for m in msgs]))
             out.append(("both", info()))
             _, msgs = client.execute("print(opened)")
             kernel_id = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream").strip()
@@ -259,10 +261,14 @@ class Comms(BothKernels):
             out.append(shown(msgs))
             return out
 
-        got = self.on_both(steps)
-        self.assertEqual([(kind, c["data"]) for kind, c in got[3][1]], [("comm_msg", {"ready": True})])
-        self.assertEqual(len(got[7][1]), 2)  # the kernel's comm and the frontend's
-        self.assertEqual(got[-1], [("stream:stdout", "what the target saw: [{'hello': 1}, {'n': 21}, 'closed']\n")])
+        steps_seen = self.on_both(steps)
+        got = dict((step[0], step[1:]) for step in steps_seen[:-1] if isinstance(step, tuple))
+        self.assertEqual([kind for kind, _ in got["kernel opens"][1]], ["comm_open", "comm_msg"])
+        self.assertEqual([(kind, c["data"]) for kind, c in got["opened"][0]], [("comm_msg", {"ready": True})])
+        self.assertEqual((got["msg"][0][0][0], got["msg"][0][0][1]["data"]), ("comm_msg", {"echo": 42}))
+        self.assertEqual(len(got["both"][0]), 2)  # the kernel's comm and the frontend's
+        self.assertEqual(got["none left"][0], [])
+        self.assertEqual(steps_seen[-1], [("stream:stdout", "what the target saw: [{'hello': 1}, {'n': 21}, 'closed']\n")])
 
 
 class History(BothKernels):

@@ -66,12 +66,42 @@ def publish(msg_type: str, content: Dict[str, Any], metadata: Optional[Dict[str,
 
 def install() -> None:
     """Make the ``comm`` package's comms this kernel's, when it is
-    importable (cheap: ipykernel is imported only if asked for)."""
+    importable; else make ipykernel's stand-in when ipykernel.comm is first
+    imported, so that its Comm finds a kernel (cheap: nothing of ipykernel
+    is imported before user code does)."""
     if importlib.util.find_spec("comm") is None:
+        sys.meta_path.insert(0, _IPykernelCommHook())
         return
     comm = importlib.import_module("comm")  # untyped, and absent where ipykernel is older
     setattr(comm, "create_comm", _create_comm)
     setattr(comm, "get_comm_manager", _manager)
+
+
+class _IPykernelCommHook:
+    """A meta path finder: once ipykernel.comm is imported, the stand-in
+    kernel is made (kernel()), as ipykernel's Comm takes its kernel from
+    Kernel.instance() when it is made."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "ipykernel.comm" or COMMS.kernel is not None:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        plain = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            plain(module)
+            try:
+                kernel()
+            except Exception as e:  # the import itself worked: comms will say why they do not
+                sys.stderr.write("ripple: ipykernel's comms are not available: %s\n" % e)
+
+        loader.exec_module = exec_module
+        return spec
 
 
 def _create_comm(*args: Any, **kwargs: Any) -> Any:
