@@ -97,7 +97,9 @@ def shown(msgs):
             else:
                 out.append(("stream:" + c["name"], c["text"]))
         elif kind == "execute_result":
-            out.append((kind, c["execution_count"], c["data"]))
+            # An object's address differs from kernel to kernel.
+            data = {k: re.sub(r"0x[0-9a-f]+", "0x...", v) if k == "text/plain" else v for k, v in c["data"].items()}
+            out.append((kind, c["execution_count"], data))
         elif kind == "display_data":
             out.append((kind, c["data"]))
         elif kind == "error":
@@ -143,6 +145,10 @@ class IPythonVariables(BothKernels):
         "print(_, Out[9], Out[11], _i9, _ii)",
         "!echo shell",
         "print(repr(In[13]), repr(_i13))",
+        # IPython's pretty printer: a long list over several lines, an
+        # object with the default repr without "object".
+        "list(range(40))",
+        "class Plain:\n    pass\n[Plain(), Plain.__module__]",
     ]
 
     def test_out_in_and_the_execution_count(self):
@@ -154,6 +160,7 @@ class IPythonVariables(BothKernels):
         # Not all nothing: the values are IPython's.
         self.assertEqual(got[0], ("ok", 0, []))
         self.assertEqual(got[3][2], [("stream:stdout", "3 2 2 3 _ + 1 1 + 1 1 + 1 1 + 1 _ + 1 {1: 2, 2: 3}\n")])
+        self.assertEqual(got[-1][2], [("execute_result", 16, {"text/plain": "[<__main__.Plain at 0x...>, '__main__']"})])
         self.assertEqual(got[11][2], [("execute_result", 11, {"text/plain": "'anotheranotheranotheranotheranotheranotheranotheranotheranotheranother'"})])
 
 

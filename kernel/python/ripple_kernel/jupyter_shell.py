@@ -136,13 +136,13 @@ def _namespace(context: str) -> Dict[str, Any]:
 
 
 def _evaluate(code: object, namespace: Dict[str, Any]) -> WireObject:
-    from . import values
+    from . import notebook
 
     try:
         if type(code) is not str:
             raise TypeError("a user expression must be a string, got %s" % type(code).__name__)
         value = eval(code, dict(namespace))  # "<string>" in a SyntaxError, as IPython's
-        return {"status": "ok", "data": values.mime_bundle(value), "metadata": {}}
+        return {"status": "ok", "data": notebook.formatted(value), "metadata": {}}
     except Exception as e:  # what the expression raised is its answer
         name = type(e).__name__
         return {"status": "error", "ename": name, "evalue": str(e), "traceback": ["%s: %s\n" % (name, e)]}

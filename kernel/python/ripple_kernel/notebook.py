@@ -183,9 +183,27 @@ def show_result(value: object) -> None:
     shows = display.current()
     if value is None or shows is None:
         return
-    bundle = values.mime_bundle(value, result_mimes(value))
+    bundle = formatted(value, result_mimes(value))
     bundle[RESULT_MIME] = True
     shows.display_bundle(bundle)
+
+
+def formatted(value: object, mimes: Optional[Tuple[str, ...]] = None) -> Dict[str, object]:
+    """value's mime bundle as IPython's display formatter gives it: its
+    text/plain is IPython's pretty printer's where IPython is importable
+    (a long list on several lines, ``<module.Class at 0x...>`` for an
+    object with the default repr), as ipykernel shows it."""
+    bundle = values.mime_bundle(value, mimes)
+    try:
+        from IPython.lib.pretty import pretty
+    except ImportError:
+        return bundle
+    try:
+        # IPython's PlainTextFormatter shows up to 1000 items of a sequence.
+        bundle["text/plain"] = pretty(value, max_seq_length=1000)[:100000]
+    except Exception:
+        pass  # its repr, as values.mime_bundle made it
+    return bundle
 
 
 def cell_end(filename: str, end_line: int, value: object = None) -> None:
