@@ -42,8 +42,9 @@ class _Comms:
     """This kernel's comm machinery (one per process, made on first use)."""
 
     def __init__(self) -> None:
-        self.kernel: Any = None  # what get_ipython().kernel is: has comm_manager
+        self.kernel: Any = None  # the comm machinery's kernel: has comm_manager
         self.manager: Any = None
+        self.making = False  # kernel() runs (it imports ipykernel.comm: the hook waits)
         # The messages sent while a frontend's message is handled (None:
         # none is): they go in the handler's answer.
         self.captured: Optional[List[WireObject]] = None
@@ -83,7 +84,7 @@ class _IPykernelCommHook:
     Kernel.instance() when it is made."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "ipykernel.comm" or COMMS.kernel is not None:
+        if name != "ipykernel.comm" or COMMS.kernel is not None or COMMS.making:
             return None
         import importlib.machinery
 
@@ -131,11 +132,30 @@ class _Kernel:
         self.comm_manager = manager
 
 
+class KernelProxy:
+    """What ``get_ipython().kernel`` is: the comm machinery's kernel, made
+    when an attribute of it is first read. Libraries that only ask whether
+    the shell has a kernel (pandas: ``hasattr(ip, "kernel")``, as it tells
+    a Jupyter kernel from a terminal) do not make it: with ipykernel's
+    machinery that imports ipykernel, zmq and tornado."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(kernel(), name)
+
+
 def kernel() -> Any:
     """The kernel object of the comm machinery (made on first use);
     ModuleNotFoundError when neither comm nor ipykernel is importable."""
     if COMMS.kernel is not None:
         return COMMS.kernel
+    COMMS.making = True
+    try:
+        return _make_kernel()
+    finally:
+        COMMS.making = False
+
+
+def _make_kernel() -> Any:
     if importlib.util.find_spec("comm") is not None:
         install()
         COMMS.manager = importlib.import_module("comm.base_comm").CommManager()

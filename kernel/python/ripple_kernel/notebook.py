@@ -137,7 +137,7 @@ class NotebookShell:
 
             # As ipykernel's shell has it: user code registers comm
             # targets on get_ipython().kernel.comm_manager.
-            return jupyter_comm.kernel()
+            return jupyter_comm.KernelProxy()
         self._shell.user_ns = self._namespace
         return getattr(self._shell, name)
 

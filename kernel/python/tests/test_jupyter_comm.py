@@ -4,6 +4,9 @@ machinery tests/jupyter/test_ripple_fidelity.py drives), so a stand-in with
 the package's API (comm.create_comm, comm.get_comm_manager,
 comm.base_comm.BaseComm and CommManager) checks how the kernel hooks in."""
 
+import importlib.util
+import os
+import subprocess
 import sys
 import types
 import unittest
@@ -117,6 +120,44 @@ class CommPackage(unittest.TestCase):
     def test_bad_params(self):
         with self.assertRaisesRegex(jupyter_comm.InvalidParams, "jupyterCell comm: type must be one of"):
             jupyter_comm.handle({"type": "comm_open", "content": []})
+
+
+IPYKERNEL_CHECK = """
+from ripple_kernel import jupyter_comm
+jupyter_comm.install()
+proxy = jupyter_comm.KernelProxy()
+print(hasattr(proxy, "__class__"), jupyter_comm.COMMS.kernel)  # asking made nothing
+manager = proxy.comm_manager  # makes it, importing ipykernel.comm on the way (the hook must wait)
+from ipykernel.comm import Comm
+print(type(manager).__name__, Comm(target_name="t", data={}).kernel is jupyter_comm.COMMS.kernel)
+"""
+
+IPYKERNEL_FIRST = """
+from ripple_kernel import jupyter_comm
+jupyter_comm.install()
+from ipykernel.comm import Comm  # the hook makes the stand-in, so that Comm finds a kernel
+made = Comm(target_name="t", data={})
+print(type(made.kernel).__name__, list(jupyter_comm.COMMS.manager.comms) == [made.comm_id])
+"""
+
+
+@unittest.skipUnless(importlib.util.find_spec("ipykernel"), "ipykernel is not installed (Debian's python3-ipykernel)")
+class IPykernelMachinery(unittest.TestCase):
+    """ipykernel's own comms (up to 6.17), in a process of their own: the
+    stand-in kernel is ipykernel's singleton."""
+
+    def run_check(self, code):
+        package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, PYTHONPATH=package)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
+
+    def test_the_kernel_is_made_when_used_once(self):
+        self.assertEqual(self.run_check(IPYKERNEL_CHECK), "True None\nCommManager True\n")
+
+    def test_a_comm_made_before_the_manager_finds_the_kernel(self):
+        self.assertEqual(self.run_check(IPYKERNEL_FIRST), "RippleKernel True\n")
 
 
 if __name__ == "__main__":
