@@ -85,10 +85,24 @@ class History:
         value = self.results[expression]
         if value is self.outputs:
             return  # IPython does not put Out into itself
+        if len(self.outputs) >= CACHE_SIZE:
+            self._cull()
         self.unders = [value] + self.unders[:2]
         self.outputs[count] = value
         self._set({"_": self.unders[0], "__": self.unders[1], "___": self.unders[2], "_%d" % count: value})
 
+
+    def _cull(self) -> None:
+        """Drop the oldest fifth of Out (and their _N), as IPython's
+        DisplayHook.cull_cache does when Out is full."""
+        for n in sorted(self.outputs)[:max(int(len(self.outputs) * 0.2), 2)]:
+            del self.outputs[n]
+            if hasattr(builtins, "_%d" % n):
+                delattr(builtins, "_%d" % n)
+
+
+# IPython's DisplayHook.cache_size: Out keeps the last results up to it.
+CACHE_SIZE = 1000
 
 HISTORY = History()
 

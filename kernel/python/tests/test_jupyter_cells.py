@@ -126,6 +126,13 @@ class IPythonVariables(unittest.TestCase):
             self.assertEqual((builtins._, builtins.__, builtins.___), ("a", 2, ""))
             self.assertEqual((builtins._i, builtins._ii, builtins._iii), ("%time x = 1", "1 + 1", ""))
             self.assertEqual((getattr(builtins, "_1"), getattr(builtins, "_3"), getattr(builtins, "_i2")), (2, "a", "%time x = 1"))
+            # Out keeps the last results, as IPython's cache_size does.
+            with mock.patch.object(jupyter_shell, "CACHE_SIZE", 3):
+                for n in (5, 6, 7):
+                    h.results["s%d" % n] = n
+                    h.finish(n, "s%d" % n)
+            self.assertEqual(sorted(builtins.Out), [5, 6, 7])
+            self.assertFalse(hasattr(builtins, "_1"))
             # The run mode sets In for a cell that counts.
             with mock.patch.object(jupyter_cells.jupyter_shell, "HISTORY", h):
                 jupyter_cells.cell({"code": "y = 1\n", "count": 4})
