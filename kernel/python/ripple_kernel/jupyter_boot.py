@@ -5,9 +5,9 @@ preloaded: kernel.Config.Preload, from jupyter/session.go).
   ipykernel's, and that directory on sys.path right after the project
   root (the root is ripple's state directory of the notebook, holding the
   cells' script).
-- ``__ripple_result__(value)`` in builtins: the result hook of the cells
-  an earlier ripple wrote (cells now leave their last expression as
-  written: notebook.cell_end shows it).
+- ``__ripple_result__(value)`` in builtins: value, for the cells an
+  earlier ripple wrapped in it (cells now leave their last expression as
+  written: notebook.cell_end shows it, and so the wrapped one).
 - IPython's ``In``, ``Out``, ``_``, ... (jupyter_shell.py) and the comm
   package's comms (jupyter_comm.py).
 - ``input()`` and ``getpass.getpass()`` ask the frontend: a line of JSON
@@ -32,23 +32,16 @@ from typing import Any, Dict, Optional
 
 from . import notebook
 
-RESULT_MIME = notebook.RESULT_MIME
-
 
 class StdinNotImplementedError(RuntimeError):
     """input() in a request whose frontend does not allow stdin."""
 
 
 def _result(value: object) -> object:
-    """The cell's last expression, in a script of an earlier ripple whose
-    cells wrapped it (a restart of its state directory): shown as the
-    execute_result. Cells now leave it as written (jupyter_cells.py) and
-    the statement runner shows it (notebook.cell_end)."""
-    from . import jupyter_shell
-
-    if value is not None:
-        jupyter_shell.HISTORY.record(value)
-        notebook.show_result(value)
+    """The result hook of the cells an earlier ripple wrote (a restart of
+    its state directory): the statement's value, which the statement
+    runner shows as the cell's result, as it shows a cell's last
+    expression now left as written (notebook.cell_end)."""
     return value
 
 
