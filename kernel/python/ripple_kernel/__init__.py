@@ -69,6 +69,8 @@ Plans and runs:
 - notebook: get_ipython() for notebooks run as scripts and for ripple's
   Jupyter kernels (jupyter_boot.py): IPython magics and !shell lines on
   one IPython shell, bound to the caller's namespace;
+- jupyter_shell, jupyter_comm: a Jupyter kernel's IPython variables (In,
+  Out, _), user_expressions and comms (modes of jupyterCell);
 - mutation: mutation through calls and the mutation log;
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.

@@ -224,9 +224,8 @@ class StatementRunner:
                     guard.mode = self.effects_mode
                     exec(code, ns)
                     if plan.qualname == SCRIPT and plan.filename.endswith((".ipynb", notebook.JUPYTER_SCRIPT)):
-                        # Figures at a cell's end; a Jupyter cell's value
-                        # is shown by its result hook (jupyter_boot.py).
-                        expr = hooks.has and isinstance(ps.node, ast.Expr) and plan.filename.endswith(".ipynb")
+                        # Figures and the cell's value at a cell's end.
+                        expr = hooks.has and isinstance(ps.node, ast.Expr)
                         shown = hooks.value if expr else None
                         notebook.cell_end(plan.filename, getattr(ps.node, "end_lineno", 0) or 0, shown)
                 except _Return as ret:
