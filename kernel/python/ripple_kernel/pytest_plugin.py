@@ -65,7 +65,7 @@ from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl
-from .signals import PytestProcess
+from .signals import TEST_PROCESS
 
 if TYPE_CHECKING:
     import pytest
@@ -86,7 +86,7 @@ class _PluginState:
 _STATE = _PluginState()
 # The process state pytest's code sees (signals.PytestProcess): every
 # region below where pytest's code runs is in its hidden() and signals().
-_PROC = PytestProcess()
+_PROC = TEST_PROCESS
 
 
 def _watchfn() -> ModuleType:
