@@ -1,8 +1,12 @@
 package batch_test
 
 import (
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ripple-run/ripple/batch"
@@ -53,4 +57,51 @@ func TestUnittestProcessStateAsPytest(t *testing.T) {
 			t.Errorf("%s: %s, passed under pytest", id, s)
 		}
 	}
+}
+
+// Usage errors pytest reports (an unknown option, a bad -k expression, a
+// path or node that does not exist) end the run as they end pytest's: exit
+// status 4, pytest's message on stderr, and on stdout what its terminal
+// reporter wrote (the header and last line once collection had begun).
+func TestPytestUsageErrorsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	base := []string{"-o", "addopts=", "-p", "no:cacheprovider"}
+	for _, args := range [][]string{{"--bogus"}, {"-k", "a and"}, {"-m", "(x"}, {"no_such_file.py"}, {"test_reports.py::no_such_test"}} {
+		pCode, pOut, pErr := pytestRunSplit(t, py, root, append(base, args...)...)
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--"}, append(base, args...)...)...)
+		if code != pCode || code != 4 {
+			t.Errorf("%q: exit %d, pytest's %d\n%s\n%s", args, code, pCode, out, errOut)
+		}
+		// pytest runs here as python -m pytest: argparse names it so.
+		pErr = strings.ReplaceAll(pErr, "__main__.py", "pytest")
+		if errOut != pErr {
+			t.Errorf("%q: stderr:\n%s\npytest's:\n%s", args, errOut, pErr)
+		}
+		if got, want := sessionTimes.ReplaceAllString(out, "in TIME"), sessionTimes.ReplaceAllString(pOut, "in TIME"); got != want {
+			t.Errorf("%q: stdout:\n%s\npytest's:\n%s", args, got, want)
+		}
+	}
+}
+
+var sessionTimes = regexp.MustCompile(`in [0-9.]+s\b`)
+
+// pytestRunSplit runs pytest in root with args; its exit status, stdout
+// and stderr.
+func pytestRunSplit(t *testing.T, py, root string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"-m", "pytest"}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CI=true")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stdout.String(), stderr.String()
 }

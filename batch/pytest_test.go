@@ -270,8 +270,8 @@ func TestNoPytest(t *testing.T) {
 		t.Errorf("unittest with -k: exit %d, want 2 saying -k needs pytest\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain, "no_such_dir")
-	if code != 2 || !strings.Contains(errOut, "unittest (pytest is not installed): file or directory not found: no_such_dir") {
-		t.Errorf("unittest, a missing path: exit %d, want 2 naming it\n%s\n%s", code, out, errOut)
+	if code != 4 || !strings.Contains(errOut, "unittest (pytest is not installed): file or directory not found: no_such_dir") {
+		t.Errorf("unittest, a missing path: exit %d, want pytest's 4 naming it\n%s\n%s", code, out, errOut)
 	}
 
 	root = copyProject(t, filepath.Join("testdata", "pytest", "nopytest_pytest_style"))

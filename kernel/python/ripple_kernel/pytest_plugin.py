@@ -247,7 +247,7 @@ def _start_session(
 
     with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
-            with _cached_distributions():
+            with _cached_distributions(), _prog("pytest"):
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
@@ -281,9 +281,13 @@ def _start_session(
             state.started = True
             config.hook.pytest_collection(session=session)
         except pytest.UsageError as e:
+            # As pytest's wrap_session: the session ends with status 4 (its
+            # terminal reporter's last line); the first kernel's console
+            # is what pytest printed on stdout.
+            state.exitstatus = 4
             state.close()
             _STATE.session = None
-            return {"usage": str(e)}
+            return {"usage": str(e), "console": state.console.getvalue()}
         except (KeyboardInterrupt, pytest.exit.Exception) as e:
             state.close()
             _STATE.session = None
@@ -292,6 +296,24 @@ def _start_session(
             # A -x/--maxfail stop during collection.
             state.stopped = str(e)
     return state
+
+
+class _prog:
+    """sys.argv[0] as the pytest script has it while pytest parses its
+    command line: argparse names the program after it in a usage error
+    ("pytest: error: unrecognized arguments")."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.saved: Optional[List[str]] = None
+
+    def __enter__(self) -> None:
+        self.saved = list(sys.argv)
+        sys.argv[:1] = [self.name]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            sys.argv[:] = self.saved
 
 
 def _as_worker(config: pytest.Config, params: WireObject, args: List[str]) -> None:
