@@ -105,3 +105,27 @@ func pytestRunSplit(t *testing.T, py, root string, args ...string) (int, string,
 	}
 	return 0, stdout.String(), stderr.String()
 }
+
+// --maxfail counts failures over the whole run, as one pytest session
+// does: with a failure in each of three modules on three kernels, pytest's
+// --maxfail=2 stops at the second failure in its order, and ripple runs
+// and reports the same tests (each kernel alone saw one failure).
+func TestPytestMaxfailAcrossKernelsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "maxfail"))
+	for _, args := range [][]string{{"--maxfail=2"}, {"--maxfail", "3"}, {"-x"}} {
+		pJUnit, rJUnit := filepath.Join(t.TempDir(), "p.xml"), filepath.Join(t.TempDir(), "r.xml")
+		pCode, pOut := pytestRun(t, py, root, append([]string{"--junitxml", pJUnit, "-o", "junit_family=xunit1"}, args...)...)
+		for _, kernels := range []string{"3", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--",
+				"--junitxml", rJUnit, "-o", "junit_family=xunit1"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s\npytest:\n%s", args, kernels, code, pCode, out, errOut, pOut)
+			}
+			if d := diffLines(junitOutcomes(t, pJUnit), junitOutcomes(t, rJUnit)); d != "" {
+				t.Errorf("%q, %s kernels: tests run differ from pytest's (-pytest +ripple):\n%s", args, kernels, d)
+			}
+		}
+	}
+}

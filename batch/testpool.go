@@ -220,7 +220,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	pl := t.plan(s, col.first(), flags.only)
 	if h, ok := t.opts.Observer.(PytestObserver); ok && !col.first().CollectOnly && col.first().NoPytest == "" {
-		h.PytestStarted(col.first().Header, col.first().Verbosity)
+		h.PytestStarted(col.first().pytestStart())
 	}
 	if col.first().CollectOnly {
 		// pytest's listing says it all: the observer is not told the
@@ -229,6 +229,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	c := t.startReport(started, pl.pre)
 	c.report.collectTime = collected
+	if !opts.FailFast { // which stops the run itself (gather)
+		c.limit(col.first().MaxFail)
+	}
 	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)

@@ -116,6 +116,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	bar := false
 	if fh, ok := stdout.(*os.File); ok {
 		bar = batch.Interactive(fh)
+		opts.Terminal, opts.Columns = batch.Terminal(fh)
 	}
 	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: f.showValues})
 	if f.watch {
