@@ -262,6 +262,8 @@ func SummaryLine(rep *Report) string {
 	switch {
 	case rep.Interrupted:
 		line += " (interrupted)"
+	case rep.pytestStopped != "":
+		line += " (pytest: " + rep.pytestStopped + ")"
 	case rep.StoppedEarly:
 		line += " (stopped at the first failure: --fail-fast)"
 	}

@@ -227,5 +227,11 @@ func pytestStopLine(reason error) string {
 	return strings.TrimPrefix(msg, ErrStoppedInterrupted.Error()+": ")
 }
 
-// pytestStop is the line pytest writes when it stopped the session.
-func pytestStop(rep *Report) string { return rep.pytestStopped }
+// pytestStop is the line pytest writes when it stopped the session
+// (KeyboardInterrupt: Ctrl-C, or a test's own).
+func pytestStop(rep *Report) string {
+	if rep.Interrupted {
+		return "KeyboardInterrupt"
+	}
+	return rep.pytestStopped
+}

@@ -18,14 +18,17 @@ import (
 func (l *pytestLayout) finish(rep *Report, stop, extra string) {
 	l.line("")
 	if !l.s.NoSummary {
-		l.sections("error", "ERRORS")
-		l.sections("failed", "FAILURES")
+		l.sections("ERRORS", "error")
+		l.sections("FAILURES", "failed", "crashed", "timed out")
 		l.summaryWarnings()
 		l.summaryPasses()
 		l.durations()
 		l.shortSummary()
 	}
-	if stop != "" {
+	switch {
+	case strings.HasPrefix(stop, "Interrupted: ") || stop == "KeyboardInterrupt":
+		l.writeSep('!', stop) // as pytest reports its Interrupted
+	case stop != "":
 		l.writeSep('!', stop, "red")
 	}
 	if extra != "" {
@@ -34,10 +37,13 @@ func (l *pytestLayout) finish(rep *Report, stop, extra string) {
 	l.summaryStats(rep.Duration)
 }
 
-// sections is summary_errors and summary_failures: each report of cat
+// sections is summary_errors and summary_failures: each report of cats
 // with its rendered section (a result ripple made: its own).
-func (l *pytestLayout) sections(cat, title string) {
-	refs := l.stats[cat]
+func (l *pytestLayout) sections(title string, cats ...string) {
+	var refs []statRef
+	for _, c := range cats {
+		refs = append(refs, l.stats[c]...)
+	}
 	if l.s.TBStyle == "no" || len(refs) == 0 {
 		return
 	}

@@ -129,3 +129,122 @@ func TestPytestMaxfailAcrossKernelsAsPytest(t *testing.T) {
 		}
 	}
 }
+
+var (
+	consoleAddress  = regexp.MustCompile(`0x[0-9a-f]+`)
+	consoleDuration = regexp.MustCompile(`(?m)^[0-9]+\.[0-9]{2}s `)
+)
+
+// normalConsole is a console output with what two runs may differ in
+// blanked (session and test times, object addresses) and ripple's own
+// lines (its start and summary, "ripple run: ...") left out.
+func normalConsole(s string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "ripple run: ") {
+			keep = append(keep, l)
+		}
+	}
+	s = strings.Join(keep, "")
+	s = sessionTimes.ReplaceAllString(s, "in TIME")
+	s = consoleAddress.ReplaceAllString(s, "0xADDR")
+	return consoleDuration.ReplaceAllString(s, "T.TTs ")
+}
+
+// The console is pytest's terminal reporter's output, line for line (up
+// to times, addresses and ripple's own two lines), at 2 kernels and 1:
+// per-file progress lines at default verbosity, -v and -vv lines, -q and
+// -qq, the ERRORS and FAILURES sections (--tb styles), the warnings
+// summary (warnings at import and in tests, grouped by message, twelve of
+// one kind counted by file), PASSES (-rP), --durations and
+// --durations-min, the -r short summary (pytest's default fE, -ra, -rA,
+// -rfE), -x's and --maxfail's stop line, the last line, and the colours
+// of all of it with --color=yes.
+func TestPytestConsoleLayoutAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	console := copyProject(t, filepath.Join("testdata", "pytest", "console"))
+	reports := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	cases := []struct {
+		root string
+		args []string
+	}{
+		{console, nil},
+		{console, []string{"-v"}},
+		{console, []string{"-vv", "-rA"}},
+		{console, []string{"-q"}},
+		{console, []string{"-qq"}},
+		{console, []string{"-ra"}},
+		{console, []string{"-rfE", "--tb=short"}},
+		{console, []string{"--durations=5", "--durations-min=0.1"}},
+		{console, []string{"--durations=2"}},
+		{console, []string{"-W", "error::DeprecationWarning", "--tb=line"}},
+		{console, []string{"--disable-warnings", "-rP"}},
+		{console, []string{"--maxfail=2"}},
+		{console, []string{"-x", "-v"}},
+		{console, []string{"--color=yes", "-rA"}},
+		{console, []string{"--color=yes", "-v"}},
+		{console, []string{"--color=yes", "-q"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--tb=no", "-ra"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--color=yes", "-v", "-k", "not marked"}},
+	}
+	for _, c := range cases {
+		_, pOut, _ := pytestRunSplit(t, py, c.root, c.args...)
+		want := normalConsole(pOut)
+		for _, kernels := range []string{"2", "1"} {
+			_, out, errOut := ripple(t, append([]string{"run", c.root, "--tests", "--python", py, "--kernels", kernels, "--"}, c.args...)...)
+			if got := normalConsole(out); got != want {
+				t.Errorf("%s %q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s\nstderr:\n%s", filepath.Base(c.root), c.args, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")), errOut)
+			}
+		}
+	}
+}
+
+// ripple run --tests --watch writes pytest's --junitxml (from addopts)
+// and its cache on every run as a run without --watch does: the first
+// run's file and cache are pytest's for the suite, and a hot re-run's
+// are pytest's for the tests it re-ran (here one, now failing), with the
+// cache carried over as pytest carries it.
+func TestWatchWritesJUnitAndCacheAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	files := map[string]string{
+		"pytest.ini":      "[pytest]\naddopts = --junitxml=reports/junit.xml\njunit_family = xunit1\n",
+		"pkg/__init__.py": "",
+		"pkg/lib.py":      "def double(x):\n    return x * 2\n",
+		"test_lib.py":     "from pkg.lib import double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\ndef test_other():\n    assert True\n",
+	}
+	oracle := project(t, files)
+	w := watchProject(t, files, 2)
+	junit := func(root string) string { return normalJUnit(t, filepath.Join(root, "reports", "junit.xml")) }
+	check := func(step string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(w.root, "reports", "junit.xml")); err != nil {
+			t.Errorf("%s: no --junitxml file: %v", step, err)
+			return
+		}
+		if got, want := junit(w.root), junit(oracle); got != want {
+			t.Errorf("%s: --junitxml:\n%s\npytest's:\n%s", step, got, want)
+		}
+		if got, want := cacheFiles(t, w.root), cacheFiles(t, oracle); got != want {
+			t.Errorf("%s: cache:\n%s\npytest's:\n%s", step, got, want)
+		}
+	}
+	if code, out := pytestRun(t, py, oracle); code != 0 {
+		t.Fatalf("pytest: exit %d\n%s", code, out)
+	}
+	check("first run")
+
+	broken := "def double(x):\n    return x * 3\n"
+	writeFile(t, oracle, "pkg/lib.py", broken)
+	if code, out := pytestRun(t, py, oracle, "test_lib.py::test_double"); code != 1 {
+		t.Fatalf("pytest after the change: exit %d\n%s", code, out)
+	}
+	r, _ := w.save("pkg/lib.py", broken, true)
+	if r.rep == nil || len(r.rep.Results) != 1 || r.rep.Results[0].Status != batch.StatusFailed {
+		t.Fatalf("hot re-run: %v\n%s", r.err, outline(r.rep))
+	}
+	check("hot re-run")
+}

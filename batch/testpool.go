@@ -256,6 +256,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
+		c.report.pytestStopped = fmt.Sprintf("Interrupted: %d %s during collection", pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
 	if cache := col.first().Cache; cache != nil && cache.Stepwise && len(col.ws) > 1 {
@@ -268,7 +269,8 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		runErr = cmp.Or(runErr, writePytestCache(cache, s, c.report, len(pl.pre), false))
 	}
 	if flags.watch && t.clean() {
-		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers}
+		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers,
+			junit: col.first().JUnitXML, cache: col.first().Cache, suite: s}
 	}
 	if runErr == nil && len(s.items) == 0 && len(pl.pre) == 0 {
 		runErr = ErrNoTests
