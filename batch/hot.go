@@ -32,6 +32,9 @@ type hotSession struct {
 	junit *PytestJUnitXML
 	cache *pytestCache
 	suite suite
+	// console: how the sessions' console is laid out (console_layout.go);
+	// a re-run prints no header (its tests are not a collection).
+	console PytestStart
 }
 
 // hot is a watch's hot path for saved library modules (not test modules,
@@ -154,6 +157,11 @@ func (p *testPool) rerun(ctx context.Context, opts Options, s *hotSession, indic
 	}
 	t.queue = scopeGroups(items)
 	t.results = make(chan indexedResult, len(t.entries)+4*len(ws))
+	if h, ok := opts.Observer.(PytestObserver); ok {
+		start := s.console
+		start.Header, start.Deselected, start.warnings = "", 0, nil
+		h.PytestStarted(start)
+	}
 	c := t.startReport(started, nil)
 	err := t.drive(ctx, runCtx, ws, c)
 	if !t.clean() {

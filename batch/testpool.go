@@ -270,7 +270,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	if flags.watch && t.clean() {
 		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers,
-			junit: col.first().JUnitXML, cache: col.first().Cache, suite: s}
+			junit: col.first().JUnitXML, cache: col.first().Cache, suite: s, console: col.first().pytestStart()}
 	}
 	if runErr == nil && len(s.items) == 0 && len(pl.pre) == 0 {
 		runErr = ErrNoTests

@@ -138,7 +138,11 @@ class Console:
         return bestrelpath(tr.startpath, self.config.rootpath / nodeid.split("::")[0])
 
     def _item(self, nodeid: str, location: Any, reports: Sequence[BaseReport]) -> WireObject:
-        out: WireObject = {"fspath": self._fspath(nodeid), "reports": [self._report(r, reports) for r in reports]}
+        digests = [self._report(r, reports) for r in reports]
+        if getattr(self.config.option, "durations", None) is None:
+            # A passed setup or teardown shows nowhere but in --durations.
+            digests = [d for d in digests if d["cat"] or d["letter"] or d["word"] or "section" in d]
+        out: WireObject = {"fspath": self._fspath(nodeid), "reports": digests}
         if self.tr.verbosity > 0:
             out["loc"] = self.tr._locationline(nodeid, *location)
         warnings = self.take_warnings()
@@ -224,6 +228,10 @@ class Console:
         from _pytest import terminal
 
         config = self.config
+        chars = str(getattr(self.tr, "reportchars", ""))
+        wanted = {"failed": "f", "error": "E", "passed": "p", "xfailed": "x", "xpassed": "X", "skipped": "s"}.get(category)
+        if wanted is None or wanted not in chars:
+            return None  # not in this run's short summary
         tw = self.writer(Sink(self.tty))
         if category in ("failed", "error", "passed"):
             color = terminal._color_for_type.get(category, terminal._color_for_type_default)
