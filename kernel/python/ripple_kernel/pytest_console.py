@@ -184,7 +184,7 @@ class Console:
         if tbstyle == "no" or category not in ("failed", "error") and not passes:
             return ""
         if passes and not rep.sections:
-            sink = Sink()
+            sink = Sink(self.tty)
             saved = tr._tw
             tr._tw = self.writer(sink)
             try:
@@ -192,7 +192,7 @@ class Console:
             finally:
                 tr._tw = saved
             return sink.getvalue()
-        sink = Sink()
+        sink = Sink(self.tty)
         saved = tr._tw
         tr._tw = self.writer(sink)
         try:

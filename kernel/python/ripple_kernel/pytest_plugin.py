@@ -260,6 +260,7 @@ def _start_session(
                 tty = bool(params.get("tty"))
                 state.con = Console(config, tr, tty, int(params.get("columns") or 0))
                 state.console.tty = tty
+                tr.isatty = tty  # its "collecting ..." line, as on pytest's terminal
                 first = int(params.get("worker", 0)) == 0
                 sink = state.console if config.option.collectonly or first else Discard()
                 tr._tw = state.con.writer(sink)
