@@ -63,6 +63,7 @@ class Console:
         self.columns = columns
         self.warnings: List[WireObject] = []  # recorded since the last take_warnings
         self.ok = True  # rendering works; off after the first failure
+        self.fspaths: Dict[str, str] = {}  # a node id's file part -> the progress line's path
 
     def writer(self, sink: TextIO) -> TerminalWriter:
         """A terminal writer as pytest's own for its stdout would be."""
@@ -132,16 +133,27 @@ class Console:
             return None
 
     def _fspath(self, nodeid: str) -> str:
-        from _pytest.pathlib import bestrelpath
+        """The path the progress line of nodeid's file shows (cached: a
+        path computation per test is most of a digest's cost)."""
+        part = nodeid.split("::", 1)[0]
+        rel = self.fspaths.get(part)
+        if rel is None:
+            from _pytest.pathlib import bestrelpath
 
-        tr = self.tr
-        return bestrelpath(tr.startpath, self.config.rootpath / nodeid.split("::")[0])
+            rel = bestrelpath(self.tr.startpath, self.config.rootpath / part)
+            self.fspaths[part] = rel
+        return rel
 
     def _item(self, nodeid: str, location: Any, reports: Sequence[BaseReport]) -> WireObject:
-        digests = [self._report(r, reports) for r in reports]
         if getattr(self.config.option, "durations", None) is None:
-            # A passed setup or teardown shows nowhere but in --durations.
-            digests = [d for d in digests if d["cat"] or d["letter"] or d["word"] or "section" in d]
+            # A passed setup or teardown shows nowhere but in --durations
+            # (pytest's own hooks give it no category, letter or word; its
+            # captured output is in the call's section): left out without
+            # asking the hook, which is most of a passing test's cost.
+            shown = [r for r in reports if not (r.passed and r.when != "call")]
+        else:
+            shown = list(reports)
+        digests = [self._report(r, reports) for r in shown]
         out: WireObject = {"fspath": self._fspath(nodeid), "reports": digests}
         if self.tr.verbosity > 0:
             out["loc"] = self.tr._locationline(nodeid, *location)
