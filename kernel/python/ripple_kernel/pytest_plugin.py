@@ -265,6 +265,8 @@ def _start_session(
                 sink = state.console if config.option.collectonly or first else Discard()
                 tr._tw = state.con.writer(sink)
             config.pluginmanager.register(state, "ripple-kernel")
+            if state.con is not None and hasattr(config.hook, "pytest_warning_recorded"):  # pytest >= 6
+                config.pluginmanager.register(_Warnings(state.con), "ripple-warnings")
             if rec is not None:
                 config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
             split = params.get("split")
@@ -462,10 +464,6 @@ class _Session:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.reports.append(report)
 
-    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage, nodeid: str) -> None:
-        if self.con is not None:
-            self.con.record_warning(warning_message, nodeid)
-
     @hookimpl(hookwrapper=True)
     def pytest_fixture_setup(
         self, fixturedef: FixtureDef[object], request: SubRequest
@@ -609,6 +607,16 @@ class _Session:
                 config._ensure_unconfigure()
             if _STATE.session is self:
                 _STATE.session = None
+
+
+class _Warnings:
+    """Hands the warnings pytest records to the console (pytest_console.py)."""
+
+    def __init__(self, con: Console) -> None:
+        self.con = con
+
+    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage, nodeid: str) -> None:
+        self.con.record_warning(warning_message, nodeid)
 
 
 class _WideFixtures:
