@@ -198,7 +198,7 @@ func (c *Console) Finish(rep *Report) {
 	}
 	c.clearBar()
 	if c.layout != nil {
-		c.layout.finish(rep, pytestStop(rep), SummaryLine(rep))
+		c.layout.finish(rep, pytestStop(rep), rep.interruptedBy, SummaryLine(rep))
 		io.WriteString(c.w, c.layout.take())
 		c.Flush()
 		return

@@ -13,9 +13,10 @@ import (
 )
 
 // finish lays out the session's end: the summary sections (unless
-// --no-summary), pytest's stop line (stop: "stopping after 2 failures"),
-// extra (ripple's own summary line), and the last line.
-func (l *pytestLayout) finish(rep *Report, stop, extra string) {
+// --no-summary), pytest's stop line (stop: "stopping after 2 failures")
+// and where, the line under it (pytest's: where a KeyboardInterrupt was
+// raised), extra (ripple's own summary line), and the last line.
+func (l *pytestLayout) finish(rep *Report, stop, where, extra string) {
 	l.line("")
 	if !l.s.NoSummary {
 		l.sections("ERRORS", "error")
@@ -30,6 +31,9 @@ func (l *pytestLayout) finish(rep *Report, stop, extra string) {
 		l.writeSep('!', stop) // as pytest reports its Interrupted
 	case stop != "":
 		l.writeSep('!', stop, "red")
+	}
+	if where != "" {
+		l.writeLine(where)
 	}
 	if extra != "" {
 		l.writeLine(extra)

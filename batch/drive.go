@@ -29,6 +29,7 @@ func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *comple
 		stopAt = c.stopAt // --maxfail reached over the kernels together
 	}
 	c.report.pytestStopped = pytestStopLine(reason)
+	c.report.interruptedBy = interruptedBy
 	err := t.completeNotRun(c, reason, interruptedBy, stopAt)
 	c.report.Duration = time.Since(c.started)
 	return err

@@ -173,6 +173,9 @@ type Report struct {
 	// pytestStopped: why pytest stopped the session (-x, --maxfail,
 	// --sw), in its words: "stopping after 2 failures".
 	pytestStopped string
+	// interruptedBy: which test's own KeyboardInterrupt ended the run
+	// ("test_a.py::test_x raised KeyboardInterrupt"), "" for none.
+	interruptedBy string
 }
 
 // Summary counts results by status.
