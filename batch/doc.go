@@ -88,7 +88,12 @@
 // results: pytest's --junitxml file (junit_pytest.go, Report.PytestJUnitXML)
 // and the cache's lastfailed, nodeids and stepwise (pytest_cache.go).
 // --collect-only runs nothing: the first kernel's pytest listing is the
-// output (Report.PytestConsole). Each kernel runs its tests as a
+// output (Report.PytestConsole). The console lays the run out as pytest's
+// terminal reporter would (console_layout.go, console_summary.go) from
+// each report rendered in its kernel by pytest's own code
+// (kernel/python/ripple_kernel/pytest_console.py); -x and --maxfail count
+// failures over all kernels (completer). A usage error pytest reports is a
+// PytestUsageError (exit status 4). Each kernel runs its tests as a
 // subsequence of pytest's collection order: the queue keeps that order.
 // While pytest's code runs, the kernel's own process state is out of its
 // way (kernel/python/ripple_kernel/signals.py, PytestProcess). With the

@@ -25,6 +25,11 @@ func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *comple
 	done := t.startWorkers(ctx, runCtx, ws)
 	reason := t.gather(ctx, c, done)
 	interruptedBy, stopAt, reason := workersStop(ws, reason, c.report)
+	if c.stopAt >= 0 && (stopAt < 0 || c.stopAt < stopAt) {
+		stopAt = c.stopAt // --maxfail reached over the kernels together
+	}
+	c.report.pytestStopped = pytestStopLine(reason)
+	c.report.interruptedBy = interruptedBy
 	err := t.completeNotRun(c, reason, interruptedBy, stopAt)
 	c.report.Duration = time.Since(c.started)
 	return err
@@ -90,6 +95,14 @@ func (t *testRun) gather(ctx context.Context, c *completer, done <-chan struct{}
 		select {
 		case ir := <-t.results:
 			c.complete(ir.i, ir.r)
+			if c.stopAt >= 0 && reason == nil {
+				// pytest's --maxfail (-x), counted over every kernel in
+				// pytest's order: nothing after that entry runs.
+				reason = fmt.Errorf("%w: stopping after %d failures", ErrStopped, c.failures)
+				c.report.StoppedEarly = true
+				t.stopAfter(c.stopAt)
+				t.stop(reason)
+			}
 			if ir.r.Status.Failing() && t.opts.FailFast && reason == nil {
 				c.report.StoppedEarly = true
 				reason = errFailFast

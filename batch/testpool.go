@@ -220,7 +220,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	pl := t.plan(s, col.first(), flags.only)
 	if h, ok := t.opts.Observer.(PytestObserver); ok && !col.first().CollectOnly && col.first().NoPytest == "" {
-		h.PytestStarted(col.first().Header, col.first().Verbosity)
+		h.PytestStarted(col.first().pytestStart())
 	}
 	if col.first().CollectOnly {
 		// pytest's listing says it all: the observer is not told the
@@ -229,6 +229,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	c := t.startReport(started, pl.pre)
 	c.report.collectTime = collected
+	if !opts.FailFast { // which stops the run itself (gather)
+		c.limit(col.first().MaxFail)
+	}
 	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
@@ -253,6 +256,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
+		c.report.pytestStopped = fmt.Sprintf("Interrupted: %d %s during collection", pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
 	if cache := col.first().Cache; cache != nil && cache.Stepwise && len(col.ws) > 1 {
@@ -265,7 +269,8 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		runErr = cmp.Or(runErr, writePytestCache(cache, s, c.report, len(pl.pre), false))
 	}
 	if flags.watch && t.clean() {
-		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers}
+		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers,
+			junit: col.first().JUnitXML, cache: col.first().Cache, suite: s, console: col.first().pytestStart()}
 	}
 	if runErr == nil && len(s.items) == 0 && len(pl.pre) == 0 {
 		runErr = ErrNoTests

@@ -229,7 +229,7 @@ func (w *testWorker) collectParams() any {
 	// it, each kernel tells its share's.
 	r := collectRequest{Op: opCollect, Args: t.args, Worker: w.id, Workers: t.workers,
 		Purge: t.flags.purge && !t.running, Deps: t.flags.deps && (w.id == 0 || t.split) && !t.running,
-		Watch: t.flags.watch}
+		Watch: t.flags.watch, TTY: t.opts.Terminal, Columns: t.opts.Columns}
 	if t.opts.Dist == DistLoadScope {
 		r.Dist = DistLoadScope
 	}

@@ -77,6 +77,7 @@ Plans and runs:
 
 pytest (the kernel method "pytest", ``ripple run --tests``):
 - pytest_plugin (with pytest_split, pytest_report, pytest_unittest);
+- pytest_console: each report rendered as pytest's terminal reporter would;
 - watchfn (with hotpatch): --watch at function granularity;
 - rewrite_cache: pytest's assertion rewriting kept across kernels.
 
