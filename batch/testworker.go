@@ -160,26 +160,28 @@ func (w *testWorker) abortLate(ctx context.Context) {
 	}
 }
 
-// lateJoin collects on a late worker's kernel once the run's first kernel
-// collected, and joins the run if tests are still queued: true when it
-// did (its session is open and counted). Its collection runs while the
-// first kernel runs tests; joining costs the run nothing it would not
-// spend anyway when the queue empties first.
+// lateJoin waits, once the run's first kernel collected, until joining
+// pays for the late worker's kernel, collects its hand-over then and
+// joins the run if it can still run queued tests: true when it did (its
+// session is open and counted). See handover.go. Its collection runs
+// while the other kernels run tests.
 func (w *testWorker) lateJoin(ctx context.Context) bool {
 	<-w.starting
 	if w.startErr != nil {
 		w.t.opts.Logger.Debug("late kernel did not start", "kernel", w.name(), "err", w.startErr)
 		return false
 	}
-	if !w.t.hasWork() {
+	h, ok := w.t.awaitHandOver(ctx, w)
+	if !ok {
 		return false
 	}
+	w.setSteal(h.stolen())
 	began := time.Now()
 	if err := w.join(ctx); err != nil {
 		w.t.opts.Logger.Debug("late kernel left", "kernel", w.name(), "err", err)
 		return false
 	}
-	ok := w.t.joinLate(w)
+	ok = w.t.joinLate(w)
 	w.t.opts.Logger.Debug("late kernel collected", "kernel", w.name(), "took", time.Since(began), "joined", ok)
 	return ok
 }
@@ -239,6 +241,9 @@ func (w *testWorker) collectParams() any {
 			r.Split.Only = []string{w.steal.file}
 		}
 	}
+	if w.steal != nil && w.steal.handOver {
+		r.Select = w.steal.sel
+	}
 	if w.slots != nil {
 		// The launcher started the kernel: it gets the worker variables
 		// a child kernel gets at its start.
@@ -281,6 +286,7 @@ func (f *collectFrames) progress(raw json.RawMessage) {
 // collection.
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	f := &collectFrames{deps: map[string][]string{}}
+	began := time.Now()
 	raw, err := w.k.Call(ctx, pytestMethod, w.collectParams(), kernel.SinkFuncs{ProgressFunc: f.progress})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
@@ -290,6 +296,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
 	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = f.items, f.reports, f.deps, f.files, f.owners
+	a.took = time.Since(began)
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))
 	}
@@ -382,7 +389,11 @@ func (w *testWorker) loop(ctx context.Context) {
 		return
 	}
 	for {
-		g, steal, ok := w.t.next(w.share, w.open)
+		var can func(testGroup) bool
+		if w.open && w.steal != nil && w.steal.handOver {
+			can = w.steal.has
+		}
+		g, steal, ok := w.t.next(w.share, w.open, can)
 		if !ok {
 			if !w.open {
 				return
@@ -406,7 +417,7 @@ func (w *testWorker) loop(ctx context.Context) {
 			return
 		}
 		w.t.opts.Logger.Debug("group ran", "kernel", w.name(), "tests", len(indices), "took", time.Since(began))
-		if w.steal != nil && w.open {
+		if w.steal != nil && !w.steal.handOver && w.open {
 			// A stolen module's session ends with it.
 			if !w.finishSession(ctx, true) {
 				return
