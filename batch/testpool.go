@@ -235,6 +235,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
+	if t.workers == 1 && len(t.late) == 0 && p.slots == nil && !flags.watch {
+		t.queue = oneCall(t.queue)
+	}
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
 	if first := col.first(); first.CollectOnly {
 		// pytest's --collect-only: the kernels ran nothing, the first one's
