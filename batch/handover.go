@@ -31,10 +31,16 @@ package batch
 //  5. It decides once: it collects its hand-over at most once (again only
 //     when its kernel is replaced, with the same hand-over).
 //
+// A late kernel's interpreter starts lateStartDelay after the run began
+// (testWorker.startLate), while the first kernel still collects, unless
+// that collection was shorter (a small suite): then it starts only if its
+// hand-over pays, or never.
+//
 // When joining pays (joinEstimate.pays): a late kernel's cost is its
 // collection of the hand-over, estimated as the first kernel's collect
 // call scaled by the share of the suite's test files handed, plus
-// handOverOverhead (a session's set-up, the answer's way back); during it
+// handOverOverhead (a session's set-up, the answer's way back), plus
+// secondKernelStart when its kernel has not begun to start; during it
 // the running kernels go on. Its gain is at most the time of the handed
 // tests. It joins when that time, estimated, exceeds the cost; the time
 // per test (perTest) is the last run's mean (kernelchoice.go) until ten
@@ -62,6 +68,13 @@ const handOverOverhead = 100 * time.Millisecond
 // handOverPoll: how often a late kernel asks again whether joining pays.
 const handOverPoll = 20 * time.Millisecond
 
+// lateStartDelay: how long after the run's start a late kernel starts
+// (testWorker.startLate) unless its hand-over pays before: a kernel's
+// start (secondKernelStart), so that a collection longer than that
+// overlaps the start, and a shorter one (a small suite's) pays nothing
+// for kernels it does not use.
+const lateStartDelay = secondKernelStart
+
 // prepareHandOver sets what the late workers decide on and map their
 // items with (first: the first kernel's collection), before the workers
 // start.
@@ -80,6 +93,7 @@ func (t *testRun) prepareHandOver(first *collectAnswer) {
 
 // joinEstimate is what a late kernel decides on.
 type joinEstimate struct {
+	start       bool          // its kernel has yet to start
 	collect     time.Duration // the first kernel's collect call
 	files       int           // test files of the suite
 	handedFiles int           // test files of the hand-over
@@ -90,10 +104,14 @@ type joinEstimate struct {
 // cost is the estimated time from the decision until the late kernel can
 // run a test.
 func (e joinEstimate) cost() time.Duration {
-	if e.files == 0 {
-		return handOverOverhead + e.collect
+	c := handOverOverhead + e.collect
+	if e.files > 0 {
+		c = handOverOverhead + time.Duration(int64(e.collect)*int64(e.handedFiles)/int64(e.files))
 	}
-	return handOverOverhead + time.Duration(int64(e.collect)*int64(e.handedFiles)/int64(e.files))
+	if e.start {
+		c += secondKernelStart
+	}
+	return c
 }
 
 // pays reports whether the handed tests are estimated to take longer than
@@ -226,7 +244,7 @@ func (t *testRun) joinNow(w *testWorker) (handOver, joinEstimate, bool) {
 	if t.unit {
 		h.files = len(t.fileTests) // unittest's loader collects everything
 	}
-	est := joinEstimate{collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want)}
+	est := joinEstimate{start: !w.started.Load(), collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want)}
 	est.perTest = perTest(time.Since(t.began), t.ended.Load(), t.open, t.prior, observeFor(est.cost()))
 	return h, est, true
 }

@@ -6,7 +6,7 @@ package batch
 //
 // The first kernel collects the suite, once (pytest's deselection by -k,
 // -m and addopts happens there); the others start beside its collection
-// and are late workers (testRun.late): each joins by a hand-over of the
+// (when it lasts longer than a kernel's start) and are late workers (testRun.late): each joins by a hand-over of the
 // queued tests once the time of the tests it would take exceeds what
 // collecting them costs it (handover.go has the rule and the hand-over's
 // invariants). So on a first run (no record, below) the decision is made

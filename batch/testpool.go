@@ -208,7 +208,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		t.late = ws[1:]
 		ws = ws[:1]
 		for _, w := range t.late {
-			w.startLate(runCtx)
+			w.startLate(runCtx, lateStartDelay)
 		}
 	}
 	col, err := p.collect(ctx, runCtx, t, ws, started)

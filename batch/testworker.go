@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
@@ -55,10 +56,18 @@ type testWorker struct {
 	stopInterrupts bool
 	lastSent       int // entry of the last result it sent (w.mu)
 	// starting: closed once a late worker's kernel started in the
-	// background (startLate) is up, or failed (startErr); nil otherwise.
-	// w.k and startErr are the starting goroutine's until then.
-	starting chan struct{}
-	startErr error
+	// background (startLate) is up, or failed or was never started
+	// (startErr); nil otherwise. w.k and startErr are the starting
+	// goroutine's until then. startNow and startNever (closed once each,
+	// by startOnce and neverOnce) tell that goroutine to start the kernel
+	// before its delay is out, or not at all; started: it began to.
+	starting   chan struct{}
+	startErr   error
+	startNow   chan struct{}
+	startNever chan struct{}
+	startOnce  sync.Once
+	neverOnce  sync.Once
+	started    atomic.Bool
 	// lateKernel: the kernel startLate started (not changed after
 	// starting is closed). joined, aborted: guarded by t.mu: the late
 	// worker joined the run, or the run ended first (abortLate).
@@ -129,11 +138,30 @@ func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 }
 
 // startLate starts a late worker's child kernel in the background (see
-// testRun.late): it is up by the time the first kernel has collected.
-func (w *testWorker) startLate(ctx context.Context) {
+// testRun.late) once after has passed, so that it is up when the first
+// kernel has collected, or at once when its hand-over pays before that
+// (startLateNow), or never when the run is done with it first
+// (neverStart): a collection that takes less than a kernel's start
+// (lateStartDelay) is a small suite's, whose late kernels would only
+// cost the run their start.
+func (w *testWorker) startLate(ctx context.Context, after time.Duration) {
 	w.starting = make(chan struct{})
+	w.startNow, w.startNever = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(w.starting)
+		timer := time.NewTimer(after)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-w.startNow:
+		case <-w.startNever:
+			w.startErr = errLateNotStarted
+			return
+		case <-ctx.Done():
+			w.startErr = ctx.Err()
+			return
+		}
+		w.started.Store(true)
 		k, err := kernel.Start(ctx, w.kernelConfig())
 		if err != nil {
 			w.startErr = fmt.Errorf("%w: %w", ErrProject, err)
@@ -143,9 +171,29 @@ func (w *testWorker) startLate(ctx context.Context) {
 	}()
 }
 
+// errLateNotStarted: the run was done with a late worker before its
+// kernel had to start.
+var errLateNotStarted = errors.New("late kernel not needed before its start")
+
+// startLateNow and neverStart tell a late worker's starting goroutine to
+// start its kernel now, or not at all (no-ops for another worker, or
+// once it decided).
+func (w *testWorker) startLateNow() {
+	if w.startNow != nil {
+		w.startOnce.Do(func() { close(w.startNow) })
+	}
+}
+
+func (w *testWorker) neverStart() {
+	if w.startNever != nil {
+		w.neverOnce.Do(func() { close(w.startNever) })
+	}
+}
+
 // abortLate stops a late worker's kernel if it has not joined the run:
 // the others are done, its collection would only make the run wait.
 func (w *testWorker) abortLate(ctx context.Context) {
+	w.neverStart()
 	<-w.starting
 	w.t.mu.Lock()
 	abort := !w.joined
@@ -166,13 +214,15 @@ func (w *testWorker) abortLate(ctx context.Context) {
 // session is open and counted). See handover.go. Its collection runs
 // while the other kernels run tests.
 func (w *testWorker) lateJoin(ctx context.Context) bool {
+	h, ok := w.t.awaitHandOver(ctx, w)
+	if !ok {
+		w.neverStart()
+		return false
+	}
+	w.startLateNow()
 	<-w.starting
 	if w.startErr != nil {
 		w.t.opts.Logger.Debug("late kernel did not start", "kernel", w.name(), "err", w.startErr)
-		return false
-	}
-	h, ok := w.t.awaitHandOver(ctx, w)
-	if !ok {
 		return false
 	}
 	w.setSteal(h.stolen())
@@ -307,6 +357,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 // launcher stops it).
 func (w *testWorker) stopKernel(ctx context.Context) {
 	if w.starting != nil {
+		w.neverStart()
 		<-w.starting // a kernel starting in the background is this worker's too
 	}
 	if w.k == nil {
