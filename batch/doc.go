@@ -97,8 +97,12 @@
 // subsequence of pytest's collection order: the queue keeps that order.
 // While pytest's code runs, the kernel's own process state is out of its
 // way (kernel/python/ripple_kernel/signals.py, PytestProcess). With the
-// default kernels, kernelchoice.go decides how many a run uses, and
-// whether the others collect after the first (testRun.late).
+// default kernels the suite is collected once: the first kernel collects
+// it, the others start beside it and each joins, by a hand-over of the
+// files of the tests it may run, only once those tests outweigh
+// collecting them (kernelchoice.go says how many kernels a run uses,
+// handover.go when a late kernel joins and what it is handed;
+// testRun.late).
 //
 // With Options.Agents (ripple run --agents-listen), the kernels are the
 // launcher's slots instead of children: Run waits for Options.Kernels
@@ -153,7 +157,8 @@
 // what), testworker.go and testworker_call.go (one kernel's driver, a
 // request and what its failure leaves), drive.go (the results and what
 // did not run), pytest_wire.go (the kernel method "pytest": requests and
-// answers), split.go, hot.go, watch.go.
+// answers), handover.go and kernelchoice.go (the default kernels: one
+// collection, and when a second kernel pays), split.go, hot.go, watch.go.
 //
 // # Entries
 //

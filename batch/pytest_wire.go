@@ -11,6 +11,8 @@ package batch
 // field marked omitempty is sent only when set, as the kernel expects
 // (pytest_wire_test.go pins the JSON of each).
 
+import "time"
+
 // pytestMethod is the kernel method of every request below.
 const pytestMethod = "pytest"
 
@@ -44,6 +46,10 @@ type collectRequest struct {
 	// scope (testItem.Scope); the kernel's default is a module.
 	Dist  string        `json:"dist,omitempty"`
 	Split *splitRequest `json:"split,omitempty"` // split collection only (split.go)
+	// Select: a late kernel's hand-over (handover.go): the test files and
+	// node ids, relative to rootdir, its session collects instead of the
+	// paths in Args.
+	Select []string `json:"select,omitempty"`
 	// Env: the worker variables of a kernel the run did not start (a
 	// launcher's slot), which a child kernel gets at its start.
 	Env map[string]string `json:"env,omitempty"`
@@ -180,6 +186,9 @@ type collectAnswer struct {
 	Cache *pytestCache `json:"cache"`
 	// JUnitXML: pytest's --junitxml was given (argument or addopts).
 	JUnitXML *PytestJUnitXML `json:"junitxml"`
+	// took: how long the collect call took (the kernel's session set up
+	// and collected), measured by the worker.
+	took time.Duration
 }
 
 // PytestJUnitXML is pytest's --junitxml as the kernel read it: the file

@@ -7,6 +7,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ripple-run/ripple/kernel"
 )
@@ -94,10 +96,19 @@ type testRun struct {
 	// plugin would skip its own first failure).
 	only *testWorker
 	// late: workers whose kernels start beside the first kernel's
-	// collection but collect only after it, and join the run if tests are
-	// left then (a first run with the default kernels: kernelchoice.go).
-	// Set before the workers start.
-	late []*testWorker
+	// collection, and which collect a hand-over of its selection and
+	// join once that pays (handover.go; the default kernels:
+	// kernelchoice.go). Set before the workers start, with what they
+	// decide on: fileTests (per test file of the suite, its tests),
+	// collectTook (the first kernel's collect call), prior (the last
+	// run's mean test time, 0: none) and began (when the tests began).
+	late        []*testWorker
+	fileTests   map[string]int
+	collectTook time.Duration
+	prior       time.Duration
+	began       time.Time
+	// ended counts the results the workers sent (testWorker.send).
+	ended atomic.Int64
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -127,18 +138,19 @@ type indexedResult struct {
 }
 
 // next takes the next group for a worker: with its session open (on
-// share), the next group of that share, else none; without a session, the
+// share), the next group of that share that it can run (can: nil, any;
+// a hand-over's session runs the groups it collected), else none; without a session, the
 // next group of a share no session holds, else (split) a group to steal,
 // else it waits while sessions are open (they may put tests back, or end).
 // steal: the group is of a share another session holds; the worker
 // collects only its module (split.go). false when the run stops or nothing
 // is left for it (see testRun).
-func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
+func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGroup, steal, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for !t.stopped {
 		for i, g := range t.queue {
-			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
+			if (open && (g.share != share || (can != nil && !can(g)))) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
 			t.queue = slices.Delete(t.queue, i, i+1)
@@ -274,19 +286,12 @@ func (t *testRun) stop(cause error) {
 	}
 }
 
-// hasWork reports whether tests are queued and the run goes on.
-func (t *testRun) hasWork() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.stopped && len(t.queue) > 0
-}
-
-// joinLate opens a late worker's session if tests are still queued and
-// the run has not ended without it (see late).
+// joinLate opens a late worker's session if tests it collected are
+// still queued and the run has not ended without it (see late).
 func (t *testRun) joinLate(w *testWorker) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || len(t.queue) == 0 || t.open == 0 || w.aborted {
+	if t.stopped || t.open == 0 || w.aborted || (w.steal != nil && !slices.ContainsFunc(t.queue, w.steal.has)) {
 		return false
 	}
 	w.joined = true

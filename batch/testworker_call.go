@@ -331,5 +331,6 @@ func (w *testWorker) send(i int, r *Result) {
 	}
 	r.Entry = w.t.entries[j]
 	w.lastSent = j
+	w.t.ended.Add(1)
 	w.t.results <- indexedResult{j, r}
 }

@@ -11,7 +11,9 @@ does (xdist/remote.py), so that the Go side can hand out groups of tests:
         session and collects (pytest_collection: collection, deselection,
         pytest_collection_modifyitems). Answers the items (node id,
         location, loadscope key, JUnit classname and name) and the
-        collection reports that did not pass.
+        collection reports that did not pass. With "select" (node ids and
+        test files, relative to rootdir) the session collects those
+        instead of args' paths: the hand-over (pytest_split.selected).
     {"op": "run", "indices": [...]}
         runs those items (indices into the collected list) with pytest's
         runtest protocol. As in xdist, the last item is held back until
@@ -64,7 +66,7 @@ from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
 from .pytest_console import Console, Discard, Sink
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
-from .pytest_split import Split, hookimpl
+from .pytest_split import Split, hookimpl, selected
 from .signals import TEST_PROCESS
 
 if TYPE_CHECKING:
@@ -278,7 +280,10 @@ def _start_session(
             state.session = session
             config.hook.pytest_sessionstart(session=session)
             state.started = True
-            config.hook.pytest_collection(session=session)
+            # A hand-over (pytest_split.selected): the tests given, not
+            # the command line's.
+            with selected(config, params.get("select")):
+                config.hook.pytest_collection(session=session)
         except pytest.UsageError as e:
             # As pytest's wrap_session: the session ends with status 4 (its
             # terminal reporter's last line); the first kernel's console

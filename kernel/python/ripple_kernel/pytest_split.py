@@ -24,12 +24,22 @@ The split is off (the kernel collects everything, answer "off") when an
 option needs the whole collection (_split_unsafe). A collection the Go
 side cannot merge in pytest's order (a hook that reordered items, answer
 "unsafe") makes it collect everything again.
+
+The hand-over (selected, the collect request's "select") is the default
+run's other way for a kernel to collect less: the first kernel collected
+the whole suite, with pytest's deselection (-k, -m, --deselect, addopts);
+a later kernel is handed the test files (or, for part of a file, the node
+ids) of the tests it may run, and its session collects just those, as
+pytest does for such arguments: only their modules are imported, the
+conftest.py chain of each is loaded, and -k, -m and the plugins' hooks
+apply again (to the same items, so they keep them).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Set, Tuple, Type, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 if TYPE_CHECKING:
     import pathlib
@@ -91,6 +101,32 @@ def _split_unsafe(config: pytest.Config) -> str:
         if config.pluginmanager.hasplugin(name):
             return "plugin %s reorders the whole collection" % name
     return ""
+
+
+@contextmanager
+def selected(config: pytest.Config, select: Optional[Sequence[object]]) -> Iterator[None]:
+    """While the session collects, its arguments are the hand-over's
+    selection instead of the command line's (or testpaths'): node ids and
+    test files relative to rootdir (as the first kernel's node ids are),
+    made absolute so that they resolve whatever the invocation directory.
+    config.args is pytest's own list of collection arguments
+    (Session.perform_collect reads it); it is the user's again once
+    collection is done, for whatever reads it later. Without a selection
+    (None or empty), nothing changes."""
+    if not select:
+        yield
+        return
+    root = str(config.rootpath)
+    saved = config.args
+    args: List[str] = []
+    for s in select:
+        path, sep, rest = str(s).partition("::")
+        args.append(os.path.normpath(os.path.join(root, path)) + sep + rest)
+    config.args = args
+    try:
+        yield
+    finally:
+        config.args = saved
 
 
 def _rel(path: object, root: str) -> str:
