@@ -359,17 +359,21 @@ class RerunPlanner:
             added = list(rdeps[i]) if withheld is None or i != withheld[0] else [
                 j for j in rdeps[i] if j not in withheld[1]]
             live: Tuple[str, ...] = ()
+            chained: Tuple[str, ...] = ()
+            clean: FrozenSet[str] = frozenset()
             if len(rerun) < everything:
-                live = self.effects.effects(view, i, rerun, r.relied)
+                live, chained, clean = self.effects.effects(view, i, rerun, r.relied)
             if live and never_ran(frame, stmts[i]):
                 # It did not run last time (a statement before it ended the
                 # frame's run): its effects were never applied, so no chain;
                 # the statements after it that must see them join only if
                 # it runs now (runner.FramePass._run_deferred).
                 r.deferred[i] = live
-                live = ()
-            if stmts[i].info.mutates or live:
-                members, hit_param = chain(plan, i, live, module_receivers(view, i))
+                live = chained = ()
+            if stmts[i].info.mutates or chained:
+                # Objects it was seen to leave unchanged last time
+                # (mutation.clean_names) carry no effect of it to redo.
+                members, hit_param = chain(plan, i, chained, module_receivers(view, i) | clean)
                 r.reaches_param = r.reaches_param or hit_param
                 added += members
             if live:
