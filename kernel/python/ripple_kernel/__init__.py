@@ -68,6 +68,8 @@ Plans and runs:
   Jupyter kernels (jupyter_boot.py): IPython magics and !shell lines on
   one IPython shell, bound to the caller's namespace;
 - mutation: mutation through calls and the mutation log;
+- observe: whether a statement's calls changed the objects they were given
+  (their state before and after it ran);
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.
 

@@ -147,6 +147,20 @@ class BodyModuleState(Differential):
         self.check_steps([({"helpers": "LOG = []\n", "main": FROM_LOG}, None), ({}, "all"),
                           ({"main": FROM_LOG.replace("append(1)", "append(3)")}, None)])
 
+    def test_a_reader_inserted_before_the_writer_in_a_script(self):
+        # The script's `import helpers` binds a frame name, and the call
+        # helpers.h0 is taken to mutate it: a reader of helpers.Y inserted
+        # before the writer still sees the module's own value (the
+        # differential test's seed 25 in script mode).
+        script = "import helpers\nm = 1\na = helpers.h0(m)\n%shelpers.Y = m + 6\n"
+        files = {"helpers": "Y = 4\n\n\ndef h0(a):\n    return a + 1\n", "main": script % ""}
+        self.check_steps([(files, None), ({"main": script % "r = helpers.Y * 3\n"}, None)], scripts=("main",))
+
+    def test_a_reader_inserted_before_the_writer_with_the_import_in_the_body(self):
+        body = "def main():\n    import helpers\n    m = 1\n    a = helpers.h0(m)\n%s    helpers.Y = m + 6\n"
+        files = {"helpers": "Y = 4\n\n\ndef h0(a):\n    return a + 1\n", "main": body % ""}
+        self.check_steps([(files, None), ({"main": body % "    r = helpers.Y * 3\n"}, None)])
+
 
 LONG = "".join("    a%d = %d\n" % (i, i) for i in range(70))  # past lazydefs.LAZY_MIN: compiled lazily
 

@@ -6,7 +6,6 @@ every value checked against a fresh engine (test_causes.Differential)."""
 import importlib.util
 import os
 import subprocess
-import sys
 import unittest
 
 from enginetest import main_stack
