@@ -244,7 +244,7 @@ class Observation:
         for key, obj in unchanged.items():
             log = mutlog.get(key)
             if log is not None and log[0] is obj and mutation in log[2]:
-                log[2].remove(mutation)
+                log[2][:] = [m for m in log[2] if m != mutation]  # once per name it was mutated under
         if unchanged:
             frame.observed[expression_id] = (stamp, unchanged)
         else:
