@@ -42,11 +42,26 @@ if TYPE_CHECKING:
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 _SCALARS = (int, str, bytes, bool, type(None))
-_NODES = 4000  # objects visited at most per statement (before and after each)
+_NODES = 4000  # values visited at most per statement (before and after each)
 _BYTES = 4 << 20  # array bytes digested at most per statement
 # Types whose methods are known: a method that is not pure mutates them
 # (objects._PURE_METHODS), so observing them as receivers is wasted work.
 _KNOWN_METHODS = frozenset([list, dict, set, bytearray])
+
+
+class _Plain:
+    pass
+
+
+class _PlainTuple(tuple):
+    pass
+
+
+# The instance sizes of classes whose instances hold nothing but their
+# __dict__ (and weakref): a class made in C with state of its own (a
+# pybind11 class is a heap type too) is larger.
+_OBJECT_SIZE = _Plain.__basicsize__
+_TUPLE_SIZES = (tuple.__basicsize__, _PlainTuple.__basicsize__)
 
 
 class _Budget:
@@ -60,8 +75,9 @@ class _Budget:
 def _instance(x: UserValue, t: type, stack: List[object]) -> bool:
     """An instance of a class that keeps its state in its __dict__ (and,
     for a namedtuple, its items): every class of its MRO a class
-    statement's, without non-empty __slots__, on object or tuple. Its
-    dict and items go onto stack; False for any other object."""
+    statement's, without non-empty __slots__, on object or tuple, of the
+    size of such a class. Its dict and items go onto stack; False for any
+    other object."""
     mro = t.__mro__
     if mro[-1] is not object:
         return False
@@ -78,6 +94,8 @@ def _instance(x: UserValue, t: type, stack: List[object]) -> bool:
             return False
         if descr is None and "__dict__" in own:
             descr = own["__dict__"]
+    if t.__basicsize__ not in (_TUPLE_SIZES if on_tuple else (_OBJECT_SIZE,)):
+        return False
     if descr is not None:
         if type(descr) is not types.GetSetDescriptorType:
             return False
@@ -155,15 +173,15 @@ def fingerprint(obj: object, budget: _Budget) -> Optional[List[object]]:
         while stack:
             x: UserValue = stack.pop()
             t = type(x)
+            budget.nodes -= 1
+            if budget.nodes < 0:
+                return None
             if t in _SCALARS or t is float or t is complex:
                 out.append(x)
                 continue
             if t is not tuple and t is not frozenset and t is not types.MethodType and immutable(x):
                 out.append(x)  # a function without a closure, a class, a module: by identity
                 continue
-            budget.nodes -= 1
-            if budget.nodes < 0:
-                return None
             if t is tuple or t is frozenset:
                 # Immutable: its items, not its identity (a tuple made
                 # afresh from the same items is the same state).

@@ -91,6 +91,66 @@ class ReadsItsArgument(Differential):
                           ({"main": main.replace("f = len", "f = total")}, None)])
 
 
+class Fingerprints(unittest.TestCase):
+    """observe.fingerprint: the same state before and after a read, another
+    after any store, None where it cannot see the state."""
+
+    def setUp(self):
+        import enginetest
+
+        enginetest.engine_module()
+        from ripple_kernel import observe
+
+        self.observe = observe
+
+    def state(self, obj):
+        return self.observe.fingerprint(obj, self.observe._Budget())
+
+    def changed(self, obj, act):
+        before = self.state(obj)
+        self.assertIsNotNone(before)
+        act(obj)
+        after = self.state(obj)
+        self.assertIsNotNone(after)
+        return not self.observe.same(before, after)
+
+    def test_reads_and_stores(self):
+        import collections
+
+        class P:
+            def __init__(self):
+                self.v = [1]
+                self.d = {"k": (0, [2])}
+                self.x = 0.0
+
+        Pair = collections.namedtuple("Pair", "a b")
+        self.assertFalse(self.changed(P(), lambda p: (p.v[0], dict(p.d), p.x)))
+        self.assertTrue(self.changed(P(), lambda p: p.d["k"][1].append(3)))  # deep inside a tuple
+        self.assertTrue(self.changed(P(), lambda p: setattr(p, "v", [1])))  # an equal list, another object
+        self.assertTrue(self.changed(P(), lambda p: setattr(p, "x", -0.0)))  # a float by its bits
+        self.assertTrue(self.changed(P(), lambda p: setattr(p, "y", None)))
+        self.assertTrue(self.changed({1: [2]}, lambda d: d[1].append(2)))
+        self.assertTrue(self.changed(Pair(1, [2]), lambda t: t.b.append(3)))
+        self.assertFalse(self.changed(Pair(1, [2]), lambda t: t.a + len(t.b)))
+        self.assertTrue(self.changed(bytearray(b"ab"), lambda b: b.__setitem__(0, 0)))
+        shared = [1]
+        self.assertTrue(self.changed([shared, shared], lambda xs: xs.__setitem__(1, [1])))  # aliasing is state
+
+    def test_what_it_cannot_see(self):
+        class Slotted:
+            __slots__ = ("a",)
+
+        class MyList(list):
+            pass
+
+        self.assertIsNone(self.state(Slotted()))
+        self.assertIsNone(self.state(MyList([1])))
+        self.assertIsNone(self.state([iter([1])]))
+        n = 1
+        self.assertIsNone(self.state({"f": lambda: n}))  # a closure's cells
+        self.assertIsNone(self.state(list(range(5000))))  # beyond the budget
+
+
 class RangeIsNoMutator(Differential):
     def test_iterating_range_does_not_rerun_its_other_readers(self):
         main = body("s = 0", "for i in range(3):\n        s += i", "r = list(range(5))")
@@ -129,6 +189,32 @@ class Pandas(Differential):
             steps.append(({"main": main}, None))
         self.check_steps(steps)
 
+    def test_frame_and_array_states(self):
+        import enginetest
+
+        enginetest.engine_module()
+        import numpy as np
+        import pandas as pd
+        from ripple_kernel import observe
+
+        def changed(obj, act):
+            before = observe.fingerprint(obj, observe._Budget())
+            act(obj)
+            return not observe.same(before, observe.fingerprint(obj, observe._Budget()))
+
+        frame = lambda: pd.DataFrame({"a": [1, 2], "b": [3, 4]})  # noqa: E731
+        for act in (lambda d: d.head(1), lambda d: list(d.columns), lambda d: d.describe(), lambda d: d["a"].sum(),
+                    lambda d: d.groupby("a").sum()):
+            self.assertFalse(changed(frame(), act))
+        for act in (lambda d: d.loc.__setitem__((0, "a"), 9), lambda d: d.insert(0, "z", 1),
+                    lambda d: d.sort_values("a", ascending=False, inplace=True), lambda d: d.pop("a"),
+                    lambda d: setattr(d.index, "name", "i"), lambda d: d.attrs.__setitem__("k", 1),
+                    lambda d: d.values.__setitem__((0, 0), 7), lambda d: d.__setitem__("c", 1)):
+            self.assertTrue(changed(frame(), act))
+        self.assertFalse(changed(np.arange(5), lambda a: a.sum()))
+        self.assertTrue(changed(np.arange(5), lambda a: a.__setitem__(0, 9)))
+        self.assertTrue(changed(np.arange(5), lambda a: setattr(a, "shape", (5, 1))))
+
     def test_an_in_place_method(self):
         main = body("import pandas as pd", "df = pd.DataFrame({'a': [3, 1, 2]})", "k = 'a'",
                     "df.sort_values(k, inplace=True)", "f = df['a'].tolist()")
@@ -149,7 +235,7 @@ class PandasElsewhere(unittest.TestCase):
         out = subprocess.run([python, "-m", "unittest", "test_observe.Pandas"], cwd=HERE, capture_output=True,
                              text=True, timeout=600)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertIn("Ran 3 tests", out.stderr)
+        self.assertIn("Ran 4 tests", out.stderr)
         self.assertNotIn("skipped", out.stderr)
 
 
