@@ -162,6 +162,32 @@ class BodyModuleState(Differential):
         self.check_steps([(files, None), ({"main": body % "    r = helpers.Y * 3\n"}, None)])
 
 
+SHADOW = ("b = 2\nk = 1\ndef g(v):\n    return v + 1\nm = g(b)\n"
+          "def g(v):\n    global k\n    k = k + v\n    return k\nn = g(b)\n")
+
+
+class LocalCallOfARedefinedFunction(Differential):
+    """A script that defines g twice: its frame runs the last def, so a
+    call of the first cannot be entered (it ran the second body with the
+    first call's arguments, and the differential test's seeds 5075 and
+    5270 found its global writes diverging); a call of the last can."""
+
+    def stack(self, expression_id):
+        return main_stack(name="__main__") + [{"type": "LocalCall", "expressionId": expression_id}]
+
+    def test_a_call_of_the_earlier_def_is_refused(self):
+        s = self.session({"main": SHADOW}, scripts=["main"])
+        s.run(main_stack(name="__main__"))
+        run = s.run(self.stack("main:__main__/m"))
+        self.assertEqual(run.result["status"], "failed", run.result)
+        self.assertIn("defines g again at line 6", run.result["result"]["message"])
+
+    def test_a_call_of_the_last_def_is_entered(self):
+        stack = self.stack("main:__main__/n")
+        s = self.check_steps([({"main": SHADOW}, None), ({}, None), ({}, "all")], scripts=("main",), stack=stack)
+        self.assertEqual(s.view(1)["main:g/return"], "5")
+
+
 LONG = "".join("    a%d = %d\n" % (i, i) for i in range(70))  # past lazydefs.LAZY_MIN: compiled lazily
 
 
