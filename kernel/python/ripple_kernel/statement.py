@@ -197,8 +197,7 @@ class StatementRunner:
         returned = False
         # (The guards skip a call for statements without such facts: most.)
         mutated = self.effects.targets(info, ns, self.run_once) if info.mutates or info.maybe else []
-        # Their states before it runs: settled after it (observe.py).
-        observing = self.effects.observe(info, ns, mutated) if mutated and not self.run_once else None
+        observing = self.effects.observe(info, ns, mutated) if mutated and not self.run_once else None  # observe.py
         if ps.deps:
             _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
