@@ -263,20 +263,15 @@ class Calls:
 def _refuse_shadowed(rec: ModuleRecord, func: types.FunctionType, qualname: str, expression_id: str) -> None:
     """A frame runs the last def of its qualname (plan.find_function); a
     call of an earlier def of the same name (a script's `def g` called
-    before a second `def g`) cannot be entered: it would run the other
-    body with these arguments."""
+    before a second `def g`: the namespace no longer holds it) cannot be
+    entered: it would run the other body with these arguments."""
     src = rec.source
     if src is None or "." in qualname:
         return
     defs = [n for n in src.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == qualname]
-    if len(defs) < 2:
-        return
-    last = defs[-1]
-    first_line = last.decorator_list[0].lineno if last.decorator_list else last.lineno
-    if func.__code__.co_firstlineno != first_line:
-        raise Failure("failure", "cannot enter %s: it calls the %s defined at line %d, and %s defines %s again at "
-                      "line %d" % (expression_id, qualname, func.__code__.co_firstlineno, rec.name, qualname,
-                                   last.lineno))
+    if len(defs) > 1 and func.__globals__.get(qualname) is not func:
+        raise Failure("failure", "cannot enter %s: it calls an earlier definition of %s than the one at line %d, "
+                      "which its frame runs" % (expression_id, qualname, defs[-1].lineno))
 
 
 def _reached_call(caller: Frame, expression_id: str) -> Tuple[Entry, Call]:

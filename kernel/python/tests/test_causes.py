@@ -180,7 +180,7 @@ class LocalCallOfARedefinedFunction(Differential):
         s.run(main_stack(name="__main__"))
         run = s.run(self.stack("main:__main__/m"))
         self.assertEqual(run.result["status"], "failed", run.result)
-        self.assertIn("defines g again at line 6", run.result["result"]["message"])
+        self.assertIn("an earlier definition of g than the one at line 6", run.result["result"]["message"])
 
     def test_a_call_of_the_last_def_is_entered(self):
         stack = self.stack("main:__main__/n")
