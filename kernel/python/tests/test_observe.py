@@ -67,6 +67,15 @@ class ReadsItsArgument(Differential):
             steps.append(({"main": main}, None))
         self.check_steps(steps)
 
+    def test_a_method_that_stores_into_its_receiver_sometimes(self):
+        helpers = PEEK + "\n\nclass Q(P):\n    def add(self, n):\n        if n % 2:\n            self.v.append(n)\n        return len(self.v)\n"
+        main = body("from helpers import Q", "q = Q()", "a = q.v[0]", "n = 2", "c = q.add(n)", "w = sum(q.v)")
+        steps = [({"helpers": helpers, "main": main}, None)]
+        for old, new in [("n = 2", "n = 3"), ("n = 3", "n = 5"), ("n = 5", "n = 4"), ("n = 4", "n = 6")]:
+            main = main.replace(old, new)
+            steps.append(({"main": main}, None))
+        self.check_steps(steps + [({}, ["main:main/c"]), ({}, "all")])
+
     def test_recompute_of_a_storing_call(self):
         main = body("from helpers import P, grow", "p = P()", "b = 2", "c = grow(p, b)", "w = len(p.v)")
         self.check_steps([({"helpers": GROW, "main": main}, None), ({}, ["main:main/c"]), ({}, ["main:main/c"])])
