@@ -72,6 +72,8 @@ Plans and runs:
 - jupyter_shell, jupyter_comm: a Jupyter kernel's IPython variables (In,
   Out, _), user_expressions and comms (modes of jupyterCell);
 - mutation: mutation through calls and the mutation log;
+- observe: whether a statement's calls changed the objects they were given
+  (their state before and after it ran);
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.
 

@@ -249,6 +249,8 @@ class FramePass:
             self._flush()  # a Failure: what ran is reported
             raise
         self._not_reached(rest, reason)
+        if self.rerun.replayed:
+            self.runner.planner.settle_replays(plan, frame, self.rerun)
         self._flush()
         self._finish(vis_by_id, stopped)
 

@@ -197,6 +197,7 @@ class StatementRunner:
         returned = False
         # (The guards skip a call for statements without such facts: most.)
         mutated = self.effects.targets(info, ns, self.run_once) if info.mutates or info.maybe else []
+        observing = self.effects.observe(info, ns, mutated) if mutated and not self.run_once else None  # observe.py
         if ps.deps:
             _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
@@ -240,6 +241,8 @@ class StatementRunner:
                     # partial effects make the objects dirty.
                     if not self.run_once:
                         log_mutations(frame, mutated, ps.id, stamp)
+                        if observing is not None:
+                            observing.settle(frame, ps.id, stamp)
                     _write_globals(fr, ps.text, size, before)
                     if state is not None or body is not None:
                         gwrites = _note_writer(frame, ps, _state_writes(frame, watched, state, body))
