@@ -214,7 +214,7 @@ class StatementRunner:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
             if nested.SLOTS in code.co_names:
-                slots = nested.Slots(nested.Layout(ps.node))
+                slots = nested.Slots(nested.Layout(ps.node), ns)
                 code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)

@@ -206,7 +206,7 @@ class InnerValues(EngineTestCase):
         s.run()
         first = inner(self.latest(s, "main:main/#1"))
         self.assertEqual(first[4], ("45000.0", 1, None))
-        self.assertEqual(first[5], ("['__ripple_inner__']", 1, None))  # bound while it ran
+        self.assertEqual(first[5], ("['__ripple_inner__', '__ripple_inner_values__', '__ripple_inner_counts__']", 1, None))  # bound while it ran
         second = self.latest(s, "main:main/#2")["inner"]
         self.assertEqual(len(second), 256)
         self.assertEqual(second[-1]["preview"], "255")
