@@ -52,6 +52,66 @@ class InnerValues(EngineTestCase):
         self.assertEqual(inner(self.latest(s, "main:main/#2")), {12: ("None", 1, None), 16: ("'yes'", 1, None)})
         self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "285")
 
+    def test_cheap_recording_reports_the_same(self):
+        # The loop-counted segments (for NAME in range(...)), the names
+        # read after the statement and the stored values agree with what
+        # ran: a break, a continue, an exception caught in the body, a name
+        # bound twice (stored: the last run's, not the name's at the end),
+        # a del after the assignment, a rebound range and a huge range.
+        s = self.session({"main": src(
+            "y = 0",
+            "for i in range(10):",            # line 3
+            "    a = i * 2",
+            "    b = a + 1",
+            "    if i == 6:",
+            "        break",
+            "    if i % 2:",
+            "        continue",
+            "    c = a",
+            "for j in range(4):",             # line 11
+            "    d = j",
+            "    y = d * 10",
+            "    try:",
+            "        e = 1 // (j - 2)",
+            "    except ZeroDivisionError:",
+            "        pass",
+            "    y = -1",
+            "    f = j",
+            "    del f",
+            "for k in range(10 ** 30, 10 ** 30 + 3):",  # line 21
+            "    g = k - 10 ** 30",
+            "range = lambda n: [n, n + 1]",   # line 23
+            "for m in range(5):",
+            "    h = m",
+            "    q = 0",
+            "    while q < m:",
+            "        q += 1",
+            "        if q == 6:",
+            "            break",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {
+            4: ("12", 7, None), 5: ("13", 7, None), 10: ("8", 3, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#2")), {
+            12: ("3", 4, None), 13: ("30", 4, None), 15: ("1", 3, None), 18: ("-1", 4, None), 19: ("3", 4, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#3")), {22: ("2", 3, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#4")), {
+            25: ("6", 2, None), 26: ("0", 2, None), 28: ("6", 11, None)})
+
+    def test_loop_counted_segment_cut_by_an_exception(self):
+        # The loop's iterations count the segment's starts; the cut of the
+        # exception that ended the statement comes off them.
+        s = self.session({"main": src(
+            "for i in range(5):",
+            "    a = i",
+            "    b = 10 // (3 - i)",
+            "    c = b",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {
+            3: ("3", 4, None), 4: ("10", 3, "ZeroDivisionError: integer division or modulo by zero"),
+            5: ("10", 3, None)})
+
     def test_ranges_are_code_points(self):
         s = self.session({"main": src("if True: é = 'ü'; n = 2", "z = 1")})
         s.run()
