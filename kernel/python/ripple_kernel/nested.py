@@ -9,20 +9,28 @@ inside a nested def, class or lambda) are reported with its update: the
 last value each had in the run and how many times it completed.
 
 Cost: a loop may run an inner statement a million times, so the
-instrumented code does no call per execution (instrument()): each inner
-statement also stores its value in a slot of a list (``t = S.values[k] =
-e``, S the run's Slots), and each straight run of simple statements (a
-segment, Layout) adds 1 to its counter when it starts; a handler around
-the segment notes where an exception left it (Slots.cut, a call only
-then) and raises it again, so a statement's count is its segment's starts
-less the cuts at or before it. S is put in the code's constants for the
-run (Patches.bind: the name SLOTS is loaded as a constant, no dictionary
-lookup per execution, and the user's namespace never holds it); where
-that rewrite of the bytecode is not possible, S is bound in the namespace
-for the statement's run instead. Previews, type names and ranges are made
-once, after the statement (report()). What the code computes is
-unchanged: the value is the one the statement computed, read once; only
-the last value's lifetime is longer (until the statement ends).
+instrumented code does no call per execution (instrument()). An inner
+statement that alone binds a plain name in the compound statement
+(``x = e``, ``total += e``: Layout.names) records nothing: its last value
+is the name's after the statement. Any other one also stores its value in
+a slot of a list (``t = VALUES[k] = e``). Each straight run of simple
+statements (a segment, Layout) adds 1 to its counter when it starts, but
+the one that starts the body of a ``for NAME in range(...)``: the loop's
+range iterator counts it (Slots.loop: its length less what is left of it,
+no code per iteration); a handler around the segment notes where an
+exception left it (Slots.cut, a call only then) and raises it again, so
+a statement's count is its segment's starts less the cuts at or before
+it. The Slots, its values and its counts lists are put in the code's
+constants for the run (Patches.bind: their names are loaded as
+constants, no lookup per execution, and the user's namespace never holds
+them); where that rewrite of the bytecode is not possible, they are bound
+in the namespace for the statement's run instead. Previews, type names
+and ranges are made once, after the statement (report()). What the code
+computes is unchanged: the value is the one the statement computed, read
+once; only the last value's lifetime is longer (until the statement
+ends). (A name read after the statement shows a rebinding by code outside
+it that the loop called, a function's ``global``: rare, and the value is
+then the name's at the end.) bench/inner/loops.py measures the cost.
 
 A statement with more than MAX_INNER inner statements reports the first
 MAX_INNER.
