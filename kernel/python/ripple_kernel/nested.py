@@ -44,7 +44,7 @@ import itertools
 import operator
 import sys
 import types
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from . import values
 
@@ -112,13 +112,13 @@ class Layout:
     the run's place in it (start, end); where[k], inner statement k's
     (segment, place in the segment); names[k], the plain name whose value
     after the statement is inner statement k's last value (None: its value
-    is stored, _named); loops, the ``for NAME in range(...)`` loops whose
+    is stored, _named; stored: names code it calls may rebind); loops, the ``for NAME in range(...)`` loops whose
     body starts with a segment, with that segment: it starts once per
     iteration, so the loop's iterator counts it (Slots.loop)."""
 
     __slots__ = ("nodes", "segments", "where", "names", "loops", "_bound")
 
-    def __init__(self, node: ast.stmt) -> None:
+    def __init__(self, node: ast.stmt, stored: FrozenSet[str] = frozenset()) -> None:
         self.nodes: List[ast.stmt] = []
         self.segments: List[Tuple[List[ast.stmt], int, int, _Items]] = []
         self.where: List[Tuple[int, int]] = []
@@ -127,6 +127,8 @@ class Layout:
         self._bound: Dict[str, int] = {}
         if is_compound(node):
             self._bound = _bindings(node)
+            for name in stored:  # rebound by code it calls: not its alone
+                self._bound[name] = 2
             self._walk(node)
 
     def _walk(self, node: ast.stmt) -> None:
@@ -204,7 +206,8 @@ def _named(stmt: ast.stmt, bound: Dict[str, int]) -> Optional[str]:
     rebind or delete the name after the statement's last run (None: the
     statement stores its value). Code outside the statement that a call
     reaches could still rebind it (a ``global`` in a function the loop
-    calls, exec): the value shown is then the name's at the end."""
+    calls when the plan does not see it, exec): the value shown is then the
+    name's at the end."""
     if isinstance(stmt, ast.Assign):
         target: Optional[ast.expr] = stmt.targets[0] if len(stmt.targets) == 1 else None
     elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
@@ -222,7 +225,7 @@ def inner_statements(node: ast.stmt) -> List[ast.stmt]:
     return Layout(node).nodes
 
 
-def instrument(node: ast.stmt) -> int:
+def instrument(node: ast.stmt, stored: FrozenSet[str] = frozenset()) -> int:
     """Rewrite the inner statements of node (a copy: compile_statement's)
     in place so that they record their values and counts; returns how many
     there are (0: node is unchanged).
@@ -234,8 +237,9 @@ def instrument(node: ast.stmt) -> int:
     statements rather than one per statement. A segment that starts a
     ``for NAME in range(...)`` body is counted by the loop's iterator
     (Slots.loop), no code per iteration; a statement whose value is a
-    name's after the compound statement (Layout.names) stores nothing."""
-    lay = Layout(node)
+    name's after the compound statement (Layout.names) stores nothing;
+    stored: as Layout's."""
+    lay = Layout(node, stored)
     looped = {seg for _, seg in lay.loops}
     # Last segment first: a rewrite changes the places after it in its body.
     for seg in range(len(lay.segments) - 1, -1, -1):

@@ -98,6 +98,25 @@ class InnerValues(EngineTestCase):
         self.assertEqual(inner(self.latest(s, "main:main/#4")), {
             25: ("6", 2, None), 26: ("0", 2, None), 28: ("6", 11, None)})
 
+    def test_name_a_called_function_rebinds_is_stored(self):
+        # bump rebinds x after the loop's x = i: the value shown is the
+        # assignment's, not the name's after the loop (stored, not read).
+        s = self.session({"main": src(
+            "x = 0",
+            "def bump():",
+            "    nonlocal x",
+            "    x += 100",
+            "for i in range(3):",             # line 6
+            "    x = i",
+            "    y = i",
+            "    bump()",
+            "return x",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#2")), {
+            7: ("2", 3, None), 8: ("2", 3, None), 9: ("None", 3, None)})
+        self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "102")
+
     def test_loop_counted_segment_cut_by_an_exception(self):
         # The loop's iterations count the segment's starts; the cut of the
         # exception that ended the statement comes off them.
