@@ -301,6 +301,16 @@ class InnerValues(EngineTestCase):
         finally:
             s.close()
 
+    def test_script_global_rebound_by_a_call_is_stored(self):
+        s = Session({"job": "x = 0\ndef bump():\n    global x\n    x += 100\nfor i in range(3):\n    x = i\n    bump()\n"})
+        try:
+            run = s.run([{"type": "ExplicitCall", "module": "job", "definedOnType": "", "name": "__main__",
+                          "positionalArgumentsExpressions": []}])
+            loop = [u for u in run.updates() if u["expressionId"].endswith("/#1")][-1]
+            self.assertEqual(inner(loop), {6: ("2", 3, None), 7: ("None", 3, None)})
+        finally:
+            s.close()
+
 
 class InnerValuesJournal(unittest.TestCase):
     """A new kernel restores a compound statement's inner values with its
