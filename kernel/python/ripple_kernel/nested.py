@@ -466,6 +466,18 @@ class Patches:
 
     def __init__(self) -> None:
         self._code: Dict[types.CodeType, Optional[bytes]] = {}  # None: cannot be rewritten
+        self._layouts: Dict[types.CodeType, Layout] = {}  # the Layout instrument made the code from
+
+    def layout(self, code: types.CodeType, node: ast.stmt, stored: FrozenSet[str]) -> Layout:
+        """The Layout of node (stored: as Layout's) that code was made
+        from, made once per code object (the same text at the same place
+        has the same layout), not per run."""
+        lay = self._layouts.get(code)
+        if lay is None:
+            if len(self._layouts) > _PATCH_LIMIT:
+                self._layouts.clear()
+            lay = self._layouts[code] = Layout(node, stored)
+        return lay
 
     def bind(self, code: types.CodeType, slots: Slots, ns: Dict[str, object]) -> types.CodeType:
         """The code to run for one run of code (an instrumented statement)

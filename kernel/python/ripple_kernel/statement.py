@@ -219,7 +219,7 @@ class StatementRunner:
             code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2],
                                    stored)
             if nested.SLOTS in code.co_names:
-                slots = nested.Slots(nested.Layout(ps.node, stored), ns)
+                slots = nested.Slots(self.codes.patches.layout(code, ps.node, stored), ns)
                 code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
