@@ -9,20 +9,28 @@ inside a nested def, class or lambda) are reported with its update: the
 last value each had in the run and how many times it completed.
 
 Cost: a loop may run an inner statement a million times, so the
-instrumented code does no call per execution (instrument()): each inner
-statement also stores its value in a slot of a list (``t = S.values[k] =
-e``, S the run's Slots), and each straight run of simple statements (a
-segment, Layout) adds 1 to its counter when it starts; a handler around
-the segment notes where an exception left it (Slots.cut, a call only
-then) and raises it again, so a statement's count is its segment's starts
-less the cuts at or before it. S is put in the code's constants for the
-run (Patches.bind: the name SLOTS is loaded as a constant, no dictionary
-lookup per execution, and the user's namespace never holds it); where
-that rewrite of the bytecode is not possible, S is bound in the namespace
-for the statement's run instead. Previews, type names and ranges are made
-once, after the statement (report()). What the code computes is
-unchanged: the value is the one the statement computed, read once; only
-the last value's lifetime is longer (until the statement ends).
+instrumented code does no call per execution (instrument()). An inner
+statement that alone binds a plain name in the compound statement
+(``x = e``, ``total += e``: Layout.names) records nothing: its last value
+is the name's after the statement. Any other one also stores its value in
+a slot of a list (``t = VALUES[k] = e``). Each straight run of simple
+statements (a segment, Layout) adds 1 to its counter when it starts, but
+the one that starts the body of a ``for NAME in range(...)``: the loop's
+range iterator counts it (Slots.loop: its length less what is left of it,
+no code per iteration); a handler around the segment notes where an
+exception left it (Slots.cut, a call only then) and raises it again, so
+a statement's count is its segment's starts less the cuts at or before
+it. The Slots, its values and its counts lists are put in the code's
+constants for the run (Patches.bind: their names are loaded as
+constants, no lookup per execution, and the user's namespace never holds
+them); where that rewrite of the bytecode is not possible, they are bound
+in the namespace for the statement's run instead. Previews, type names
+and ranges are made once, after the statement (report()). What the code
+computes is unchanged: the value is the one the statement computed, read
+once; only the last value's lifetime is longer (until the statement
+ends). (A name read after the statement shows a rebinding by code outside
+it that the loop called, a function's ``global``: rare, and the value is
+then the name's at the end.) bench/inner/loops.py measures the cost.
 
 A statement with more than MAX_INNER inner statements reports the first
 MAX_INNER.
@@ -33,17 +41,22 @@ from __future__ import annotations
 import ast
 import dis
 import itertools
+import operator
 import sys
 import types
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from . import values
 
 if TYPE_CHECKING:
     from .api import WireObject
 
-# The name of the run's Slots in the instrumented code (Patches.bind).
+# The names of the run's Slots and of its values and counts lists in the
+# instrumented code (Patches.bind loads them as constants).
 SLOTS = "__ripple_inner__"
+VALUES = "__ripple_inner_values__"
+COUNTS = "__ripple_inner_counts__"
+_NAMES = (SLOTS, VALUES, COUNTS)
 
 MAX_INNER = 256
 
@@ -97,19 +110,31 @@ class Layout:
     index); segments, each a straight run of simple statements of one body
     holding at least one of them, in source order, with the body list and
     the run's place in it (start, end); where[k], inner statement k's
-    (segment, place in the segment)."""
+    (segment, place in the segment); names[k], the plain name whose value
+    after the statement is inner statement k's last value (None: its value
+    is stored, _named; stored: names code it calls may rebind); loops, the ``for NAME in range(...)`` loops whose
+    body starts with a segment, with that segment: it starts once per
+    iteration, so the loop's iterator counts it (Slots.loop)."""
 
-    __slots__ = ("nodes", "segments", "where")
+    __slots__ = ("nodes", "segments", "where", "names", "loops", "_bound")
 
-    def __init__(self, node: ast.stmt) -> None:
+    def __init__(self, node: ast.stmt, stored: FrozenSet[str] = frozenset()) -> None:
         self.nodes: List[ast.stmt] = []
         self.segments: List[Tuple[List[ast.stmt], int, int, _Items]] = []
         self.where: List[Tuple[int, int]] = []
+        self.names: List[Optional[str]] = []
+        self.loops: List[Tuple[ast.For, int]] = []
+        self._bound: Dict[str, int] = {}
         if is_compound(node):
+            self._bound = _bindings(node)
+            for name in stored:  # rebound by code it calls: not its alone
+                self._bound[name] = 2
             self._walk(node)
 
     def _walk(self, node: ast.stmt) -> None:
+        loop = node if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and _is_range(node.iter) else None
         for body in _bodies(node):
+            counted = loop if loop is not None and body is loop.body else None
             run: _Items = []
             start = 0
             for i, stmt in enumerate(body):
@@ -120,19 +145,78 @@ class Layout:
                     if _reported(stmt) and len(self.nodes) < MAX_INNER:
                         k = len(self.nodes)
                         self.nodes.append(stmt)
+                        self.names.append(_named(stmt, self._bound))
                     run.append((stmt, k))
                     continue
-                self._close(body, start, run)
+                self._close(body, start, run, counted if start == 0 else None)
                 run = []
                 if is_compound(stmt):
                     self._walk(stmt)
-            self._close(body, start, run)
+            self._close(body, start, run, counted if start == 0 else None)
 
-    def _close(self, body: List[ast.stmt], start: int, run: _Items) -> None:
+    def _close(self, body: List[ast.stmt], start: int, run: _Items, loop: Optional[ast.stmt]) -> None:
         if any(k >= 0 for _, k in run):
             seg = len(self.segments)
             self.segments.append((body, start, start + len(run), run))
             self.where.extend((seg, pos) for pos, (_, k) in enumerate(run) if k >= 0)
+            if isinstance(loop, ast.For) and not any(seg_loop is loop for seg_loop, _ in self.loops):
+                self.loops.append((loop, seg))
+
+
+def _is_range(node: ast.expr) -> bool:
+    """Whether node is a call ``range(...)`` of positional arguments (the
+    name may be rebound: Slots.loop checks the value)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+            and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args))
+
+
+def _bindings(node: ast.stmt) -> Dict[str, int]:
+    """How many places in node (nested scopes included) bind, delete or
+    declare (global, nonlocal) each name."""
+    out: Dict[str, int] = {}
+
+    def add(name: Optional[str]) -> None:
+        if name:
+            out[name] = out.get(name, 0) + 1
+
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            if not isinstance(n.ctx, ast.Load):
+                add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for alias in n.names:
+                add(alias.asname or alias.name.partition(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                add(name)
+        elif isinstance(n, ast.ExceptHandler):
+            add(n.name)
+        else:  # match patterns: MatchAs, MatchStar (name), MatchMapping (rest)
+            add(getattr(n, "name", None) if type(n).__name__ in ("MatchAs", "MatchStar") else None)
+            add(getattr(n, "rest", None) if type(n).__name__ == "MatchMapping" else None)
+    return out
+
+
+def _named(stmt: ast.stmt, bound: Dict[str, int]) -> Optional[str]:
+    """The name an inner statement assigns when its last value can be read
+    from the namespace after the compound statement: a plain name that it
+    alone binds in the compound statement, so no other statement of it can
+    rebind or delete the name after the statement's last run (None: the
+    statement stores its value). Code outside the statement that a call
+    reaches could still rebind it (a ``global`` in a function the loop
+    calls when the plan does not see it, exec): the value shown is then the
+    name's at the end."""
+    if isinstance(stmt, ast.Assign):
+        target: Optional[ast.expr] = stmt.targets[0] if len(stmt.targets) == 1 else None
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        target = stmt.target
+    else:
+        return None
+    if isinstance(target, ast.Name) and bound.get(target.id) == 1:
+        return target.id
+    return None
 
 
 def inner_statements(node: ast.stmt) -> List[ast.stmt]:
@@ -141,7 +225,7 @@ def inner_statements(node: ast.stmt) -> List[ast.stmt]:
     return Layout(node).nodes
 
 
-def instrument(node: ast.stmt) -> int:
+def instrument(node: ast.stmt, stored: FrozenSet[str] = frozenset()) -> int:
     """Rewrite the inner statements of node (a copy: compile_statement's)
     in place so that they record their values and counts; returns how many
     there are (0: node is unchanged).
@@ -150,44 +234,56 @@ def instrument(node: ast.stmt) -> int:
     handler that notes where an exception cut it short (Slots.cut) and
     raises it again, unchanged: a statement's count is its segment's
     starts less the cuts at or before it, one counter per straight run of
-    statements rather than one per statement."""
-    lay = Layout(node)
+    statements rather than one per statement. A segment that starts a
+    ``for NAME in range(...)`` body is counted by the loop's iterator
+    (Slots.loop), no code per iteration; a statement whose value is a
+    name's after the compound statement (Layout.names) stores nothing;
+    stored: as Layout's."""
+    lay = Layout(node, stored)
+    looped = {seg for _, seg in lay.loops}
     # Last segment first: a rewrite changes the places after it in its body.
     for seg in range(len(lay.segments) - 1, -1, -1):
         body, start, end, items = lay.segments[seg]
-        body[start:end] = _wrapped(seg, items)
+        body[start:end] = _wrapped(seg, items, lay.names, seg not in looped)
+    for loop, seg in lay.loops:
+        call = ast.Call(func=ast.Attribute(value=ast.Name(id=SLOTS, ctx=ast.Load()), attr="loop", ctx=ast.Load()),
+                        args=[ast.Constant(value=seg), loop.iter], keywords=[])
+        for n in (call, call.func, call.func.value, call.args[0]):  # type: ignore[attr-defined]  # an Attribute
+            ast.copy_location(n, loop.iter)
+        loop.iter = call
     return len(lay.nodes)
 
 
-def _wrapped(seg: int, items: _Items) -> List[ast.stmt]:
+def _wrapped(seg: int, items: _Items, names: List[Optional[str]], counted: bool) -> List[ast.stmt]:
     """A segment's statements recording their values, after its start is
-    counted, in a handler of its cuts:
-    ``S.counts[seg] += 1; try: ... except BaseException: S.cut(seg); raise``."""
+    counted (unless its loop counts it), in a handler of its cuts:
+    ``COUNTS[seg] += 1; try: ... except BaseException: S.cut(seg); raise``."""
     first = items[0][0]
     inner: List[ast.stmt] = []
     for stmt, k in items:
-        inner.extend(_recorded(stmt, k) if k >= 0 else [stmt])
-    count = ast.AugAssign(target=_slot("counts", seg, ast.Store(), first), op=ast.Add(), value=ast.Constant(value=1))
+        inner.extend(_recorded(stmt, k) if k >= 0 and names[k] is None else [stmt])
     cut = ast.Call(func=ast.Attribute(value=ast.Name(id=SLOTS, ctx=ast.Load()), attr="cut", ctx=ast.Load()),
                    args=[ast.Constant(value=seg)], keywords=[])
     handler = ast.ExceptHandler(type=ast.Name(id="BaseException", ctx=ast.Load()), name=None,
                                 body=[ast.Expr(value=cut), ast.Raise(exc=None, cause=None)])
     wrapper = ast.Try(body=inner, handlers=[handler], orelse=[], finalbody=[])
-    for n in (count, wrapper, handler):
-        ast.copy_location(n, first)
-    for n in ast.walk(count):
+    for n in (wrapper, handler):
         ast.copy_location(n, first)
     for n in ast.walk(handler):
         if n is not handler:
             ast.copy_location(n, first)
+    if not counted:
+        return [wrapper]
+    count = ast.AugAssign(target=_slot(COUNTS, seg, ast.Store(), first), op=ast.Add(), value=ast.Constant(value=1))
+    for n in ast.walk(count):
+        ast.copy_location(n, first)
     return [count, wrapper]
 
 
-def _slot(field: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscript:
-    """SLOTS.field[k]"""
-    attr = ast.Attribute(value=ast.Name(id=SLOTS, ctx=ast.Load()), attr=field, ctx=ast.Load())
-    sub = ast.Subscript(value=attr, slice=ast.Constant(value=k), ctx=ctx)
-    for n in (sub, attr, attr.value, sub.slice):
+def _slot(name: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscript:
+    """name[k], name VALUES or COUNTS (a constant list: Patches.bind)"""
+    sub = ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Constant(value=k), ctx=ctx)
+    for n in (sub, sub.value, sub.slice):
         ast.copy_location(n, at)
     return sub
 
@@ -195,19 +291,22 @@ def _slot(field: str, k: int, ctx: ast.expr_context, at: ast.stmt) -> ast.Subscr
 def _recorded(stmt: ast.stmt, k: int) -> List[ast.stmt]:
     """stmt followed (or replaced) by what records its value in slot k.
     The value is stored only once the statement's own targets are bound
-    (``t = S.values[k] = e`` assigns t first): a statement that raised
+    (``t = VALUES[k] = e`` assigns t first): a statement that raised
     leaves the value of its last run that completed."""
     if isinstance(stmt, ast.Assign):
-        stmt.targets = stmt.targets + [_slot("values", k, ast.Store(), stmt)]
+        stmt.targets = stmt.targets + [_slot(VALUES, k, ast.Store(), stmt)]
         return [stmt]
     if isinstance(stmt, ast.Expr):
-        return [ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=stmt.value), stmt)]
+        return [ast.copy_location(ast.Assign(targets=[_slot(VALUES, k, ast.Store(), stmt)], value=stmt.value), stmt)]
     # AugAssign, AnnAssign: the target's new value, read back when it is a plain name
     target = stmt.target  # type: ignore[attr-defined]  # both have target
     if not isinstance(target, ast.Name):
         return [stmt]
     read = ast.copy_location(ast.Name(id=target.id, ctx=ast.Load()), stmt)
-    return [stmt, ast.copy_location(ast.Assign(targets=[_slot("values", k, ast.Store(), stmt)], value=read), stmt)]
+    return [stmt, ast.copy_location(ast.Assign(targets=[_slot(VALUES, k, ast.Store(), stmt)], value=read), stmt)]
+
+
+_FIRST = operator.itemgetter(0)
 
 
 class Slots:
@@ -216,13 +315,48 @@ class Slots:
     instrument). Hashed by identity, so the code holding it as a constant
     hashes as code does (a tracer's dict keyed by code objects)."""
 
-    __slots__ = ("values", "counts", "cuts", "layout")
+    __slots__ = ("values", "counts", "cuts", "layout", "ns", "ranges", "counters")
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, ns: Dict[str, object]) -> None:
         self.layout = layout
+        self.ns = ns  # the namespace the statement runs in (Layout.names are read from it)
         self.values: List[object] = [_UNSET] * len(layout.nodes)
-        self.counts: List[int] = [0] * len(layout.segments)  # per segment: its starts
+        self.counts: List[int] = [0] * len(layout.segments)  # per segment: its starts (loops: folded in, _fold)
         self.cuts: Dict[int, List[int]] = {}  # segment -> per place: exceptions that left it there
+        # Per loop-counted segment (Layout.loops): its loop's latest range
+        # iterator with its length when it started; the counter of a loop
+        # whose range() was not a range.
+        self.ranges: Dict[int, Tuple[Iterator[int], int]] = {}
+        self.counters: Dict[int, Iterator[int]] = {}
+
+    def loop(self, seg: int, r: Iterable[object]) -> Iterable[object]:
+        """What a ``for NAME in range(...)`` loop whose body starts with
+        segment seg iterates over: r's own iterator when r is a range (its
+        items are not counted one by one: the iterations are its length
+        less what is left of it, _fold), else r's items through a C
+        counter (the name range was rebound). A range iterator holds no
+        user object, so keeping it until the statement ends keeps nothing
+        of the user's alive."""
+        if type(r) is not range:
+            counter = self.counters.get(seg)
+            if counter is None:
+                counter = self.counters[seg] = itertools.count()
+            return map(_FIRST, zip(r, counter))
+        started = self.ranges.get(seg)
+        if started is not None:
+            self.counts[seg] += started[1] - operator.length_hint(started[0])
+        it = iter(r)
+        self.ranges[seg] = (it, operator.length_hint(it))
+        return it
+
+    def _fold(self) -> None:
+        """Add the iterations of the loops (loop) to their segments' starts."""
+        for seg, (it, length) in self.ranges.items():
+            self.counts[seg] += length - operator.length_hint(it)
+        for seg, counter in self.counters.items():
+            self.counts[seg] += next(counter)  # the items it counted
+        self.ranges = {}
+        self.counters = {}
 
     def cut(self, seg: int) -> None:
         """An exception is leaving segment seg: note the statement it left
@@ -252,7 +386,8 @@ class Slots:
     def unbind(ns: Dict[str, object]) -> None:
         """Take the Slots out of the namespace when Patches.bind put it
         there (the user's code never sees it after its statement)."""
-        ns.pop(SLOTS, None)
+        for name in _NAMES:
+            ns.pop(name, None)
 
     def report(self, where: Place, raised: Optional[BaseException] = None,
                code: Optional[types.CodeType] = None) -> List[WireObject]:
@@ -260,7 +395,8 @@ class Slots:
         that completed at least once or raised the exception that ended
         the statement (raised, from code), in source order. Previews and
         types are made here, once."""
-        nodes = self.layout.nodes
+        self._fold()
+        nodes, names, ns = self.layout.nodes, self.layout.names, self.ns
         failed = _raiser(nodes, raised, code) if raised is not None else -1
         out: List[WireObject] = []
         for k, node in enumerate(nodes):
@@ -268,14 +404,18 @@ class Slots:
             if count <= 0 and k != failed:
                 continue
             item: WireObject = {"range": where.range_of(node), "count": max(count, 0)}
-            value = self.values[k]
+            name = names[k]
+            value = self.values[k] if name is None else ns.get(name, _UNSET) if count > 0 else _UNSET
             if value is not _UNSET:
                 item["type"] = values.type_name(value)
                 item["preview"] = values.preview(value)
             if k == failed:
                 item["panic"] = values.exception_message(raised)  # type: ignore[arg-type]  # raised is set when failed >= 0
             out.append(item)
-        self.values = []  # the values go now, not with the Slots
+        # The values go now, not with the Slots or the code that holds
+        # the list as a constant (a traceback may keep it).
+        self.values[:] = []
+        self.ns = {}
         return out
 
 
@@ -326,37 +466,51 @@ class Patches:
 
     def __init__(self) -> None:
         self._code: Dict[types.CodeType, Optional[bytes]] = {}  # None: cannot be rewritten
+        self._layouts: Dict[types.CodeType, Layout] = {}  # the Layout instrument made the code from
+
+    def layout(self, code: types.CodeType, node: ast.stmt, stored: FrozenSet[str]) -> Layout:
+        """The Layout of node (stored: as Layout's) that code was made
+        from, made once per code object (the same text at the same place
+        has the same layout), not per run."""
+        lay = self._layouts.get(code)
+        if lay is None:
+            if len(self._layouts) > _PATCH_LIMIT:
+                self._layouts.clear()
+            lay = self._layouts[code] = Layout(node, stored)
+        return lay
 
     def bind(self, code: types.CodeType, slots: Slots, ns: Dict[str, object]) -> types.CodeType:
         """The code to run for one run of code (an instrumented statement)
-        recording into slots: code with slots as its last constant, or
-        code itself with slots bound in ns (Slots.unbind takes it out)."""
+        recording into slots: code with slots, its values and its counts
+        as its last constants, or code itself with them bound in ns
+        (Slots.unbind takes them out)."""
         patched = self._code.get(code, b"")
         if patched == b"":
             if len(self._code) > _PATCH_LIMIT:
                 self._code.clear()
             patched = self._code[code] = _rewrite_loads(code)
         if patched is None:
-            ns[SLOTS] = slots
+            ns[SLOTS], ns[VALUES], ns[COUNTS] = slots, slots.values, slots.counts
             return code
-        return code.replace(co_code=patched, co_consts=code.co_consts + (slots,))
+        return code.replace(co_code=patched, co_consts=code.co_consts + (slots, slots.values, slots.counts))
 
 
 def _rewrite_loads(code: types.CodeType) -> Optional[bytes]:
-    """code's bytecode with each LOAD_NAME of SLOTS made a LOAD_CONST of
-    the constant after code's own, or None when that is not a rewrite of
-    single instructions (an argument over 255 needs EXTENDED_ARG)."""
+    """code's bytecode with each LOAD_NAME of SLOTS, VALUES, COUNTS made a
+    LOAD_CONST of the constants after code's own (in that order), or None
+    when that is not a rewrite of single instructions (an argument over
+    255 needs EXTENDED_ARG)."""
     const = len(code.co_consts)
-    if _LOAD_NAME is None or _LOAD_CONST is None or const > 255:
+    if _LOAD_NAME is None or _LOAD_CONST is None or const + len(_NAMES) > 256:
         return None
     b = bytearray(code.co_code)
     found = False
     for ins in dis.get_instructions(code):
-        if ins.opname == "LOAD_NAME" and ins.argval == SLOTS:
+        if ins.opname == "LOAD_NAME" and ins.argval in _NAMES:
             if ins.arg is None or ins.arg > 255 or b[ins.offset] != _LOAD_NAME:
                 return None
             b[ins.offset] = _LOAD_CONST
-            b[ins.offset + 1] = const
+            b[ins.offset + 1] = const + _NAMES.index(ins.argval)
             found = True
     return bytes(b) if found else None
 

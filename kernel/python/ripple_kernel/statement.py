@@ -16,7 +16,7 @@ import sys
 import time
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from . import instrument, nested, notebook, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
@@ -24,7 +24,7 @@ from .frame import DELETED, Call, Entry, Frame
 from .labelling import SCRIPT
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
-from .plan import GLOBAL, IMPORT, SCRIPT_QUALNAME, Plan, PlanStmt, declared
+from .plan import GLOBAL, IMPORT, LOCAL, SCRIPT_QUALNAME, Plan, PlanStmt, declared
 
 if TYPE_CHECKING:
     from .api import KernelAPI, WireObject
@@ -213,9 +213,14 @@ class StatementRunner:
         slots: Optional[nested.Slots] = None  # a compound statement's inner values (nested.py)
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
-            code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            # Frame names that functions it calls rebind (nonlocal, a
+            # script's global): an inner statement binding one stores its
+            # value rather than leaving it to be read after (nested.Layout).
+            stored = _rebound(plan, ps) if ps.defines is not ps.info.defines and nested.is_compound(ps.node) else _NONE
+            code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2],
+                                   stored)
             if nested.SLOTS in code.co_names:
-                slots = nested.Slots(nested.Layout(ps.node))
+                slots = nested.Slots(self.codes.patches.layout(code, ps.node, stored), ns)
                 code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
@@ -378,6 +383,20 @@ def _inner(slots: Optional[nested.Slots], ps: PlanStmt, exc: Optional[BaseExcept
     if slots is None:
         return None
     return slots.report(nested.Place(ps.node, ps.text, ps.range), exc, code)
+
+
+_NONE: FrozenSet[str] = frozenset()
+
+
+def _rebound(plan: Plan, ps: PlanStmt) -> FrozenSet[str]:
+    """The frame names that code ps calls rebinds (nonlocal, a script's
+    global): the writes of the code its local definers bound (plan.py's
+    resolve adds them to ps.defines)."""
+    out: Set[str] = set()
+    for _, kind, ref in ps.deps:
+        if kind == LOCAL and isinstance(ref, int):  # a statement index
+            out |= plan.writes[ref]
+    return frozenset(out)
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:

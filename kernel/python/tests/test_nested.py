@@ -52,6 +52,85 @@ class InnerValues(EngineTestCase):
         self.assertEqual(inner(self.latest(s, "main:main/#2")), {12: ("None", 1, None), 16: ("'yes'", 1, None)})
         self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "285")
 
+    def test_cheap_recording_reports_the_same(self):
+        # The loop-counted segments (for NAME in range(...)), the names
+        # read after the statement and the stored values agree with what
+        # ran: a break, a continue, an exception caught in the body, a name
+        # bound twice (stored: the last run's, not the name's at the end),
+        # a del after the assignment, a rebound range and a huge range.
+        s = self.session({"main": src(
+            "y = 0",
+            "for i in range(10):",            # line 3
+            "    a = i * 2",
+            "    b = a + 1",
+            "    if i == 6:",
+            "        break",
+            "    if i % 2:",
+            "        continue",
+            "    c = a",
+            "for j in range(4):",             # line 11
+            "    d = j",
+            "    y = d * 10",
+            "    try:",
+            "        e = 1 // (j - 2)",
+            "    except ZeroDivisionError:",
+            "        pass",
+            "    y = -1",
+            "    f = j",
+            "    del f",
+            "for k in range(10 ** 30, 10 ** 30 + 3):",  # line 21
+            "    g = k - 10 ** 30",
+            "range = lambda n: [n, n + 1]",   # line 23
+            "for m in range(5):",
+            "    h = m",
+            "    q = 0",
+            "    while q < m:",
+            "        q += 1",
+            "        if q == 6:",
+            "            break",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {
+            4: ("12", 7, None), 5: ("13", 7, None), 10: ("8", 3, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#2")), {
+            12: ("3", 4, None), 13: ("30", 4, None), 15: ("1", 3, None), 18: ("-1", 4, None), 19: ("3", 4, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#3")), {22: ("2", 3, None)})
+        self.assertEqual(inner(self.latest(s, "main:main/#4")), {
+            25: ("6", 2, None), 26: ("0", 2, None), 28: ("6", 11, None)})
+
+    def test_name_a_called_function_rebinds_is_stored(self):
+        # bump rebinds x after the loop's x = i: the value shown is the
+        # assignment's, not the name's after the loop (stored, not read).
+        s = self.session({"main": src(
+            "x = 0",
+            "def bump():",
+            "    nonlocal x",
+            "    x += 100",
+            "for i in range(3):",             # line 6
+            "    x = i",
+            "    y = i",
+            "    bump()",
+            "return x",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#2")), {
+            7: ("2", 3, None), 8: ("2", 3, None), 9: ("None", 3, None)})
+        self.assertEqual(self.latest(s, "main:main/return")["payload"]["preview"], "102")
+
+    def test_loop_counted_segment_cut_by_an_exception(self):
+        # The loop's iterations count the segment's starts; the cut of the
+        # exception that ended the statement comes off them.
+        s = self.session({"main": src(
+            "for i in range(5):",
+            "    a = i",
+            "    b = 10 // (3 - i)",
+            "    c = b",
+        )})
+        s.run()
+        self.assertEqual(inner(self.latest(s, "main:main/#1")), {
+            3: ("3", 4, None), 4: ("10", 3, "ZeroDivisionError: integer division or modulo by zero"),
+            5: ("10", 3, None)})
+
     def test_ranges_are_code_points(self):
         s = self.session({"main": src("if True: é = 'ü'; n = 2", "z = 1")})
         s.run()
@@ -206,7 +285,7 @@ class InnerValues(EngineTestCase):
         s.run()
         first = inner(self.latest(s, "main:main/#1"))
         self.assertEqual(first[4], ("45000.0", 1, None))
-        self.assertEqual(first[5], ("['__ripple_inner__']", 1, None))  # bound while it ran
+        self.assertEqual(first[5], ("['__ripple_inner__', '__ripple_inner_values__', '__ripple_inner_counts__']", 1, None))  # bound while it ran
         second = self.latest(s, "main:main/#2")["inner"]
         self.assertEqual(len(second), 256)
         self.assertEqual(second[-1]["preview"], "255")
@@ -219,6 +298,16 @@ class InnerValues(EngineTestCase):
                           "positionalArgumentsExpressions": []}])
             loop = [u for u in run.updates() if u["expressionId"].endswith("/#1")][-1]
             self.assertEqual(inner(loop), {3: ("6", 4, None)})
+        finally:
+            s.close()
+
+    def test_script_global_rebound_by_a_call_is_stored(self):
+        s = Session({"job": "x = 0\ndef bump():\n    global x\n    x += 100\nfor i in range(3):\n    x = i\n    bump()\n"})
+        try:
+            run = s.run([{"type": "ExplicitCall", "module": "job", "definedOnType": "", "name": "__main__",
+                          "positionalArgumentsExpressions": []}])
+            loop = [u for u in run.updates() if u["expressionId"].endswith("/#1")][-1]
+            self.assertEqual(inner(loop), {6: ("2", 3, None), 7: ("None", 3, None)})
         finally:
             s.close()
 
