@@ -4,6 +4,8 @@ its short-summary line), checked against pytest's output of the same
 session."""
 
 import contextlib
+import importlib.util
+import subprocess
 import io
 import os
 import sys
@@ -13,6 +15,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ripple_kernel import pytest_console  # noqa: E402
+from pytest_python import need_pytest_python  # noqa: E402
 
 SUITE = '''
 import warnings
@@ -51,6 +54,7 @@ class Recorder:
         self.reports = []
 
 
+@unittest.skipUnless(importlib.util.find_spec("pytest"), "pytest is not installed here: ConsoleElsewhere runs these")
 class ConsoleTest(unittest.TestCase):
     def test_digests_are_the_terminal_reporters(self):
         import pytest
@@ -93,3 +97,15 @@ class ConsoleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConsoleElsewhere(unittest.TestCase):
+    def test_console_with_a_python_that_has_pytest(self):
+        if importlib.util.find_spec("pytest") is not None:
+            return  # ConsoleTest ran here
+        python = need_pytest_python(self)
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([python, "-m", "unittest", "test_pytest_console.ConsoleTest"], cwd=here,
+                             capture_output=True, text=True, timeout=600)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertNotIn("skipped", out.stderr)

@@ -6,10 +6,11 @@ arguments: only those modules are imported, pytest's deselection (addopts
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import textwrap
 import unittest
+
+from pytest_python import need_pytest_python
 
 KERNEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,13 +42,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _has_pytest() -> bool:
-    return subprocess.run([sys.executable, "-c", "import pytest"], capture_output=True).returncode == 0
-
-
-@unittest.skipUnless(_has_pytest(), "pytest is not installed for this interpreter")
 class SelectedTest(unittest.TestCase):
     def setUp(self):
+        self.python = need_pytest_python(self)
         self.tmp = tempfile.TemporaryDirectory()
         self.root = os.path.join(self.tmp.name, "proj")
         os.makedirs(os.path.join(self.root, "pkg"))
@@ -79,7 +76,7 @@ class SelectedTest(unittest.TestCase):
     def collect(self, select):
         # The invocation directory is not rootdir: the selection is
         # relative to rootdir, as node ids are.
-        out = subprocess.run([sys.executable, "-c", SCRIPT, KERNEL_DIR, self.root, json.dumps(select)],
+        out = subprocess.run([self.python, "-c", SCRIPT, KERNEL_DIR, self.root, json.dumps(select)],
                              cwd=self.tmp.name, capture_output=True, text=True)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         self.assertTrue(lines, out.stdout + out.stderr)
