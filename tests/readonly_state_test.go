@@ -96,3 +96,53 @@ func TestServeBinaryReadOnlyStateRecoversLive(t *testing.T) {
 		t.Errorf("exit code %d", code)
 	}
 }
+
+// A read-only project, where .ripple/ cannot even be created. Before, the
+// server accepted every change without recording it (said once on stderr),
+// so a crash lost acknowledged edits, which PROTOCOL.md 8.5 forbids. Now
+// changes are refused with 7001 like on a read-only .ripple/, and once the
+// project can be written the next edit creates .ripple/state.db, is
+// recorded and accepted, and survives kill -9.
+func TestServeBinaryReadOnlyProjectRefusesThenRecords(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.MountTmpfs(t, dir, 8<<20)
+	writeFile(t, dir, "main.py", mainWith(baseBody...))
+	writeFile(t, dir, "helper.py", scenarioHelper)
+	testenv.RemountTmpfs(t, dir, true)
+
+	p := startServe(t, nil, "--kernels", "1", dir)
+	if !testenv.Poll(stepDeadline(t), func() bool { return strings.Contains(p.stderr.String(), "7001") }) {
+		t.Fatalf("a .ripple/ that cannot be created is not said at start with what it means:\n%s", p.stderr.String())
+	}
+	ed := openEditor(t, p.url, "editor", "helper.py")
+	refusedNotRecorded(t, "edit", ed.appendLine("# refused"))
+	refusedNotRecorded(t, "executionContext/create", ed.c.c.Call(stepCtx(t), protocol.MethodCreateContext, protocol.CreateContextParams{}, nil))
+	if st := stateStatus(t, ed.c); st.Recording || !strings.Contains(st.Problem, "7001") {
+		t.Fatalf("runtime/status state in a read-only project: %+v", st)
+	}
+
+	testenv.RemountTmpfs(t, dir, false)
+	if err := ed.appendLine("# accepted once writable"); err != nil {
+		t.Fatalf("the first edit once the project is writable: %v", err)
+	}
+	if st := stateStatus(t, ed.c); !st.Recording {
+		t.Fatalf("runtime/status state once the project is writable: %+v", st)
+	}
+	acked := ed.content
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(t)
+
+	p = startServe(t, nil, "--kernels", "1", dir)
+	ed = openEditor(t, p.url, "editor", "helper.py")
+	if ed.content != acked {
+		t.Fatalf("after kill -9 helper.py has %d bytes, want the acknowledged %d", len(ed.content), len(acked))
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
