@@ -112,3 +112,53 @@ func TestLateCreatesTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A full disk at the very first start: the open at start and each
+// Probe's fail, without leaving an empty state.db that the next open would move aside as a lost
+// log; once there is room, the log is created.
+func TestLateOnAFullDiskLeavesNoEmptyLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.MountTmpfs(t, dir, 64<<10)
+	fill := filepath.Join(dir, "fill")
+	f, err := os.Create(fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	_, _, cause := Open(dir, Options{})
+	if cause == nil {
+		t.Fatal("a log was created on a full disk")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed open at start left %s: %v", FileName, err)
+	}
+	damage := 0
+	late := NewLate(dir, Options{OnDamage: func(string, string, string) { damage++ }}, nil, cause)
+	defer late.Close()
+	for range 3 {
+		if err := late.Probe(); err == nil {
+			t.Fatal("Probe on a full disk succeeded")
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed open left %s: %v", FileName, err)
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Probe(); err != nil {
+		t.Fatalf("Probe with room again: %v", err)
+	}
+	if damage != 0 {
+		t.Fatalf("%d files reported damaged", damage)
+	}
+}
