@@ -125,7 +125,7 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 	}
 	_, serr := os.Lstat(p)
 	l, err = open(p, opt)
-	if err != nil && errors.Is(serr, os.ErrNotExist) {
+	if errors.Is(err, syscall.ENOSPC) && errors.Is(serr, os.ErrNotExist) {
 		removeEmpty(p)
 	}
 	if err == nil || !errors.Is(err, errDamaged) {
@@ -143,9 +143,10 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 	return l, aside, err
 }
 
-// removeEmpty removes p if it is an empty file: a new log that could not
-// be written (a full disk) is left empty by bbolt, and the next Open would
-// move it aside as a lost log.
+// removeEmpty removes p if it is an empty file: a new log that a full disk
+// kept from being written is left empty by bbolt, and the next Open would
+// move it aside as a lost log. Only after ENOSPC: another server starting
+// at the same moment cannot have written its log either.
 func removeEmpty(p string) {
 	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 		os.Remove(p)
