@@ -15,12 +15,14 @@ package batch
 //     back that its hand-over lacks).
 //  2. A late kernel is handed a suffix of the queue as it is when it
 //     decides (taken under t.mu): the groups from the (k/N)th of the
-//     queued tests on, for late kernel gwk of N. Its session collects
-//     their test files (a file whole when every test the first kernel
-//     collected from it is handed, else the handed tests' node ids), as
-//     pytest collects such arguments (the kernel's pytest_split.selected):
-//     it imports only those modules, loads their conftest.py chains, and
-//     -k, -m and the plugins' hooks apply again, to the same items.
+//     queued tests on, for late kernel gwk of N, named by their test
+//     files (a file whole when every test the first kernel collected from
+//     it is handed, else the handed tests' node ids). Its session
+//     collects the user's arguments as pytest does, skipping the files not
+//     handed inside pytest's walk (the kernel's pytest_split.selected): it
+//     loads every conftest.py pytest would, imports only the handed
+//     modules, and -k, -m and the plugins' hooks apply again, to the same
+//     items.
 //  3. Its items are the first kernel's by node id (stolen, with handOver
 //     set): it must have collected every handed test, else it does not
 //     join (its kernel is stopped; the run goes on without it). Items it
