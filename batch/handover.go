@@ -33,10 +33,10 @@ package batch
 //  5. It decides once: it collects its hand-over at most once (again only
 //     when its kernel is replaced, with the same hand-over).
 //
-// A late kernel's interpreter starts lateStartDelay after the run began
-// (testWorker.startLate), while the first kernel still collects, unless
-// that collection was shorter (a small suite): then it starts only if its
-// hand-over pays, or never.
+// A late kernel's interpreter starts lateStartDelay after the first
+// kernel is up and begins to collect (testWorker.startLate), while it
+// still collects, unless that collection was shorter (a small suite):
+// then it starts only if its hand-over pays, or never.
 //
 // When joining pays (joinEstimate.pays): a late kernel's cost is its
 // collection of the hand-over, estimated as the first kernel's collect
@@ -70,8 +70,8 @@ const handOverOverhead = 100 * time.Millisecond
 // handOverPoll: how often a late kernel asks again whether joining pays.
 const handOverPoll = 20 * time.Millisecond
 
-// lateStartDelay: how long after the run's start a late kernel starts
-// (testWorker.startLate) unless its hand-over pays before: a kernel's
+// lateStartDelay: how long into the first kernel's collection a late
+// kernel starts (testWorker.startLate) unless its hand-over pays before: a kernel's
 // start (secondKernelStart), so that a collection longer than that
 // overlaps the start, and a shorter one (a small suite's) pays nothing
 // for kernels it does not use.
