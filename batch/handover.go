@@ -15,12 +15,14 @@ package batch
 //     back that its hand-over lacks).
 //  2. A late kernel is handed a suffix of the queue as it is when it
 //     decides (taken under t.mu): the groups from the (k/N)th of the
-//     queued tests on, for late kernel gwk of N. Its session collects
-//     their test files (a file whole when every test the first kernel
-//     collected from it is handed, else the handed tests' node ids), as
-//     pytest collects such arguments (the kernel's pytest_split.selected):
-//     it imports only those modules, loads their conftest.py chains, and
-//     -k, -m and the plugins' hooks apply again, to the same items.
+//     queued tests on, for late kernel gwk of N, named by their test
+//     files (a file whole when every test the first kernel collected from
+//     it is handed, else the handed tests' node ids). Its session
+//     collects the user's arguments as pytest does, skipping the files not
+//     handed inside pytest's walk (the kernel's pytest_split.selected): it
+//     loads every conftest.py pytest would, imports only the handed
+//     modules, and -k, -m and the plugins' hooks apply again, to the same
+//     items.
 //  3. Its items are the first kernel's by node id (stolen, with handOver
 //     set): it must have collected every handed test, else it does not
 //     join (its kernel is stopped; the run goes on without it). Items it
@@ -31,10 +33,10 @@ package batch
 //  5. It decides once: it collects its hand-over at most once (again only
 //     when its kernel is replaced, with the same hand-over).
 //
-// A late kernel's interpreter starts lateStartDelay after the run began
-// (testWorker.startLate), while the first kernel still collects, unless
-// that collection was shorter (a small suite): then it starts only if its
-// hand-over pays, or never.
+// A late kernel's interpreter starts lateStartDelay after the first
+// kernel is up and begins to collect (testWorker.startLate), while it
+// still collects, unless that collection was shorter (a small suite):
+// then it starts only if its hand-over pays, or never.
 //
 // When joining pays (joinEstimate.pays): a late kernel's cost is its
 // collection of the hand-over, estimated as the first kernel's collect
@@ -68,8 +70,8 @@ const handOverOverhead = 100 * time.Millisecond
 // handOverPoll: how often a late kernel asks again whether joining pays.
 const handOverPoll = 20 * time.Millisecond
 
-// lateStartDelay: how long after the run's start a late kernel starts
-// (testWorker.startLate) unless its hand-over pays before: a kernel's
+// lateStartDelay: how long into the first kernel's collection a late
+// kernel starts (testWorker.startLate) unless its hand-over pays before: a kernel's
 // start (secondKernelStart), so that a collection longer than that
 // overlaps the start, and a shorter one (a small suite's) pays nothing
 // for kernels it does not use.

@@ -13,7 +13,10 @@ import (
 
 // handOverProject: six modules of two slow tests (0.5 s each) and one
 // whose tests addopts deselect; every module logs its import, every test
-// its run, with the kernel (PYTEST_XDIST_WORKER) that did it.
+// its run, with the kernel (PYTEST_XDIST_WORKER) that did it. Every
+// test_b checks that sub/conftest.py (a directory with no test a late
+// kernel is handed) was loaded, as pytest loads it when its walk reaches
+// sub/.
 func handOverProject(t *testing.T) string {
 	files := map[string]string{
 		"pytest.ini": "[pytest]\naddopts = -m \"not stress\"\nmarkers =\n    stress: deselected by default\n",
@@ -32,6 +35,11 @@ def log(what):
 def _ran(request):
     log("ran " + request.node.nodeid)
 `,
+		"sub/__init__.py": "", // so that its conftest is sub.conftest, not the root's "conftest"
+		"sub/conftest.py": `import os
+
+os.environ["RIPPLE_SIBLING_CONFTEST"] = "loaded"
+`,
 		"test_stress.py": `import pytest
 from conftest import log
 
@@ -45,7 +53,8 @@ def test_stress(n):
 `,
 	}
 	for m := range 6 {
-		files[fmt.Sprintf("test_m%d.py", m)] = fmt.Sprintf(`import time
+		files[fmt.Sprintf("test_m%d.py", m)] = fmt.Sprintf(`import os
+import time
 from conftest import log
 
 log("import test_m%d.py")
@@ -56,6 +65,7 @@ def test_a():
 
 
 def test_b():
+    assert os.environ.get("RIPPLE_SIBLING_CONFTEST") == "loaded"
     time.sleep(0.5)
 `, m)
 	}
@@ -89,6 +99,9 @@ func TestPytestHandOver(t *testing.T) {
 	}
 	if len(order) != 12 {
 		t.Fatalf("pytest collected %d tests, want 12:\n%s", len(order), out)
+	}
+	if code, out := pytestRun(t, python, root, "-q", "-p", "no:cacheprovider", "-k", "m5 and test_b"); code != 0 {
+		t.Fatalf("pytest: exit %d (sub/conftest.py not loaded?)\n%s", code, out)
 	}
 	env := []string{"XDG_CACHE_HOME=" + t.TempDir()} // the run's test times: none before the first
 	logPath := filepath.Join(root, "kernels.log")

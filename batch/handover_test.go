@@ -3,6 +3,7 @@ package batch
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -123,5 +124,39 @@ func TestJoinPays(t *testing.T) {
 		if got := perTest(c.elapsed, c.ended, c.open, c.prior, c.observe); got != c.perTest {
 			t.Errorf("%s: perTest = %v, want %v", c.name, got, c.perTest)
 		}
+	}
+}
+
+// The first kernel, alone in its run with no late kernel started, takes
+// several groups a call: about soloChunk of tests at the measured mean,
+// at most 1/N of the queue, in order; one group a call before anything
+// was measured, and once a late kernel started or the tests are slow.
+func TestSoloChunks(t *testing.T) {
+	queue := func() []testGroup {
+		var q []testGroup
+		for g := range 10 {
+			q = append(q, testGroup{indices: []int{2 * g, 2*g + 1}})
+		}
+		return q
+	}
+	tr := handOverRun(queue())
+	tr.workers, tr.open, tr.horizon, tr.more = 2, 1, -1, sync.NewCond(&tr.mu)
+	tr.began = time.Now()
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{0, 1}) {
+		t.Fatalf("first call, nothing measured: %v, want one group", g.indices)
+	}
+	tr.ended.Store(2)
+	tr.began = time.Now().Add(-2 * time.Millisecond) // 1 ms a test: 50 a chunk, capped at half of the 18 queued
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("fast tests: %v, want the groups of the next 8 tests (9 = half the queue)", g.indices)
+	}
+	tr.began = time.Now().Add(-time.Second) // 0.5 s a test
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{10, 11}) {
+		t.Errorf("slow tests: %v, want one group", g.indices)
+	}
+	tr.began = time.Now().Add(-2 * time.Millisecond)
+	tr.late[0].started.Store(true)
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{12, 13}) {
+		t.Errorf("a late kernel started: %v, want one group", g.indices)
 	}
 }

@@ -207,8 +207,9 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		// hand-over once it pays (testRun.late, handover.go).
 		t.late = ws[1:]
 		ws = ws[:1]
+		ws[0].up = make(chan struct{})
 		for _, w := range t.late {
-			w.startLate(runCtx, lateStartDelay)
+			w.startLate(runCtx, ws[0].up, lateStartDelay)
 		}
 	}
 	col, err := p.collect(ctx, runCtx, t, ws, started)

@@ -68,6 +68,11 @@ type testWorker struct {
 	startOnce  sync.Once
 	neverOnce  sync.Once
 	started    atomic.Bool
+	// up: closed by begin once the worker's kernel is up, before its
+	// collection (late workers time their start from it), then nil; nil
+	// when no late worker waits on it. Set by the pool's goroutine
+	// before the worker's goroutines start, then the worker's.
+	up chan struct{}
 	// lateKernel: the kernel startLate started (not changed after
 	// starting is closed). joined, aborted: guarded by t.mu: the late
 	// worker joined the run, or the run ended first (abortLate).
@@ -132,33 +137,38 @@ func (w *testWorker) name() string {
 // begin collects, starting the kernel if it is not up.
 func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 	if w.k != nil {
+		w.isUp()
 		return w.collect(ctx)
 	}
 	return w.start(ctx)
 }
 
+// isUp tells the late workers waiting on w.up that its kernel is up.
+func (w *testWorker) isUp() {
+	if w.up != nil {
+		close(w.up)
+		w.up = nil
+	}
+}
+
 // startLate starts a late worker's child kernel in the background (see
-// testRun.late) once after has passed, so that it is up when the first
+// testRun.late) once after has passed since from closed (the first
+// kernel is up and begins to collect), so that it is up when the first
 // kernel has collected, or at once when its hand-over pays before that
 // (startLateNow), or never when the run is done with it first
 // (neverStart): a collection that takes less than a kernel's start
 // (lateStartDelay) is a small suite's, whose late kernels would only
-// cost the run their start.
-func (w *testWorker) startLate(ctx context.Context, after time.Duration) {
+// cost the run their start. The delay counts from the collection, not
+// the run's start: counted from the run's start, the first kernel's own
+// start (0.15-0.3 s, more on a loaded machine) used most of it, and a
+// small suite's late kernel started while its tests ran, competing with
+// them for the CPU, to be killed unused.
+func (w *testWorker) startLate(ctx context.Context, from <-chan struct{}, after time.Duration) {
 	w.starting = make(chan struct{})
 	w.startNow, w.startNever = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(w.starting)
-		timer := time.NewTimer(after)
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-		case <-w.startNow:
-		case <-w.startNever:
-			w.startErr = errLateNotStarted
-			return
-		case <-ctx.Done():
-			w.startErr = ctx.Err()
+		if w.startErr = w.lateDelay(ctx, from, after); w.startErr != nil {
 			return
 		}
 		w.started.Store(true)
@@ -169,6 +179,28 @@ func (w *testWorker) startLate(ctx context.Context, after time.Duration) {
 		}
 		w.k, w.lateKernel = k, k
 	}()
+}
+
+// lateDelay waits until a late worker's kernel is to start (nil), or
+// must not (why).
+func (w *testWorker) lateDelay(ctx context.Context, from <-chan struct{}, after time.Duration) error {
+	var timeout <-chan time.Time // nil, never ready, until from closes
+	for {
+		select {
+		case <-from:
+			timer := time.NewTimer(after)
+			defer timer.Stop()
+			timeout, from = timer.C, nil
+		case <-timeout:
+			return nil
+		case <-w.startNow:
+			return nil
+		case <-w.startNever:
+			return errLateNotStarted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // errLateNotStarted: the run was done with a late worker before its
@@ -267,6 +299,7 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
 	w.k = k
+	w.isUp()
 	return w.collect(ctx)
 }
 

@@ -12,8 +12,8 @@ does (xdist/remote.py), so that the Go side can hand out groups of tests:
         pytest_collection_modifyitems). Answers the items (node id,
         location, loadscope key, JUnit classname and name) and the
         collection reports that did not pass. With "select" (node ids and
-        test files, relative to rootdir) the session collects those
-        instead of args' paths: the hand-over (pytest_split.selected).
+        test files, relative to rootdir) the session collects only those
+        out of args' paths: the hand-over (pytest_split.selected).
     {"op": "run", "indices": [...]}
         runs those items (indices into the collected list) with pytest's
         runtest protocol. As in xdist, the last item is held back until

@@ -92,6 +92,20 @@ class SelectedTest(unittest.TestCase):
         self.assertEqual(got["argsAfter"], got["argsBefore"])
         self.assertEqual(got["argsBefore"], [self.root])
 
+    def test_other_directories_conftests_load_as_under_pytest(self):
+        # pytest loads zzz/conftest.py when its walk reaches zzz/, whatever
+        # it collects there: so does a hand-over that has no test of zzz/,
+        # without importing zzz's test module.
+        os.makedirs(os.path.join(self.root, "zzz"))
+        for name in ("conftest", "test_z"):
+            with open(os.path.join(self.root, "zzz", name + ".py"), "w") as f:
+                f.write("with open(%r, 'a') as log:\n    log.write(%r + '\\n')\n\ndef test_z():\n    pass\n"
+                        % (self.log, name + "_zzz"))
+        got, imported = self.collect(["pkg/test_b.py"])
+        self.assertEqual(got["code"], 0)
+        self.assertEqual(got["items"], ["pkg/test_b.py::test_one", "pkg/test_b.py::test_two"])
+        self.assertEqual(sorted(imported), ["conftest_zzz", "test_b"])
+
     def test_without_selection_the_command_line(self):
         got, imported = self.collect([])
         self.assertEqual(len(got["items"]), 6)  # the stress tests deselected by addopts
