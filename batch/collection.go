@@ -192,7 +192,7 @@ func (t *testRun) usable(a *collectAnswer) error {
 		if t.unit {
 			runner = "unittest (pytest is not installed)"
 		}
-		return fmt.Errorf("%w: %s: %s", ErrUsage, runner, a.Usage)
+		return &PytestUsageError{Runner: runner, Message: a.Usage, Console: a.Console}
 	}
 	if a.Interrupted != "" {
 		return fmt.Errorf("%w: pytest: %s", ErrInterrupted, a.Interrupted)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ type Console struct {
 	pytest, quiet bool
 	quietLine     strings.Builder
 	quietSkipped  int // collection reports, which -q's progress leaves out
+	// layout: the run laid out as pytest's terminal reporter does (set by
+	// PytestStarted when the kernel gave its settings); collectReports:
+	// the collection reports among the entries (Started).
+	layout         *pytestLayout
+	collectReports int
 }
 
 // ConsoleOptions configure a Console.
@@ -89,6 +95,11 @@ const barRefresh = 100 * time.Millisecond
 // Started implements Observer.
 func (c *Console) Started(entries []Entry, kernels int) {
 	c.total = len(entries)
+	for _, en := range entries {
+		if en.NodeID != "" && en.Scope == "" {
+			c.collectReports++
+		}
+	}
 	what := plural(len(entries), "entry", "entries")
 	if len(entries) > 0 && entries[len(entries)-1].NodeID != "" {
 		what = plural(len(entries), "test", "tests")
@@ -101,6 +112,13 @@ func (c *Console) Started(entries []Entry, kernels int) {
 func (c *Console) Result(r *Result) {
 	c.clearBar()
 	c.printed++
+	if c.layout != nil {
+		c.layoutResult(r)
+		if time.Since(c.lastFlush) >= barRefresh {
+			c.Flush()
+		}
+		return
+	}
 	if c.quiet {
 		c.quietResult(r)
 		c.drawBar()
@@ -179,6 +197,12 @@ func (c *Console) Finish(rep *Report) {
 		return
 	}
 	c.clearBar()
+	if c.layout != nil {
+		c.layout.finish(rep, pytestStop(rep), rep.interruptedBy, SummaryLine(rep))
+		io.WriteString(c.w, c.layout.take())
+		c.Flush()
+		return
+	}
 	c.endQuietLine()
 	first := true
 	for _, r := range rep.Results {
@@ -238,6 +262,8 @@ func SummaryLine(rep *Report) string {
 	switch {
 	case rep.Interrupted:
 		line += " (interrupted)"
+	case rep.pytestStopped != "":
+		line += " (pytest: " + rep.pytestStopped + ")"
 	case rep.StoppedEarly:
 		line += " (stopped at the first failure: --fail-fast)"
 	}
@@ -376,4 +402,22 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// Terminal reports whether f is a terminal and, if so, its width as
+// pytest takes it (shutil.get_terminal_size: COLUMNS first; below 40
+// columns, 80).
+func Terminal(f *os.File) (tty bool, columns int) {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return false, 0
+	}
+	columns = int(ws.Col)
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		columns = n
+	}
+	if columns < 40 {
+		columns = 80
+	}
+	return true, columns
 }

@@ -1,31 +1,110 @@
 package batch
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
 
-// PytestObserver is an Observer that is also told, before Started, what
-// pytest's terminal reporter wrote in the first kernel up to the end of
-// collection (its header and "collected N items / M deselected" line, as
-// -q and -v shape them) and pytest's verbosity (-v: 1, -q: -1).
+// PytestObserver is an Observer that is also told, before Started, how
+// pytest's session started (PytestStart).
 type PytestObserver interface {
-	PytestStarted(header string, verbosity int)
+	PytestStarted(start PytestStart)
+}
+
+// PytestStart is what pytest's terminal reporter wrote in the first kernel
+// up to the end of collection (its header and "collected N items / M
+// deselected" line, as -q and -v shape them), pytest's verbosity (-v: 1,
+// -q: -1) and what the console needs to lay the run out as pytest would.
+type PytestStart struct {
+	Header     string
+	Verbosity  int
+	Deselected int
+	// settings: the terminal reporter's (nil: the kernel could not say);
+	// warnings: those recorded while pytest configured and collected.
+	settings *pytestConsoleSettings
+	warnings []pytestWarning
+}
+
+// pytestStart is how the first kernel's session started.
+func (a *collectAnswer) pytestStart() PytestStart {
+	return PytestStart{Header: a.Header, Verbosity: a.Verbosity, Deselected: a.Deselected,
+		settings: a.ConsoleSettings, warnings: a.Warnings}
 }
 
 // PytestStarted implements PytestObserver: the console prints pytest's
-// header, and with -q (verbosity < 0) shows the tests as pytest -q does,
-// a character each, 80 columns to a line with the percentage done.
-func (c *Console) PytestStarted(header string, verbosity int) {
+// header and from then on lays the run out as pytest's terminal reporter
+// does (console_layout.go); without the reporter's settings, with -q
+// (verbosity < 0) it shows the tests as pytest -q does, a character
+// each, 80 columns to a line with the percentage done.
+func (c *Console) PytestStarted(start PytestStart) {
 	c.pytest = true
-	c.quiet = verbosity < 0
-	if header != "" {
-		fmt.Fprint(c.w, header)
-		if !strings.HasSuffix(header, "\n\n") && verbosity >= 0 {
+	c.quiet = start.Verbosity < 0
+	if start.settings != nil {
+		c.layout = newPytestLayout(*start.settings, start.Verbosity, start.Deselected, start.warnings)
+		c.bar = false // pytest's progress is the progress
+		io.WriteString(c.w, start.Header)
+		return
+	}
+	if start.Header != "" {
+		fmt.Fprint(c.w, start.Header)
+		if !strings.HasSuffix(start.Header, "\n\n") && start.Verbosity >= 0 {
 			fmt.Fprintln(c.w)
 		}
 	}
+}
+
+// layoutResult lays a result out as pytest's reporter would (a result
+// ripple made, with no report of pytest's, as one of its own kind).
+func (c *Console) layoutResult(r *Result) {
+	collectReport := r.Entry.NodeID != "" && r.Entry.Scope == ""
+	if c.layout.collected == 0 {
+		c.layout.collected = c.total - c.collectReports
+	}
+	d := r.pytest
+	if d == nil {
+		d = rippleDigest(r, c.layout)
+	}
+	c.layout.result(r.Entry.NodeID, d, collectReport)
+	io.WriteString(c.w, c.layout.take())
+}
+
+// rippleDigest is a result without pytest's reports (a crash, a timeout,
+// an interrupt, a test not run) as the reporter would show one: a word
+// of its own (CRASHED, TIMEOUT, STOPPED), listed in the short summary
+// whatever -r says; a test not run is a skip.
+func rippleDigest(r *Result, l *pytestLayout) *pytestDigest {
+	loc := r.Entry.NodeID + " "
+	d := &pytestDigest{FSPath: r.Entry.Path, Loc: loc}
+	cat, letter, word, color := "crashed", "E", "CRASHED", "red"
+	switch r.Status {
+	case StatusTimeout:
+		cat, word = "timed out", "TIMEOUT"
+	case StatusInterrupted:
+		cat, letter, word, color = "interrupted", "!", "STOPPED", "yellow"
+	case StatusSkipped:
+		word := l.markup("SKIPPED", "yellow")
+		d.Reports = []pytestRepDigest{{When: "setup", Cat: "skipped", Letter: "s", Word: "SKIPPED", Markup: []string{"yellow"},
+			Reason: r.Message, Short: &word, Skip: []any{r.Entry.Path, nil, r.Message}}}
+		return d
+	}
+	short := l.markup(word, color) + " " + r.Entry.NodeID
+	if r.Message != "" {
+		short += " - " + r.Message
+	}
+	var sec strings.Builder
+	sec.WriteString(frame(word+" "+r.Entry.NodeID, '_') + "\n")
+	if r.Message != "" {
+		sec.WriteString(r.Message + "\n")
+	}
+	if r.Output != "" {
+		sec.WriteString(strings.TrimSuffix(r.Output, "\n") + "\n")
+	}
+	d.Reports = []pytestRepDigest{{When: "call", Cat: cat, Letter: letter, Word: word, Markup: []string{color},
+		Short: &short, Section: sec.String()}}
+	return d
 }
 
 // quietWidth: pytest's terminal width off a terminal; its progress lines
@@ -136,4 +215,23 @@ func frame(text string, fill byte) string {
 		line += string(fill)
 	}
 	return line
+}
+
+// pytestStopLine is pytest's words for why it stopped the session, from
+// a test run's reason (ErrStopped): "" for any other.
+func pytestStopLine(reason error) string {
+	if !errors.Is(reason, ErrStopped) {
+		return ""
+	}
+	msg := strings.TrimPrefix(reason.Error(), ErrStopped.Error()+": ")
+	return strings.TrimPrefix(msg, ErrStoppedInterrupted.Error()+": ")
+}
+
+// pytestStop is the line pytest writes when it stopped the session
+// (KeyboardInterrupt: Ctrl-C, or a test's own).
+func pytestStop(rep *Report) string {
+	if rep.Interrupted {
+		return "KeyboardInterrupt"
+	}
+	return rep.pytestStopped
 }

@@ -88,12 +88,21 @@
 // results: pytest's --junitxml file (junit_pytest.go, Report.PytestJUnitXML)
 // and the cache's lastfailed, nodeids and stepwise (pytest_cache.go).
 // --collect-only runs nothing: the first kernel's pytest listing is the
-// output (Report.PytestConsole). Each kernel runs its tests as a
+// output (Report.PytestConsole). The console lays the run out as pytest's
+// terminal reporter would (console_layout.go, console_summary.go) from
+// each report rendered in its kernel by pytest's own code
+// (kernel/python/ripple_kernel/pytest_console.py); -x and --maxfail count
+// failures over all kernels (completer). A usage error pytest reports is a
+// PytestUsageError (exit status 4). Each kernel runs its tests as a
 // subsequence of pytest's collection order: the queue keeps that order.
 // While pytest's code runs, the kernel's own process state is out of its
 // way (kernel/python/ripple_kernel/signals.py, PytestProcess). With the
-// default kernels, kernelchoice.go decides how many a run uses, and
-// whether the others collect after the first (testRun.late).
+// default kernels the suite is collected once: the first kernel collects
+// it, the others start beside it and each joins, by a hand-over of the
+// files of the tests it may run, only once those tests outweigh
+// collecting them (kernelchoice.go says how many kernels a run uses,
+// handover.go when a late kernel joins and what it is handed;
+// testRun.late).
 //
 // With Options.Agents (ripple run --agents-listen), the kernels are the
 // launcher's slots instead of children: Run waits for Options.Kernels
@@ -148,7 +157,8 @@
 // what), testworker.go and testworker_call.go (one kernel's driver, a
 // request and what its failure leaves), drive.go (the results and what
 // did not run), pytest_wire.go (the kernel method "pytest": requests and
-// answers), split.go, hot.go, watch.go.
+// answers), handover.go and kernelchoice.go (the default kernels: one
+// collection, and when a second kernel pays), split.go, hot.go, watch.go.
 //
 // # Entries
 //

@@ -22,9 +22,15 @@ import (
 // ErrStopped when the run was stopped so.
 func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *completer) error {
 	t.running = true
+	t.began = time.Now()
 	done := t.startWorkers(ctx, runCtx, ws)
 	reason := t.gather(ctx, c, done)
 	interruptedBy, stopAt, reason := workersStop(ws, reason, c.report)
+	if c.stopAt >= 0 && (stopAt < 0 || c.stopAt < stopAt) {
+		stopAt = c.stopAt // --maxfail reached over the kernels together
+	}
+	c.report.pytestStopped = pytestStopLine(reason)
+	c.report.interruptedBy = interruptedBy
 	err := t.completeNotRun(c, reason, interruptedBy, stopAt)
 	c.report.Duration = time.Since(c.started)
 	return err
@@ -35,25 +41,30 @@ func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *comple
 // one ended.
 func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (done <-chan struct{}) {
 	ended := make(chan struct{})
-	var wg sync.WaitGroup
+	// loops: the workers' loops; stops: their goroutines, kernels
+	// stopped (the late workers' too).
+	var loops, stops sync.WaitGroup
 	for _, w := range ws {
-		wg.Add(1)
+		loops.Add(1)
+		stops.Add(1)
 		go func() {
-			defer wg.Done()
+			defer stops.Done()
 			w.loop(runCtx)
+			loops.Done()
 			if !t.flags.keep {
 				w.stopKernel(ctx)
 			}
 		}()
 	}
-	// A late worker still collecting when the others are done has
-	// nothing left to join: its collection is cancelled.
+	// A late worker that has not joined when the others' loops are done
+	// has nothing left to join (they ran the whole queue): its wait or
+	// its collection is cancelled, its kernel killed (abortLate), while
+	// the others' kernels stop.
 	lateCtx, cancelLate := context.WithCancel(runCtx)
-	var lateWG sync.WaitGroup
 	for _, w := range t.late {
-		lateWG.Add(1)
+		stops.Add(1)
 		go func() {
-			defer lateWG.Done()
+			defer stops.Done()
 			if w.lateJoin(lateCtx) {
 				w.loop(runCtx)
 			}
@@ -63,12 +74,12 @@ func (t *testRun) startWorkers(ctx, runCtx context.Context, ws []*testWorker) (d
 		}()
 	}
 	go func() {
-		wg.Wait()
+		loops.Wait()
 		cancelLate()
 		for _, w := range t.late {
 			w.abortLate(ctx)
 		}
-		lateWG.Wait()
+		stops.Wait()
 		close(ended)
 	}()
 	return ended
@@ -90,6 +101,14 @@ func (t *testRun) gather(ctx context.Context, c *completer, done <-chan struct{}
 		select {
 		case ir := <-t.results:
 			c.complete(ir.i, ir.r)
+			if c.stopAt >= 0 && reason == nil {
+				// pytest's --maxfail (-x), counted over every kernel in
+				// pytest's order: nothing after that entry runs.
+				reason = fmt.Errorf("%w: stopping after %d failures", ErrStopped, c.failures)
+				c.report.StoppedEarly = true
+				t.stopAfter(c.stopAt)
+				t.stop(reason)
+			}
 			if ir.r.Status.Failing() && t.opts.FailFast && reason == nil {
 				c.report.StoppedEarly = true
 				reason = errFailFast

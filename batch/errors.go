@@ -41,6 +41,28 @@ var (
 	ErrStoppedInterrupted = errors.New("interrupted")
 )
 
+// PytestUsageError is a usage error pytest reported in a test run (an
+// unknown option, a bad -k or -m expression, a path that does not exist):
+// ripple run exits with pytest's status for it, 4, and pytest's words
+// ("ERROR: " and the message on stderr, what its terminal reporter wrote
+// before on stdout). It wraps ErrUsage.
+type PytestUsageError struct {
+	// Runner is "pytest", or "unittest (pytest is not installed)" on the
+	// path without pytest.
+	Runner string
+	// Message is pytest's (UsageError's text).
+	Message string
+	// Console is what pytest's terminal reporter wrote in the first kernel
+	// (its header and last line when collection had started), "" when
+	// pytest stopped while parsing its command line.
+	Console string
+}
+
+func (e *PytestUsageError) Error() string { return "usage: " + e.Runner + ": " + e.Message }
+
+// Unwrap makes a PytestUsageError an ErrUsage.
+func (e *PytestUsageError) Unwrap() error { return ErrUsage }
+
 // Causes of a test run's cancelled calls (context.Cause), which say what
 // the running test's result is.
 var (

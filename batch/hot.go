@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,15 @@ type hotSession struct {
 	args    []string
 	items   []testItem
 	workers int
+	// junit and cache: pytest's --junitxml and cache plugin in the
+	// sessions (nil: off), which each re-run writes as a run does; suite:
+	// the sessions' collection.
+	junit *PytestJUnitXML
+	cache *pytestCache
+	suite suite
+	// console: how the sessions' console is laid out (console_layout.go);
+	// a re-run prints no header (its tests are not a collection).
+	console PytestStart
 }
 
 // hot is a watch's hot path for saved library modules (not test modules,
@@ -112,6 +122,11 @@ func (p *testPool) hot(ctx context.Context, opts Options, files []hotFile) (rep 
 	}
 	rep, err = p.rerun(ctx, opts, s, indices)
 	opts.Logger.Debug("hot re-run", "tests", len(indices), "took", time.Since(began))
+	rep.PytestJUnitXML = s.junit
+	if s.cache != nil && !rep.Interrupted {
+		// As a run's end (testPool.run) writes it.
+		err = cmp.Or(err, writePytestCache(s.cache, s.suite, rep, 0, false))
+	}
 	return rep, "", err
 }
 
@@ -142,6 +157,11 @@ func (p *testPool) rerun(ctx context.Context, opts Options, s *hotSession, indic
 	}
 	t.queue = scopeGroups(items)
 	t.results = make(chan indexedResult, len(t.entries)+4*len(ws))
+	if h, ok := opts.Observer.(PytestObserver); ok {
+		start := s.console
+		start.Header, start.Deselected, start.warnings = "", 0, nil
+		h.PytestStarted(start)
+	}
 	c := t.startReport(started, nil)
 	err := t.drive(ctx, runCtx, ws, c)
 	if !t.clean() {

@@ -72,7 +72,8 @@ func RunNotebooks(ctx context.Context, opts NotebookOptions) (*Report, error) {
 	}
 	kernels = min(kernels, len(entries))
 	e, err := engine.New(ctx, engine.Config{Root: root, Python: opts.Python, Kernels: kernels,
-		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger})
+		ExecuteTimeout: opts.Timeout, Batch: true, Logger: opts.Logger,
+		KernelEnv: []string{notebookResultsEnv}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
@@ -105,6 +106,12 @@ func RunNotebooks(ctx context.Context, opts NotebookOptions) (*Report, error) {
 	}
 	return report, nil
 }
+
+// notebookResultsEnv asks the kernels to show each cell's value as its
+// execute_result with every mime type (notebook.py show_result), as
+// nbclient on ipykernel writes it; the page and ripple watch, which show
+// a notebook's values by statement, do not set it.
+const notebookResultsEnv = "RIPPLE_NOTEBOOK_RESULTS=1"
 
 // findNotebooks lists the notebooks of paths as entries (module:__main__),
 // in report order.

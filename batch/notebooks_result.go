@@ -112,7 +112,15 @@ func addEvents(rec *notebookRecord, cells map[int]*cellRun, cellOf func(protocol
 		}
 		var data map[string]any
 		if json.Unmarshal(ev.display, &data) == nil && len(data) > 0 {
-			c.outputs = append(c.outputs, notebook.Output{OutputType: "display_data", Data: data})
+			kind := "display_data"
+			if _, ok := data[resultMime]; ok {
+				// The cell's value with every mime type its formatter
+				// gives (notebook.py show_result); its count is set with
+				// the cell's (setCellOutputs).
+				delete(data, resultMime)
+				kind = "execute_result"
+			}
+			c.outputs = append(c.outputs, notebook.Output{OutputType: kind, Data: data})
 		}
 	}
 }
@@ -174,7 +182,15 @@ func setCellOutputs(nb *notebook.Notebook, s *notebook.Script, cells map[int]*ce
 		var outs []notebook.Output
 		if run != nil {
 			outs = run.outputs
-			if u := run.last; u != nil && c.Index != failedCell && isExpressionValue(*u) && isExpressionStatement(statementText(s, u.Range)) {
+			shown := false
+			for i := range outs {
+				if outs[i].OutputType == "execute_result" {
+					outs[i].ExecutionCount, shown = count, true
+				}
+			}
+			// A value the kernel did not show (a matplotlib Figure, shown
+			// as its PNG) is its preview.
+			if u := run.last; u != nil && !shown && c.Index != failedCell && isExpressionValue(*u) && isExpressionStatement(statementText(s, u.Range)) {
 				outs = append(outs, notebook.Output{OutputType: "execute_result", ExecutionCount: count,
 					Data: map[string]any{"text/plain": u.Payload.Preview}})
 			}
@@ -182,6 +198,10 @@ func setCellOutputs(nb *notebook.Notebook, s *notebook.Script, cells map[int]*ce
 		_ = nb.SetOutputs(c.Index, outs, count) // built above: valid outputs
 	}
 }
+
+// resultMime marks the display bundle that is a cell's execute_result
+// (kernel notebook.RESULT_MIME).
+const resultMime = "application/vnd.ripple.execute-result"
 
 // isExpressionValue: the statement is an expression statement (labelled
 // "#N": it binds no name) whose value is not None.

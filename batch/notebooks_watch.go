@@ -44,7 +44,8 @@ func WatchNotebooks(ctx context.Context, opts NotebookOptions, ran func(*Result)
 		return err
 	}
 	e, err := engine.New(ctx, engine.Config{Root: root, Python: opts.Python, Kernels: min(kernels, len(entries)),
-		ExecuteTimeout: opts.Timeout, Watch: true, Logger: opts.Logger})
+		ExecuteTimeout: opts.Timeout, Watch: true, Logger: opts.Logger,
+		KernelEnv: []string{notebookResultsEnv}})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrProject, err)
 	}

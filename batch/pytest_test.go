@@ -176,13 +176,13 @@ def test_slow():
 def test_other():
     pass
 `})
-	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "test_sel.py::test_one", "test_sel.py::test_other")
-	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || !strings.Contains(out, "PASSED   test_sel.py::test_other") ||
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "test_sel.py::test_one", "test_sel.py::test_other", "--", "-rA")
+	if code != 1 || !strings.Contains(out, "FAILED test_sel.py::test_one") || !strings.Contains(out, "PASSED test_sel.py::test_other") ||
 		strings.Contains(out, "test_slow") || !strings.Contains(out, "E       assert (1 + 1) == 3") || !strings.Contains(out, "ripple run: 2 tests in") {
 		t.Errorf("node ids: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "-m", "slow")
-	if code != 0 || !strings.Contains(out, "PASSED   test_sel.py::test_slow") || strings.Contains(out, "test_one") {
+	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "-m", "slow", "--", "-v")
+	if code != 0 || !strings.Contains(out, "test_sel.py::test_slow PASSED") || strings.Contains(out, "test_one") {
 		t.Errorf("-m slow: exit %d\n%s", code, out)
 	}
 	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "-k", "other or slow")
@@ -199,7 +199,7 @@ def test_other():
 	}
 	code, out, _ = ripple(t, "run", root, "--tests", "--python", py, "--", "-x")
 	// As pytest: the tests after the stop are not run, and not reported.
-	if code != 1 || !strings.Contains(out, "FAILED   test_sel.py::test_one") || strings.Contains(out, "test_sel.py::test_slow") {
+	if code != 1 || !strings.Contains(out, "FAILED test_sel.py::test_one") || strings.Contains(out, "test_sel.py::test_slow") {
 		t.Errorf("-- -x: exit %d\n%s", code, out)
 	}
 }
@@ -270,8 +270,8 @@ func TestNoPytest(t *testing.T) {
 		t.Errorf("unittest with -k: exit %d, want 2 saying -k needs pytest\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = ripple(t, "run", root, "--tests", "--python", plain, "no_such_dir")
-	if code != 2 || !strings.Contains(errOut, "unittest (pytest is not installed): file or directory not found: no_such_dir") {
-		t.Errorf("unittest, a missing path: exit %d, want 2 naming it\n%s\n%s", code, out, errOut)
+	if code != 4 || !strings.Contains(errOut, "unittest (pytest is not installed): file or directory not found: no_such_dir") {
+		t.Errorf("unittest, a missing path: exit %d, want pytest's 4 naming it\n%s\n%s", code, out, errOut)
 	}
 
 	root = copyProject(t, filepath.Join("testdata", "pytest", "nopytest_pytest_style"))

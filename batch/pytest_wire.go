@@ -11,6 +11,8 @@ package batch
 // field marked omitempty is sent only when set, as the kernel expects
 // (pytest_wire_test.go pins the JSON of each).
 
+import "time"
+
 // pytestMethod is the kernel method of every request below.
 const pytestMethod = "pytest"
 
@@ -44,9 +46,18 @@ type collectRequest struct {
 	// scope (testItem.Scope); the kernel's default is a module.
 	Dist  string        `json:"dist,omitempty"`
 	Split *splitRequest `json:"split,omitempty"` // split collection only (split.go)
+	// Select: a late kernel's hand-over (handover.go): the test files and
+	// node ids, relative to rootdir, its session collects instead of the
+	// paths in Args.
+	Select []string `json:"select,omitempty"`
 	// Env: the worker variables of a kernel the run did not start (a
 	// launcher's slot), which a child kernel gets at its start.
 	Env map[string]string `json:"env,omitempty"`
+	// TTY: ripple's stdout is a terminal, whose width is Columns (0: not
+	// known): the kernel renders pytest's console output as pytest would
+	// for it (pytest_console.py).
+	TTY     bool `json:"tty,omitempty"`
+	Columns int  `json:"columns,omitempty"`
 }
 
 // splitRequest is the share of the suite a session collects (split.go).
@@ -115,6 +126,9 @@ type testItem struct {
 	Longrepr string    `json:"longrepr"`
 	// JUnitText: a skipped collection report's text in pytest's junitxml.
 	JUnitText string `json:"junitText"`
+	// Console: a collection report as pytest's terminal reporter shows it
+	// (console_pytest.go).
+	Console *pytestDigest `json:"console"`
 	// With split collection (split.go): the index of the item's (the
 	// report's) file in the kernel's Files (-1: none), and for a report
 	// how many files collection had reached when it came.
@@ -160,10 +174,21 @@ type collectAnswer struct {
 	Header     string `json:"header"`
 	Deselected int    `json:"deselected"`
 	Verbosity  int    `json:"verbosity"`
+	// MaxFail: pytest's -x/--maxfail (0: none), which the run counts
+	// across its kernels (completer.maxfail).
+	MaxFail int `json:"maxfail"`
+	// ConsoleSettings: how pytest's terminal reporter lays out the run
+	// (nil: the kernel cannot render it); Warnings: those pytest recorded
+	// while it configured and collected.
+	ConsoleSettings *pytestConsoleSettings `json:"consoleSettings"`
+	Warnings        []pytestWarning        `json:"warnings"`
 	// Cache: pytest's cache plugin is on (pytest_cache.go); nil when off.
 	Cache *pytestCache `json:"cache"`
 	// JUnitXML: pytest's --junitxml was given (argument or addopts).
 	JUnitXML *PytestJUnitXML `json:"junitxml"`
+	// took: how long the collect call took (the kernel's session set up
+	// and collected), measured by the worker.
+	took time.Duration
 }
 
 // PytestJUnitXML is pytest's --junitxml as the kernel read it: the file
@@ -213,6 +238,9 @@ type testEvent struct {
 	TeardownError string `json:"teardownError"`
 	// JUnit: the testcases pytest's junitxml would write (Result.JUnit).
 	JUnit [][]JUnitChild `json:"junit"`
+	// Console: the test's reports as pytest's terminal reporter shows
+	// them (console_pytest.go).
+	Console *pytestDigest `json:"console"`
 }
 
 // runAnswer is the kernel's answer to "run" and "finish".

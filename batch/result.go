@@ -84,6 +84,10 @@ type Result struct {
 	// children (two testcases for a failure and a teardown error); nil
 	// for a test that passed (without junit_logging) and for entries.
 	JUnit [][]JUnitChild
+	// pytest: the test's reports as pytest's terminal reporter shows them
+	// (console_pytest.go); nil for entries, unittest's tests and results
+	// ripple made (crashed, timed out, not run).
+	pytest *pytestDigest
 }
 
 // callPassed reports whether the test's call passed (its JUnit says so).
@@ -166,6 +170,12 @@ type Report struct {
 	Deselected, Verbosity int
 	// collectTime: how long the kernels took to collect (a test run).
 	collectTime time.Duration
+	// pytestStopped: why pytest stopped the session (-x, --maxfail,
+	// --sw), in its words: "stopping after 2 failures".
+	pytestStopped string
+	// interruptedBy: which test's own KeyboardInterrupt ended the run
+	// ("test_a.py::test_x raised KeyboardInterrupt"), "" for none.
+	interruptedBy string
 }
 
 // Summary counts results by status.

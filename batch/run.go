@@ -58,6 +58,11 @@ type Options struct {
 	// that relies on an earlier test of its module can differ from
 	// pytest).
 	Dist string
+	// Terminal: the run's console is a terminal, Columns wide (0: not
+	// known); pytest's console output is rendered for it (colours as
+	// pytest's rules say, its width).
+	Terminal bool
+	Columns  int
 	// Observer is told of each result, in report order, and of progress
 	// (nil: nobody).
 	Observer Observer

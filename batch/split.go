@@ -148,11 +148,19 @@ func noFile(f int) int {
 
 // stolen is a session that collected only one module of another kernel's
 // share (work stealing): its kernel indices are not the share's.
+//
+// A late kernel's hand-over (handover.go) is mapped the same way: its
+// session collected the handed tests (sel), and, unlike a stolen
+// module's, it stays open for every group it has (handOver).
 type stolen struct {
-	file  string      // the module's node id
+	file  string      // the module's node id (a hand-over: what it is, for messages)
 	want  []int       // the group's tests (the share's kernel indices)
 	share map[int]int // the session's kernel index -> the share's
 	own   map[int]int // the share's kernel index -> the session's
+	// handOver: a late kernel's hand-over; sel: what its session collects
+	// (collectRequest.Select).
+	handOver bool
+	sel      []string
 }
 
 // fileOf is the node id of the module a group's tests are in (a group is

@@ -4,6 +4,8 @@ package batch
 // become groups: by scope (a module, or with --dist loadscope a class) or
 // in --dist load's shrinking chunks.
 
+import "slices"
+
 // testGroup is tests that run in one session, in this order: indices into
 // the collection of share.
 type testGroup struct {
@@ -80,4 +82,21 @@ func loadChunks(items []sharedItem, workers int, split bool) []testGroup {
 		queue = append(queue, testGroup{share: it.share, indices: []int{it.index}})
 	}
 	return queue
+}
+
+// oneCall is the queue of a run whose one kernel runs every test (no
+// other kernel, none late to join): the groups of each share joined into
+// one, in the same order, so that the kernel gets them in one request.
+// Nothing could take a group from it, and each request costs a round
+// trip, two wake-ups of processes that a loaded machine makes wait.
+func oneCall(queue []testGroup) []testGroup {
+	var out []testGroup
+	for _, g := range queue {
+		if n := len(out); n > 0 && out[n-1].share == g.share {
+			out[n-1].indices = append(out[n-1].indices, g.indices...)
+			continue
+		}
+		out = append(out, testGroup{share: g.share, indices: slices.Clone(g.indices)})
+	}
+	return out
 }

@@ -87,3 +87,18 @@ func TestScopeGroups(t *testing.T) {
 func equalGroups(a, b testGroup) bool {
 	return a.share == b.share && slices.Equal(a.indices, b.indices)
 }
+
+// oneCall joins a lone kernel's groups into one request per share, the
+// order kept.
+func TestOneCall(t *testing.T) {
+	q := oneCall([]testGroup{{0, []int{0, 1}}, {0, []int{2}}, {1, []int{0}}, {1, []int{1, 2}}, {0, []int{3}}})
+	want := []testGroup{{0, []int{0, 1, 2}}, {1, []int{0, 1, 2}}, {0, []int{3}}}
+	if len(q) != len(want) {
+		t.Fatalf("oneCall = %v, want %v", q, want)
+	}
+	for i := range q {
+		if q[i].share != want[i].share || !slices.Equal(q[i].indices, want[i].indices) {
+			t.Errorf("oneCall = %v, want %v", q, want)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func (t *testRun) plan(s suite, first *collectAnswer, only map[string]bool) plan
 	for _, c := range s.reports {
 		en := Entry{NodeID: c.NodeID, Path: c.Path, JUnitClass: c.JUnit[0], JUnitName: c.JUnit[1]}
 		entries = append(entries, en)
-		r := &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr}
+		r := &Result{Entry: en, Status: Status(c.Status), Message: c.Message, Longrepr: c.Longrepr, pytest: c.Console}
 		// As pytest's junitxml writes a collection report.
 		if r.Status == StatusError {
 			r.JUnit = [][]JUnitChild{{{Tag: "error", Message: "collection failure", Text: c.Longrepr}}}
@@ -137,7 +137,7 @@ func (t *testRun) startReport(started time.Time, pre []*Result) *completer {
 	if t.opts.Observer != nil {
 		t.opts.Observer.Started(t.entries, t.workers)
 	}
-	c := &completer{report: report, obs: t.opts.Observer, started: started, total: len(t.entries)}
+	c := newCompleter(report, t.opts.Observer, started)
 	for i, r := range pre {
 		c.complete(i, r)
 	}

@@ -29,10 +29,10 @@ func runTests(ctx context.Context, opts Options, workers int) (*Report, error) {
 		root, _ := filepath.Abs(opts.Root)
 		times = testTimesPath(root, opts.Python, opts.PytestArgs)
 		var why string
-		if workers, why = chooseKernels(times, workers); why != "" {
+		if workers, flags.prior, why = chooseKernels(times, workers); why != "" {
 			opts.Logger.Info("one kernel", "why", why)
 		}
-		flags.stagger = staggerKernels(times)
+		flags.stagger = true
 	}
 	p, err := newTestPool(ctx, opts, workers)
 	if err != nil {
@@ -174,8 +174,11 @@ type runFlags struct {
 	// reaches (kernel/python/ripple_kernel/watchfn.py) and keep their pytest
 	// sessions open after the run, for the hot path (hot.go).
 	watch bool
-	// stagger: the kernels but the first collect after it (testRun.late).
+	// stagger: the kernels but the first start beside its collection and
+	// join by a hand-over of its selection (testRun.late, handover.go);
+	// prior: the last run's mean test time (0: unknown).
 	stagger bool
+	prior   time.Duration
 	// only, when not nil, keeps the tests of these test files (paths
 	// relative to the root): a watch's module path collects the whole
 	// suite, so that the sessions it leaves open hold every test, and runs
@@ -200,12 +203,13 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	defer cancel(nil)
 	t, ws := p.newRun(&opts, args, flags, cancel)
 	if flags.stagger && len(ws) > 1 && !t.split && p.slots == nil && !opts.FailFast {
-		// The first kernel collects; the others start now and collect
-		// once it has (testRun.late).
+		// The first kernel collects; the others start now and collect a
+		// hand-over once it pays (testRun.late, handover.go).
 		t.late = ws[1:]
 		ws = ws[:1]
+		ws[0].up = make(chan struct{})
 		for _, w := range t.late {
-			w.startLate(runCtx)
+			w.startLate(runCtx, ws[0].up, lateStartDelay)
 		}
 	}
 	col, err := p.collect(ctx, runCtx, t, ws, started)
@@ -220,7 +224,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	pl := t.plan(s, col.first(), flags.only)
 	if h, ok := t.opts.Observer.(PytestObserver); ok && !col.first().CollectOnly && col.first().NoPytest == "" {
-		h.PytestStarted(col.first().Header, col.first().Verbosity)
+		h.PytestStarted(col.first().pytestStart())
 	}
 	if col.first().CollectOnly {
 		// pytest's listing says it all: the observer is not told the
@@ -229,9 +233,15 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	}
 	c := t.startReport(started, pl.pre)
 	c.report.collectTime = collected
+	if !opts.FailFast { // which stops the run itself (gather)
+		c.limit(col.first().MaxFail)
+	}
 	c.report.Deselected, c.report.Verbosity = col.first().Deselected, col.first().Verbosity
 	c.report.PytestJUnitXML = col.first().JUnitXML
 	t.queue = t.groups(pl.keep)
+	if t.workers == 1 && len(t.late) == 0 && p.slots == nil && !flags.watch {
+		t.queue = oneCall(t.queue)
+	}
 	opts.Logger.Debug("tests", "collected", len(s.items), "groups", len(t.queue), "kernels", t.workers, "split", t.split)
 	if first := col.first(); first.CollectOnly {
 		// pytest's --collect-only: the kernels ran nothing, the first one's
@@ -253,11 +263,13 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
+		c.report.pytestStopped = fmt.Sprintf("Interrupted: %d %s during collection", pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
 	}
-	if cache := col.first().Cache; cache != nil && cache.Stepwise && len(col.ws) > 1 {
+	if cache := col.first().Cache; cache != nil && cache.Stepwise && (len(col.ws) > 1 || len(t.late) > 0) {
 		t.only = col.ws[0]
 	}
+	t.prepareHandOver(col.first())
 	runErr := t.drive(ctx, runCtx, col.ws, c)
 	if cache := col.first().Cache; cache != nil && !c.report.Interrupted {
 		// As pytest's plugins at the session's end (not after Ctrl-C: the
@@ -265,7 +277,8 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		runErr = cmp.Or(runErr, writePytestCache(cache, s, c.report, len(pl.pre), false))
 	}
 	if flags.watch && t.clean() {
-		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers}
+		p.session = &hotSession{args: t.args, items: col.first().Items, workers: t.workers,
+			junit: col.first().JUnitXML, cache: col.first().Cache, suite: s, console: col.first().pytestStart()}
 	}
 	if runErr == nil && len(s.items) == 0 && len(pl.pre) == 0 {
 		runErr = ErrNoTests

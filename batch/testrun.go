@@ -7,6 +7,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ripple-run/ripple/kernel"
 )
@@ -94,10 +96,19 @@ type testRun struct {
 	// plugin would skip its own first failure).
 	only *testWorker
 	// late: workers whose kernels start beside the first kernel's
-	// collection but collect only after it, and join the run if tests are
-	// left then (a first run with the default kernels: kernelchoice.go).
-	// Set before the workers start.
-	late []*testWorker
+	// collection, and which collect a hand-over of its selection and
+	// join once that pays (handover.go; the default kernels:
+	// kernelchoice.go). Set before the workers start, with what they
+	// decide on: fileTests (per test file of the suite, its tests),
+	// collectTook (the first kernel's collect call), prior (the last
+	// run's mean test time, 0: none) and began (when the tests began).
+	late        []*testWorker
+	fileTests   map[string]int
+	collectTook time.Duration
+	prior       time.Duration
+	began       time.Time
+	// ended counts the results the workers sent (testWorker.send).
+	ended atomic.Int64
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string
@@ -127,21 +138,26 @@ type indexedResult struct {
 }
 
 // next takes the next group for a worker: with its session open (on
-// share), the next group of that share, else none; without a session, the
+// share), the next group of that share that it can run (can: nil, any;
+// a hand-over's session runs the groups it collected), else none; without a session, the
 // next group of a share no session holds, else (split) a group to steal,
 // else it waits while sessions are open (they may put tests back, or end).
 // steal: the group is of a share another session holds; the worker
 // collects only its module (split.go). false when the run stops or nothing
 // is left for it (see testRun).
-func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
+func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGroup, steal, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for !t.stopped {
 		for i, g := range t.queue {
-			if (open && g.share != share) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
+			if (open && (g.share != share || (can != nil && !can(g)))) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
+			budget := t.soloBudget(open)
 			t.queue = slices.Delete(t.queue, i, i+1)
+			if budget > len(g.indices) {
+				g = t.absorb(g, i, budget, can)
+			}
 			return g, false, true
 		}
 		if !open && t.split {
@@ -155,6 +171,71 @@ func (t *testRun) next(share int, open bool) (g testGroup, steal, ok bool) {
 		t.more.Wait()
 	}
 	return testGroup{}, false, false
+}
+
+// soloBudget is how many tests a call of the first kernel may take while
+// it is the run's only session and no late kernel has started (a first
+// run of a small suite, or of any suite before its late kernels pay:
+// handover.go): the tests of about soloChunk at the mean test time (the
+// last run's, else measured since the tests began; the first call, with
+// neither, takes one group), at most 1/N of the queued ones (N the run's
+// kernels). 0 otherwise: one group a call. Each call costs a round trip,
+// two wake-ups that a loaded machine makes wait: 15 calls of 9 fast
+// tests took 20-50 ms more than 6 larger ones. A chunk is short beside a
+// late kernel's start, so a late kernel that decides to join finds its
+// hand-over queued and the first kernel soon free, as with one group a
+// call. t.mu held.
+func (t *testRun) soloBudget(open bool) int {
+	if !open || t.open != 1 || len(t.late) == 0 || t.workers < 2 {
+		return 0
+	}
+	for _, w := range t.late {
+		if w.joined || w.started.Load() {
+			return 0
+		}
+	}
+	mean := t.prior
+	if ended := t.ended.Load(); ended > 0 && (mean == 0 || ended >= 10) {
+		mean = time.Since(t.began) / time.Duration(ended)
+	}
+	if mean <= 0 {
+		return 0
+	}
+	queued := 0
+	for _, g := range t.queue {
+		queued += len(g.indices)
+	}
+	return int(min(int64(soloChunk/mean), int64(queued/t.workers)))
+}
+
+// soloChunk: how long a call of the first kernel, alone in its run, may
+// take by the mean test time (soloBudget).
+const soloChunk = 50 * time.Millisecond
+
+// absorb joins to g the groups that follow it at i in the queue, of its
+// share and runnable by the same session (can), in order, while the
+// total stays within budget tests: one call runs them (as oneCall's
+// queue). t.mu held.
+func (t *testRun) absorb(g testGroup, i, budget int, can func(testGroup) bool) testGroup {
+	n := len(g.indices)
+	j := i
+	for j < len(t.queue) {
+		h := t.queue[j]
+		if h.share != g.share || (can != nil && !can(h)) || t.pastHorizon(h) || n+len(h.indices) > budget {
+			break
+		}
+		n += len(h.indices)
+		j++
+	}
+	if j == i {
+		return g
+	}
+	joined := testGroup{share: g.share, indices: slices.Clone(g.indices)}
+	for _, h := range t.queue[i:j] {
+		joined.indices = append(joined.indices, h.indices...)
+	}
+	t.queue = slices.Delete(t.queue, i, j)
+	return joined
 }
 
 // steal takes the first group of a share that has more than one left, so
@@ -274,19 +355,12 @@ func (t *testRun) stop(cause error) {
 	}
 }
 
-// hasWork reports whether tests are queued and the run goes on.
-func (t *testRun) hasWork() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.stopped && len(t.queue) > 0
-}
-
-// joinLate opens a late worker's session if tests are still queued and
-// the run has not ended without it (see late).
+// joinLate opens a late worker's session if tests it collected are
+// still queued and the run has not ended without it (see late).
 func (t *testRun) joinLate(w *testWorker) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stopped || len(t.queue) == 0 || t.open == 0 || w.aborted {
+	if t.stopped || t.open == 0 || w.aborted || (w.steal != nil && !slices.ContainsFunc(t.queue, w.steal.has)) {
 		return false
 	}
 	w.joined = true

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ripple-run/ripple/engine"
@@ -55,10 +56,23 @@ type testWorker struct {
 	stopInterrupts bool
 	lastSent       int // entry of the last result it sent (w.mu)
 	// starting: closed once a late worker's kernel started in the
-	// background (startLate) is up, or failed (startErr); nil otherwise.
-	// w.k and startErr are the starting goroutine's until then.
-	starting chan struct{}
-	startErr error
+	// background (startLate) is up, or failed or was never started
+	// (startErr); nil otherwise. w.k and startErr are the starting
+	// goroutine's until then. startNow and startNever (closed once each,
+	// by startOnce and neverOnce) tell that goroutine to start the kernel
+	// before its delay is out, or not at all; started: it began to.
+	starting   chan struct{}
+	startErr   error
+	startNow   chan struct{}
+	startNever chan struct{}
+	startOnce  sync.Once
+	neverOnce  sync.Once
+	started    atomic.Bool
+	// up: closed by begin once the worker's kernel is up, before its
+	// collection (late workers time their start from it), then nil; nil
+	// when no late worker waits on it. Set by the pool's goroutine
+	// before the worker's goroutines start, then the worker's.
+	up chan struct{}
 	// lateKernel: the kernel startLate started (not changed after
 	// starting is closed). joined, aborted: guarded by t.mu: the late
 	// worker joined the run, or the run ended first (abortLate).
@@ -123,17 +137,41 @@ func (w *testWorker) name() string {
 // begin collects, starting the kernel if it is not up.
 func (w *testWorker) begin(ctx context.Context) (*collectAnswer, error) {
 	if w.k != nil {
+		w.isUp()
 		return w.collect(ctx)
 	}
 	return w.start(ctx)
 }
 
+// isUp tells the late workers waiting on w.up that its kernel is up.
+func (w *testWorker) isUp() {
+	if w.up != nil {
+		close(w.up)
+		w.up = nil
+	}
+}
+
 // startLate starts a late worker's child kernel in the background (see
-// testRun.late): it is up by the time the first kernel has collected.
-func (w *testWorker) startLate(ctx context.Context) {
+// testRun.late) once after has passed since from closed (the first
+// kernel is up and begins to collect), so that it is up when the first
+// kernel has collected, or at once when its hand-over pays before that
+// (startLateNow), or never when the run is done with it first
+// (neverStart): a collection that takes less than a kernel's start
+// (lateStartDelay) is a small suite's, whose late kernels would only
+// cost the run their start. The delay counts from the collection, not
+// the run's start: counted from the run's start, the first kernel's own
+// start (0.15-0.3 s, more on a loaded machine) used most of it, and a
+// small suite's late kernel started while its tests ran, competing with
+// them for the CPU, to be killed unused.
+func (w *testWorker) startLate(ctx context.Context, from <-chan struct{}, after time.Duration) {
 	w.starting = make(chan struct{})
+	w.startNow, w.startNever = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(w.starting)
+		if w.startErr = w.lateDelay(ctx, from, after); w.startErr != nil {
+			return
+		}
+		w.started.Store(true)
 		k, err := kernel.Start(ctx, w.kernelConfig())
 		if err != nil {
 			w.startErr = fmt.Errorf("%w: %w", ErrProject, err)
@@ -143,9 +181,51 @@ func (w *testWorker) startLate(ctx context.Context) {
 	}()
 }
 
+// lateDelay waits until a late worker's kernel is to start (nil), or
+// must not (why).
+func (w *testWorker) lateDelay(ctx context.Context, from <-chan struct{}, after time.Duration) error {
+	var timeout <-chan time.Time // nil, never ready, until from closes
+	for {
+		select {
+		case <-from:
+			timer := time.NewTimer(after)
+			defer timer.Stop()
+			timeout, from = timer.C, nil
+		case <-timeout:
+			return nil
+		case <-w.startNow:
+			return nil
+		case <-w.startNever:
+			return errLateNotStarted
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// errLateNotStarted: the run was done with a late worker before its
+// kernel had to start.
+var errLateNotStarted = errors.New("late kernel not needed before its start")
+
+// startLateNow and neverStart tell a late worker's starting goroutine to
+// start its kernel now, or not at all (no-ops for another worker, or
+// once it decided).
+func (w *testWorker) startLateNow() {
+	if w.startNow != nil {
+		w.startOnce.Do(func() { close(w.startNow) })
+	}
+}
+
+func (w *testWorker) neverStart() {
+	if w.startNever != nil {
+		w.neverOnce.Do(func() { close(w.startNever) })
+	}
+}
+
 // abortLate stops a late worker's kernel if it has not joined the run:
 // the others are done, its collection would only make the run wait.
 func (w *testWorker) abortLate(ctx context.Context) {
+	w.neverStart()
 	<-w.starting
 	w.t.mu.Lock()
 	abort := !w.joined
@@ -160,26 +240,30 @@ func (w *testWorker) abortLate(ctx context.Context) {
 	}
 }
 
-// lateJoin collects on a late worker's kernel once the run's first kernel
-// collected, and joins the run if tests are still queued: true when it
-// did (its session is open and counted). Its collection runs while the
-// first kernel runs tests; joining costs the run nothing it would not
-// spend anyway when the queue empties first.
+// lateJoin waits, once the run's first kernel collected, until joining
+// pays for the late worker's kernel, collects its hand-over then and
+// joins the run if it can still run queued tests: true when it did (its
+// session is open and counted). See handover.go. Its collection runs
+// while the other kernels run tests.
 func (w *testWorker) lateJoin(ctx context.Context) bool {
+	h, ok := w.t.awaitHandOver(ctx, w)
+	if !ok {
+		w.neverStart()
+		return false
+	}
+	w.startLateNow()
 	<-w.starting
 	if w.startErr != nil {
 		w.t.opts.Logger.Debug("late kernel did not start", "kernel", w.name(), "err", w.startErr)
 		return false
 	}
-	if !w.t.hasWork() {
-		return false
-	}
+	w.setSteal(h.stolen())
 	began := time.Now()
 	if err := w.join(ctx); err != nil {
 		w.t.opts.Logger.Debug("late kernel left", "kernel", w.name(), "err", err)
 		return false
 	}
-	ok := w.t.joinLate(w)
+	ok = w.t.joinLate(w)
 	w.t.opts.Logger.Debug("late kernel collected", "kernel", w.name(), "took", time.Since(began), "joined", ok)
 	return ok
 }
@@ -215,6 +299,7 @@ func (w *testWorker) start(ctx context.Context) (*collectAnswer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrProject, err)
 	}
 	w.k = k
+	w.isUp()
 	return w.collect(ctx)
 }
 
@@ -229,7 +314,7 @@ func (w *testWorker) collectParams() any {
 	// it, each kernel tells its share's.
 	r := collectRequest{Op: opCollect, Args: t.args, Worker: w.id, Workers: t.workers,
 		Purge: t.flags.purge && !t.running, Deps: t.flags.deps && (w.id == 0 || t.split) && !t.running,
-		Watch: t.flags.watch}
+		Watch: t.flags.watch, TTY: t.opts.Terminal, Columns: t.opts.Columns}
 	if t.opts.Dist == DistLoadScope {
 		r.Dist = DistLoadScope
 	}
@@ -238,6 +323,9 @@ func (w *testWorker) collectParams() any {
 		if w.steal != nil {
 			r.Split.Only = []string{w.steal.file}
 		}
+	}
+	if w.steal != nil && w.steal.handOver {
+		r.Select = w.steal.sel
 	}
 	if w.slots != nil {
 		// The launcher started the kernel: it gets the worker variables
@@ -281,6 +369,7 @@ func (f *collectFrames) progress(raw json.RawMessage) {
 // collection.
 func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	f := &collectFrames{deps: map[string][]string{}}
+	began := time.Now()
 	raw, err := w.k.Call(ctx, pytestMethod, w.collectParams(), kernel.SinkFuncs{ProgressFunc: f.progress})
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
@@ -290,6 +379,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
 	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = f.items, f.reports, f.deps, f.files, f.owners
+	a.took = time.Since(began)
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))
 	}
@@ -300,6 +390,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 // launcher stops it).
 func (w *testWorker) stopKernel(ctx context.Context) {
 	if w.starting != nil {
+		w.neverStart()
 		<-w.starting // a kernel starting in the background is this worker's too
 	}
 	if w.k == nil {
@@ -382,7 +473,11 @@ func (w *testWorker) loop(ctx context.Context) {
 		return
 	}
 	for {
-		g, steal, ok := w.t.next(w.share, w.open)
+		var can func(testGroup) bool
+		if w.open && w.steal != nil && w.steal.handOver {
+			can = w.steal.has
+		}
+		g, steal, ok := w.t.next(w.share, w.open, can)
 		if !ok {
 			if !w.open {
 				return
@@ -406,7 +501,7 @@ func (w *testWorker) loop(ctx context.Context) {
 			return
 		}
 		w.t.opts.Logger.Debug("group ran", "kernel", w.name(), "tests", len(indices), "took", time.Since(began))
-		if w.steal != nil && w.open {
+		if w.steal != nil && !w.steal.handOver && w.open {
 			// A stolen module's session ends with it.
 			if !w.finishSession(ctx, true) {
 				return

@@ -282,7 +282,7 @@ func (w *testWorker) event(raw json.RawMessage) {
 		delete(w.assigned, ev.I)
 		r := &Result{Status: Status(ev.Status), Message: ev.Message, Longrepr: ev.Longrepr,
 			Stdout: ev.Stdout, Stderr: ev.Stderr, Duration: time.Duration(ev.Duration * float64(time.Second)),
-			TeardownError: ev.TeardownError, JUnit: ev.JUnit}
+			TeardownError: ev.TeardownError, JUnit: ev.JUnit, pytest: ev.Console}
 		var out strings.Builder
 		for _, s := range ev.Sections {
 			fmt.Fprintf(&out, "----- %s -----\n%s", s[0], s[1])
@@ -331,5 +331,6 @@ func (w *testWorker) send(i int, r *Result) {
 	}
 	r.Entry = w.t.entries[j]
 	w.lastSent = j
+	w.t.ended.Add(1)
 	w.t.results <- indexedResult{j, r}
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -173,8 +174,13 @@ func (w *watch) observer() Options {
 	return o
 }
 
-// ran tells the Ran hook of a run, unless the watch is ending.
+// ran writes pytest's --junitxml of a run, as a run without --watch does
+// (every run of the watch rewrites it), and tells the Ran hook of the
+// run, unless the watch is ending.
 func (w *watch) ran(ctx context.Context, rep *Report, err error, changed []string) {
+	if rep != nil && rep.PytestJUnitXML != nil {
+		err = cmp.Or(err, WritePytestJUnit(rep.PytestJUnitXML, rep))
+	}
 	if w.hooks.Ran != nil && ctx.Err() == nil {
 		w.hooks.Ran(rep, err, changed)
 	}

@@ -79,6 +79,12 @@
 // says whether the last write failed, and Probe tries a small write: the
 // engine probes before each change while the log is failing, so a change
 // is refused before it is made, and accepted again once writing works.
+// A log that cannot be opened for writing at all at start (found on a
+// read-only file system, or a state directory that cannot be created) is
+// a Late: it refuses every append until a Probe finds the directory
+// writable and opens it, and then takes appends only after Seed has
+// written the server's whole state as its first state (Reset), so the
+// file never holds the changes since start without what came before.
 //
 // # Locks
 //

@@ -123,7 +123,11 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 		l, err = open(p, opt)
 		return l, aside, err
 	}
+	_, serr := os.Lstat(p)
 	l, err = open(p, opt)
+	if errors.Is(err, syscall.ENOSPC) && errors.Is(serr, os.ErrNotExist) {
+		removeEmpty(p)
+	}
 	if err == nil || !errors.Is(err, errDamaged) {
 		return l, "", err
 	}
@@ -137,6 +141,16 @@ func Open(dir string, opt Options) (l *Log, movedAside string, err error) {
 	}
 	l, err = open(p, opt)
 	return l, aside, err
+}
+
+// removeEmpty removes p if it is an empty file: a new log that a full disk
+// kept from being written is left empty by bbolt, and the next Open would
+// move it aside as a lost log. Only after ENOSPC: another server starting
+// at the same moment cannot have written its log either.
+func removeEmpty(p string) {
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		os.Remove(p)
+	}
 }
 
 // MoveAside renames dir's log to state.db.<why>-<UTC time> and returns the

@@ -100,6 +100,9 @@ type durableState struct {
 	// hear text/fileModifiedOnDisk when they open the file or connect,
 	// while the buffer has unsaved edits (downchange.go).
 	downChanges map[string]workspace.DiskChange
+	// seedMu serializes seedStateLog (reopen.go): one seed of a log
+	// opened late, taken before any stripe.
+	seedMu sync.Mutex
 }
 
 // base returns the path's delta base, nil if none. The caller holds the
@@ -376,15 +379,30 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) error
 	lock := e.dur.stripe(key)
 	lock.Lock()
 	defer lock.Unlock()
+	ev, ok := e.contextEvent(id)
+	if !ok {
+		return nil
+	}
+	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
+		e.log.Error("state log: context change not recorded, so refused (7001)", "context", id, "err", err)
+		return notRecorded("context "+string(id), err)
+	}
+	return nil
+}
+
+// contextEvent is the event that records context id as it is now (its
+// deletion when it is gone); false when nothing is recorded (no owners, or
+// it cannot be read: logged). The caller holds the id's stripe.
+func (e *Engine) contextEvent(id protocol.ContextID) (durable.Event, bool) {
 	ev := durable.Event{Kind: KindContext, Key: string(id)}
 	c, err := e.store.Context(nil, id)
 	switch {
 	case errors.Is(err, contexts.ErrContextNotFound):
 	case err != nil:
 		e.log.Error("state log: read context", "context", id, "err", err)
-		return nil
+		return ev, false
 	case len(c.Owners) == 0:
-		return nil
+		return ev, false
 	default:
 		sc := savedContext{Stack: []protocol.StackItem{}}
 		for _, o := range c.Owners {
@@ -393,7 +411,7 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) error
 		frames, err := e.store.Stack(nil, id)
 		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
 			e.log.Error("state log: read stack", "context", id, "err", err)
-			return nil
+			return ev, false
 		}
 		for _, f := range frames {
 			sc.Stack = append(sc.Stack, f.Item)
@@ -402,7 +420,7 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) error
 		vs, err := e.store.VisualizationsOfContext(nil, id)
 		if err != nil && !errors.Is(err, contexts.ErrContextNotFound) {
 			e.log.Error("state log: read visualizations", "context", id, "err", err)
-			return nil
+			return ev, false
 		}
 		for _, v := range vs {
 			if !v.OneShot {
@@ -411,14 +429,10 @@ func (e *Engine) recordContext(ctx context.Context, id protocol.ContextID) error
 		}
 		if ev.Data, err = json.Marshal(sc); err != nil {
 			e.log.Error("state log: encode context", "context", id, "err", err)
-			return nil
+			return ev, false
 		}
 	}
-	if err := e.cfg.StateLog.Append(context.WithoutCancel(ctx), ev); err != nil {
-		e.log.Error("state log: context change not recorded, so refused (7001)", "context", id, "err", err)
-		return notRecorded("context "+string(id), err)
-	}
-	return nil
+	return ev, true
 }
 
 // RestoreContexts recreates the contexts st holds with their owners,

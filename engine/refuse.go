@@ -51,6 +51,13 @@ func (e *Engine) stateGate() error {
 	if err := p.Probe(); err != nil {
 		return fmt.Errorf("%w: it cannot be written: %v", ErrStateNotRecorded, err)
 	}
+	if s, ok := e.cfg.StateLog.(StateSeeder); ok && s.Unseeded() {
+		if err := e.seedStateLog(s); err != nil {
+			e.log.Error("state log opened for writing, but the server's state could not be written to it; changes stay refused (7001)", "err", err)
+			return fmt.Errorf("%w: writing the server's state to it: %v", ErrStateNotRecorded, err)
+		}
+		return nil
+	}
 	e.log.Info("state log can be written again; changes are accepted")
 	return nil
 }

@@ -19,6 +19,11 @@
 //     the session kept. The value journal lives in the session's state
 //     directory, so a restarted kernel gets the values back without
 //     running the cells.
+//   - ipython.go, comm.go, history.go: IPython's session as ipykernel
+//     keeps it: In/Out/_ around each cell and user_expressions after it
+//     (kernel jupyter_shell.py), comms routed to the kernel's comm
+//     manager (CommBackend, kernel jupyter_comm.py), history_request
+//     answered as IPython's HistoryManager answers it.
 //   - kernelspec.go: the kernelspec `ripple jupyter install` writes.
 //
 // The kernel side (kernel/python/ripple_kernel): jupyter_cells.py turns

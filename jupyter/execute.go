@@ -17,8 +17,17 @@ var helpLine = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*)\s*(\?\??)\s*$`)
 
 // Execute implements Backend: the cell goes into the notebook's script
 // (cells.go) and the context runs again; only the statements whose
-// inputs changed run, the others show their kept output.
+// inputs changed run, the others show their kept output. The
+// user_expressions of a cell that succeeded are evaluated after it.
 func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) ExecuteResult {
+	res := s.execute(ctx, req, out)
+	if res.Status == "ok" && len(req.UserExpressions) > 0 {
+		res.UserExpressions = s.userExpressions(ctx, req.UserExpressions)
+	}
+	return res
+}
+
+func (s *Session) execute(ctx context.Context, req ExecuteRequest, out Output) ExecuteResult {
 	code, status := withoutStatusLines(req.Code)
 	if status {
 		// %ripple_status is answered here, after the rest of its cell.
@@ -27,16 +36,23 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 	if strings.TrimSpace(code) == "" {
 		return ExecuteResult{Status: "ok"}
 	}
+	counted := !req.Silent && req.StoreHistory
 	if m := helpLine.FindStringSubmatch(code); m != nil {
+		if counted {
+			s.session(ctx, map[string]any{"mode": "begin", "count": req.Count, "code": req.Code, "parsed": code})
+		}
 		return s.help(ctx, m[1], len(m[2])-1)
 	}
-	source, failed := s.transform(ctx, code)
+	// The kernel sets In, _i, _ii, ... as IPython does before the cell
+	// runs, in the same call.
+	source, parsed, failed := s.transform(ctx, code, req)
 	if failed != nil {
 		return *failed
 	}
 	_, before := s.state.script()
 	key := slotKey(req.CellID, code)
 	elsewhere := s.otherCells(key, before)
+	stale := s.historyReaders(key, before)
 	idx := s.state.place(key, source)
 	script, starts := s.state.script()
 	if err := s.writeScript(script); err != nil {
@@ -51,7 +67,11 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 		s.curMu.Unlock()
 	}()
 	mark := s.client.mark()
-	if err := s.eng.Recompute(ctx, clientID, protocol.RecomputeParams{ContextID: s.ctxID}); err != nil {
+	params := protocol.RecomputeParams{ContextID: s.ctxID}
+	if len(stale) > 0 {
+		params.InvalidatedExpressions = &protocol.InvalidatedExpressions{IDs: stale}
+	}
+	if err := s.eng.Recompute(ctx, clientID, params); err != nil {
 		return errorResult("RippleError", err.Error())
 	}
 	r := newRun(s, out, idx, starts)
@@ -60,10 +80,16 @@ func (s *Session) Execute(ctx context.Context, req ExecuteRequest, out Output) E
 	if r.failed == nil {
 		r.replay()
 	}
+	if counted && r.resultExpr != "" {
+		// Out, _, __, ... as IPython's displayhook sets them: the value of
+		// the statement whose result the cell showed.
+		s.session(ctx, map[string]any{"mode": "finish", "count": req.Count, "expression": r.resultExpr})
+	}
 	for id := range r.computed {
 		s.state.keepOutput(id, r.fresh[id])
 	}
 	res := r.result()
+	res.Parsed = parsed
 	if script, _ := s.state.script(); script != s.lastSrc {
 		if err := s.writeScript(script); err != nil {
 			s.log.Warn("jupyter: script", "err", err)
@@ -129,17 +155,23 @@ func (s *Session) writeScript(script string) error {
 	return nil
 }
 
-// transform asks the kernel for the cell as Python (jupyterCell); a
+// transform asks the kernel for the cell as Python (jupyterCell): the
+// source for the script, and the transformed cell (IPython's In); a
 // result when it cannot run (a syntax error, IPython syntax without
 // IPython).
-func (s *Session) transform(ctx context.Context, code string) (string, *ExecuteResult) {
-	raw, err := s.eng.KernelCall(ctx, s.ctxID, "jupyterCell", map[string]any{"code": code})
+func (s *Session) transform(ctx context.Context, code string, req ExecuteRequest) (string, string, *ExecuteResult) {
+	params := map[string]any{"code": code}
+	if !req.Silent && req.StoreHistory {
+		params["count"], params["raw"] = req.Count, req.Code
+	}
+	raw, err := s.eng.KernelCall(ctx, s.ctxID, "jupyterCell", params)
 	if err != nil {
 		res := errorResult("RippleError", err.Error())
-		return "", &res
+		return "", "", &res
 	}
 	var v struct {
 		Source string `json:"source"`
+		Parsed string `json:"parsed"`
 		Error  *struct {
 			EName     string   `json:"ename"`
 			EValue    string   `json:"evalue"`
@@ -148,12 +180,12 @@ func (s *Session) transform(ctx context.Context, code string) (string, *ExecuteR
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		res := errorResult("RippleError", fmt.Sprintf("jupyterCell: %v", err))
-		return "", &res
+		return "", "", &res
 	}
 	if v.Error != nil {
-		return "", &ExecuteResult{Status: "error", EName: v.Error.EName, EValue: v.Error.EValue, Traceback: v.Error.Traceback}
+		return "", "", &ExecuteResult{Status: "error", EName: v.Error.EName, EValue: v.Error.EValue, Traceback: v.Error.Traceback}
 	}
-	return v.Source, nil
+	return v.Source, v.Parsed, nil
 }
 
 // help answers `name?` (detail 0) and `name??` (1) as IPython does: a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -33,7 +32,12 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 			map[string]any{"status": "aborted", "execution_count": s.count})
 		return
 	}
-	if !req.Silent && req.StoreHistory {
+	// A cell that counts gets the next execution count and goes into the
+	// history; an empty one does not, as IPython's run_cell returns
+	// before either.
+	counted := !req.Silent && req.StoreHistory && strings.TrimSpace(req.Code) != ""
+	req.StoreHistory = req.StoreHistory && counted
+	if counted {
 		s.count++
 	}
 	req.Count = s.count
@@ -52,7 +56,10 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 			res.Payload = []map[string]any{}
 		}
 		content["payload"] = res.Payload
-		content["user_expressions"] = map[string]any{}
+		if res.UserExpressions == nil {
+			res.UserExpressions = map[string]any{}
+		}
+		content["user_expressions"] = res.UserExpressions
 	case "error":
 		if res.Traceback == nil {
 			res.Traceback = []string{}
@@ -65,9 +72,15 @@ func (s *Server) execute(sock zmq4.Socket, m *Message) {
 			s.abortBefore = time.Now()
 		}
 	}
-	if !req.Silent && req.StoreHistory {
+	if counted {
 		s.histMu.Lock()
-		s.history = append(s.history, historyEntry{count: req.Count, input: req.Code, output: out.resultText})
+		parsed := res.Parsed
+		if parsed == "" {
+			parsed = req.Code
+		}
+		// Stored without trailing newlines, as IPython's store_inputs.
+		s.history = append(s.history, historyEntry{count: req.Count, input: strings.TrimRight(req.Code, "\n"), parsed: strings.TrimRight(parsed, "\n"),
+			output: out.resultText, hasOut: out.hasResult})
 		s.histMu.Unlock()
 	}
 	s.send(sock, m.Identities, "execute_reply", m, map[string]any{"status": res.Status}, content)
@@ -141,82 +154,16 @@ func (s *Server) isComplete(m *Message) map[string]any {
 }
 
 // historyReply answers history_request from this kernel's executions
-// (minimal: tail, range and search over this session; no database).
+// as ipykernel's HistoryManager answers it in a session whose history
+// database is new (see history.go).
 func (s *Server) historyReply(m *Message) map[string]any {
-	var c struct {
-		Output  bool   `json:"output"`
-		Access  string `json:"hist_access_type"`
-		N       int    `json:"n"`
-		Session int    `json:"session"`
-		Start   int    `json:"start"`
-		Stop    int    `json:"stop"`
-		Pattern string `json:"pattern"`
-		Unique  bool   `json:"unique"`
-	}
+	var c historyQuery
+	c.Raw = true
 	_ = json.Unmarshal(m.Content, &c)
 	s.histMu.Lock()
 	all := append([]historyEntry(nil), s.history...)
 	s.histMu.Unlock()
-	var picked []historyEntry
-	switch c.Access {
-	case "tail":
-		picked = all[max(0, len(all)-max(c.N, 0)):]
-	case "range":
-		for _, h := range all {
-			if h.count >= c.Start && (c.Stop <= 0 || h.count < c.Stop) {
-				picked = append(picked, h)
-			}
-		}
-	case "search":
-		pattern := c.Pattern
-		if pattern == "" {
-			pattern = "*"
-		}
-		seen := map[string]bool{}
-		for i := len(all) - 1; i >= 0; i-- {
-			h := all[i]
-			if !globMatch(pattern, h.input) {
-				continue
-			}
-			if c.Unique && seen[h.input] {
-				continue
-			}
-			seen[h.input] = true
-			picked = append([]historyEntry{h}, picked...)
-		}
-		if c.N > 0 && len(picked) > c.N {
-			picked = picked[len(picked)-c.N:]
-		}
-	}
-	items := make([]any, 0, len(picked))
-	for _, h := range picked {
-		if c.Output {
-			items = append(items, []any{1, h.count, []any{h.input, h.output}})
-		} else {
-			items = append(items, []any{1, h.count, h.input})
-		}
-	}
-	return map[string]any{"status": "ok", "history": items}
-}
-
-// globMatch is IPython's history search: * and ? match any characters,
-// newlines included.
-func globMatch(pattern, text string) bool {
-	var b strings.Builder
-	b.WriteString("(?s)^")
-	for _, r := range pattern {
-		switch r {
-		case '*':
-			b.WriteString(".*")
-		case '?':
-			b.WriteString(".")
-		default:
-			b.WriteString(regexp.QuoteMeta(string(r)))
-		}
-	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	return err == nil && re.MatchString(text)
+	return map[string]any{"status": "ok", "history": c.answer(all)}
 }
 
 // shellOutput is the Output of one execute_request.
@@ -226,6 +173,7 @@ type shellOutput struct {
 	silent     bool
 	allowStdin bool
 	resultText string // text/plain of the last execute_result (history output)
+	hasResult  bool   // an execute_result was shown
 }
 
 func (o *shellOutput) Stream(name, text string) {
@@ -255,7 +203,7 @@ func (o *shellOutput) Result(data, metadata json.RawMessage) {
 		Text string `json:"text/plain"`
 	}
 	_ = json.Unmarshal(data, &plain)
-	o.resultText = plain.Text
+	o.resultText, o.hasResult = plain.Text, true
 	if o.silent {
 		return
 	}

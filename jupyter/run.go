@@ -113,6 +113,9 @@ type run struct {
 	heldSince time.Time               // when its first byte came
 	diags     []protocol.Diagnostic
 	failed    *protocol.ExecutionResult
+	// resultExpr is the statement whose value the cell showed as its
+	// execute_result (run or replayed), "" if none: Out[count] is it.
+	resultExpr string
 }
 
 func newRun(s *Session, out Output, slot int, starts []int) *run {
@@ -204,12 +207,15 @@ func (r *run) handle(n note) bool {
 }
 
 // displayItem is a displayData bundle: the cell's result when the kernel
-// marked it (jupyter_boot.RESULT_MIME), else a display.
+// marked it (notebook.RESULT_MIME), else a display.
 func displayItem(data json.RawMessage) outputItem {
 	var bundle map[string]json.RawMessage
 	if json.Unmarshal(data, &bundle) == nil {
 		if w, ok := bundle[clearMime]; ok {
 			return outputItem{Kind: "clear", Data: w}
+		}
+		if c, ok := bundle[commMime]; ok {
+			return outputItem{Kind: "comm", Data: c}
 		}
 		if _, ok := bundle[resultMime]; ok {
 			delete(bundle, resultMime)
@@ -220,16 +226,25 @@ func displayItem(data json.RawMessage) outputItem {
 	return outputItem{Kind: "display", Data: data}
 }
 
-// The kernel's marks on displayData bundles (jupyter_boot.RESULT_MIME,
+// The kernel's marks on displayData bundles (notebook.RESULT_MIME,
 // display.CLEAR_MIME).
 const (
 	resultMime = "application/vnd.ripple.execute-result"
 	clearMime  = "application/vnd.ripple.clear-output+json"
+	commMime   = "application/vnd.ripple.comm+json" // jupyter_comm.COMM_MIME
 )
 
 // show publishes an item, unless another cell's statement made it, and
 // keeps it as the statement's output.
 func (r *run) show(expr string, it outputItem) {
+	if it.Kind == "comm" {
+		// A comm message is sent once, never kept to be shown again.
+		r.publish(it)
+		return
+	}
+	if it.Kind == "result" && !r.elsewhere[expr] {
+		r.resultExpr = expr
+	}
 	if expr != "" && r.freshSize[expr] <= outputCap {
 		// Kept up to just past the cap (keepOutput cuts there and notes
 		// it): a long stream is not copied again for every write.
@@ -295,6 +310,13 @@ func (r *run) send(it outputItem) {
 		}
 		_ = json.Unmarshal(it.Data, &w)
 		r.out.ClearOutput(w.Wait)
+	case "comm":
+		var c CommMessage
+		if co, ok := r.out.(interface {
+			Comm(msgType string, content, metadata json.RawMessage)
+		}); ok && json.Unmarshal(it.Data, &c) == nil {
+			co.Comm(c.MsgType, c.Content, c.Metadata)
+		}
 	}
 }
 
@@ -329,6 +351,9 @@ func (r *run) replay() {
 		}
 		r.replayed[id] = true
 		for _, it := range r.s.state.Outputs[id] {
+			if it.Kind == "result" {
+				r.resultExpr = id
+			}
 			r.publish(it)
 		}
 	}

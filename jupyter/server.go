@@ -47,6 +47,9 @@ type ExecuteRequest struct {
 	StoreHistory bool   `json:"store_history"`
 	AllowStdin   bool   `json:"allow_stdin"`
 	StopOnError  bool   `json:"stop_on_error"`
+	// UserExpressions are evaluated after the cell, when it succeeded,
+	// as ipykernel does (name -> code).
+	UserExpressions map[string]string `json:"user_expressions"`
 	// Count is the execution count of this request (set by the server).
 	Count int `json:"-"`
 	// CellID is metadata.cellId (JupyterLab, nbclient), "" when absent.
@@ -61,6 +64,39 @@ type ExecuteResult struct {
 	Traceback []string
 	// Payload: "page" payloads (object?) for the reply.
 	Payload []map[string]any
+	// UserExpressions: name -> {status, data, metadata} or {status,
+	// ename, evalue, traceback}, for the reply of an "ok" cell.
+	UserExpressions map[string]any
+	// Parsed is the cell as Python (IPython's transformed input: the
+	// history's raw=false), "" when the cell did not get that far.
+	Parsed string
+}
+
+// CommBackend is a Backend with a comm manager: the frontend's comm
+// messages are routed to it, and comm_info_request answers its open
+// comms. A Backend without it answers a comm_open as ipykernel does for
+// an unknown target (comm_close) and reports no comms.
+type CommBackend interface {
+	// Comm handles a comm_open, comm_msg or comm_close; what the kernel
+	// sent back and printed is published with the request as parent.
+	Comm(ctx context.Context, msgType string, content json.RawMessage) (CommReply, error)
+	// CommInfo is {comm_id: {"target_name": name}} of the open comms,
+	// of target only when target is not "".
+	CommInfo(ctx context.Context, target string) (map[string]any, error)
+}
+
+// CommReply is what handling a frontend's comm message gave.
+type CommReply struct {
+	Messages       []CommMessage
+	Stdout, Stderr string
+}
+
+// CommMessage is a comm message the kernel sends (comm_open, comm_msg,
+// comm_close) on iopub.
+type CommMessage struct {
+	MsgType  string          `json:"msg_type"`
+	Content  json.RawMessage `json:"content"`
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // Completions is a complete_reply's content.
@@ -135,8 +171,10 @@ type Server struct {
 
 type historyEntry struct {
 	count  int
-	input  string
+	input  string // as typed (raw)
+	parsed string // as run (IPython's transformed input)
 	output string
+	hasOut bool // the cell showed an execute_result
 }
 
 // NewServer makes a server for the connection; nothing is bound yet.
@@ -280,9 +318,14 @@ func (s *Server) send(sock zmq4.Socket, identities [][]byte, msgType string, par
 // ipykernel's are prefixed ("kernel.<id>.<type>" there; any topic works,
 // frontends subscribe to everything).
 func (s *Server) publish(parent *Message, msgType string, content any) {
+	s.publishMeta(parent, msgType, nil, content)
+}
+
+// publishMeta is publish with the message's metadata.
+func (s *Server) publishMeta(parent *Message, msgType string, metadata, content any) {
 	s.iopubMu.Lock()
 	defer s.iopubMu.Unlock()
-	s.send(s.iopub, [][]byte{[]byte("kernel." + msgType)}, msgType, parent, nil, content)
+	s.send(s.iopub, [][]byte{[]byte("kernel." + msgType)}, msgType, parent, metadata, content)
 }
 
 func (s *Server) status(parent *Message, state string) {
@@ -310,15 +353,9 @@ func (s *Server) handle(sock zmq4.Socket, channel string, m *Message) {
 	case "history_request":
 		reply(s.historyReply(m))
 	case "comm_info_request":
-		reply(map[string]any{"status": "ok", "comms": map[string]any{}})
-	case "comm_open":
-		// No comm targets: answer as ipykernel does for an unknown target.
-		var c struct {
-			CommID string `json:"comm_id"`
-		}
-		_ = json.Unmarshal(m.Content, &c)
-		s.publish(m, "comm_close", map[string]any{"comm_id": c.CommID, "data": map[string]any{}})
-	case "comm_msg", "comm_close":
+		reply(s.commInfo(m))
+	case "comm_open", "comm_msg", "comm_close":
+		s.comm(m)
 	case "interrupt_request":
 		s.backend.Interrupt()
 		reply(map[string]any{"status": "ok"})

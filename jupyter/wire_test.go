@@ -99,9 +99,15 @@ func TestHistoryGlob(t *testing.T) {
 		{"*", "a\nb/c", true},
 		{"a.b", "axb", false},
 		{"*sleep*", "import time\ntime.sleep(1)", true},
+		{"[xy] = *", "x = 1", true},
+		{"[^xy] = *", "x = 1", false},
+		{"[]] *", "] a", true},
+		{"A*", "a", false}, // GLOB is case-sensitive
+		{"[ab", "[ab", true},
 	} {
-		if got := globMatch(c.pattern, c.text); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v", c.pattern, c.text, got)
+		re := globRegexp(c.pattern)
+		if got := re != nil && re.MatchString(c.text); got != c.want {
+			t.Errorf("globRegexp(%q) matches %q: %v", c.pattern, c.text, got)
 		}
 	}
 }

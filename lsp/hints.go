@@ -138,6 +138,10 @@ func (s *session) hintsLocked(rel string, rng lsproto.Range, unknown bool) []lsp
 			Tooltip:     &lsproto.MarkupContent{Kind: lsproto.MarkupKindMarkdown, Value: sh.e.details(u)},
 		})
 	}
+	for _, sh := range s.latestIn(rel) {
+		hints = append(hints, sh.e.innerHints(text, sh.u, from, to, unknown,
+			func(p protocol.Position) lsproto.Position { return s.enc.toLSP(text, p) })...)
+	}
 	slices.SortFunc(hints, func(a, b lsproto.InlayHint) int {
 		return cmp.Or(cmp.Compare(a.Position.Line, b.Position.Line), cmp.Compare(a.Position.Character, b.Position.Character))
 	})

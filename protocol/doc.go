@@ -32,7 +32,7 @@
 // Methods: the one table of client methods with their params and result
 // types and who handles them), handler.go (Handler, what serves them),
 // types.go (ids, Position, Range, MethodPointer, ExpressionID),
-// stackitem.go, update.go (ExpressionUpdate and its payload),
+// stackitem.go, update.go (ExpressionUpdate, its payload and inner values),
 // diagnostic.go, params.go (method params and results), notifications.go,
 // strict.go (the strict decoder behind every params type) and
 // strictplan.go (its plans, read from the types' json and decode tags).

@@ -82,6 +82,20 @@ func TestJSONRoundTrip(t *testing.T) {
 		}, `{"expressionId":"main:main/y","type":"builtins.int","methodCall":{"methodPointer":{"module":"main","definedOnType":"","name":"foo"}},` +
 			`"profilingInfo":[{"type":"ExecutionTime","nanoTime":1234}],"fromCache":true,` +
 			`"range":{"start":{"line":2,"character":4},"end":{"line":2,"character":11}},"payload":{"type":"Value","preview":"30"}}`},
+		{"ExpressionUpdate with inner values", &ExpressionUpdate{
+			ExpressionID:  "main:main/#1",
+			Type:          "builtins.NoneType",
+			ProfilingInfo: []ProfilingInfo{},
+			Range:         &sampleRange,
+			Payload:       ValuePayload("None"),
+			Inner: []InnerValue{
+				{Range: sampleRange, Type: "builtins.int", Preview: "81", Count: 10},
+				{Range: sampleRange, Count: 0, Panic: "ZeroDivisionError: division by zero"},
+			},
+		}, `{"expressionId":"main:main/#1","type":"builtins.NoneType","profilingInfo":[],"fromCache":false,` +
+			`"range":{"start":{"line":2,"character":4},"end":{"line":2,"character":11}},"payload":{"type":"Value","preview":"None"},` +
+			`"inner":[{"range":{"start":{"line":2,"character":4},"end":{"line":2,"character":11}},"type":"builtins.int","preview":"81","count":10},` +
+			`{"range":{"start":{"line":2,"character":4},"end":{"line":2,"character":11}},"count":0,"panic":"ZeroDivisionError: division by zero"}]}`},
 		{"ExpressionUpdate minimal", &ExpressionUpdate{ExpressionID: "main:main/#1", ProfilingInfo: []ProfilingInfo{}, Payload: PendingPayload("")},
 			`{"expressionId":"main:main/#1","profilingInfo":[],"fromCache":false,"payload":{"type":"Pending"}}`},
 		{"Diagnostic", &sampleDiagnostic,

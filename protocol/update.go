@@ -22,7 +22,39 @@ type ExpressionUpdate struct {
 	FromCache     bool            `json:"fromCache"`
 	Range         *Range          `json:"range,omitempty" decode:"optional"`
 	Payload       Payload         `json:"payload"`
+	// Inner are the values of the statements nested in a compound
+	// statement (if/for/while/with/try/match), in source order: the last
+	// value each had in the run that made this update and how many times
+	// it ran (kernel/PROTOCOL.md "Inner values"). Absent for a simple
+	// statement, a Pending update, and one whose inner statements never
+	// completed. Sent, cached, replayed and restored with the update, so
+	// a fromCache update carries the inner values of the run it comes from.
+	Inner []InnerValue `json:"inner,omitempty" decode:"optional"`
 }
+
+// InnerValue is one statement nested in a compound statement: an
+// assignment, augmented or annotated assignment, or expression statement
+// at any depth, not inside a nested def, class or lambda.
+type InnerValue struct {
+	Range Range `json:"range"`
+	// Type and Preview are its last value's, as an update's (a cut repr);
+	// absent when it has none to show (an augmented assignment to an
+	// attribute or item, or only a Panic).
+	Type    string `json:"type,omitempty" decode:"optional"`
+	Preview string `json:"preview,omitempty" decode:"optional"`
+	// Count is how many times it completed in the run (a loop body's:
+	// its iterations that reached it); 0 with Panic set when it raised the
+	// first time it ran.
+	Count int `json:"count" decode:"min=0"`
+	// Panic is the exception ("ZeroDivisionError: division by zero") when
+	// this inner statement raised the exception that ended the compound
+	// statement; Type and Preview are then its value from the last run
+	// that completed, if any.
+	Panic string `json:"panic,omitempty" decode:"optional"`
+}
+
+// UnmarshalJSON decodes strictly.
+func (v *InnerValue) UnmarshalJSON(b []byte) error { return unmarshalStrict(b, v) }
 
 // MethodCall names the project function a statement calls.
 type MethodCall struct {
@@ -53,6 +85,7 @@ func (u ExpressionUpdate) Clone() ExpressionUpdate {
 	}
 	u.ProfilingInfo = slices.Clone(u.ProfilingInfo)
 	u.Payload = u.Payload.Clone()
+	u.Inner = slices.Clone(u.Inner) // InnerValue holds no pointers
 	return u
 }
 
@@ -99,7 +132,41 @@ func (u *ExpressionUpdate) appendJSON(dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("expression %s: %w", u.ExpressionID, err)
 	}
+	if len(u.Inner) > 0 {
+		dst = append(dst, `,"inner":[`...)
+		for i := range u.Inner {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = u.Inner[i].appendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}'), nil
+}
+
+// MarshalJSON writes v as appendJSON does.
+func (v InnerValue) MarshalJSON() ([]byte, error) { return v.appendJSON(make([]byte, 0, 96)), nil }
+
+// appendJSON appends v as JSON, its empty optional fields left out.
+func (v *InnerValue) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"range":`...)
+	dst = v.Range.appendJSON(dst)
+	if v.Type != "" {
+		dst = append(dst, `,"type":`...)
+		dst = appendQuoted(dst, v.Type)
+	}
+	if v.Preview != "" {
+		dst = append(dst, `,"preview":`...)
+		dst = appendQuoted(dst, v.Preview)
+	}
+	dst = append(dst, `,"count":`...)
+	dst = strconv.AppendInt(dst, int64(v.Count), 10)
+	if v.Panic != "" {
+		dst = append(dst, `,"panic":`...)
+		dst = appendQuoted(dst, v.Panic)
+	}
+	return append(dst, '}')
 }
 
 // UnmarshalJSON decodes strictly.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ripple-run/ripple/agent"
+	"github.com/ripple-run/ripple/internal/testenv"
 	"github.com/ripple-run/ripple/protocol"
 )
 
@@ -51,6 +52,9 @@ func TestAgentsSameRootTwoAgentsTwoIDs(t *testing.T) {
 		t.Fatalf("both agents have id %s", ids[0])
 	}
 	for i, a := range []*agentProc{a1, a2} {
+		// The coordinator can list an agent before the agent has logged
+		// its connection: wait for the log line, then count.
+		testenv.Poll(stepDeadline(t), func() bool { return strings.Contains(a.stderr.String(), "msg=connected") })
 		if strings.Contains(a.stderr.String(), "disconnected") || strings.Count(a.stderr.String(), "msg=connected") != 1 {
 			t.Errorf("agent %d was knocked off:\n%s", i+1, a.stderr.String())
 		}

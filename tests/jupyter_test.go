@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ripple-run/ripple/internal/testenv"
 )
@@ -108,7 +109,8 @@ func TestJupyterConformance(t *testing.T) {
 	bin := buildBinary(t)
 	env, _ := jupyterEnv(t)
 	installKernelspec(t, bin, env)
-	ctx, cancel := context.WithDeadline(context.Background(), testenv.Deadline(t))
+	// ~50 tests with kernel starts and restarts: minutes on a loaded machine.
+	ctx, cancel := context.WithDeadline(context.Background(), testenv.DeadlineIn(t, 5*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, debianPython, "-Xfrozen_modules=off", "-m", "unittest", "-v", "test_ripple_kernel")
 	cmd.Dir = "jupyter"

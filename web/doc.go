@@ -51,4 +51,16 @@
 // The server's causal order (PROTOCOL.md 8.6) tells the page that another
 // client's edit came before its own edits in flight: it merges that edit
 // into what the user sees and sends its typing again on top (editor.js).
+//
+// # Output at speed
+//
+// Printed text is parsed as it arrives (O(the new text)) but reaches the
+// DOM in animation frames, each bounded (term.js): at most 128 lines for
+// all terminals together and 8 ms of script, the next paint after four
+// times the last one's cost, its rendering included. A terminal further
+// behind shows its newest lines first and fills its window upwards. No
+// paint reads a size: cells.js watches its box with a ResizeObserver, so
+// the editor re-measures an output's line widget only when its height
+// changed. tests/web/stream.mjs holds the page to this while 1 MB/s
+// streams (a Chromium trace names every forced layout).
 package web

@@ -1,9 +1,10 @@
 """Over-invalidation cases of issue 27: an edit and the statements that
 stay fresh (their values cannot change), from the peer-derived classes:
 calls through modules, project functions that only read their argument,
-tuple targets, edits producing an equal value, mutation replays, numpy
-and pandas. reruns.py --fresh counts how many of those re-run (and checks
-every value against a fresh engine: a missed re-run is counted too).
+tuple targets, edits producing an equal value, mutation replays, numpy,
+pandas, and a builtin iterated (range). reruns.py --fresh counts how
+many of those re-run (and checks every value against a fresh engine: a
+missed re-run is counted too).
 
 A case: (class, helper module source or None, main body before, the edit
 as (old, new) of the body, names of main's statements that stay fresh).
@@ -63,6 +64,9 @@ CASES = [
      ["import pandas as pd", "df = pd.DataFrame({'a': [1, 2], 'b': [3, 4]})", "c = list(df.columns)", "r = 2",
       "d = df.head(r)"],
      ("r = 2", "r = 1"), ["df", "c"]),
+    ("iterated builtin", None,
+     ["s = 0", "for i in range(3):\n    s += i", "r = list(range(5))", "t = sorted(r)"],
+     ("range(3)", "range(4)"), ["r", "t"]),
     ("module state", "COUNT = 0\n\n\ndef bump():\n    global COUNT\n    COUNT += 1\n    return COUNT\n",
      ["import helpers", "a = 1", "x = helpers.bump()", "b = 2", "y = a + b"],
      ("b = 2", "b = 3"), ["a", "x"]),

@@ -75,6 +75,23 @@ for (const n of sizes) {
   }
 }
 
+// 1 MB/s for STREAM_SECONDS (run.sh's stream.py): the long tasks from the
+// run's start until the last line is shown.
+const streamSeconds = Number(process.env.STREAM_SECONDS || 0);
+if (streamSeconds > 0) {
+  const lines = streamSeconds * 50 * 200;
+  await page.evaluate(() => (window.__long = []));
+  await run("stream:__main__");
+  await annotation("stream:__main__/streamed", String(lines));
+  const tDone = await page.evaluate(() => performance.now());
+  await page.waitForFunction((n) => [...document.querySelectorAll(".CodeMirror .ripple-cell .term")].some((t) => t.dataset.lines === String(n)), lines, { timeout: TIMEOUT, polling: 20 });
+  const tShown = await page.evaluate(() => performance.now());
+  const long = await page.evaluate(() => window.__long);
+  row(`stream 1 MB/s for ${streamSeconds} s: long tasks > 100 ms, longest`, `${long.filter((d) => d > 100).length}, ${Math.round(Math.max(0, ...long))}`, "count, ms");
+  row(`stream 1 MB/s for ${streamSeconds} s: long tasks > 50 ms`, long.length, "");
+  row(`stream 1 MB/s for ${streamSeconds} s: kernel done to last line shown`, Math.max(0, tShown - tDone).toFixed(0), "ms");
+}
+
 // Keystroke to value: the last digit of "value = base + D" replaced, one
 // key, until the annotation shows base + D.
 await run("main:__main__");
@@ -105,10 +122,14 @@ for (let k = 0; k < keys; k++) {
   );
   lat.push(t1 - t0);
 }
+// The first key comes right after the stream (STREAM_SECONDS > 0): what an
+// edit costs after a big run, apart from the steady state below.
+const first = lat[0];
 lat.sort((a, b) => a - b);
 const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
 row(`keystroke to value (${keys} keys): p50`, q(0.5).toFixed(1), "ms");
 row(`keystroke to value (${keys} keys): p99`, q(0.99).toFixed(1), "ms");
+row(`keystroke to value: first key${streamSeconds > 0 ? " after the stream" : ""}`, first.toFixed(1), "ms");
 
 await browser.close();
 const w = Math.max(...rows.map((r) => r[0].length));

@@ -41,8 +41,9 @@ run again on other kernels. The agents stop when the run ends. With
 at its end.
 
 Exit status (as pytest): 0 all passed, 1 a test failed (or errored, crashed,
-timed out), 2 usage error, collection errors or interrupted, 5 no tests
-collected. Without --tests, Ctrl-C exits with 130.
+timed out), 2 usage error of ripple's flags, collection errors or
+interrupted, 4 usage error pytest reports (an unknown option, a bad -k or -m
+expression, a missing path), 5 no tests collected. Without --tests, Ctrl-C exits with 130.
 
 flags:
 `
@@ -91,7 +92,8 @@ func (t *timeoutFlag) Set(s string) error {
 // checks of the flags); the agents' coordinator (--agents-listen,
 // --launcher); the shard and the report files; then the run, or the
 // watch with --watch; and the exit status and the reports of what ran.
-// Every usage error exits 2 (pytest's status for it with --tests).
+// A usage error of ripple's flags exits 2; one pytest reports, 4 (as
+// pytest).
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, err := parseRunFlags(args, stderr)
 	if err != nil {
@@ -114,6 +116,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	bar := false
 	if fh, ok := stdout.(*os.File); ok {
 		bar = batch.Interactive(fh)
+		opts.Terminal, opts.Columns = batch.Terminal(fh)
 	}
 	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: f.showValues})
 	if f.watch {
@@ -121,6 +124,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	opts.Observer = console
 	rep, err := batch.Run(ctx, opts)
+	if code, ok := pytestUsage(err, console, stdout, stderr); ok {
+		return code
+	}
 	return f.finish(rep, err, console, stderr)
 }
 
@@ -303,6 +309,30 @@ func (f *runFlags) checkOutputs(opts *batch.Options) error {
 	return nil
 }
 
+// exitPytestUsage is pytest's exit status for a usage error.
+const exitPytestUsage = 4
+
+// pytestUsage reports a usage error pytest found in its arguments (an
+// unknown option, a bad -k expression, a missing path) as pytest does:
+// what its terminal reporter wrote on stdout, "ERROR: message" on
+// stderr, exit status 4. ok is false for any other err.
+func pytestUsage(err error, console *batch.Console, stdout, stderr io.Writer) (code int, ok bool) {
+	var pu *batch.PytestUsageError
+	if !errors.As(err, &pu) {
+		return 0, false
+	}
+	if console != nil {
+		console.Flush()
+	}
+	io.WriteString(stdout, pu.Console)
+	msg := pu.Message
+	if pu.Runner != "pytest" {
+		msg = pu.Runner + ": " + msg
+	}
+	fmt.Fprintf(stderr, "ERROR: %s\n\n", msg)
+	return exitPytestUsage, true
+}
+
 // finish shows the run's end on the console, writes the reports and
 // returns the exit status (pytest's with --tests): 0 all passed, 1 a
 // failure, 2 an error or (with --tests) an interrupt, 5 no tests, 130
@@ -387,6 +417,9 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 		},
 	}
 	if err := batch.Watch(ctx, opts, hooks); err != nil {
+		if code, ok := pytestUsage(err, console, stdout, stderr); ok {
+			return code
+		}
 		fmt.Fprintf(stderr, "ripple run: %v\n", err)
 		return 2
 	}

@@ -131,6 +131,7 @@ type serveSession struct {
 	stateLog engine.StateLog // nil when .ripple/ cannot hold one
 	closeLog func() error    // closes stateLog; nil without one
 	saved    durable.State   // what the state log restores
+	logFound bool            // a state log was found or created in .ripple/ (maybe read-only)
 	values   string          // the value journal's path; empty: values are not kept
 	state    *stateReport    // what runtime/status says of .ripple/ (statereport.go)
 
@@ -158,7 +159,7 @@ func (s *serveSession) start(ctx context.Context) error {
 		return err
 	}
 	s.openValueJournal()
-	if s.stateLog == nil {
+	if !s.logFound {
 		// No .ripple/ of ours: nothing there to watch.
 	} else if err := s.state.watch(); err != nil {
 		s.log.Warn("damage found later in .ripple/ (by a kernel) is not reported", "err", err)
@@ -258,21 +259,33 @@ func (s *serveSession) moveStateAside() error {
 // openStateLog opens the state log: every acknowledged buffer change is
 // in .ripple/state.db before its reply, and the buffers come back at
 // start. Another server on the project would interleave its changes with
-// ours: refused. A state directory that cannot be used at all (a
-// read-only project) costs durability, not the server: one warning.
+// ours: refused. A state directory that cannot be written (a read-only
+// file system, file or project) refuses changes with 7001 (PROTOCOL.md
+// 8.5) until it can: a durable.Late, which the first change after that
+// opens for writing.
 func (s *serveSession) openStateLog() error {
 	l, _, err := durable.Open(s.stateDir(), s.durableOptions())
 	switch {
 	case errors.Is(err, durable.ErrLocked):
 		return runError("%v (is another ripple serve running on %s?)", err, s.root)
 	case err != nil:
-		s.state.noLog(s.stderr, err)
+		late := durable.NewLate(s.stateDir(), s.durableOptions(), nil, err)
+		s.stateLog, s.closeLog = late, late.Close
+		s.state.openedLog(s.stderr, late)
+		return nil
+	}
+	s.logFound = true
+	if s.saved, err = l.Load(); err != nil {
+		l.Close()
+		return runError("%v", err)
+	}
+	if ro := l.ReadOnly(); ro != nil {
+		late := durable.NewLate(s.stateDir(), s.durableOptions(), l, ro)
+		s.stateLog, s.closeLog = late, late.Close
+		s.state.openedLog(s.stderr, late)
 		return nil
 	}
 	s.closeLog = l.Close
-	if s.saved, err = l.Load(); err != nil {
-		return runError("%v", err)
-	}
 	s.stateLog = l
 	s.state.openedLog(s.stderr, l)
 	return nil
@@ -282,7 +295,7 @@ func (s *serveSession) openStateLog() error {
 // state log, and only where the log could be opened: the directory is
 // usable and ours alone.
 func (s *serveSession) openValueJournal() {
-	if s.stateLog == nil {
+	if !s.logFound {
 		return
 	}
 	s.values = filepath.Join(s.stateDir(), durable.ValuesFileName)

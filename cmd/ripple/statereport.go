@@ -25,10 +25,9 @@ type stateReport struct {
 	dir string
 	log *slog.Logger
 
-	mu      sync.Mutex
-	damage  []protocol.StateDamage // guarded by mu
-	problem string                 // guarded by mu: why there is no state log ("" with one)
-	dlog    *durable.Log           // guarded by mu: the state log, nil without one
+	mu     sync.Mutex
+	damage []protocol.StateDamage // guarded by mu
+	dlog   probedLog              // guarded by mu: the state log (*durable.Log or *durable.Late)
 
 	// watcher and done belong to watch and close (serve's goroutine); the
 	// goroutine watch starts owns the watcher's channels until done.
@@ -47,20 +46,15 @@ func (r *stateReport) addDamage(file, movedTo, detail string) {
 	r.damage = append(r.damage, protocol.StateDamage{File: file, MovedTo: movedTo, Detail: detail})
 }
 
-// noLog says that .ripple/ cannot hold a state log at all (a read-only
-// project, a full disk at the very first start): changes are accepted but
-// not kept.
-func (r *stateReport) noLog(stderr io.Writer, err error) {
-	msg := fmt.Sprintf("%s cannot be used (%v): running without the state log; unsaved buffers and contexts will not survive a crash or restart", r.dir, err)
-	fmt.Fprintf(stderr, "ripple: %s\n", msg)
-	r.mu.Lock()
-	r.problem = msg
-	r.mu.Unlock()
+// probedLog is what the report asks of the state log.
+type probedLog interface {
+	Probe() error
+	Failing() error
 }
 
 // openedLog probes the state log once, so a full or read-only disk is said
 // before the first edit rather than at it.
-func (r *stateReport) openedLog(stderr io.Writer, l *durable.Log) {
+func (r *stateReport) openedLog(stderr io.Writer, l probedLog) {
 	r.mu.Lock()
 	r.dlog = l
 	r.mu.Unlock()
@@ -78,7 +72,7 @@ func notWritable(dir string, err error) string {
 func (r *stateReport) status() *protocol.StateStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &protocol.StateStatus{Dir: r.dir, Recording: r.dlog != nil, Problem: r.problem,
+	st := &protocol.StateStatus{Dir: r.dir, Recording: r.dlog != nil,
 		Damage: append([]protocol.StateDamage{}, r.damage...)}
 	if r.dlog != nil {
 		if err := r.dlog.Failing(); err != nil {

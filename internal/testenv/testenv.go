@@ -50,7 +50,15 @@ func NeedOrSkip(t testing.TB, format string, args ...any) {
 // test binary's deadline (less a margin to report) and DefaultTimeout
 // from now.
 func Deadline(t testing.TB) time.Time {
-	limit := time.Now().Add(DefaultTimeout)
+	return DeadlineIn(t, DefaultTimeout)
+}
+
+// DeadlineIn is Deadline with budget in place of DefaultTimeout: for one
+// wait that covers a whole suite run in another process (tens of tests,
+// each with its own timeouts), which a loaded machine stretches past a
+// single step's minute.
+func DeadlineIn(t testing.TB, budget time.Duration) time.Time {
+	limit := time.Now().Add(budget)
 	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if d, ok := tt.Deadline(); ok {
 			if d = d.Add(-5 * time.Second); d.Before(limit) {

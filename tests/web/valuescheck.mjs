@@ -4,7 +4,7 @@
 // web_test.go runs it; it exits non-zero naming the first case that fails.
 
 import assert from "node:assert/strict";
-import { describe, reasonText, state, elapsed } from "../../web/static/values.js";
+import { describe, innerUpdates, reasonText, state, elapsed } from "../../web/static/values.js";
 
 const at = (line) => ({ start: { line, character: 4 }, end: { line, character: 20 } });
 const value = (id, line, preview, extra = {}) => ({
@@ -105,4 +105,29 @@ for (const c of cases) {
 }
 assert.equal(elapsed(61_500), "1 min 01 s");
 assert.equal(elapsed(-5), "0.0 s");
+// Inner values (kernel/PROTOCOL.md "Inner values") show as updates of
+// their own: the last value, its count when over 1, the Panic of the one
+// that raised; the parent's last Value's, dimmed, while it runs again.
+const loop = {
+  ...value("m:f/#1", 2, "None"),
+  inner: [
+    { range: at(3), type: "builtins.int", preview: "81", count: 10 },
+    { range: at(5), type: "builtins.str", preview: "'four'", count: 1 },
+    { range: at(6), count: 0, panic: "ZeroDivisionError: division by zero" },
+  ],
+};
+const [sq, label, bad] = innerUpdates(loop);
+assert.equal(sq.expressionId, "m:f/#1@3:4");
+assert.equal(sq.innerOf, "m:f/#1");
+assert.deepEqual(describe(sq, lookup).tags, [["int", "ann-type"], ["×10", "ann-count"]]);
+assert.equal(describe(sq, lookup).preview, "81");
+assert.match(describe(sq, lookup).tip, /the last value in 10 runs of m:f\/#1/);
+assert.deepEqual(describe(label, lookup).tags, [["str", "ann-type"]]);
+assert.equal(describe(bad, lookup).state, "panic");
+assert.equal(describe(bad, lookup).preview, "ZeroDivisionError: division by zero");
+const rerun = pending("m:f/#1", 2, { message: "running", startedAt: "2026-11-29T01:02:03.000Z" }, loop);
+const dimmed = innerUpdates(rerun);
+assert.equal(dimmed.length, 3);
+assert.equal(describe(dimmed[0], lookup).dim, true);
+assert.deepEqual(innerUpdates(value("m:f/x", 1, "1")), []);
 console.log(`valuescheck: ${cases.length} cases passed`);

@@ -10,7 +10,7 @@
 
 import { Rpc, DISCONNECTED } from "./rpc.js";
 import { Editor, DEFAULT_RUN_DELAY } from "./editor.js";
-import { fillAnnotation, label, state as updateState, duration, tickElapsed } from "./values.js";
+import { fillAnnotation, innerUpdates, label, state as updateState, duration, tickElapsed } from "./values.js";
 import { render as renderData } from "./dataview.js";
 import { Cell, bundleNode, isBundle } from "./cells.js";
 import { isNotebook } from "./notebook.js";
@@ -146,7 +146,7 @@ const editor = new Editor($("editor"), rpc, {
     fillAnnotation(
       u,
       el,
-      { pick: pickForViz, enter: enterCall, run: (u) => runStatement(u.expressionId), lookup: (id) => session.updates.get(id) },
+      { pick: (u) => (u.innerOf ? undefined : pickForViz(u)), enter: enterCall, run: (u) => runStatement(u.expressionId), lookup: (id) => session.updates.get(id) },
       session.viz && session.viz.expressionId === u.expressionId,
     ),
 });
@@ -1230,7 +1230,9 @@ function render() {
   }
   session.shown = showing ? updates : [];
   if (showing) wantRichValues(updates);
-  if (showing) editor.showAnnotations(updates);
+  // Inner values (of statements in if/for/with/try bodies) show beside
+  // their lines like the frame's statements.
+  if (showing) editor.showAnnotations(updates.flatMap((u) => [u, ...innerUpdates(u)]));
   else editor.clearAnnotations();
   if (showing) {
     const cells = [];

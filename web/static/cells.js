@@ -12,7 +12,7 @@
 import { Term, DEFAULT_KEEP } from "./term.js";
 
 export class Cell {
-  // resized(): called after the node's height may have changed.
+  // resized(): called after the node's size changed.
   constructor(name = "output", keep = DEFAULT_KEEP) {
     this.keep = keep;
     this.box = document.createElement("div");
@@ -22,6 +22,11 @@ export class Cell {
     this.valueItem = null; // {data, node, frame?}: the statement's rich value (value())
     this.name = name;
     this.resized = null;
+    // The box's size is watched, never read after a write: a
+    // ResizeObserver is told after the browser's own layout, and only
+    // when the size changed, so a terminal's paint forces no layout and
+    // the editor re-measures the cell's line widget only when it grew.
+    new ResizeObserver(() => this.resized && this.resized()).observe(this.box);
   }
 
   // clear empties the cell for a new run of its statement. Its HTML
@@ -35,6 +40,7 @@ export class Cell {
     for (const it of this.items) {
       if (it.kind === "display" && it.frame) this.spare.push(it);
       else it.node.remove();
+      if (it.kind === "text") it.term.dispose(); // no frames spent on it
     }
     this.items = [];
   }
@@ -64,7 +70,7 @@ export class Cell {
       last.term.write(text);
       return;
     }
-    const term = new Term(stream, { keep: this.keep, name: this.name, painted: () => this.resized && this.resized() });
+    const term = new Term(stream, { keep: this.keep, name: this.name });
     this.items.push({ kind: "text", term, node: term.el });
     this.place(term.el);
     term.write(text);

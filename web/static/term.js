@@ -7,8 +7,9 @@
 // Cost. write() is O(the new text): it parses only what arrived and
 // changes only the line being written. The DOM keeps the last `keep`
 // lines (older ones are counted, "show all" puts them back, "download"
-// saves the whole text); paint() runs at most once per animation frame
-// for all terminals and touches only the lines added since the last one.
+// saves the whole text); paint() runs in animation frames, bounded per
+// frame (lines and script time), and touches only the lines added since
+// the last one.
 //
 // Term is pure of the page's other state; node runs its model in
 // tests/web/termcheck.mjs (no DOM: model only).
@@ -276,50 +277,99 @@ export class TermModel {
 // DEFAULT_KEEP is how many lines of one stream stay in the DOM.
 export const DEFAULT_KEEP = 200;
 
-const dirty = new Set(); // Terms to paint at the next frame
-let frameQueued = false;
-// gap: ms to leave between paints. A paint (with the layout it causes)
-// that took long spaces out the next ones, so a fast stream never takes
-// more than about a fifth of the main thread: typing and scrolling stay
-// responsive, and the lines still arrive several times a second.
-let gap = 0;
-let lastPaint = 0;
+// A frame's paint is bounded, whatever arrived since the last one:
+// LINES_PER_FRAME lines put into the DOM by all terminals together (the
+// style, layout and painting that follow the script grow with them), and
+// FRAME_BUDGET ms of script, after which the rest waits for the next
+// frame. Between paints the page waits GAP_FACTOR times what the last one
+// cost (its script and the rendering after it, measured up to the first
+// task after the frame), at most MAX_GAP: a fast stream takes about a
+// fifth of the main thread, so typing and scrolling stay responsive, and
+// the lines still change several times a second. Once nothing more
+// arrives, catching up (the window filled upwards) waits CATCH_UP_FACTOR
+// times instead: half the main thread, the rest of a 10,000-line print
+// shown soon after it ends.
+export const LINES_PER_FRAME = 128;
+const FRAME_BUDGET = 8; // ms
+const GAP_FACTOR = 4;
+const CATCH_UP_FACTOR = 1;
+const MAX_GAP = 250; // ms
+// A terminal further behind than its share of a frame starts again from
+// its newest lines, if the share is at least MIN_JUMP lines (fewer would
+// show too little); otherwise it waits for the next frame.
+const MIN_JUMP = 32;
+// BLOCK: lines per block element. A block is content-visibility: auto
+// (app.css): out of view it costs no layout or paint. (One line each cost
+// the browser a visibility check per line per frame.)
+const BLOCK = 20;
 
-function schedulePaint(t) {
-  dirty.add(t);
-  if (frameQueued) return;
-  frameQueued = true;
-  const wait = Math.max(0, lastPaint + gap - performance.now());
-  const paint = () =>
-    requestAnimationFrame(() => {
-      frameQueued = false;
-      const start = performance.now();
-      const all = [...dirty];
-      dirty.clear();
-      for (const term of all) term.paint();
-      // The layout the paint causes comes after this callback, about as
-      // long again: a gap of 8 times the paint keeps both near a fifth.
-      const took = performance.now() - start;
-      lastPaint = performance.now();
-      gap = Math.min(MAX_GAP, took * 8);
-    });
-  if (wait > 0) setTimeout(paint, wait);
-  else paint();
+const dirty = new Set(); // Terms whose DOM is behind their model, oldest first
+let queued = false; // a paint is scheduled, or its cost still measured
+let nextAt = 0; // performance.now() before which no paint starts
+let written = false; // text arrived since the last paint's cost was measured
+
+function schedulePaint(term) {
+  written = true;
+  dirty.add(term);
+  if (!queued) queuePaint();
 }
 
-const MAX_GAP = 250; // ms
+function queuePaint() {
+  queued = true;
+  const wait = nextAt - performance.now();
+  if (wait > 0) setTimeout(() => requestAnimationFrame(paintFrame), wait);
+  else requestAnimationFrame(paintFrame);
+}
+
+// paintFrame paints the dirty terminals, oldest first, within the frame's
+// budgets; one still behind goes to the back of the queue.
+function paintFrame() {
+  const start = performance.now();
+  let lines = LINES_PER_FRAME;
+  for (const term of [...dirty]) {
+    if (lines <= 0 || performance.now() - start > FRAME_BUDGET) break;
+    dirty.delete(term);
+    lines -= term.paint(lines);
+    if (term.behind) dirty.add(term);
+  }
+  afterFrame(() => {
+    const factor = written ? GAP_FACTOR : CATCH_UP_FACTOR;
+    written = false;
+    nextAt = performance.now() + Math.min(MAX_GAP, (performance.now() - start) * factor);
+    queued = false;
+    if (dirty.size) queuePaint();
+  });
+}
+
+// afterFrame calls fn in the first task after this one: after the style,
+// layout and paint of the frame whose callback calls it.
+let channel = null;
+let afterFrameFns = [];
+function afterFrame(fn) {
+  if (!channel) {
+    channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      const fns = afterFrameFns;
+      afterFrameFns = [];
+      for (const f of fns) f();
+    };
+  }
+  afterFrameFns.push(fn);
+  if (afterFrameFns.length === 1) channel.port2.postMessage(0);
+}
 
 // Term is a TermModel with its DOM: a bar saying how many lines are not
-// shown (with "show all" and "download") over a <pre> of line elements.
+// shown (with "show all" and "download") over a <pre> of blocks of line
+// elements.
 export class Term {
-  // stream: "stdout" | "stderr"; keep: lines kept in the DOM;
-  // painted(term): called after a paint that changed the node's size.
-  constructor(stream, { keep = DEFAULT_KEEP, painted = null, name = "output" } = {}) {
+  // stream: "stdout" | "stderr"; keep: lines kept in the DOM. Nothing here
+  // reads a size: whoever shows the node watches it (a ResizeObserver),
+  // so a paint never forces a layout.
+  constructor(stream, { keep = DEFAULT_KEEP, name = "output" } = {}) {
     this.model = new TermModel();
     this.stream = stream;
     this.keep = keep;
     this.all = false; // the user asked for every line
-    this.painted = painted;
     this.name = name;
     this.el = document.createElement("div");
     this.el.className = `term ${stream}`;
@@ -345,63 +395,136 @@ export class Term {
     this.pre = document.createElement("pre");
     this.pre.className = `term-lines cell-text ${stream}`;
     this.el.append(this.bar, this.pre);
-    this.first = 0; // index of the line in pre's first child
-    this.done = 0; // finished lines already in the DOM (from first)
-    this.tailEl = null; // the element of the line being written
+    // The DOM holds the model's finished lines [first, done), in blocks,
+    // then the line being written (tailEl) if done is the last one.
+    this.first = 0;
+    this.done = 0;
+    this.tailEl = null;
+    this.behind = false; // the DOM is not yet what the model says
   }
 
   write(text) {
     this.model.write(text);
+    this.behind = true;
     schedulePaint(this);
   }
 
-  // paint brings the DOM up to the model, touching only what changed.
-  paint() {
+  // paint brings the DOM towards the model, putting at most budget lines
+  // into it, and returns how many it put. The window is the last `keep`
+  // lines (every line after "show all"). Lines that left it go from the
+  // top; new ones go in at the end. A terminal further behind than the
+  // budget (a fast stream) starts again from its newest lines, the ones a
+  // reader following the end sees, and the next frames fill the window
+  // upwards; after "show all" it fills from the first line down.
+  paint(budget = Infinity) {
     const m = this.model;
     const total = m.lineCount;
+    const finished = m.lines.length;
     const start = this.all ? 0 : Math.max(0, total - this.keep);
+    if (!this.all && finished - this.done > budget && budget < MIN_JUMP) return 0;
     if (this.tailEl) {
       this.tailEl.remove();
       this.tailEl = null;
     }
-    // Lines that fell out of the window go from the top, in one DOM
-    // operation; if the window moved past everything shown, start over.
-    if (start >= this.first + this.pre.childElementCount) {
+    let used = 0;
+    if (this.done <= start || (!this.all && finished - this.done > budget)) {
       this.pre.replaceChildren();
-      this.first = start;
-      this.done = start;
+      this.first = this.done = this.all ? start : Math.max(start, finished - budget);
     } else if (this.first < start) {
-      const range = document.createRange();
-      range.setStartBefore(this.pre.firstChild);
-      range.setEndBefore(this.pre.children[start - this.first]);
-      range.deleteContents();
+      this.dropTop(start - this.first);
       this.first = start;
     }
-    const frag = document.createDocumentFragment();
-    for (let k = this.done; k < m.lines.length; k++) frag.append(lineNode(m.lines[k]));
-    this.done = m.lines.length;
-    if (m.tail) {
+    const end = Math.min(finished, this.done + budget);
+    this.appendLines(this.done, end);
+    used += end - this.done;
+    this.done = end;
+    if (this.done === finished && m.tail && used < budget) {
       this.tailEl = lineNode(m.runs());
-      frag.append(this.tailEl);
+      this.lastBlock().append(this.tailEl);
+      used++;
     }
-    this.pre.append(frag);
-    const hidden = start;
-    this.bar.hidden = hidden === 0 && !this.all;
+    if (this.first > start && budget > used) {
+      const from = Math.max(start, this.first - (budget - used));
+      this.prependLines(from, this.first);
+      used += this.first - from;
+      this.first = from;
+    }
+    this.behind = this.done < finished || this.first > start || (m.tail && !this.tailEl);
+    this.bar.hidden = this.first === 0 && !this.all;
     if (!this.bar.hidden) {
-      this.barText.textContent = this.all ? `${total} lines` : `${hidden} earlier line${hidden === 1 ? "" : "s"} not shown · ${total} in all`;
+      this.barText.textContent = this.all ? `${total} lines` : `${this.first} earlier line${this.first === 1 ? "" : "s"} not shown · ${total} in all`;
     }
-    this.el.dataset.lines = String(total);
-    if (this.painted) this.painted(this);
+    // data-lines: how many lines the terminal shows in all, once its DOM
+    // has caught up with them.
+    if (!this.behind) this.el.dataset.lines = String(total);
+    return used;
   }
 
-  // repaint rebuilds the DOM (the window changed size).
+  // lastBlock returns the block the next line goes into.
+  lastBlock() {
+    let block = this.pre.lastElementChild;
+    if (!block || block.childElementCount >= BLOCK) {
+      block = newBlock();
+      this.pre.append(block);
+    }
+    return block;
+  }
+
+  // appendLines puts the model's lines [from, to) at the end.
+  appendLines(from, to) {
+    for (let k = from; k < to; ) {
+      const block = this.lastBlock();
+      const n = Math.min(to - k, BLOCK - block.childElementCount);
+      block.append(linesFragment(this.model.lines, k, k + n));
+      k += n;
+    }
+  }
+
+  // prependLines puts the model's lines [from, to) at the top.
+  prependLines(from, to) {
+    for (let k = to; k > from; ) {
+      let block = this.pre.firstElementChild;
+      if (!block || block.childElementCount >= BLOCK) {
+        block = newBlock();
+        this.pre.prepend(block);
+      }
+      const n = Math.min(k - from, BLOCK - block.childElementCount);
+      block.prepend(linesFragment(this.model.lines, k - n, k));
+      k -= n;
+    }
+  }
+
+  // dropTop removes the first n lines: whole blocks, then the start of one.
+  dropTop(n) {
+    while (n > 0) {
+      const block = this.pre.firstElementChild;
+      const c = block.childElementCount;
+      if (c <= n) {
+        block.remove();
+        n -= c;
+        continue;
+      }
+      const range = document.createRange();
+      range.setStartBefore(block.firstChild);
+      range.setEndBefore(block.children[n]);
+      range.deleteContents();
+      n = 0;
+    }
+  }
+
+  // dispose stops painting: the terminal's node left the page for good.
+  dispose() {
+    dirty.delete(this);
+  }
+
+  // repaint rebuilds the DOM (the window changed size), over the next
+  // frames.
   repaint() {
     this.pre.replaceChildren();
     this.tailEl = null;
-    const start = this.all ? 0 : Math.max(0, this.model.lineCount - this.keep);
-    this.first = start;
-    this.done = start;
-    this.paint();
+    this.first = this.done = this.all ? 0 : Math.max(0, this.model.lineCount - this.keep);
+    this.behind = true;
+    schedulePaint(this);
   }
 
   // download saves the whole text as a file.
@@ -415,6 +538,19 @@ export class Term {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
   }
+}
+
+function newBlock() {
+  const block = document.createElement("div");
+  block.className = "term-block";
+  return block;
+}
+
+// linesFragment returns the elements of lines [from, to).
+function linesFragment(lines, from, to) {
+  const frag = document.createDocumentFragment();
+  for (let k = from; k < to; k++) frag.append(lineNode(lines[k]));
+  return frag;
 }
 
 // lineNode is one line's element; it ends with "\n" (not shown: a block

@@ -115,6 +115,35 @@ export function startedAt(u) {
   return Number.isNaN(t) || t > arrived ? arrived : t;
 }
 
+// innerUpdates returns the inner values of a compound statement's update
+// (kernel/PROTOCOL.md "Inner values": u.inner, one per assignment or
+// expression statement nested in its if/for/while/with/try bodies) as
+// updates of their own, so that they show beside their lines as the
+// frame's statements do: {expressionId "<parent>@line:character", innerOf
+// (the parent's id), range, type, count, payload Value (or Panic for the
+// inner statement that raised), fromCache (the parent's)}. While the
+// parent waits or runs again, its last Value's inner values show, dimmed.
+export function innerUpdates(u) {
+  const src = u.inner ? u : u.last && u.last.inner ? u.last : null;
+  if (!src) return [];
+  return src.inner.map((v) => ({
+    expressionId: `${u.expressionId}@${v.range.start.line}:${v.range.start.character}`,
+    innerOf: u.expressionId,
+    range: v.range,
+    type: v.type || "",
+    count: v.count,
+    fromCache: !!src.fromCache,
+    dim: src !== u,
+    profilingInfo: [],
+    payload: v.panic ? { type: "Panic", message: v.panic, trace: [] } : { type: "Value", preview: v.preview ?? "" },
+  }));
+}
+
+// countText is the tag of an inner value that ran more than once ("×10").
+export function countText(count) {
+  return count > 1 ? `×${count.toLocaleString("en-US")}` : "";
+}
+
 // describe says how update u shows, without touching the DOM: {state,
 // dot, preview, dim (the preview is an earlier value), tags [text,
 // class], tip (the hover text), run (a ▶ is offered), started (ms, for a
@@ -186,6 +215,7 @@ export function describe(u, lookup, now = Date.now()) {
       // The class name only: the full name is in the tooltip.
       const type = shortType(u.type).split(".").pop();
       if (type) d.tags.push([type, "ann-type"]);
+      if (u.innerOf) break; // an inner value: its count is added below
       const ns = executionTime(u);
       if (ns !== null) d.tags.push([st === "cached" ? "cached" : duration(ns), "ann-time"]);
       d.tip.push(d.preview, u.type || "", st === "cached" ? "from the cache" : `computed in ${ns === null ? "?" : duration(ns)}`);
@@ -195,6 +225,16 @@ export function describe(u, lookup, now = Date.now()) {
         d.tip.push(`effects of its last run:\n  ${effects.join("\n  ")}`);
       }
     }
+  }
+  if (u.innerOf) {
+    const n = countText(u.count);
+    if (n) d.tags.push([n, "ann-count"]);
+    if (u.dim) d.dim = true;
+    d.tip.push(
+      p.type === "Panic" ? `raised after ${u.count} completed run${u.count === 1 ? "" : "s"}` : d.preview,
+      u.type || "",
+      `the last value in ${u.count} run${u.count === 1 ? "" : "s"} of ${u.innerOf}`,
+    );
   }
   d.tip = d.tip.filter(Boolean).join("\n");
   return d;
@@ -216,6 +256,10 @@ export function fillAnnotation(u, el, actions, selected) {
   const d = describe(u, actions.lookup);
   el.dataset.expr = u.expressionId;
   el.dataset.state = d.state;
+  if (u.innerOf) {
+    el.dataset.inner = u.innerOf;
+    el.dataset.count = String(u.count);
+  }
   if (u.payload.reason) el.dataset.reason = u.payload.reason.kind;
   if (u.local) el.dataset.local = "true"; // the page's own conclusion, not the server's
   el.classList.add(`is-${d.state}`);

@@ -59,6 +59,8 @@ Project modules:
 Plans and runs:
 - analysis: what each statement uses, defines and mutates;
 - instrument: compiling statements so that they report their values;
+- nested: the inner values of compound statements (their nested
+  statements' last values and counts, recorded without calls);
 - labelling: the label numbering that makes expression ids (once);
 - labels, affected: static readers of a module's ids and of what an edit
   invalidates, run in short processes of their own;
@@ -70,12 +72,17 @@ Plans and runs:
 - notebook: get_ipython() for notebooks run as scripts and for ripple's
   Jupyter kernels (jupyter_boot.py): IPython magics and !shell lines on
   one IPython shell, bound to the caller's namespace;
+- jupyter_shell, jupyter_comm: a Jupyter kernel's IPython variables (In,
+  Out, _), user_expressions and comms (modes of jupyterCell);
 - mutation: mutation through calls and the mutation log;
+- observe: whether a statement's calls changed the objects they were given
+  (their state before and after it ran);
 - modstate: module globals a frame rebinds through calls;
 - objects: run-time facts about user values the rules rely on.
 
 pytest (the kernel method "pytest", ``ripple run --tests``):
 - pytest_plugin (with pytest_split, pytest_report, pytest_unittest);
+- pytest_console: each report rendered as pytest's terminal reporter would;
 - watchfn (with hotpatch): --watch at function granularity;
 - rewrite_cache: pytest's assertion rewriting kept across kernels.
 

@@ -190,6 +190,7 @@ class Calls:
         else:
             raise Failure("failure", "cannot enter %s: its callee is not a project function" % expression_id)
         qualname = func.__qualname__
+        _refuse_shadowed(rec, func, qualname, expression_id)
         pointer = (module, qualname)
         if frame.pointer != pointer:
             frame.reset(pointer)
@@ -257,6 +258,20 @@ class Calls:
         if not callable(obj):
             raise TypeError("visualization expression %r is not callable" % expression)
         return obj
+
+
+def _refuse_shadowed(rec: ModuleRecord, func: types.FunctionType, qualname: str, expression_id: str) -> None:
+    """A frame runs the last def of its qualname (plan.find_function); a
+    call of an earlier def of the same name (a script's `def g` called
+    before a second `def g`: the namespace no longer holds it) cannot be
+    entered: it would run the other body with these arguments."""
+    src = rec.source
+    if src is None or "." in qualname:
+        return
+    defs = [n for n in src.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == qualname]
+    if len(defs) > 1 and func.__globals__.get(qualname) is not func:
+        raise Failure("failure", "cannot enter %s: it calls an earlier definition of %s than the one at line %d, "
+                      "which its frame runs" % (expression_id, qualname, defs[-1].lineno))
 
 
 def _reached_call(caller: Frame, expression_id: str) -> Tuple[Entry, Call]:

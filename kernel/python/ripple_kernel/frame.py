@@ -264,6 +264,9 @@ class FrameState:
     # effects.object_key(object) -> MutLog for mutable objects bound in this frame
     # (mutation.dirty_reads).
     mutlog: Dict[int, MutLog] = field(default_factory=dict)
+    # expression id -> (its stamp, object_key -> object): the objects its
+    # calls were seen to leave unchanged in that run (observe.py).
+    observed: Dict[str, Tuple[int, Dict[int, object]]] = field(default_factory=dict)
     # Module state (modstate.py): (module, name) -> (module dict, the value
     # before the frame first rebound it), and the ids of the statements that
     # rebound module globals in the last run.

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ast
 import types
-from typing import Dict, List, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
-from . import analysis
+from . import analysis, nested
 
 # A slot of the code cache: the code at line 1 (key 1) and by (line, function name).
 _Slot = Dict[Union[int, Tuple[int, Optional[str]]], types.CodeType]
@@ -44,13 +44,14 @@ class CodeCache:
     """
 
     def __init__(self) -> None:
-        self._codes: Dict[Tuple[str, str, int, int, Optional[str]], _Slot] = {}  # by (filename, text, col, flags, self_name)
+        self._codes: Dict[Tuple[str, str, int, int, Optional[str], FrozenSet[str]], _Slot] = {}  # by (filename, text, col, flags, self_name, stored)
+        self.patches = nested.Patches()  # the compound statements' code with their Slots as a constant
 
     def code(self, filename: str, text: str, node: ast.stmt, flags: int = 0, self_name: Optional[str] = None,
-             func_name: Optional[str] = None) -> types.CodeType:
+             func_name: Optional[str] = None, stored: FrozenSet[str] = frozenset()) -> types.CodeType:
         """Code object of the transformed statement node, positioned at node.
-        self_name, func_name: see compile_statement."""
-        slot_key = (filename, text, node.col_offset, flags, self_name)
+        self_name, func_name, stored: see compile_statement."""
+        slot_key = (filename, text, node.col_offset, flags, self_name, stored)
         slot = self._codes.get(slot_key)
         if slot is None:
             if len(self._codes) > _CACHE_LIMIT:
@@ -65,7 +66,7 @@ class CodeCache:
                 # Compiled once at line 1, then moved: a statement that only
                 # changed lines is not compiled again.
                 base = slot[1] = compile_statement(node, filename, flags, first_line=1, self_name=self_name,
-                                                   nonlocals="nonlocal" in text, returns="return" in text)
+                                                   nonlocals="nonlocal" in text, returns="return" in text, stored=stored)
             code = _named(_shift(base, node.lineno - 1), func_name)
             slot[(node.lineno, func_name)] = code
         return code
@@ -91,14 +92,16 @@ def future_flags(tree: ast.Module) -> int:
 
 def compile_statement(node: ast.stmt, filename: str, flags: int = 0, first_line: Optional[int] = None,
                       self_name: Optional[str] = None, func_name: Optional[str] = None, nonlocals: bool = True,
-                      returns: bool = True) -> types.CodeType:
+                      returns: bool = True, stored: FrozenSet[str] = frozenset()) -> types.CodeType:
     """Compile one body statement so that it reports its value.
 
     The value of an assignment, annotated assignment, expression statement
     or return is passed through VALUE_HOOK; when it is a call, its callee
     and arguments go through CALLEE_HOOK, ARGS_HOOK and KWARGS_HOOK first
     (so the run can see them; the call stays the statement's); every ``return``
-    outside nested scopes becomes a call of RETURN_HOOK, which raises. Line
+    outside nested scopes becomes a call of RETURN_HOOK, which raises. A
+    compound statement's inner statements record their values and counts
+    in a nested.Slots (nested.py). Line
     numbers and columns stay the user's, so tracebacks point at the source.
 
     self_name: the statement is in a method whose first parameter is
@@ -114,8 +117,11 @@ def compile_statement(node: ast.stmt, filename: str, flags: int = 0, first_line:
     nonlocals, returns: whether the statement may contain a `nonlocal` or a
     `return` (False when its text does not say so: rewriting them walks the
     whole tree, a good part of the cost of compiling a statement).
+
+    stored: names that code the statement calls may rebind (nested.Layout):
+    an inner statement binding one stores its value.
     """
-    new = _transform(node, nonlocals, returns)
+    new = _transform(node, nonlocals, returns, stored)
     if self_name is not None:
         new = _SuperRewriter(self_name).visit(new)
     if first_line is not None and first_line != new.lineno:
@@ -189,7 +195,8 @@ def clone(node: object) -> object:
     return new
 
 
-def _transform(node: ast.stmt, nonlocals: bool = True, returns: bool = True) -> ast.stmt:
+def _transform(node: ast.stmt, nonlocals: bool = True, returns: bool = True,
+               stored: FrozenSet[str] = frozenset()) -> ast.stmt:
     copied = clone(node)
     assert isinstance(copied, ast.stmt)
     node = copied
@@ -203,6 +210,8 @@ def _transform(node: ast.stmt, nonlocals: bool = True, returns: bool = True) -> 
         if nonlocals:
             _fix_nested(new)
         return new
+    # Before the returns become hook calls (an expression statement each).
+    nested.instrument(node, stored)
     if returns:
         _ReturnRewriter().visit(node)
     if nonlocals:

@@ -92,7 +92,7 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from . import journaldefs, keptoutput, reads
+from . import journaldefs, keptoutput, nested, reads
 from .effects import object_key
 from .frame import DELETED, RELEASED, Entry, Frame
 from .journalwriter import Writer
@@ -497,6 +497,7 @@ class Journal:
             stamp_of[old_id] = (old_stamp, stamp)
             update = dict(update)
             update["expressionId"] = ps.id
+            nested.moved(update, ps.range)
             update["range"] = ps.range
             update["fromCache"] = False
             if pointer is not None:

@@ -5,10 +5,11 @@ preloaded: kernel.Config.Preload, from jupyter/session.go).
   ipykernel's, and that directory on sys.path right after the project
   root (the root is ripple's state directory of the notebook, holding the
   cells' script).
-- ``__ripple_result__(value)`` in builtins: the cell's last expression,
-  shown as Jupyter's execute_result (a displayData bundle the Go side
-  recognises by RESULT_MIME, which it strips); None shows nothing, as in
-  IPython.
+- ``__ripple_result__(value)`` in builtins: value, for the cells an
+  earlier ripple wrapped in it (cells now leave their last expression as
+  written: notebook.cell_end shows it, and so the wrapped one).
+- IPython's ``In``, ``Out``, ``_``, ... (jupyter_shell.py) and the comm
+  package's comms (jupyter_comm.py).
 - ``input()`` and ``getpass.getpass()`` ask the frontend: a line of JSON
   to the Go side's stdin socket (RIPPLE_JUPYTER_STDIN), which sends
   Jupyter's input_request and answers with the input_reply's value.
@@ -27,11 +28,9 @@ import json
 import os
 import socket
 import sys
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from . import notebook
-
-RESULT_MIME = "application/vnd.ripple.execute-result"
 
 
 class StdinNotImplementedError(RuntimeError):
@@ -39,28 +38,11 @@ class StdinNotImplementedError(RuntimeError):
 
 
 def _result(value: object) -> object:
-    """The cell's last expression: its mime bundle as the execute_result."""
-    if value is None:
-        return None
-    from . import display, values
-
-    shows = display.current()
-    if shows is not None:
-        bundle = values.mime_bundle(value, _result_mimes(value))
-        bundle[RESULT_MIME] = True
-        shows.display_bundle(bundle)
+    """The result hook of the cells an earlier ripple wrote (a restart of
+    its state directory): the statement's value, which the statement
+    runner shows as the cell's result, as it shows a cell's last
+    expression now left as written (notebook.cell_end)."""
     return value
-
-
-def _result_mimes(value: object) -> Optional[Tuple[str, ...]]:
-    """The rich types of value's execute_result, as ipykernel's inline
-    backend formats matplotlib's objects: a Figure as PNG only, others
-    (Axes, a list of lines) by their repr; None: all of them."""
-    items: Any = value if type(value) in (list, tuple) else (value,)
-    if not items or not all(type(v).__module__.startswith("matplotlib.") for v in items):
-        return None
-    figure = sys.modules.get("matplotlib.figure")
-    return ("image/png",) if figure is not None and isinstance(value, figure.Figure) else ()
 
 
 def _ask(prompt: object, password: bool) -> str:
@@ -106,6 +88,13 @@ def install() -> None:
     # IPython's shell for the calls IPython's transformer makes of
     # %magics and !shell lines, as for notebooks run as scripts.
     setattr(builtins, "get_ipython", notebook.get_ipython)
+    notebook.JUPYTER_KERNEL = True
+    # IPython's In, Out, _ and friends (jupyter_shell.py), and the comm
+    # package's comms when it is importable (jupyter_comm.py).
+    from . import jupyter_comm, jupyter_shell
+
+    jupyter_shell.HISTORY.install()
+    jupyter_comm.install()
 
 
 install()

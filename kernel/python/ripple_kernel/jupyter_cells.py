@@ -6,44 +6,65 @@ before it puts a cell into the notebook's script (jupyter/session.go).
   (``IPython.core.inputtransformer2``) turns ``%magic``, ``%%cell magic``,
   ``!shell`` and ``x?`` lines into calls of ``get_ipython()`` when IPython
   is importable, else such a cell is refused naming the missing package;
-  a last statement that is an expression (and does not end with ``;``)
-  is wrapped in ``__ripple_result__(...)``, which shows its value as the
-  cell's execute_result (jupyter_boot.py); a cell with statements ends
-  with notebook.CELL_END, after which the statement runner shows the
-  figures left open, as ipykernel's inline backend does (notebook.cell_end).
-  A cell that does not parse answers the SyntaxError as Jupyter shows it.
+  a cell with statements ends with notebook.CELL_END, after which the
+  statement runner shows the cell's last expression as its execute_result
+  (unless a ``;`` ends it) and the figures left open, as ipykernel's
+  displayhook and inline backend do (notebook.cell_end): the user's lines
+  stay as written, so a warning or a traceback quotes them. ``parsed`` is
+  the transformed cell (IPython's ``In``). A cell that does not parse
+  answers the SyntaxError as Jupyter shows it.
 - mode ``isComplete``: ``complete``, ``incomplete`` (with the next
   line's indent) or ``invalid``, by IPython's check when importable, else
   by ``codeop``.
+- modes ``begin``, ``finish``, ``expressions``: IPython's ``In``/``Out``
+  variables and user_expressions (jupyter_shell.py); ``comm`` and
+  ``commInfo``: the frontend's comm messages and comm_info_request
+  (jupyter_comm.py).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
-from . import notebook
+from . import jupyter_shell, notebook
 from .api import WireObject
 from .wire import InvalidParams
 
-RESULT_HOOK = "__ripple_result__"
 # A line IPython's transformer would change: a magic, a shell escape, help,
 # or an assignment of a magic's or a shell escape's output (``x = !ls``).
 _IPYTHON_SYNTAX = re.compile(r"^\s*(%|!|\?)|\?\s*$|^\s*[\w.]+(\s*,\s*[\w.]+)*\s*=\s*[%!]", re.MULTILINE)
 
 
 def cell(params: WireObject) -> WireObject:
-    """The method: {code, mode?} -> {source} | {error} | {status, indent}."""
+    """The method: {code, mode?, count?, raw?} -> {source, parsed} | {error}
+    | {status, indent}; count (and raw, the cell as typed when code lost
+    lines the Go side answers) sets IPython's In for cell count; the other
+    modes (the module doc) take their own params."""
+    mode = params.get("mode", "run")
+    if mode in _SESSION_MODES:
+        return _SESSION_MODES[mode](params)
     code = params.get("code")
     if type(code) is not str:
         raise InvalidParams("jupyterCell: code must be a string, got %s" % type(code).__name__)
-    mode = params.get("mode", "run")
     if mode == "isComplete":
         status, indent = is_complete(code)
         return {"status": status, "indent": indent}
     if mode != "run":
-        raise InvalidParams('jupyterCell: mode must be "run" or "isComplete", got %r' % (mode,))
+        raise InvalidParams('jupyterCell: mode must be one of %s, got %r' % (", ".join(_MODES), mode))
+    count, raw = params.get("count"), params.get("raw", code)
+    if count is not None and (type(count) is not int or type(raw) is not str):
+        raise InvalidParams("jupyterCell: count must be an int and raw a string, got %r, %r" % (count, raw))
+    answer = _run(code)
+    if count is not None:
+        # A cell that counts: In and _i* as IPython stores them before it
+        # runs (a cell that does not parse too).
+        jupyter_shell.HISTORY.begin(count, raw, str(answer.get("parsed", code)))
+    return answer
+
+
+def _run(code: str) -> WireObject:
     try:
         source = transform(code)
     except _NoIPython as e:
@@ -52,11 +73,30 @@ def cell(params: WireObject) -> WireObject:
         tree = ast.parse(source, "<cell>")
     except SyntaxError as e:
         return {"error": _syntax_error(e)}
-    source = wrap_last_expression(source, tree)
+    parsed = source
     if tree.body:
-        # The cell's end, where its open figures are shown (notebook.cell_end).
+        # The cell's end, where its value and open figures are shown
+        # (notebook.cell_end).
         source += ("" if source.endswith("\n") else "\n") + notebook.CELL_END + "\n"
-    return {"source": source}
+    return {"source": source, "parsed": parsed}
+
+
+def _comm(params: WireObject) -> WireObject:
+    from . import jupyter_comm
+
+    return jupyter_comm.handle(params)
+
+
+def _comm_info(params: WireObject) -> WireObject:
+    from . import jupyter_comm
+
+    return jupyter_comm.info(params)
+
+
+_SESSION_MODES: Dict[str, Callable[[WireObject], WireObject]] = {
+    "begin": jupyter_shell.begin, "finish": jupyter_shell.finish, "expressions": jupyter_shell.expressions,
+    "comm": _comm, "commInfo": _comm_info}
+_MODES = ["run", "isComplete"] + sorted(_SESSION_MODES)
 
 
 class _NoIPython(Exception):
@@ -75,28 +115,6 @@ def transform(code: str) -> str:
                          "(Debian: apt install python3-ipython; else pip install ipython)") from None
     out: str = TransformerManager().transform_cell(code)
     return out
-
-
-def wrap_last_expression(source: str, tree: ast.Module) -> str:
-    """source with its last statement, when an expression statement not
-    silenced by a trailing ';', wrapped in the result hook."""
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr) or source.rstrip().endswith(";"):
-        return source
-    node = tree.body[-1]
-    end_line = getattr(node, "end_lineno", None)
-    end_col = getattr(node, "end_col_offset", None)
-    if end_line is None or end_col is None:
-        return source
-    lines = source.splitlines(keepends=True)
-    start = _offset(lines, node.lineno, node.col_offset)
-    end = _offset(lines, end_line, end_col)
-    return source[:start] + RESULT_HOOK + "(" + source[start:end] + ")" + source[end:]
-
-
-def _offset(lines: List[str], lineno: int, col: int) -> int:
-    """The str offset of ast's (1-based line, UTF-8 byte column)."""
-    before = sum(len(line) for line in lines[:lineno - 1])
-    return before + len(lines[lineno - 1].encode("utf-8")[:col].decode("utf-8", "replace"))
 
 
 def _syntax_error(e: SyntaxError) -> WireObject:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 from .analysis import MAYBE_SUBSCRIPT
 from .effects import object_key
 from .frame import DELETED, Frame
-from .plan import GLOBAL, Plan, PlanStmt
+from .plan import GLOBAL, LOCAL, Plan, PlanStmt
 
 if TYPE_CHECKING:
     from .modules import ModuleTable
@@ -40,13 +40,36 @@ Watched = List[Tuple[str, Dict[str, object], Tuple[str, ...]]]
 
 
 def reads_state(plan: Plan, ps: PlanStmt) -> bool:
-    """Whether the statement may read module state: it calls something or
+    """Whether the statement may read module state: it calls something,
     reads a module global (a name the body never binds, also when an
-    earlier statement is taken to mutate it: `helpers.h0(a)`)."""
+    earlier statement is taken to mutate it: `helpers.h0(a)`), or a name
+    an import of the body bound (a module or a module's object: a script's
+    `import helpers` binds a frame name, and `a = helpers.Y` reads state)."""
     if any(reason[0] != MAYBE_SUBSCRIPT for _, reason in ps.info.maybe):
         return True
     bound = plan.bound
-    return any(kind == GLOBAL or name not in bound for name, kind, _ in ps.deps)
+    for name, kind, ref in ps.deps:
+        if kind == GLOBAL or name not in bound:
+            return True
+        if kind == LOCAL and _imported(plan, name, ref):  # type: ignore[arg-type]  # a LOCAL ref is an index
+            return True
+    return False
+
+
+def _imported(plan: Plan, name: str, ref: int) -> bool:
+    """Whether the value of name that statement ref defines was bound by
+    an import (through the statements that only mutate it: a call
+    `helpers.h0(a)` is taken to mutate helpers)."""
+    stmts = plan.stmts
+    for _ in range(len(stmts)):
+        info = stmts[ref].info
+        if name in info.binds:
+            return bool(info.imports)
+        kind, at = stmts[ref].dep_of.get(name, (GLOBAL, None))
+        if kind != LOCAL or not isinstance(at, int):
+            return False
+        ref = at
+    return False
 
 
 def stale_state_reads(frame: Frame) -> bool:

@@ -276,7 +276,13 @@ class ModuleTable:
         self.scripts = frozenset(scripts)
         for rec in self.records.values():
             if rec.state == SOURCE and rec.name not in self.scripts:
-                rec.state = STALE  # now needed as a module: the compile loads it
+                # No longer run as a script: a module again, imported when
+                # first needed (an importer, a load of the compile), not by
+                # this compile. Loading it here ran a script's whole top
+                # level inside an edit's compile (output discarded, effects
+                # not held), and the edit waited for all of it.
+                rec.state = STALE
+                rec.in_service = False
 
     def _script_only(self, name: str) -> bool:
         """Whether name is compiled as a script's text only: a script no

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator,
 from .effects import object_key
 from .frame import DELETED, Entry, Frame, Mutation, binding
 from .objects import elements, immutable, inert, params_readonly, shares
+from .observe import Observation, observe
 from .plan import GLOBAL, LOCAL, PARAM, DepRef, PlanStmt, last_before
 
 if TYPE_CHECKING:
@@ -212,6 +213,62 @@ def module_receivers(view: View, i: int) -> FrozenSet[str]:
     return frozenset(n for n in receivers if isinstance(value(view, n, i), types.ModuleType))
 
 
+def _carries_only_earlier(view: View, obj: object, i: int, rerun: Set[int]) -> bool:
+    """Whether obj has a mutation log (it was bound in the frame) and it,
+    and those of the mutable objects directly in obj, name only statements
+    before i, cached with that stamp and not in rerun (dirty_reads' clean
+    object: nothing i must not see, i's own mutation least of all)."""
+    mutlog, by_id, cache = view.frame.mutlog, view.plan.by_id, view.frame.cache
+    log = mutlog.get(object_key(obj))
+    if log is None or log[0] is not obj:
+        return False
+    for o in (obj, *elements(obj)):
+        log = mutlog.get(object_key(o))
+        if log is None or log[0] is not o:
+            continue
+        for mutator_id, stamp in log[2]:
+            m = by_id.get(mutator_id)
+            if m is None or m.index >= i or m.index in rerun:
+                return False
+            me = cache.get(mutator_id)
+            if me is None or me.stamp != stamp:
+                return False
+    return True
+
+
+def clean_names(view: View, i: int, rerun: Set[int]) -> FrozenSet[str]:
+    """The names statement i may mutate only through calls (StmtInfo.maybe,
+    receivers; never a name it stores into) whose object i's last
+    successful run was seen to leave unchanged (observe.py, Frame.observed)
+    and that carries no mutation i must not see: the object does not carry
+    i's effect, so re-running i cannot apply it twice, and the object's
+    definition chain need not run again for i (rerun.RerunPlanner._close).
+    Statements after i that read it still run: i may mutate it this time."""
+    ps = view.plan.stmts[i]
+    frame = view.frame
+    record = frame.observed.get(ps.id)
+    if record is None:
+        return frozenset()
+    entry = frame.cache.get(ps.id)
+    if entry is None or entry.stamp != record[0]:
+        return frozenset()
+    info = ps.info
+    unchanged = record[1]
+    names = {n for n, _ in info.maybe} | info.receivers
+    names -= info.mutates - info.receivers
+    out = set()
+    for name in names:
+        kind, _ = definer(view.plan, name, i)
+        if kind != LOCAL and kind != PARAM:
+            continue
+        v = value(view, name, i)
+        if v is DELETED or unchanged.get(object_key(v)) is not v:
+            continue
+        if _carries_only_earlier(view, v, i, rerun):
+            out.add(name)
+    return frozenset(out)
+
+
 def dirty_reads(plan: Plan, frame: Frame, k: int, rerun: Set[int]) -> Tuple[List[int], bool]:
     """Creators of objects statement k would read in a state k must not see.
 
@@ -304,10 +361,14 @@ class MutationAnalysis:
                     return child  # type: ignore[return-value]  # an AsyncFunctionDef has the same fields
         return None
 
-    def effects(self, view: View, i: int, rerun: Set[int], relied: Dict[int, Set[int]]) -> Tuple[str, ...]:
-        """The names whose objects statement i may mutate through code it
-        calls and that can be mutated (the aliases of the objects it
-        mutates included), sorted.
+    def effects(self, view: View, i: int, rerun: Set[int],
+                relied: Dict[int, Set[int]]) -> Tuple[Tuple[str, ...], Tuple[str, ...], FrozenSet[str]]:
+        """(live, chained, clean): live, the names whose objects statement
+        i may mutate through code it calls and that can be mutated (the
+        aliases of the objects it mutates included), sorted; chained, those
+        of them whose definition chain runs again with i: all but what
+        reaches them only from clean, the names clean_names finds i left
+        unchanged last time.
 
         relied gets, for a statement whose cached value ruled out an alias
         (shares), its index: if it joins R its value may change, and the
@@ -322,17 +383,23 @@ class MutationAnalysis:
                 v = memo[name] = value(view, name, i)
             return v
 
-        live = self._live(view, ps, value_at_i)
-        if not live and not info.mutates:
-            return ()
-        # The objects it mutates may live in others: follow where they came
-        # from (the names their definers read whose values are mutable).
-        todo = [(name, i) for name in live | info.mutates]
+        first = self._live(view, ps, value_at_i)
+        if not first and not info.mutates:
+            return (), (), frozenset()
+        clean = clean_names(view, i, rerun) if view.frame.observed else frozenset()
         mine_relied = relied.setdefault(i, set())
         own = view.frame.cache.get(ps.id) if i not in rerun else None
-        self._own_sources(info, own, live, todo, mine_relied, value_at_i, i)
-        self._follow_definers(view, todo, live, rerun, mine_relied)
-        return tuple(sorted(live))
+        out = []
+        for skip in ((frozenset(), clean) if clean else (frozenset(),)):
+            # The objects it mutates may live in others: follow where they
+            # came from (the names their definers read whose values are
+            # mutable).
+            live = first - skip
+            todo = [(name, i) for name in live | (info.mutates - skip)]
+            self._own_sources(info, own, live, todo, mine_relied, value_at_i, i)
+            self._follow_definers(view, todo, live, rerun, mine_relied)
+            out.append(tuple(sorted(live)))
+        return out[0], out[-1], clean
 
     def _live(self, view: View, ps: PlanStmt, value_at_i: _ValueOf) -> Set[str]:
         """The names the statement's calls may mutate, by the values at hand."""
@@ -416,6 +483,14 @@ class MutationAnalysis:
                         live.add(source)
                     todo.append((source, ref))
 
+    @staticmethod
+    def observe(info: StmtInfo, ns: Dict[str, object], mutated: List[object]) -> Optional[Observation]:
+        """The states of the objects of mutated (targets) that the statement
+        may change only through calls (observe.py)."""
+        names = [(name, reason[0]) for name, reason in info.maybe]
+        names += [(name, "method") for name in info.receivers]
+        return observe(info.mutates - info.receivers, names, ns, mutated)
+
     def targets(self, info: StmtInfo, ns: Dict[str, object], run_once: bool) -> List[object]:
         """The objects a statement about to run may mutate, as the namespace
         holds them: their mutation logs will name it."""
@@ -486,6 +561,10 @@ def prune_mutlog(frame: Frame) -> None:
     mutlog = frame.mutlog
     for key in [k for k in mutlog if k not in live]:
         del mutlog[key]
+    observed, cache = frame.observed, frame.cache
+    for expression_id in [x for x, (stamp, _) in observed.items()
+                          if cache.get(x) is None or cache[x].stamp != stamp]:
+        del observed[expression_id]
 
 
 def stale_creators(frame: Frame, first_stamp: int) -> Set[str]:

@@ -32,8 +32,9 @@ each cell: a notebook's plots appear without plt.show().
 from __future__ import annotations
 
 import linecache
+import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from . import display, values
 
@@ -44,6 +45,13 @@ CELL_SEPARATOR = "# %% [cell "
 # so that cell_end shows their figures as well.
 JUPYTER_SCRIPT = "/ripple_cells.py"
 CELL_END = CELL_SEPARATOR + "end]"
+# The mark of a displayData bundle that is a cell's execute_result (the Go
+# side, jupyter/run.go and batch/notebooks_result.go, strips it).
+RESULT_MIME = "application/vnd.ripple.execute-result"
+
+# Whether this process is a kernel of ``ripple jupyter kernel``
+# (jupyter_boot.py sets it): get_ipython().kernel is its comm machinery's.
+JUPYTER_KERNEL = False
 
 # The shell, made on first use; one per kernel process.
 _SHELLS: Dict[str, Any] = {}  # Any: IPython is untyped; its shell passes through
@@ -124,6 +132,12 @@ class NotebookShell:
         self._namespace = namespace
 
     def __getattr__(self, name: str) -> Any:
+        if name == "kernel" and JUPYTER_KERNEL:
+            from . import jupyter_comm
+
+            # As ipykernel's shell has it: user code registers comm
+            # targets on get_ipython().kernel.comm_manager.
+            return jupyter_comm.KernelProxy()
         self._shell.user_ns = self._namespace
         return getattr(self._shell, name)
 
@@ -151,20 +165,77 @@ def ends_cell(filename: str, end_line: int) -> bool:
     return True
 
 
-def cell_end(filename: str, end_line: int, value: object = None) -> None:
-    """Show the cell's figures when a notebook's statement ending at
-    end_line ends its cell (the module doc). value is the statement's value
-    when it is an expression: a matplotlib Figure there is shown as
-    IPython's displayhook shows it (its PNG; the text/plain is the
-    statement's value), unless a ";" silences it."""
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is None or not ends_cell(filename, end_line):
-        return
-    shows = display.current()
+def result_mimes(value: object) -> Optional[Tuple[str, ...]]:
+    """The rich types of value's execute_result, as ipykernel's inline
+    backend formats matplotlib's objects: a Figure as PNG only, others
+    (Axes, a list of lines) by their repr; None: all of them."""
+    items: Any = value if type(value) in (list, tuple) else (value,)
+    if not items or not all(type(v).__module__.startswith("matplotlib.") for v in items):
+        return None
     figure = sys.modules.get("matplotlib.figure")
+    return ("image/png",) if figure is not None and isinstance(value, figure.Figure) else ()
+
+
+def show_result(value: object) -> None:
+    """Show value as the cell's execute_result: a displayData bundle marked
+    RESULT_MIME (the Go side strips the mark), all the rich types the
+    value offers (text/html of a DataFrame, image/png, ...)."""
+    shows = display.current()
+    if value is None or shows is None:
+        return
+    bundle = formatted(value, result_mimes(value))
+    bundle[RESULT_MIME] = True
+    shows.display_bundle(bundle)
+
+
+def formatted(value: object, mimes: Optional[Tuple[str, ...]] = None) -> Dict[str, object]:
+    """value's mime bundle as IPython's display formatter gives it: its
+    text/plain is IPython's pretty printer's where IPython is importable
+    (a long list on several lines, ``<module.Class at 0x...>`` for an
+    object with the default repr), as ipykernel shows it."""
+    bundle = values.mime_bundle(value, mimes)
+    try:
+        from IPython.lib.pretty import pretty
+    except ImportError:
+        return bundle
+    try:
+        # IPython's PlainTextFormatter shows up to 1000 items of a sequence.
+        bundle["text/plain"] = pretty(value, max_seq_length=1000)[:100000]
+    except Exception:
+        pass  # its repr, as values.mime_bundle made it
+    return bundle
+
+
+def cell_end(filename: str, end_line: int, value: object = None) -> None:
+    """At a notebook's statement ending at end_line (the runner calls it
+    after each top-level one), when it ends its cell: show value, the
+    statement's value when it is an expression, as the cell's
+    execute_result unless a ";" silences it (a matplotlib Figure there is
+    shown as IPython's displayhook shows it in a notebook run as a script:
+    its PNG, the text/plain being the statement's value), then the figures
+    left open (the module doc)."""
+    if not ends_cell(filename, end_line):
+        return
+    jupyter = filename.endswith(JUPYTER_SCRIPT)
+    # A notebook's value is its statement's value on the page and in
+    # ripple watch; `ripple run --notebooks` asks for it as the cell's
+    # execute_result too (batch/notebooks.go).
+    results = jupyter or os.environ.get("RIPPLE_NOTEBOOK_RESULTS") == "1"
     lines = linecache.getlines(filename)
     silenced = 0 < end_line <= len(lines) and lines[end_line - 1].split("#")[0].rstrip().endswith(";")
-    if shows is not None and figure is not None and isinstance(value, figure.Figure) and not silenced:
+    figure = sys.modules.get("matplotlib.figure")
+    is_figure = figure is not None and isinstance(value, figure.Figure)
+    if value is not None and not silenced and results and (jupyter or not is_figure):
+        if jupyter:
+            from . import jupyter_shell
+
+            jupyter_shell.HISTORY.record(value)
+        show_result(value)
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    shows = display.current()
+    if shows is not None and is_figure and not silenced and not jupyter:
         bundle = values.mime_bundle(value, ("image/png",))
         bundle.pop("text/plain", None)  # the statement's value is the text, as in an execute_result
         shows.display_bundle(bundle)

@@ -186,7 +186,9 @@ def inert(reason: Reason, v: UserValue, value_of: Callable[[str], UserValue],
     if kind == analysis.MAYBE_CALLEE:
         return stateless_callable(v) or (immutable(v) and type(v) not in (types.FunctionType, types.MethodType))
     if kind == analysis.MAYBE_ITER:
-        return type(v) in _PLAIN
+        # `for i in range(3)` names the class range: a class, a function
+        # without a closure or a module has no iteration state to consume.
+        return type(v) in _PLAIN or immutable(v)
     if kind == analysis.MAYBE_SUBSCRIPT:
         return not project_getitem(type(v))
     if kind == analysis.MAYBE_METHOD:

@@ -357,6 +357,14 @@ class Releaser:
             frame.mutlog[object_key(obj)] = own  # another object's (a reused id)
             own = None
         frame.sync.drop_blocks(js)  # merged bindings hold it
+        # What statements' calls were seen to leave unchanged (observe.py)
+        # holds it too: a value let go of is not observed any more.
+        okey = object_key(obj)
+        observed: List[Dict[int, object]] = []
+        for _stamp, seen in getattr(frame, "observed", {}).values():
+            if seen.get(okey) is obj:
+                observed.append(seen)
+                del seen[okey]
         key: Optional[str] = None
         try:
             fk = self.frame_key()
@@ -375,6 +383,8 @@ class Releaser:
                     e.value = obj
                 if own is not None:
                     frame.mutlog[object_key(obj)] = own
+                for seen in observed:
+                    seen[okey] = obj
         if key is None:
             return
         for e in entries:

@@ -11,7 +11,9 @@ does (xdist/remote.py), so that the Go side can hand out groups of tests:
         session and collects (pytest_collection: collection, deselection,
         pytest_collection_modifyitems). Answers the items (node id,
         location, loadscope key, JUnit classname and name) and the
-        collection reports that did not pass.
+        collection reports that did not pass. With "select" (node ids and
+        test files, relative to rootdir) the session collects only those
+        out of args' paths: the hand-over (pytest_split.selected).
     {"op": "run", "indices": [...]}
         runs those items (indices into the collected list) with pytest's
         runtest protocol. As in xdist, the last item is held back until
@@ -52,22 +54,24 @@ cached).
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Optional, TextIO, Tuple, Union, cast
+from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Optional, Tuple, Union
 
 # Imported with this module: a pytest kernel takes the package's finder
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
 from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
+from .pytest_console import Console, Discard, Sink
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
-from .pytest_split import Split, hookimpl
-from .signals import PytestProcess
+from .pytest_split import Split, hookimpl, selected
+from .signals import TEST_PROCESS
 
 if TYPE_CHECKING:
+    import warnings
+
     import pytest
     from _pytest.fixtures import FixtureDef, SubRequest
     from pluggy._result import _Result
@@ -86,7 +90,7 @@ class _PluginState:
 _STATE = _PluginState()
 # The process state pytest's code sees (signals.PytestProcess): every
 # region below where pytest's code runs is in its hidden() and signals().
-_PROC = PytestProcess()
+_PROC = TEST_PROCESS
 
 
 def _watchfn() -> ModuleType:
@@ -117,16 +121,6 @@ def handle(api: KernelAPI, params: WireObject) -> WireObject:
 
         return pytest_unittest.run(api, params)
     raise ValueError("pytest: unknown op %r" % (op,))
-
-
-class _Discard(io.TextIOBase):
-    """pytest's terminal reporter writes here: the Go side prints the run."""
-
-    def write(self, s: str) -> int:
-        return len(s)
-
-    def isatty(self) -> bool:
-        return False
 
 
 def _collect(api: KernelAPI, params: WireObject) -> WireObject:
@@ -197,10 +191,8 @@ def _collect_session(
     tr = config.pluginmanager.get_plugin("terminalreporter")
     deselected = len(tr.stats.get("deselected", [])) if tr is not None else 0
     if not config.option.collectonly and tr is not None:
-        from _pytest.terminal import TerminalWriter
-
         header = state.console.getvalue()
-        tr._tw = TerminalWriter(cast(TextIO, _Discard()))
+        tr._tw = state.con.writer(Discard()) if state.con is not None else tr._tw
     if config.option.collectonly:
         # Nothing runs: the session ends here, as pytest's does, with its
         # listing, its summary line and its status.
@@ -231,6 +223,9 @@ def _collect_session(
         "header": header,
         "deselected": deselected,
         "verbosity": int(config.option.verbose),
+        "maxfail": int(config.option.maxfail or 0),
+        "consoleSettings": state.con.settings() if state.con is not None else None,
+        "warnings": state.con.take_warnings() if state.con is not None else [],
         "cache": pytest_session.cache(config, int(params.get("worker", 0))),
     }
 
@@ -247,7 +242,7 @@ def _start_session(
 
     with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
-            with _cached_distributions():
+            with _cached_distributions(), _prog("pytest"):
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
@@ -259,15 +254,21 @@ def _start_session(
             state.configured = True
             tr = config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
-                from _pytest.terminal import TerminalWriter
-
                 # --collect-only: pytest's own listing is the run's output;
                 # else the first kernel keeps the header and the
                 # "collected" line (the run prints them), then nothing.
+                # The console (pytest_console.py) renders each report as
+                # pytest's reporter would for the Go side's stdout.
+                tty = bool(params.get("tty"))
+                state.con = Console(config, tr, tty, int(params.get("columns") or 0))
+                state.console.tty = tty
+                tr.isatty = tty  # its "collecting ..." line, as on pytest's terminal
                 first = int(params.get("worker", 0)) == 0
-                sink = state.console if config.option.collectonly or first else _Discard()
-                tr._tw = TerminalWriter(cast(TextIO, sink))
+                sink = state.console if config.option.collectonly or first else Discard()
+                tr._tw = state.con.writer(sink)
             config.pluginmanager.register(state, "ripple-kernel")
+            if state.con is not None and hasattr(config.hook, "pytest_warning_recorded"):  # pytest >= 6
+                config.pluginmanager.register(_Warnings(state.con), "ripple-warnings")
             if rec is not None:
                 config.pluginmanager.register(_WideFixtures(rec), "ripple-watch")
             split = params.get("split")
@@ -279,11 +280,18 @@ def _start_session(
             state.session = session
             config.hook.pytest_sessionstart(session=session)
             state.started = True
-            config.hook.pytest_collection(session=session)
+            # A hand-over (pytest_split.selected): the tests given, not
+            # the command line's.
+            with selected(config, params.get("select")):
+                config.hook.pytest_collection(session=session)
         except pytest.UsageError as e:
+            # As pytest's wrap_session: the session ends with status 4 (its
+            # terminal reporter's last line); the first kernel's console
+            # is what pytest printed on stdout.
+            state.exitstatus = 4
             state.close()
             _STATE.session = None
-            return {"usage": str(e)}
+            return {"usage": str(e), "console": state.console.getvalue()}
         except (KeyboardInterrupt, pytest.exit.Exception) as e:
             state.close()
             _STATE.session = None
@@ -292,6 +300,24 @@ def _start_session(
             # A -x/--maxfail stop during collection.
             state.stopped = str(e)
     return state
+
+
+class _prog:
+    """sys.argv[0] as the pytest script has it while pytest parses its
+    command line: argparse names the program after it in a usage error
+    ("pytest: error: unrecognized arguments")."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.saved: Optional[List[str]] = None
+
+    def __enter__(self) -> None:
+        self.saved = list(sys.argv)
+        sys.argv[:1] = [self.name]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            sys.argv[:] = self.saved
 
 
 def _as_worker(config: pytest.Config, params: WireObject, args: List[str]) -> None:
@@ -383,7 +409,8 @@ class _Session:
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
         self.stopped = ""
-        self.console = io.StringIO()  # what pytest's terminal reporter wrote (--collect-only)
+        self.console = Sink()  # what pytest's terminal reporter wrote (the header, --collect-only)
+        self.con: Optional[Console] = None  # renders reports for the Go side's console
         self.exitstatus: Optional[int] = None  # set: the session's end status (close)
         self.api: Optional[KernelAPI] = None
         self.split: Optional[Split] = None  # this session collects one share of the test modules
@@ -425,6 +452,10 @@ class _Session:
         entry: WireObject = {"nodeid": report.nodeid, "path": path, "junit": junit_names(report.nodeid)}
         if self.split is not None and self.split.share >= 0:
             entry["file"], entry["pos"] = self.split.rank_of_report(report.nodeid)
+        if self.con is not None:
+            digest = self.con.collect_report(report)
+            if digest is not None:
+                entry["console"] = digest
         if report.failed:
             entry["status"] = "error"
             entry["message"] = crash_message(report)
@@ -551,6 +582,10 @@ class _Session:
             self.clash = self.setup_clash
             return False
         self.ended = outcome(i, reports, self.junit_logging)
+        if self.con is not None:
+            digest = self.con.item(item, reports)
+            if digest is not None:
+                self.ended["console"] = digest
         s = self.session
         if s.shouldfail or s.shouldstop:
             self.stopped = str(s.shouldfail or s.shouldstop)
@@ -577,6 +612,16 @@ class _Session:
                 config._ensure_unconfigure()
             if _STATE.session is self:
                 _STATE.session = None
+
+
+class _Warnings:
+    """Hands the warnings pytest records to the console (pytest_console.py)."""
+
+    def __init__(self, con: Console) -> None:
+        self.con = con
+
+    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage, nodeid: str) -> None:
+        self.con.record_warning(warning_message, nodeid)
 
 
 class _WideFixtures:

@@ -24,12 +24,23 @@ The split is off (the kernel collects everything, answer "off") when an
 option needs the whole collection (_split_unsafe). A collection the Go
 side cannot merge in pytest's order (a hook that reordered items, answer
 "unsafe") makes it collect everything again.
+
+The hand-over (selected, the collect request's "select") is the default
+run's other way for a kernel to collect less: the first kernel collected
+the whole suite, with pytest's deselection (-k, -m, --deselect, addopts);
+a later kernel is handed the test files (or, for part of a file, the node
+ids) of the tests it may run, and its session collects the user's
+arguments as pytest would but skips, inside pytest's own traversal, the
+test files not handed (HandOver): every conftest.py pytest would load is
+loaded, only the handed modules are imported, and -k, -m and the plugins'
+hooks apply again (to the same items, so they keep them).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Set, Tuple, Type, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 if TYPE_CHECKING:
     import pathlib
@@ -91,6 +102,92 @@ def _split_unsafe(config: pytest.Config) -> str:
         if config.pluginmanager.hasplugin(name):
             return "plugin %s reorders the whole collection" % name
     return ""
+
+
+@contextmanager
+def selected(config: pytest.Config, select: Optional[Sequence[object]]) -> Iterator[None]:
+    """While the session collects, it collects only the hand-over's
+    selection (node ids and test files relative to rootdir, as the first
+    kernel's node ids are) out of what the user's arguments (or testpaths)
+    collect: the session walks the same directories as pytest would, so
+    it loads the same conftest.py files (their import side effects,
+    fixtures, hooks, sys.path changes), but a test module not handed is
+    never imported (HandOver). Without a selection (None or empty),
+    nothing changes."""
+    if not select:
+        yield
+        return
+    hand = HandOver(str(config.rootpath), select)
+    saved = config.args
+    # An argument naming a node (path::name) of a file not handed would
+    # find nothing there: pytest's "not found" usage error. It is left
+    # out; its file's directories are still walked for the other arguments.
+    invocation = str(config.invocation_params.dir)
+    config.args = [a for a in saved if "::" not in str(a)
+                   or os.path.normpath(os.path.join(invocation, str(a).split("::", 1)[0])) in hand.files]
+    config.pluginmanager.register(hand, "ripple-handover")
+    try:
+        yield
+    finally:
+        config.pluginmanager.unregister(hand)
+        config.args = saved
+
+
+class HandOver:
+    """The plugin ("ripple-handover") that narrows a session's collection
+    to a hand-over, inside pytest's own traversal: a test file not handed
+    is ignored (pytest_ignore_collect) after pytest has loaded its
+    directory's conftest.py, a module named on the command line but not
+    handed collects nothing, and of a file handed only in part (node ids)
+    the other items are left out after pytest's deselection."""
+
+    def __init__(self, root: str, select: Sequence[object]) -> None:
+        self.files: Set[str] = set()  # absolute paths of the handed test files
+        self.partial: Dict[str, Set[str]] = {}  # file node id -> its handed node ids (a file handed in part)
+        whole: Set[str] = set()
+        for s in select:
+            rel, sep, _ = str(s).partition("::")
+            self.files.add(os.path.normpath(os.path.join(root, rel)))
+            if sep:
+                self.partial.setdefault(rel, set()).add(str(s))
+            else:
+                whole.add(rel)
+        for rel in whole:
+            self.partial.pop(rel, None)
+
+    def handed(self, path: object) -> bool:
+        return os.path.basename(str(path)) in ("__init__.py", "conftest.py") or str(path) in self.files
+
+    @hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: pathlib.Path) -> Optional[bool]:
+        # Directories are walked (their conftest.py files load as under
+        # pytest); pytest asks this after loading the file's conftests.
+        if self.handed(collection_path) or os.path.isdir(collection_path):
+            return None
+        return True
+
+    @hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: pathlib.Path, parent: pytest.Collector) -> Optional[pytest.Module]:
+        # A file named on the command line is collected without asking
+        # pytest_ignore_collect.
+        if self.handed(module_path):
+            return None
+        return _elsewhere_class().from_parent(parent, path=module_path)
+
+    @hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None:
+        if not self.partial:
+            return
+        kept = [it for it in items if it.nodeid.split("::", 1)[0] not in self.partial
+                or it.nodeid in self.partial[it.nodeid.split("::", 1)[0]]]
+        found = {it.nodeid for it in kept}
+        missing = sorted(n for ids in self.partial.values() for n in ids if n not in found)
+        if missing:
+            import pytest
+
+            # As pytest fails a run whose node-id argument finds nothing.
+            raise pytest.UsageError("not found: " + " ".join(missing) + " (handed to this kernel)")
+        items[:] = kept
 
 
 def _rel(path: object, root: str) -> str:

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Type, Union, cast
 
 from .api import KernelAPI, WireObject
+from .signals import TEST_PROCESS
 
 # An exception as unittest passes it to a result (sys.exc_info()).
 ExcInfo = Union[Tuple[Type[BaseException], BaseException, TracebackType], Tuple[None, None, None]]
@@ -96,7 +97,7 @@ def run(api: KernelAPI, params: WireObject) -> WireObject:
                 start = os.path.dirname(path)
                 tops.append((start, os.path.basename(path), _unittest_top(root, start)))
         tests: List[unittest.TestCase] = []
-        with api.user_code():
+        with api.user_code(), TEST_PROCESS.hidden(), TEST_PROCESS.signals():
             for start, pat, top in tops or [(root, pattern, root)]:
                 _flatten(unittest.defaultTestLoader.discover(start, pattern=pat, top_level_dir=top), tests)
         _UNITTEST[:] = tests
@@ -113,7 +114,7 @@ def run(api: KernelAPI, params: WireObject) -> WireObject:
     indices = params.get("indices") or []
     tests = [_UNITTEST[i] for i in indices]
     result = _EventResult(api, {id(t): i for i, t in enumerate(_UNITTEST)})
-    with api.user_code():
+    with api.user_code(), TEST_PROCESS.hidden(), TEST_PROCESS.signals():
         unittest.TestSuite(tests).run(result)
     # Tests that never started: their class or module fixture failed or
     # skipped (unittest reports that once, on a stand-in test).

@@ -40,12 +40,19 @@ How (the lead's design, with the refinements marked *):
     be mutated (numbers, strings, tuples of those, functions, classes,
     modules: objects.py) stop it.
   * Mutation through calls (mutation.py) and module state (modstate.py) add
-    members by the same rules, from run-time facts the cache holds.
+    members by the same rules, from run-time facts the cache holds. An
+    object a call was seen to leave unchanged in the caller's last run
+    (observe.py) carries no effect of it: no chain for it
+    (mutation.clean_names).
   * A chain that reaches a parameter of an ExplicitCall frame re-evaluates
     the arguments (fresh objects, a new parameter stamp).
   * A member that re-runs and binds equal plain immutable values stops
     there, per name: what R held only through its readers of those names
     stays cached (equalstop.py, Rerun.lazy).
+  * A chain that only replays (its members changed in nothing) rebuilds the
+    objects as they were: a reader of them before every other member,
+    binding plain values and mutating nothing, stays cached
+    (RerunPlanner._replays, Rerun.replayed).
 - Statements run in source order in ONE namespace dict per frame, the same
   dict across runs (cleared and refilled at the start of a run: the
   module's globals minus every name bound in the body, plus the
@@ -84,8 +91,9 @@ if TYPE_CHECKING:
     from .modules import ModuleTable
 
 
-# A member of R and the dependents of it that a closure does not follow.
-Withheld = Optional[Tuple[int, FrozenSet[int]]]
+# Members of R and, for each, the dependents of it that a closure does not
+# follow.
+Withheld = Optional[Dict[int, FrozenSet[int]]]
 
 
 class Versions:
@@ -161,6 +169,10 @@ class Rerun:
     # Members whose only edges were their dependents (equalstop.py), in the
     # order _close met them.
     candidates: List[int] = field(default_factory=list)
+    # Readers left out of R as replays (RerunPlanner._replays): index ->
+    # the replays among their definers, whose new stamps their signatures
+    # take after the run (settle_replays).
+    replayed: Dict[int, FrozenSet[int]] = field(default_factory=dict)
 
 
 class RerunPlanner:
@@ -187,12 +199,95 @@ class RerunPlanner:
             r.members |= added
             self._close(view, r, list(added), None)
         elif not frame.gwriters:
+            r = self._replays(view, r, failing, moved)
             self._lazy(view, r, failing, moved)
         return r
 
+    def _replays(self, view: View, r: Rerun, failing: Set[int], moved: List[int]) -> Rerun:
+        """R without the readers of objects whose definition chain only
+        replays (Rerun.replayed): a smaller R when every rule but those
+        readers' edges from the replay still holds, else r as it is.
+
+        A member is a replay when nothing it depends on changed: it has
+        its entry, passes the check (same key, same signature), is in R
+        for no reason its signature misses (soft, deferred, moved), and
+        every definer it reads that is in R is a replay too. It is in R
+        because a chain re-creates an object (``xs = []`` re-runs because
+        ``xs.append(k)`` changed), and, the code being deterministic, it
+        leaves every object as the last run did at that point, new
+        objects in the place of the old. A replay that binds only plain
+        values (equalstop.plain: nothing that can hold those objects),
+        mutates nothing and has no effect through calls computes what it
+        computed last time, when it comes before every member that is not a
+        replay: ``n0 = len(xs)`` between ``xs = []`` and ``xs.append(1)``
+        keeps its value. What R holds only through the
+        edges from replays to such readers stays cached; settle_replays
+        moves their signatures to the new stamps once the run is done."""
+        plan, frame = view.plan, view.frame
+        stmts, cache, members = plan.stmts, frame.cache, r.members
+        if len(members) < 2:
+            return r
+        replays: Set[int] = set()
+        for m in sorted(members):
+            if m in failing or m in r.soft or m in r.deferred or cache.get(stmts[m].id) is None:
+                continue
+            if all(kind != LOCAL or ref not in members or ref in replays for _, kind, ref in stmts[m].deps):
+                replays.add(m)
+        # A reader before every other member: what it reads was made by
+        # replays and cached statements alone. (After a member that is not
+        # a replay, an object may be in a new state even where no
+        # signature says so: it mutates it through an alias.)
+        first = min(members - replays, default=len(stmts))
+        readers: Dict[int, FrozenSet[int]] = {}
+        for j in sorted(replays):
+            if j >= first:
+                break
+            ps = stmts[j]
+            e = cache[ps.id]
+            if ps.info.mutates or e.returned or e.deletes or e.sig is None:
+                continue
+            if not all(v is DELETED or plain(v) for _, v in e.bindings):
+                continue
+            sources = frozenset(ref for _, kind, ref in ps.deps
+                                if kind == LOCAL and isinstance(ref, int) and ref in replays)
+            if sources and not self.effects.effects(view, j, members, {})[0]:
+                readers[j] = sources
+        if not readers:
+            return r
+        withheld = {}
+        for m in replays:
+            held = frozenset(j for j in view.plan.rdeps[m] if j in readers)
+            if held:
+                withheld[m] = held
+        without = self._grow(view, failing, moved, withheld)
+        extra = members - without.members
+        if (not extra or extra & r.soft or without.reaches_param != r.reaches_param
+                or any(j in r.deferred for j in extra) or any(cache.get(stmts[j].id) is None for j in extra)):
+            return r
+        without.replayed = {j: readers[j] for j in extra if j in readers}
+        return without
+
+    def settle_replays(self, plan: Plan, frame: Frame, r: Rerun) -> None:
+        """After a pass: the readers R left cached as replays (Rerun.replayed)
+        that the run reached take the signature their own run would have
+        recorded, when what changed in it is only the stamps of the
+        replays they read; any other difference leaves them to run next
+        time."""
+        cache, stmts = frame.cache, plan.stmts
+        for j, sources in r.replayed.items():
+            ps = stmts[j]
+            e = cache.get(ps.id)
+            if e is None or e.sig is None or ps.id not in frame.reached or e.key != ps.info.key:
+                continue
+            sig = self.versions.current_sig(plan, ps, frame)
+            if all(was == now or (kind == LOCAL and ref in sources) for (_, kind, ref), was, now in zip(ps.deps, e.sig, sig)):
+                e.sig = sig
+                if e.seen is not None:
+                    e.seen = seen_mutations(plan, frame, j)
+
     def _grow(self, view: View, failing: Set[int], moved: List[int], withheld: Withheld) -> Rerun:
         """R from the statements that fail the check and those moved, to its
-        fixed point; withheld: a member and those of its dependents that
+        fixed point; withheld: members and those of their dependents that
         are not followed."""
         r = Rerun(set(failing))
         r.members.update(moved)
@@ -240,7 +335,7 @@ class RerunPlanner:
                 if not skipped:
                     continue
                 budget -= 1
-                without = self._grow(view, failing, moved, (i, skipped))
+                without = self._grow(view, failing, moved, {i: skipped})
                 extra = r.members - without.members
                 if (not extra or min(extra) <= i or extra & r.soft or without.reaches_param != r.reaches_param
                         or any(j in r.deferred for j in extra)
@@ -347,7 +442,7 @@ class RerunPlanner:
     def _close(self, view: View, r: Rerun, work: List[int], withheld: Withheld) -> None:
         """Grow R to its fixed point from the members in work (the module
         doc's rules); notes whether a parameter was reached. The dependents
-        withheld names are not followed; a member whose only edges are its
+        withheld names (of their members) are not followed; a member whose only edges are its
         dependents is a candidate (equalstop.py)."""
         plan, frame = view.plan, view.frame
         stmts = plan.stmts
@@ -356,20 +451,24 @@ class RerunPlanner:
         everything = len(stmts)
         while work:
             i = work.pop()
-            added = list(rdeps[i]) if withheld is None or i != withheld[0] else [
-                j for j in rdeps[i] if j not in withheld[1]]
+            held = withheld.get(i) if withheld is not None else None
+            added = list(rdeps[i]) if held is None else [j for j in rdeps[i] if j not in held]
             live: Tuple[str, ...] = ()
+            chained: Tuple[str, ...] = ()
+            clean: FrozenSet[str] = frozenset()
             if len(rerun) < everything:
-                live = self.effects.effects(view, i, rerun, r.relied)
+                live, chained, clean = self.effects.effects(view, i, rerun, r.relied)
             if live and never_ran(frame, stmts[i]):
                 # It did not run last time (a statement before it ended the
                 # frame's run): its effects were never applied, so no chain;
                 # the statements after it that must see them join only if
                 # it runs now (runner.FramePass._run_deferred).
                 r.deferred[i] = live
-                live = ()
-            if stmts[i].info.mutates or live:
-                members, hit_param = chain(plan, i, live, module_receivers(view, i))
+                live = chained = ()
+            if stmts[i].info.mutates or chained:
+                # Objects it was seen to leave unchanged last time
+                # (mutation.clean_names) carry no effect of it to redo.
+                members, hit_param = chain(plan, i, chained, module_receivers(view, i) | clean)
                 r.reaches_param = r.reaches_param or hit_param
                 added += members
             if live:

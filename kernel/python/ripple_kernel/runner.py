@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from . import notebook
+from . import nested, notebook
 from .equalstop import equal_names
 from .frame import DELETED, NOT_REACHED, PENDING, RELEASED, Entry, Frame, Mutation, apply_clean
 from .modstate import stale_state_reads
@@ -255,6 +255,8 @@ class FramePass:
             raise
         self.releaser.sweep()
         self._not_reached(rest, reason)
+        if self.rerun.replayed:
+            self.runner.planner.settle_replays(plan, frame, self.rerun)
         self._flush()
         self._finish(vis_by_id, stopped)
 
@@ -370,6 +372,7 @@ class FramePass:
                 reached.add(ps.id)
                 last = reported.get(ps.id)
                 if last is not e.update or e.update.get("range") != ps.range:
+                    nested.moved(e.update, ps.range)  # its inner values move with it
                     e.update["range"] = ps.range
                     cached = dict(e.update)
                     cached["fromCache"] = True

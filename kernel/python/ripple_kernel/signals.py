@@ -274,6 +274,8 @@ _ORDER = (signal.SIGINT, signal.SIGTERM, NUDGE_SIGNAL)
 class PytestProcess:
     """The process state pytest's code sees in a pytest kernel (ripple run
     --tests): what a fresh interpreter running pytest has, not the kernel's.
+    The unittest path (pytest_unittest.py, no pytest installed) runs its
+    loader and its tests under the same two blocks.
 
     While pytest runs (`signals()`: configuration, collection, each test's
     runtest protocol, the session's end), SIGINT, SIGTERM and SIGWINCH have
@@ -342,6 +344,11 @@ class PytestProcess:
         if w != self.kernel_wakeup:
             self.wakeup = w
         self.swapped = False
+
+
+# The process's one PytestProcess: the pytest path (pytest_plugin.py) and
+# the unittest path (pytest_unittest.py) share pytest's side of the state.
+TEST_PROCESS = PytestProcess()
 
 
 class _Swap:

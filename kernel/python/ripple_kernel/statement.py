@@ -16,15 +16,15 @@ import sys
 import time
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
-from . import instrument, notebook, values
+from . import instrument, nested, notebook, values
 from .effects import GUARD, HOLD, OFF, RECORD, Held
 from .frame import DELETED, Call, Entry, Frame
 from .labelling import SCRIPT
 from .modstate import ModuleState, Watched, snapshot, state_writes
 from .mutation import MutationAnalysis, log_mutations, register_objects, seen_mutations
-from .plan import GLOBAL, IMPORT, SCRIPT_QUALNAME, Plan, PlanStmt, declared
+from .plan import GLOBAL, IMPORT, LOCAL, SCRIPT_QUALNAME, Plan, PlanStmt, declared
 
 if TYPE_CHECKING:
     from .api import KernelAPI, WireObject
@@ -197,6 +197,7 @@ class StatementRunner:
         returned = False
         # (The guards skip a call for statements without such facts: most.)
         mutated = self.effects.targets(info, ns, self.run_once) if info.mutates or info.maybe else []
+        observing = self.effects.observe(info, ns, mutated) if mutated and not self.run_once else None  # observe.py
         if ps.deps:
             _read_globals(fr, ps)
         watched: Watched = self.state.watched() if self.state is not None else []
@@ -209,9 +210,18 @@ class StatementRunner:
         guard = self.guard
         guard.effects = guard.held = None  # what this statement does, from here on
         code: Optional[types.CodeType] = None
+        slots: Optional[nested.Slots] = None  # a compound statement's inner values (nested.py)
         try:
             self_name = frame.self_name if frame.func_class is not None and "super" in ps.text else None
-            code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2])
+            # Frame names that functions it calls rebind (nonlocal, a
+            # script's global): an inner statement binding one stores its
+            # value rather than leaving it to be read after (nested.Layout).
+            stored = _rebound(plan, ps) if ps.defines is not ps.info.defines and nested.is_compound(ps.node) else _NONE
+            code = self.codes.code(plan.filename, ps.text, ps.node, plan.flags, self_name, plan.qualname.rpartition(".")[2],
+                                   stored)
+            if nested.SLOTS in code.co_names:
+                slots = nested.Slots(self.codes.patches.layout(code, ps.node, stored), ns)
+                code = self.codes.patches.bind(code, slots, ns)
             self._running(fr, ps)
             self.engine.set_expression(ps.id)
             with self.kernel.user_code():
@@ -220,9 +230,8 @@ class StatementRunner:
                     guard.mode = self.effects_mode
                     exec(code, ns)
                     if plan.qualname == SCRIPT and plan.filename.endswith((".ipynb", notebook.JUPYTER_SCRIPT)):
-                        # Figures at a cell's end; a Jupyter cell's value
-                        # is shown by its result hook (jupyter_boot.py).
-                        expr = hooks.has and isinstance(ps.node, ast.Expr) and plan.filename.endswith(".ipynb")
+                        # Figures and the cell's value at a cell's end.
+                        expr = hooks.has and isinstance(ps.node, ast.Expr)
                         shown = hooks.value if expr else None
                         notebook.cell_end(plan.filename, getattr(ps.node, "end_lineno", 0) or 0, shown)
                 except _Return as ret:
@@ -231,10 +240,14 @@ class StatementRunner:
                     hooks.has = True
                 finally:
                     guard.mode = OFF  # the kernel's code from here on
+                    if slots is not None:
+                        slots.unbind(ns)
                     # Logged even when it raised or was interrupted: its
                     # partial effects make the objects dirty.
                     if not self.run_once:
                         log_mutations(frame, mutated, ps.id, stamp)
+                        if observing is not None:
+                            observing.settle(frame, ps.id, stamp)
                     _write_globals(fr, ps.text, size, before)
                     if state is not None or body is not None:
                         gwrites = _note_writer(frame, ps, _state_writes(frame, watched, state, body))
@@ -249,11 +262,17 @@ class StatementRunner:
             raise
         except BaseException as exc:  # a Panic of this statement, unless it was held
             if guard.held is None:
-                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), time.perf_counter_ns() - started)
+                elapsed = time.perf_counter_ns() - started
+                inner = _inner(slots, ps, exc, code)
+                return self._panicked(fr, ps, as_unbound_local(exc, plan, code), elapsed, inner)
         if guard.held is not None:  # held, also when its code caught the refusal
             return self._held(fr, ps, guard.held)
         if guard.effects:
             update["payload"]["effects"] = guard.effects
+        if slots is not None:
+            inner = _inner(slots, ps)
+            if inner:
+                update["inner"] = inner
         bindings = tuple((name, ns.get(name, DELETED)) for name in ps.defines)
         if not self.run_once:
             register_objects(frame, ns, info, ps.id)
@@ -310,7 +329,8 @@ class StatementRunner:
         update["methodCall"] = {"methodPointer": pointer}
         return call
 
-    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int) -> str:
+    def _panicked(self, fr: FrameRun, ps: PlanStmt, exc: BaseException, elapsed: int,
+                  inner: Optional[List[WireObject]] = None) -> str:
         """Report the statement's Panic; it ends the frame's run (8.1), as a
         return does for a skip or xfail outcome under stopAtSkip."""
         forget_broken_imports()
@@ -325,6 +345,8 @@ class StatementRunner:
         self.flush(fr)
         self.emit({"type": "diagnostic", "diagnostic": diag})
         update = update_of(ps, {"type": "Panic", "message": message, "trace": trace}, elapsed)
+        if inner:
+            update["inner"] = inner  # what its inner statements did before it raised
         fr.frame.reported[ps.id] = update
         if not self.run_once:
             register_objects(fr.frame, fr.ns, ps.info, ps.id)
@@ -352,6 +374,29 @@ class StartClock:
 
 
 _CLOCK = StartClock()  # one per process: the formatted second outlives a request
+
+
+def _inner(slots: Optional[nested.Slots], ps: PlanStmt, exc: Optional[BaseException] = None,
+           code: Optional[types.CodeType] = None) -> Optional[List[WireObject]]:
+    """The inner values of a compound statement that ran (nested.py), or
+    None for a statement without inner statements."""
+    if slots is None:
+        return None
+    return slots.report(nested.Place(ps.node, ps.text, ps.range), exc, code)
+
+
+_NONE: FrozenSet[str] = frozenset()
+
+
+def _rebound(plan: Plan, ps: PlanStmt) -> FrozenSet[str]:
+    """The frame names that code ps calls rebinds (nonlocal, a script's
+    global): the writes of the code its local definers bound (plan.py's
+    resolve adds them to ps.defines)."""
+    out: Set[str] = set()
+    for _, kind, ref in ps.deps:
+        if kind == LOCAL and isinstance(ref, int):  # a statement index
+            out |= plan.writes[ref]
+    return frozenset(out)
 
 
 def _read_globals(fr: FrameRun, ps: PlanStmt) -> None:

@@ -131,12 +131,13 @@ def describe(update):
 
 
 class Session:
-    def __init__(self, files=None, compile_files=True):
+    def __init__(self, files=None, compile_files=True, scripts=()):
         self.root = os.path.realpath(tempfile.mkdtemp(prefix="ripple-engine-test-"))
         self.kernel = StubKernel(self.root)
         self.engine = engine_module().Engine(self.kernel)
         self.latest = {}  # depth -> {id: update}
         self.files = {}
+        self.scripts = list(scripts)  # modules compiled as scripts (run as __main__)
         if files and compile_files:
             self.compile(files)
 
@@ -155,7 +156,10 @@ class Session:
         for name, source in files.items():
             self.files[name] = source
             mods.append({"name": name, "path": path_of(name), "source": source})
-        return self.engine.compile({"modules": mods, "removed": list(removed)})
+        request = {"modules": mods, "removed": list(removed)}
+        if self.scripts:
+            request["scripts"] = self.scripts
+        return self.engine.compile(request)
 
     def run(self, stack=None, invalidate=None, wanted=None, visualizations=None, context="ctx", generation=0, drop=None,
             stop_at_skip=None, run_once=None, effects=None):

@@ -14,7 +14,8 @@ a closure whose state advances with each call (make_counter), iterators and
 generators consumed by next/sum/list, a name aliasing an element of a
 container (grid rows), module state a helper rebinds (`global COUNT` in
 bump) and a function of the body rebinding a module global (`global G`),
-and `del`; and (issue 27) imports inside the body and inside functions it
+and `del`; and (issue 27) scripts whose functions rebind the frame's
+names through `global` (Program.script), imports inside the body and inside functions it
 defines, module state written from the body (`helpers.Y = a`,
 `helpers.LOG.append(a)`), and an object whose __getitem__ mutates it
 (Tally).
@@ -43,21 +44,29 @@ class Stmt:
 
 
 class Program:
-    def __init__(self, stmts, helper_params):
+    def __init__(self, stmts, helper_params, script=False):
         self.stmts = stmts
         self.helper = dict(helper_params)
+        # A script (main run as __main__, PROTOCOL 7.1): the statements are
+        # the module's top level, and a function of it that declares
+        # `global a` rebinds a name of the frame.
+        self.script = script
 
     def copy(self):
-        return Program([s.copy() for s in self.stmts], self.helper)
+        return Program([s.copy() for s in self.stmts], self.helper, self.script)
 
     def main_source(self):
         lines = ["import helpers", "from helpers import h0, h1, h2, h3, add_to, bump, make_counter, gen, Tally", "",
-                 "G = 0", "", "", "def main():"]
-        if not self.stmts:
-            lines.append("    pass")
+                 "G = 0", "", ""]
+        indent = ""
+        if not self.script:
+            lines.append("def main():")
+            indent = "    "
+            if not self.stmts:
+                lines.append("    pass")
         for s in self.stmts:
             for line in s.text.split("\n"):
-                lines.append("    " + line)
+                lines.append(indent + line)
         return "\n".join(lines) + "\n"
 
     def helper_source(self):
@@ -128,8 +137,9 @@ self_names = _names
 
 
 class Generator:
-    def __init__(self, rng):
+    def __init__(self, rng, script=False):
         self.rng = rng
+        self.script = script  # programs are scripts (Program.script)
 
     def const(self):
         return self.rng.randint(0, 9)
@@ -146,7 +156,7 @@ class Generator:
             s = self.statement(env)
             stmts.append(s)
             env.update(s.defs)
-        return Program(stmts, self.helper_params())
+        return Program(stmts, self.helper_params(), self.script)
 
     def statement(self, env):
         r = self.rng
@@ -187,7 +197,24 @@ class Generator:
             options += [self._tally_get, self._tally_n]
         if len(env) > 2:
             options.append(self._del)
+        if self.script:
+            # At a module's top level `return` and `nonlocal` do not
+            # compile; a function declaring `global a` rebinds the frame's a
+            # when called (a global writer), a call of it as a statement.
+            options = [o for o in options if o not in (self._if_return, self._nonlocal_def)]
+            if ints:
+                options += [self._global_writer, self._global_writer]
+            if funcs and ints:
+                options.append(self._call_stmt)
         return r.choice(options)(env, ints, lists, dicts, funcs)
+
+    def _global_writer(self, env, ints, lists, dicts, funcs):
+        t, i = self._new("func"), self._pick(ints)
+        return Stmt("def %s(v):\n    global %s\n    %s = %s + v + %d\n    return %s" % (t, i, i, i, self.const(), i),
+                    {t: "func"})
+
+    def _call_stmt(self, env, ints, lists, dicts, funcs):
+        return Stmt("%s(%s)" % (self._pick(funcs), self._pick(ints)), {})
 
     # -- templates: each returns a Stmt ------------------------------------------
 

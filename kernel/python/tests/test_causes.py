@@ -147,6 +147,46 @@ class BodyModuleState(Differential):
         self.check_steps([({"helpers": "LOG = []\n", "main": FROM_LOG}, None), ({}, "all"),
                           ({"main": FROM_LOG.replace("append(1)", "append(3)")}, None)])
 
+    def test_a_reader_inserted_before_the_writer_in_a_script(self):
+        # The script's `import helpers` binds a frame name, and the call
+        # helpers.h0 is taken to mutate it: a reader of helpers.Y inserted
+        # before the writer still sees the module's own value (the
+        # differential test's seed 25 in script mode).
+        script = "import helpers\nm = 1\na = helpers.h0(m)\n%shelpers.Y = m + 6\n"
+        files = {"helpers": "Y = 4\n\n\ndef h0(a):\n    return a + 1\n", "main": script % ""}
+        self.check_steps([(files, None), ({"main": script % "r = helpers.Y * 3\n"}, None)], scripts=("main",))
+
+    def test_a_reader_inserted_before_the_writer_with_the_import_in_the_body(self):
+        body = "def main():\n    import helpers\n    m = 1\n    a = helpers.h0(m)\n%s    helpers.Y = m + 6\n"
+        files = {"helpers": "Y = 4\n\n\ndef h0(a):\n    return a + 1\n", "main": body % ""}
+        self.check_steps([(files, None), ({"main": body % "    r = helpers.Y * 3\n"}, None)])
+
+
+SHADOW = ("b = 2\nk = 1\ndef g(v):\n    return v + 1\nm = g(b)\n"
+          "def g(v):\n    global k\n    k = k + v\n    return k\nn = g(b)\n")
+
+
+class LocalCallOfARedefinedFunction(Differential):
+    """A script that defines g twice: its frame runs the last def, so a
+    call of the first cannot be entered (it ran the second body with the
+    first call's arguments, and the differential test's seeds 5075 and
+    5270 found its global writes diverging); a call of the last can."""
+
+    def stack(self, expression_id):
+        return main_stack(name="__main__") + [{"type": "LocalCall", "expressionId": expression_id}]
+
+    def test_a_call_of_the_earlier_def_is_refused(self):
+        s = self.session({"main": SHADOW}, scripts=["main"])
+        s.run(main_stack(name="__main__"))
+        run = s.run(self.stack("main:__main__/m"))
+        self.assertEqual(run.result["status"], "failed", run.result)
+        self.assertIn("an earlier definition of g than the one at line 6", run.result["result"]["message"])
+
+    def test_a_call_of_the_last_def_is_entered(self):
+        stack = self.stack("main:__main__/n")
+        s = self.check_steps([({"main": SHADOW}, None), ({}, None), ({}, "all")], scripts=("main",), stack=stack)
+        self.assertEqual(s.view(1)["main:g/return"], "5")
+
 
 LONG = "".join("    a%d = %d\n" % (i, i) for i in range(70))  # past lazydefs.LAZY_MIN: compiled lazily
 

@@ -72,7 +72,7 @@ def fresh_reference(parent, files, stack):
             parent.engine.journal = None
             parent.engine.close()
             os.environ.pop("RIPPLE_VALUES_DB", None)  # fresh: nothing from a journal
-            fresh = Session(files)
+            fresh = Session(files, scripts=parent.scripts)
             try:
                 run = fresh.run(stack)
                 top = len(stack) - 1
@@ -106,7 +106,7 @@ class Driver:
     def __init__(self, session):
         self.session = session
         self.files = {}
-        self.stack = main_stack()
+        self.stack = main_stack(name="__main__") if session.scripts else main_stack()
         self.script = []
         self.checked = 0
 
@@ -114,6 +114,9 @@ class Driver:
         self.script.append(op)
         s = self.session
         if op["op"] == "compile":
+            if op.get("scripts") and not s.scripts:  # a replayed script's first op
+                s.scripts = list(op["scripts"])
+                self.stack = main_stack(name="__main__")
             self.files.update(op["files"])
             s.compile(op["files"])
             return None
@@ -151,15 +154,17 @@ class Driver:
 
 
 def generate_and_check(seed, steps, rng_program_size=(10, 60)):
-    """Run one seeded random session of about `steps` steps; returns steps checked."""
+    """Run one seeded random session of about `steps` steps; returns steps
+    checked. Every fifth seed's program is a script (fuzzprog.Program.script)."""
     rng = random.Random(seed)
-    gen = Generator(rng)
-    session = Session()
+    script = seed % 5 == 0
+    gen = Generator(rng, script)
+    session = Session(scripts=["main"] if script else ())
     driver = Driver(session)
     try:
         program = gen.program(rng.randint(*rng_program_size))
-        driver.apply({"op": "compile", "files": program.sources()})
-        driver.apply({"op": "run", "stack": main_stack()})
+        driver.apply({"op": "compile", "files": program.sources(), "scripts": session.scripts})
+        driver.apply({"op": "run", "stack": driver.stack})
         for _ in range(steps):
             roll = rng.random()
             if roll < 0.45:

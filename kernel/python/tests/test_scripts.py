@@ -148,6 +148,28 @@ class Scripts(EngineTestCase):
         self.recompile(s, {"main": "X = 2\n"})
         self.assertEqual(s.engine.modules.records["lib"].module.Y, 2)
 
+    def test_a_script_no_longer_run_is_not_imported_by_the_next_compile(self):
+        # The context ran stream:__main__, then moved to main:__main__: the
+        # compile of main's edit must not import stream (its top level would
+        # run again inside the compile, its output discarded, and the edit
+        # would wait for all of it).
+        s = self.session_of({"stream": "import sys\nsys.stream_runs = getattr(sys, 'stream_runs', 0) + 1\n",
+                             "main": "value = 1\n"}, scripts=("stream", "main"))
+        sys = __import__("sys")
+        sys.stream_runs = 0
+        try:
+            s.run(script_stack("stream"))
+            self.assertEqual(sys.stream_runs, 1)
+            self.recompile(s, {"main": "value = 2\n"}, scripts=("main",))
+            self.assertEqual(sys.stream_runs, 1)
+            self.assertNotIn("stream", sys.modules)
+            # Still a module when something needs it.
+            s.engine.modules.ensure("stream")
+            self.assertEqual(sys.stream_runs, 2)
+        finally:
+            del sys.stream_runs
+            sys.modules.pop("stream", None)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,162 @@
+package batch
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// handOverRun is a run whose first kernel collected files a.py (4 tests),
+// b.py (4) and c.py (2), queued as one group per file, with the hand-over
+// prepared as drive would have it.
+func handOverRun(queue []testGroup) *testRun {
+	t := &testRun{}
+	var items []testItem
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"a.py", 4}, {"b.py", 4}, {"c.py", 2}} {
+		for i := range f.n {
+			items = append(items, testItem{NodeID: fmt.Sprintf("%s::test_%d", f.name, i)})
+		}
+	}
+	t.shareItems = [][]testItem{items}
+	t.late = []*testWorker{{}}
+	t.prepareHandOver(&collectAnswer{took: time.Second})
+	t.queue = queue
+	return t
+}
+
+// A late kernel is handed the queue's suffix from its k/n of the queued
+// tests: whole files by path, a file of which only some tests are handed
+// by those tests' node ids; its indices are the first kernel's.
+func TestHandOverSelection(t *testing.T) {
+	files := []testGroup{{indices: []int{0, 1, 2, 3}}, {indices: []int{4, 5, 6, 7}}, {indices: []int{8, 9}}}
+	for _, c := range []struct {
+		name  string
+		queue []testGroup
+		k, n  int
+		want  []int
+		sel   []string
+		files int
+	}{
+		{"half of the whole queue", files, 1, 2, []int{4, 5, 6, 7, 8, 9}, []string{"b.py", "c.py"}, 2},
+		{"a third of four kernels' queue", files, 3, 4, []int{8, 9}, []string{"c.py"}, 1},
+		{"one group left", files[2:], 1, 2, []int{8, 9}, []string{"c.py"}, 1},
+		// --dist load's chunks: part of b.py goes by node id.
+		{"chunks", []testGroup{{indices: []int{4, 5}}, {indices: []int{6, 7}}, {indices: []int{8, 9}}}, 1, 2,
+			[]int{6, 7, 8, 9}, []string{"c.py", "b.py::test_2", "b.py::test_3"}, 2},
+	} {
+		tr := handOverRun(c.queue)
+		h, ok := tr.handOverFor(c.k, c.n)
+		if !ok || !slices.Equal(h.want, c.want) || !slices.Equal(h.sel, c.sel) || h.files != c.files {
+			t.Errorf("%s: got %v %v %d files (ok %v), want %v %v %d", c.name, h.want, h.sel, h.files, ok, c.want, c.sel, c.files)
+		}
+	}
+	if _, ok := handOverRun(nil).handOverFor(1, 2); ok {
+		t.Errorf("an empty queue hands something over")
+	}
+}
+
+// The session of a hand-over runs only groups whose every test it
+// collected, mapped to its own indices.
+func TestHandOverSessionRunsWhatItCollected(t *testing.T) {
+	tr := handOverRun(nil)
+	s := handOver{want: []int{6, 7, 8, 9}}.stolen()
+	// The kernel collected b.py::test_2, b.py::test_3 and c.py, in that order.
+	got := []testItem{{NodeID: "b.py::test_2"}, {NodeID: "b.py::test_3"}, {NodeID: "c.py::test_0"}, {NodeID: "c.py::test_1"}}
+	if err := s.index(got, tr.indexOf[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !s.has(testGroup{indices: []int{8, 9}}) || s.has(testGroup{indices: []int{5, 6}}) {
+		t.Errorf("has: a group it collected, or one it did not, misjudged")
+	}
+	if m := s.fromShare([]int{7, 8}); !slices.Equal(m, []int{1, 2}) {
+		t.Errorf("fromShare = %v, want [1 2]", m)
+	}
+	if err := s.index(got[:3], tr.indexOf[0]); err == nil {
+		t.Errorf("a hand-over that lacks a handed test was accepted")
+	}
+	if err := s.index(append(got, testItem{NodeID: "x.py::test_new"}), tr.indexOf[0]); err == nil {
+		t.Errorf("a hand-over with a test the first kernel did not collect was accepted")
+	}
+}
+
+// When a late kernel joins: when its handed tests, at the estimated time
+// per test, take longer than collecting its share of the files; the time
+// per test is the last run's until ten tests ended, else measured, once
+// the run has measured for long enough.
+func TestJoinPays(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name string
+		e    joinEstimate
+		pays bool
+	}{
+		// 1000 tests of 0.3 ms in 40 files that took 1.5 s to collect
+		// (addopts deselected 95%): half the files cost 0.85 s.
+		{"deselect-heavy", joinEstimate{collect: 1500 * ms, files: 40, handedFiles: 20, handedTests: 500, perTest: ms * 3 / 10}, false},
+		// 130 tests of 2 ms, 15 files collected in 0.3 s.
+		{"small", joinEstimate{collect: 300 * ms, files: 15, handedFiles: 8, handedTests: 65, perTest: 2 * ms}, false},
+		// 300 tests of 50 ms.
+		{"slow tests", joinEstimate{collect: 3000 * ms, files: 60, handedFiles: 30, handedTests: 150, perTest: 50 * ms}, true},
+		{"unknown yet", joinEstimate{collect: 10 * ms, files: 1, handedFiles: 1, handedTests: 150}, false},
+	} {
+		if got := c.e.pays(); got != c.pays {
+			t.Errorf("%s: pays = %v (cost %v, tests %v), want %v", c.name, got, c.e.cost(), time.Duration(c.e.handedTests)*c.e.perTest, c.pays)
+		}
+	}
+	for _, c := range []struct {
+		name                    string
+		elapsed                 time.Duration
+		ended                   int64
+		open                    int
+		prior, observe, perTest time.Duration
+	}{
+		{"the last run's mean first", 5 * ms, 3, 1, 2 * ms, 50 * ms, 2 * ms},
+		{"measured once ten ended", 100 * ms, 20, 1, 2 * ms, 50 * ms, 5 * ms},
+		{"nothing before observing", 10 * ms, 3, 1, 0, 50 * ms, 0},
+		{"measured over open sessions", 100 * ms, 20, 2, 0, 50 * ms, 10 * ms},
+		{"the running test's time so far", 80 * ms, 0, 1, 0, 50 * ms, 80 * ms},
+	} {
+		if got := perTest(c.elapsed, c.ended, c.open, c.prior, c.observe); got != c.perTest {
+			t.Errorf("%s: perTest = %v, want %v", c.name, got, c.perTest)
+		}
+	}
+}
+
+// The first kernel, alone in its run with no late kernel started, takes
+// several groups a call: about soloChunk of tests at the measured mean,
+// at most 1/N of the queue, in order; one group a call before anything
+// was measured, and once a late kernel started or the tests are slow.
+func TestSoloChunks(t *testing.T) {
+	queue := func() []testGroup {
+		var q []testGroup
+		for g := range 10 {
+			q = append(q, testGroup{indices: []int{2 * g, 2*g + 1}})
+		}
+		return q
+	}
+	tr := handOverRun(queue())
+	tr.workers, tr.open, tr.horizon, tr.more = 2, 1, -1, sync.NewCond(&tr.mu)
+	tr.began = time.Now()
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{0, 1}) {
+		t.Fatalf("first call, nothing measured: %v, want one group", g.indices)
+	}
+	tr.ended.Store(2)
+	tr.began = time.Now().Add(-2 * time.Millisecond) // 1 ms a test: 50 a chunk, capped at half of the 18 queued
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("fast tests: %v, want the groups of the next 8 tests (9 = half the queue)", g.indices)
+	}
+	tr.began = time.Now().Add(-time.Second) // 0.5 s a test
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{10, 11}) {
+		t.Errorf("slow tests: %v, want one group", g.indices)
+	}
+	tr.began = time.Now().Add(-2 * time.Millisecond)
+	tr.late[0].started.Store(true)
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{12, 13}) {
+		t.Errorf("a late kernel started: %v, want one group", g.indices)
+	}
+}

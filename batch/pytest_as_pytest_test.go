@@ -1,0 +1,250 @@
+package batch_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ripple-run/ripple/batch"
+)
+
+// More of ripple run --tests against pytest itself (issue 28, console and
+// options): each case a testdata project, pytest's own run the oracle.
+
+// unittestPython is a python3 that cannot import pytest (a virtual
+// environment of the test's python3 when that one has pytest): ripple run
+// --tests then runs the suite through unittest's loader.
+func unittestPython(t *testing.T) string {
+	t.Helper()
+	plain := python(t).Path
+	if exec.Command(plain, "-c", "import pytest").Run() != nil {
+		return plain
+	}
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command(plain, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("%s -m venv: %v: %s", plain, err, out)
+	}
+	plain = filepath.Join(venv, "bin", "python")
+	if exec.Command(plain, "-c", "import pytest").Run() == nil {
+		t.Fatalf("%s imports pytest", plain)
+	}
+	return plain
+}
+
+// The unittest path (no pytest in the interpreter) gives its tests the
+// process a fresh interpreter has, as the pytest path does: signal
+// handlers, no wakeup fd, no ripple module, no ripple variable. pytest
+// passes every test of the project.
+func TestUnittestProcessStateAsPytest(t *testing.T) {
+	t.Parallel()
+	root := copyProject(t, filepath.Join("testdata", "pytest", "process_state_unittest"))
+	want := pytestJUnit(t, pytestPython(t), root, 0)
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", unittestPython(t), "--kernels", "2", "--json", report)
+	if code != 0 {
+		t.Errorf("exit %d, pytest's 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	st := reportStatuses(t, report)
+	if len(st) != len(want) {
+		t.Errorf("%d tests, pytest's %d: %v", len(st), len(want), st)
+	}
+	for id, s := range st {
+		if s != batch.StatusPassed {
+			t.Errorf("%s: %s, passed under pytest", id, s)
+		}
+	}
+}
+
+// Usage errors pytest reports (an unknown option, a bad -k expression, a
+// path or node that does not exist) end the run as they end pytest's: exit
+// status 4, pytest's message on stderr, and on stdout what its terminal
+// reporter wrote (the header and last line once collection had begun).
+func TestPytestUsageErrorsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	base := []string{"-o", "addopts=", "-p", "no:cacheprovider"}
+	for _, args := range [][]string{{"--bogus"}, {"-k", "a and"}, {"-m", "(x"}, {"no_such_file.py"}, {"test_reports.py::no_such_test"}} {
+		pCode, pOut, pErr := pytestRunSplit(t, py, root, append(base, args...)...)
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", "2", "--"}, append(base, args...)...)...)
+		if code != pCode || code != 4 {
+			t.Errorf("%q: exit %d, pytest's %d\n%s\n%s", args, code, pCode, out, errOut)
+		}
+		// pytest runs here as python -m pytest: argparse names it so.
+		pErr = strings.ReplaceAll(pErr, "__main__.py", "pytest")
+		if errOut != pErr {
+			t.Errorf("%q: stderr:\n%s\npytest's:\n%s", args, errOut, pErr)
+		}
+		if got, want := sessionTimes.ReplaceAllString(out, "in TIME"), sessionTimes.ReplaceAllString(pOut, "in TIME"); got != want {
+			t.Errorf("%q: stdout:\n%s\npytest's:\n%s", args, got, want)
+		}
+	}
+}
+
+var sessionTimes = regexp.MustCompile(`in [0-9.]+s\b`)
+
+// pytestRunSplit runs pytest in root with args; its exit status, stdout
+// and stderr.
+func pytestRunSplit(t *testing.T, py, root string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"-m", "pytest"}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CI=true")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stdout.String(), stderr.String()
+}
+
+// --maxfail counts failures over the whole run, as one pytest session
+// does: with a failure in each of three modules on three kernels, pytest's
+// --maxfail=2 stops at the second failure in its order, and ripple runs
+// and reports the same tests (each kernel alone saw one failure).
+func TestPytestMaxfailAcrossKernelsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "maxfail"))
+	for _, args := range [][]string{{"--maxfail=2"}, {"--maxfail", "3"}, {"-x"}} {
+		pJUnit, rJUnit := filepath.Join(t.TempDir(), "p.xml"), filepath.Join(t.TempDir(), "r.xml")
+		pCode, pOut := pytestRun(t, py, root, append([]string{"--junitxml", pJUnit, "-o", "junit_family=xunit1"}, args...)...)
+		for _, kernels := range []string{"3", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--",
+				"--junitxml", rJUnit, "-o", "junit_family=xunit1"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s\npytest:\n%s", args, kernels, code, pCode, out, errOut, pOut)
+			}
+			if d := diffLines(junitOutcomes(t, pJUnit), junitOutcomes(t, rJUnit)); d != "" {
+				t.Errorf("%q, %s kernels: tests run differ from pytest's (-pytest +ripple):\n%s", args, kernels, d)
+			}
+		}
+	}
+}
+
+var (
+	consoleAddress  = regexp.MustCompile(`0x[0-9a-f]+`)
+	consoleDuration = regexp.MustCompile(`(?m)^[0-9]+\.[0-9]{2}s `)
+)
+
+// normalConsole is a console output with what two runs may differ in
+// blanked (session and test times, object addresses) and ripple's own
+// lines (its start and summary, "ripple run: ...") left out.
+func normalConsole(s string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "ripple run: ") {
+			keep = append(keep, l)
+		}
+	}
+	s = strings.Join(keep, "")
+	s = sessionTimes.ReplaceAllString(s, "in TIME")
+	s = consoleAddress.ReplaceAllString(s, "0xADDR")
+	return consoleDuration.ReplaceAllString(s, "T.TTs ")
+}
+
+// The console is pytest's terminal reporter's output, line for line (up
+// to times, addresses and ripple's own two lines), at 2 kernels and 1:
+// per-file progress lines at default verbosity, -v and -vv lines, -q and
+// -qq, the ERRORS and FAILURES sections (--tb styles), the warnings
+// summary (warnings at import and in tests, grouped by message, twelve of
+// one kind counted by file), PASSES (-rP), --durations and
+// --durations-min, the -r short summary (pytest's default fE, -ra, -rA,
+// -rfE), -x's and --maxfail's stop line, the last line, and the colours
+// of all of it with --color=yes.
+func TestPytestConsoleLayoutAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	console := copyProject(t, filepath.Join("testdata", "pytest", "console"))
+	reports := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	cases := []struct {
+		root string
+		args []string
+	}{
+		{console, nil},
+		{console, []string{"-v"}},
+		{console, []string{"-vv", "-rA"}},
+		{console, []string{"-q"}},
+		{console, []string{"-qq"}},
+		{console, []string{"-ra"}},
+		{console, []string{"-rfE", "--tb=short"}},
+		{console, []string{"--durations=5", "--durations-min=0.1"}},
+		{console, []string{"--durations=2"}},
+		{console, []string{"-W", "error::DeprecationWarning", "--tb=line"}},
+		{console, []string{"--disable-warnings", "-rP"}},
+		{console, []string{"--maxfail=2"}},
+		{console, []string{"-x", "-v"}},
+		{console, []string{"--color=yes", "-rA"}},
+		{console, []string{"--color=yes", "-v"}},
+		{console, []string{"--color=yes", "-q"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--tb=no", "-ra"}},
+		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--color=yes", "-v", "-k", "not marked"}},
+	}
+	for _, c := range cases {
+		_, pOut, _ := pytestRunSplit(t, py, c.root, c.args...)
+		want := normalConsole(pOut)
+		for _, kernels := range []string{"2", "1"} {
+			_, out, errOut := ripple(t, append([]string{"run", c.root, "--tests", "--python", py, "--kernels", kernels, "--"}, c.args...)...)
+			if got := normalConsole(out); got != want {
+				t.Errorf("%s %q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s\nstderr:\n%s", filepath.Base(c.root), c.args, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")), errOut)
+			}
+		}
+	}
+}
+
+// ripple run --tests --watch writes pytest's --junitxml (from addopts)
+// and its cache on every run as a run without --watch does: the first
+// run's file and cache are pytest's for the suite, and a hot re-run's
+// are pytest's for the tests it re-ran (here one, now failing), with the
+// cache carried over as pytest carries it.
+func TestWatchWritesJUnitAndCacheAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	files := map[string]string{
+		"pytest.ini":      "[pytest]\naddopts = --junitxml=reports/junit.xml\njunit_family = xunit1\n",
+		"pkg/__init__.py": "",
+		"pkg/lib.py":      "def double(x):\n    return x * 2\n",
+		"test_lib.py":     "from pkg.lib import double\n\n\ndef test_double():\n    assert double(2) == 4\n\n\ndef test_other():\n    assert True\n",
+	}
+	oracle := project(t, files)
+	w := watchProject(t, files, 2)
+	junit := func(root string) string { return normalJUnit(t, filepath.Join(root, "reports", "junit.xml")) }
+	check := func(step string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(w.root, "reports", "junit.xml")); err != nil {
+			t.Errorf("%s: no --junitxml file: %v", step, err)
+			return
+		}
+		if got, want := junit(w.root), junit(oracle); got != want {
+			t.Errorf("%s: --junitxml:\n%s\npytest's:\n%s", step, got, want)
+		}
+		if got, want := cacheFiles(t, w.root), cacheFiles(t, oracle); got != want {
+			t.Errorf("%s: cache:\n%s\npytest's:\n%s", step, got, want)
+		}
+	}
+	if code, out := pytestRun(t, py, oracle); code != 0 {
+		t.Fatalf("pytest: exit %d\n%s", code, out)
+	}
+	check("first run")
+
+	broken := "def double(x):\n    return x * 3\n"
+	writeFile(t, oracle, "pkg/lib.py", broken)
+	if code, out := pytestRun(t, py, oracle, "test_lib.py::test_double"); code != 1 {
+		t.Fatalf("pytest after the change: exit %d\n%s", code, out)
+	}
+	r, _ := w.save("pkg/lib.py", broken, true)
+	if r.rep == nil || len(r.rep.Results) != 1 || r.rep.Results[0].Status != batch.StatusFailed {
+		t.Fatalf("hot re-run: %v\n%s", r.err, outline(r.rep))
+	}
+	check("hot re-run")
+}
