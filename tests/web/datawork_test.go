@@ -106,25 +106,7 @@ func TestBrowserDataWork(t *testing.T) {
 	bin := buildRipple(ctx, t)
 	project := writeProject(t, dataworkProject)
 	artifacts := artifactsDir(t)
-	srv := exec.Command(bin, "serve", "--kernels", "1", "--python", python, "--token", "datawork-token", project)
-	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	srv.WaitDelay = 10 * time.Second
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	defer func() {
-		srv.Process.Signal(syscall.SIGINT)
-		if err := <-exited; err != nil {
-			t.Errorf("ripple serve after SIGINT: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("ripple serve stderr:\n%s", stderr.String())
-		}
-	}()
-	page := waitPageURL(ctx, t, stdout, exited)
+	page, srv := servePage(ctx, t, bin, nil, "--kernels", "1", "--python", python, "--token", "datawork-token", project)
 	// The script prints STOP when the server is to go (its last step: the
 	// page finds out and says where its unsaved text is).
 	cmd := exec.CommandContext(ctx, node, "datawork.mjs", page, project, artifacts)
@@ -149,7 +131,7 @@ func TestBrowserDataWork(t *testing.T) {
 		}
 		if !stopped && strings.Contains(out.String(), "STOP\n") {
 			stopped = true
-			srv.Process.Signal(syscall.SIGINT)
+			srv.interrupt()
 		}
 		return false
 	})

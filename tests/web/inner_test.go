@@ -3,13 +3,9 @@ package web
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ripple-run/ripple/internal/syncbuf"
 )
 
 // innerProject is TestBrowserInnerValues's project: a script whose top
@@ -40,25 +36,7 @@ func TestBrowserInnerValues(t *testing.T) {
 	bin := buildRipple(ctx, t)
 	project := writeProject(t, innerProject)
 	artifacts := artifactsDir(t)
-	srv := exec.Command(bin, "serve", "--kernels", "1", "--token", "inner-token", project)
-	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	srv.WaitDelay = 10 * time.Second
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	defer func() {
-		srv.Process.Signal(syscall.SIGINT)
-		if err := <-exited; err != nil {
-			t.Errorf("ripple serve after SIGINT: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("ripple serve stderr:\n%s", stderr.String())
-		}
-	}()
-	page := waitPageURL(ctx, t, stdout, exited)
+	page, _ := servePage(ctx, t, bin, nil, "--kernels", "1", "--token", "inner-token", project)
 	out, errOut, err := runNode(ctx, node, nil, "inner.mjs", page, project, artifacts)
 	t.Logf("inner.mjs:\n%s%s", out, errOut)
 	if err != nil {

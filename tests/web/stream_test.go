@@ -2,13 +2,9 @@ package web
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ripple-run/ripple/internal/syncbuf"
 )
 
 // streamProgram prints 1 MB/s for 6 s: every 20 ms, 200 lines of about
@@ -56,25 +52,7 @@ func TestBrowserStream(t *testing.T) {
 	bin := buildRipple(ctx, t)
 	project := writeProject(t, streamProject)
 	artifacts := artifactsDir(t)
-	srv := exec.Command(bin, "serve", "--kernels", "1", "--python", "/usr/bin/python3", "--token", "stream-token", project)
-	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	srv.WaitDelay = 10 * time.Second
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	defer func() {
-		srv.Process.Signal(syscall.SIGINT)
-		if err := <-exited; err != nil {
-			t.Errorf("ripple serve after SIGINT: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("ripple serve stderr:\n%s", stderr.String())
-		}
-	}()
-	page := waitPageURL(ctx, t, stdout, exited)
+	page, _ := servePage(ctx, t, bin, nil, "--kernels", "1", "--python", "/usr/bin/python3", "--token", "stream-token", project)
 	out, errOut, err := runNode(ctx, node, nil, "stream.mjs", page, artifacts)
 	t.Logf("stream.mjs:\n%s%s", out, errOut)
 	if err != nil {

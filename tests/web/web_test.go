@@ -600,26 +600,7 @@ func TestBrowserEffects(t *testing.T) {
 	if err := os.Mkdir(kernelTmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv := exec.Command(bin, "serve", "--kernels", "1", "--token", "effects-token", project)
-	srv.Env = append(os.Environ(), "TMPDIR="+kernelTmp)
-	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	srv.WaitDelay = 10 * time.Second
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	defer func() {
-		srv.Process.Signal(syscall.SIGINT)
-		if err := <-exited; err != nil {
-			t.Errorf("ripple serve after SIGINT: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("ripple serve stderr:\n%s", stderr.String())
-		}
-	}()
-	page := waitPageURL(ctx, t, stdout, exited)
+	page, _ := servePage(ctx, t, bin, []string{"TMPDIR=" + kernelTmp}, "--kernels", "1", "--token", "effects-token", project)
 	out, errOut, err := runNode(ctx, node, nil, "effects.mjs", page, project, artifacts)
 	t.Logf("effects.mjs:\n%s%s", out, errOut)
 	if err != nil {
@@ -691,4 +672,43 @@ func artifactsDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// pageServer is a `ripple serve` a browser test drives.
+type pageServer struct {
+	cmd    *exec.Cmd
+	exited chan error // receives Wait's result once
+	stderr *syncbuf.Buffer
+}
+
+// interrupt asks the server to stop (SIGINT), as Ctrl-C does.
+func (s *pageServer) interrupt() { s.cmd.Process.Signal(syscall.SIGINT) }
+
+// servePage starts `ripple serve args...` (env added to the test's) and
+// returns the page's URL once the server prints it. When t ends the
+// server gets SIGINT (unless interrupt was called) and must exit cleanly;
+// its stderr is logged if t failed.
+func servePage(ctx context.Context, t *testing.T, bin string, env []string, args ...string) (string, *pageServer) {
+	t.Helper()
+	srv := &pageServer{cmd: exec.Command(bin, append([]string{"serve"}, args...)...), exited: make(chan error, 1), stderr: &syncbuf.Buffer{}}
+	stdout := &syncbuf.Buffer{}
+	srv.cmd.Stdout, srv.cmd.Stderr = stdout, srv.stderr
+	if len(env) > 0 {
+		srv.cmd.Env = append(os.Environ(), env...)
+	}
+	srv.cmd.WaitDelay = 10 * time.Second
+	if err := srv.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { srv.exited <- srv.cmd.Wait() }()
+	t.Cleanup(func() {
+		srv.interrupt()
+		if err := <-srv.exited; err != nil {
+			t.Errorf("ripple serve after SIGINT: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("ripple serve stderr:\n%s", srv.stderr.String())
+		}
+	})
+	return waitPageURL(ctx, t, stdout, srv.exited), srv
 }
