@@ -405,6 +405,10 @@ func diffLines(a, b []string) string {
 	if len(d) > 20 {
 		d = append(d[:20], fmt.Sprintf("... %d more", len(d)-20))
 	}
+	if len(d) == 0 && !slices.Equal(a, b) {
+		// The same lines in another order (durations sorted otherwise).
+		return "the same lines in another order:\n-" + strings.Join(a, "\n-") + "\n+" + strings.Join(b, "\n+")
+	}
 	return strings.Join(d, "\n")
 }
 

@@ -22,11 +22,11 @@ def test_deprecated():
 
 
 def test_slow_pass():
-    time.sleep(0.3)
+    time.sleep(0.4)
 
 
 def test_fails():
-    time.sleep(0.15)
+    time.sleep(0.12)
     assert [1, 2] == [1, 3]
 
 
