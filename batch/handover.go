@@ -47,9 +47,8 @@ package batch
 // tests. It joins when that time, estimated, exceeds the cost; the time
 // per test (perTest) is the last run's mean (kernelchoice.go) until ten
 // tests have ended, else what the run has measured once it has run for a
-// quarter of the cost (the wall time since the tests began, times the
-// open sessions, over the tests ended; before any ended, the running
-// test's time so far). It asks again every handOverPoll until the queue
+// quarter of the cost (the mean of the durations the ended tests
+// reported; before any ended, the running test's time so far). It asks again every handOverPoll until the queue
 // is empty. On a suite whose tests take less than collecting them (a small
 // suite, one whose addopts deselect most of it) a late kernel so never
 // collects: the run costs one kernel's collection and the late kernels'
@@ -122,23 +121,32 @@ func (e joinEstimate) pays() bool {
 	return e.handedTests > 0 && e.perTest > 0 && time.Duration(e.handedTests)*e.perTest > e.cost()
 }
 
-// perTest estimates a test's wall time, or 0 when it cannot yet: the last
-// run's mean (prior, 0: none), else what this run measured once it has
-// run for at least observe: ended tests have taken elapsed (since the
-// tests began) on open sessions; before any ended, the running test has
-// taken elapsed so far. (The first tests of a session carry its set-up:
-// measured over less, a suite of 2 ms tests looked like 7 ms ones.)
-func perTest(elapsed time.Duration, ended int64, open int, prior, observe time.Duration) time.Duration {
+// perTest estimates a test's time, or 0 when it cannot yet: the last
+// run's mean (prior, 0: none) until ten tests have ended, else, once the
+// run has measured for at least observe (elapsed since the tests began),
+// the mean of the durations the ended tests reported (reported, their
+// sum: pytest's setup, call and teardown, as prior counts them) plus
+// testOverhead; before any ended, the running test's time so far. Not
+// the wall time per test ended: on a first run it includes the late
+// kernel's own start, which slows the running kernel while measured (390
+// tests of ~0.6 ms looked like 2.25 ms ones and a late kernel joined to
+// no use), and the first tests' session set-up.
+func perTest(elapsed time.Duration, ended int64, reported, prior, observe time.Duration) time.Duration {
 	switch {
 	case prior > 0 && ended < 10:
 		return prior
 	case elapsed < observe:
 		return 0
 	case ended > 0:
-		return elapsed * time.Duration(max(open, 1)) / time.Duration(ended)
+		return reported/time.Duration(ended) + testOverhead
 	}
 	return elapsed
 }
+
+// testOverhead: a test's time in its kernel beside the durations pytest
+// reports (its hooks, the report and the progress frame), measured ~0.2
+// ms on trivial tests.
+const testOverhead = 200 * time.Microsecond
 
 // observeFor: how long a run measures its tests before a late kernel
 // trusts the measure: a quarter of the cost of joining, so that a wrong
@@ -247,7 +255,7 @@ func (t *testRun) joinNow(w *testWorker) (handOver, joinEstimate, bool) {
 		h.files = len(t.fileTests) // unittest's loader collects everything
 	}
 	est := joinEstimate{start: !w.started.Load(), collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want)}
-	est.perTest = perTest(time.Since(t.began), t.ended.Load(), t.open, t.prior, observeFor(est.cost()))
+	est.perTest = perTest(time.Since(t.began), t.ended.Load(), time.Duration(t.reported.Load()), t.prior, observeFor(est.cost()))
 	return h, est, true
 }
 

@@ -107,8 +107,10 @@ type testRun struct {
 	collectTook time.Duration
 	prior       time.Duration
 	began       time.Time
-	// ended counts the results the workers sent (testWorker.send).
-	ended atomic.Int64
+	// ended counts the results the workers sent (testWorker.send), and
+	// reported sums their durations (nanoseconds) as pytest reported them.
+	ended    atomic.Int64
+	reported atomic.Int64
 	// rerun: guarded by mu: entry index -> the agent lost while that
 	// test ran; such a test is run again once, elsewhere.
 	rerun map[int]string

@@ -332,5 +332,6 @@ func (w *testWorker) send(i int, r *Result) {
 	r.Entry = w.t.entries[j]
 	w.lastSent = j
 	w.t.ended.Add(1)
+	w.t.reported.Add(int64(r.Duration))
 	w.t.results <- indexedResult{j, r}
 }

@@ -2,7 +2,8 @@
 // over the wire protocol of kernel/PROTOCOL.md (loopback TCP, token
 // handshake, length-prefixed frames). The Python side is the package
 // python/ripple_kernel, embedded in the binary and installed into the
-// user's cache directory on first use (ScriptDir); a kernel starts at
+// user's cache directory on first use (ScriptDir; checked once per
+// binary, then against a stamp: scriptstamp.go); a kernel starts at
 // ripple_kernel/main.py (see bootstrap) and loads the execution engine
 // ripple_kernel/engine.py.
 //

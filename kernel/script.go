@@ -31,8 +31,14 @@ const (
 // scriptDirOnce installs the embedded files once per process.
 var scriptDirOnce = sync.OnceValues(func() (string, error) {
 	parent := filepath.Join(cacheBase(), "ripple")
+	stamp := binaryStamp(parent)
+	if dir, ok := stampedDir(stamp); ok {
+		removeStaleScripts(parent, dir, staleScriptAge)
+		return dir, nil
+	}
 	dir, err := installScripts(parent, pythonFiles)
 	if err == nil {
+		writeStamp(stamp, dir, pythonFiles)
 		removeStaleScripts(parent, dir, staleScriptAge)
 	}
 	return dir, err
@@ -44,7 +50,8 @@ var scriptDirOnce = sync.OnceValues(func() (string, error) {
 const staleScriptAge = 14 * 24 * time.Hour
 
 // removeStaleScripts removes kernel-* directories of parent other than
-// keep whose modification time is older than age. Best effort.
+// keep, and stamps of binaries (stamp.go), whose modification time is
+// older than age. Best effort.
 func removeStaleScripts(parent, keep string, age time.Duration) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -54,7 +61,8 @@ func removeStaleScripts(parent, keep string, age time.Duration) {
 	os.Chtimes(keep, now, now) // in use: not stale for other versions either
 	for _, e := range entries {
 		path := filepath.Join(parent, e.Name())
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "kernel-") || path == keep {
+		stampFile := !e.IsDir() && strings.HasPrefix(e.Name(), stampPrefix)
+		if !stampFile && (!e.IsDir() || !strings.HasPrefix(e.Name(), "kernel-") || path == keep) {
 			continue
 		}
 		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > age {

@@ -128,3 +128,62 @@ func TestRemoveStaleScripts(t *testing.T) {
 		}
 	}
 }
+
+func TestBinaryStamp(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	files := testFiles("print('stamped')\n")
+	dir, err := installScripts(parent, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(parent, "ripple-bin")
+	os.WriteFile(exe, []byte("binary v1"), 0o700)
+	info, _ := os.Stat(exe)
+	stamp := stampPath(parent, exe, info)
+	if _, ok := stampedDir(stamp); ok {
+		t.Fatal("a stamp before any was written")
+	}
+	writeStamp(stamp, dir, files)
+	if got, ok := stampedDir(stamp); !ok || got != dir {
+		t.Fatalf("stampedDir = %s, %v; want %s", got, ok, dir)
+	}
+
+	// Another binary at the same path has another stamp.
+	os.WriteFile(exe, []byte("binary v2, longer"), 0o700)
+	info2, _ := os.Stat(exe)
+	if stampPath(parent, exe, info2) == stamp {
+		t.Error("a rebuilt binary kept its stamp")
+	}
+
+	// A file changed after the stamp (size or mtime) voids it.
+	main := filepath.Join(dir, mainFile)
+	os.WriteFile(main, []byte("print('tampered')\n"), 0o600)
+	if _, ok := stampedDir(stamp); ok {
+		t.Error("stamp accepted a rewritten main.py")
+	}
+	os.Remove(main)
+	if _, ok := stampedDir(stamp); ok {
+		t.Error("stamp accepted a removed main.py")
+	}
+	if got, err := installScripts(parent, files); err != nil || got != dir {
+		t.Fatalf("reinstall: %s, %v", got, err)
+	}
+	writeStamp(stamp, dir, files)
+	if _, ok := stampedDir(stamp); !ok {
+		t.Error("stamp of the reinstalled files not accepted")
+	}
+
+	// An old stamp is removed with stale installs; the one in use is not.
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	other := filepath.Join(parent, stampPrefix+"0123456789abcdef")
+	os.WriteFile(other, []byte(dir+"\n"), 0o600)
+	os.Chtimes(other, old, old)
+	removeStaleScripts(parent, dir, 14*24*time.Hour)
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("stale stamp left: %v", err)
+	}
+	if _, ok := stampedDir(stamp); !ok {
+		t.Error("the fresh stamp was removed")
+	}
+}
