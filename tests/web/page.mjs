@@ -96,6 +96,17 @@ export async function placeCursor(page, contains, after) {
   const at = after === undefined ? line.length : line.indexOf(after) + after.length;
   if (after !== undefined && line.indexOf(after) < 0) throw new Error(`line ${JSON.stringify(line)} has no ${JSON.stringify(after)}`);
   for (let i = [...line.slice(at)].length; i > 0; i--) await page.keyboard.press("ArrowLeft");
+  // A value arriving between finding the line and clicking it can move
+  // the lines (a long line's value takes a row under it): the click then
+  // lands on another line. Put the cursor where it was meant to go.
+  await page.evaluate(([i, ch]) => {
+    const cm = document.querySelector(".CodeMirror").CodeMirror;
+    const cur = cm.getCursor();
+    if (cur.line !== i || cur.ch !== ch || !cm.hasFocus()) {
+      cm.focus();
+      cm.setCursor({ line: i, ch });
+    }
+  }, [index, at]);
 }
 
 // replaceText selects `from` (the first one in the line containing
