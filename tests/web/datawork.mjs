@@ -15,11 +15,9 @@
 // conditions with a deadline, never for a fixed time; timings are
 // reported, not asserted.
 
-import { chromium } from "playwright-core";
-import { mkdtempSync, readFileSync, rmSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { FLAGS, STEP_TIMEOUT, log, waitFor, waitAnnotation, editorText, placeCursor } from "./page.mjs";
+import { STEP_TIMEOUT, log, waitFor, waitAnnotation, editorText, placeCursor, inBrowser } from "./page.mjs";
 
 const [pageURL, projectDir, artifacts] = process.argv.slice(2);
 if (!pageURL || !projectDir || !artifacts) {
@@ -401,25 +399,12 @@ async function serverGone(page) {
 }
 
 async function run() {
-  const profile = mkdtempSync(join(tmpdir(), "ripple-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.RIPPLE_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: FLAGS,
-    viewport: { width: 1440, height: 900 },
-    acceptDownloads: true,
-  });
-  await browser.addInitScript(LONGTASKS);
-  const problems = [];
-  browser.on("page", (p) => p.on("pageerror", (e) => problems.push(`uncaught ${e.message}`)));
-  const page = browser.pages()[0] || (await browser.newPage());
-  page.on("pageerror", (e) => problems.push(`uncaught ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && !serverDown && problems.push(`console: ${m.text()}`));
-  const only = process.env.DATAWORK_ONLY ? process.env.DATAWORK_ONLY.split(",") : null;
-  const step = async (name, fn) => {
-    if (!only || only.includes(name)) await fn(page);
-  };
-  try {
+  const launch = { viewport: { width: 1440, height: 900 }, acceptDownloads: true, initScript: LONGTASKS, ignoreConsole: () => serverDown };
+  await inBrowser("datawork", artifacts, launch, async (page, browser, problems) => {
+    const only = process.env.DATAWORK_ONLY ? process.env.DATAWORK_ONLY.split(",") : null;
+    const step = async (name, fn) => {
+      if (!only || only.includes(name)) await fn(page);
+    };
     await page.goto(pageURL);
     await step("rich", richOutputs);
     await step("view", valuesInView);
@@ -433,15 +418,7 @@ async function run() {
     await step("runs", runsAndTracebacks);
     await step("screens", screenshots);
     await step("gone", serverGone);
-    if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
-  } catch (err) {
-    await page.screenshot({ path: join(artifacts, "datawork-failure.png") }).catch(() => {});
-    console.error(`FAIL: ${err.stack || err}`);
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  }
+  });
 }
 
 await run();

@@ -11,11 +11,9 @@
 // no longer run, shows nothing. Screenshot: ARTIFACTS_DIR/inner-values.png;
 // on a failure inner-failure.png.
 
-import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { FLAGS, log, waitFor, waitConnected, replaceText } from "./page.mjs";
+import { log, waitFor, waitConnected, replaceText, inBrowser } from "./page.mjs";
 
 const [pageURL, projectDir, artifacts] = process.argv.slice(2);
 if (!pageURL || !projectDir || !artifacts) {
@@ -103,29 +101,10 @@ async function steps(page) {
 }
 
 async function run() {
-  const profile = mkdtempSync(join(tmpdir(), "ripple-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.RIPPLE_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: FLAGS,
+  await inBrowser("inner", artifacts, {
     viewport: { width: 1280, height: 800 },
-  });
-  await browser.addInitScript({ content: `window.rippleInner = ${lineAnnotation.toString()};` });
-  const problems = [];
-  const page = browser.pages()[0] || (await browser.newPage());
-  page.on("pageerror", (e) => problems.push(`uncaught ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
-  try {
-    await steps(page);
-    if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
-  } catch (err) {
-    await page.screenshot({ path: join(artifacts, "inner-failure.png") }).catch(() => {});
-    console.error(`FAIL: ${err.stack || err}`);
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  }
+    initScript: { content: `window.rippleInner = ${lineAnnotation.toString()};` },
+  }, steps);
 }
 
 await run();

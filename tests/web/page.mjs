@@ -2,6 +2,11 @@
 // the page and type into it as a person would, and wait for conditions
 // with a deadline, never for a fixed time.
 
+import { chromium } from "playwright-core";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 export const STEP_TIMEOUT = 60_000; // ms: a deadline, not an expectation
 
 export const FLAGS = [
@@ -15,6 +20,40 @@ export const FLAGS = [
 ];
 
 const script = (process.argv[1] || "e2e").split("/").pop().replace(/\.mjs$/, "");
+
+// inBrowser runs body(page, browser, problems) in Debian's chromium (or
+// $RIPPLE_CHROMIUM) with a fresh profile, options given to
+// launchPersistentContext (viewport, acceptDownloads...) and initScript
+// added to every page. Uncaught errors of any page and console errors of
+// the first (unless ignoreConsole() says so) go into problems, which fail
+// the run if body returns while there are any. A failure is printed as
+// FAIL, exits 1 and leaves <artifacts>/<name>-failure.png.
+export async function inBrowser(name, artifacts, { initScript, ignoreConsole = () => false, ...launch }, body) {
+  const profile = mkdtempSync(join(tmpdir(), "ripple-chromium-"));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.RIPPLE_CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: FLAGS,
+    ...launch,
+  });
+  if (initScript) await browser.addInitScript(initScript);
+  const problems = [];
+  browser.on("page", (p) => p.on("pageerror", (e) => problems.push(`uncaught ${e.message}`)));
+  const page = browser.pages()[0] || (await browser.newPage());
+  page.on("pageerror", (e) => problems.push(`uncaught ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && !ignoreConsole() && problems.push(`console: ${m.text()}`));
+  try {
+    await body(page, browser, problems);
+    if (problems.length) throw new Error(`the page reported errors:\n  ${problems.join("\n  ")}`);
+  } catch (err) {
+    await page.screenshot({ path: join(artifacts, `${name}-failure.png`) }).catch(() => {});
+    console.error(`FAIL: ${err.stack || err}`);
+    process.exitCode = 1;
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
 
 export function log(...args) {
   console.log(`[${script} ${new Date().toISOString().slice(11, 23)}]`, ...args);

@@ -19,11 +19,9 @@
 // re-measured only when its height changed, and the DOM holds a bounded
 // window of lines.
 
-import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { FLAGS, log, waitFor, waitConnected } from "./page.mjs";
+import { log, waitFor, waitConnected, inBrowser } from "./page.mjs";
 
 const [pageURL, artifacts] = process.argv.slice(2);
 if (!pageURL || !artifacts) {
@@ -254,19 +252,7 @@ async function big(page) {
 }
 
 async function run() {
-  const profile = mkdtempSync(join(tmpdir(), "ripple-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.RIPPLE_CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: FLAGS,
-    viewport: { width: 1440, height: 900 },
-  });
-  await browser.addInitScript(LONGTASKS);
-  const problems = [];
-  const page = browser.pages()[0] || (await browser.newPage());
-  page.on("pageerror", (e) => problems.push(`uncaught ${e.message}`));
-  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
-  try {
+  await inBrowser("stream", artifacts, { viewport: { width: 1440, height: 900 }, initScript: LONGTASKS }, async (page, browser, problems) => {
     await page.goto(pageURL);
     await waitConnected(page);
     await stream(page);
@@ -275,14 +261,7 @@ async function run() {
     if (problems.length) fail(`the page reported errors:\n  ${problems.join("\n  ")}`);
     if (failures.length) throw new Error(`${failures.length} checks failed:\n- ${failures.join("\n- ")}`);
     log("PASS");
-  } catch (err) {
-    await page.screenshot({ path: join(artifacts, "stream-failure.png") }).catch(() => {});
-    console.error(`FAIL: ${err.stack || err}`);
-    process.exitCode = 1;
-  } finally {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  }
+  });
 }
 
 await run();
