@@ -292,7 +292,9 @@ check(/exit|status|3/.test(died), "the message names how the kernel died", died)
 
 // 6d. The crashed entry is parked: one pop-up, a lens saying why.
 check(seen.shows.filter((m) => m.includes("main:crash")).length === 1, "one pop-up for the crash", seen.shows);
-const parked = (await lenses(mainURI)).find((l) => l.command?.title.startsWith("⚠ stopped"));
+// The entry is parked (its context destroyed) right after the pop-up,
+// then lenses are refreshed: ask until the lens is there.
+const parked = await until("the ⚠ stopped lens", async () => (await lenses(mainURI)).find((l) => l.command?.title.startsWith("⚠ stopped")));
 check(parked && parked.range.start.line === 20, "⚠ stopped lens on def crash()", parked);
 
 // 7. Restarting the kernels is logged (the pop-ups are for failures).
