@@ -248,3 +248,54 @@ func TestWatchWritesJUnitAndCacheAsPytest(t *testing.T) {
 	}
 	check("hot re-run")
 }
+
+// What tests leave for the end of the process happens before ripple run
+// exits, as before pytest exits: atexit handlers, a non-daemon thread
+// joined, an unclosed file flushed, a module global's __del__, logging's
+// shutdown. (A kernel that ran pytest skips the collector's last walks of
+// its heap at exit: kernel.py _freeze_heap.)
+func TestPytestExitEffectsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	effects := func(root string) map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		entries, err := os.ReadDir(filepath.Join(root, "effects"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(root, "effects", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[e.Name()] = string(data)
+		}
+		return got
+	}
+	src := filepath.Join("testdata", "pytest", "exit_effects")
+	proot := copyProject(t, src)
+	if code, out, errOut := pytestRunSplit(t, py, proot, "-p", "no:cacheprovider"); code != 0 {
+		t.Fatalf("pytest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	want := effects(proot)
+	if len(want) != 5 {
+		t.Fatalf("pytest left %d effects, want 5: %v", len(want), want)
+	}
+	for _, kernels := range []string{"1", "2"} {
+		root := copyProject(t, src)
+		code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", kernels, "--", "-p", "no:cacheprovider")
+		if code != 0 {
+			t.Fatalf("--kernels %s: exit %d\n%s\n%s", kernels, code, out, errOut)
+		}
+		got := effects(root)
+		for name, text := range want {
+			if got[name] != text {
+				t.Errorf("--kernels %s: effects/%s holds %q, under pytest %q", kernels, name, got[name], text)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("--kernels %s: effects %v, under pytest %v", kernels, got, want)
+		}
+	}
+}

@@ -89,6 +89,9 @@ class Kernel:
         self.engine_methods: List[str] = []
         self.engine: Optional[ModuleType] = None
         self.exit_hooks: List[Callable[[], object]] = []  # at_exit
+        # The kernel ran pytest (add_pytest): its exit skips the collector's
+        # last walks of the heap (_freeze_heap).
+        self.ran_pytest = False
         # set_idle: work done only while no request waits, after the last
         # result was sent; None: none.
         self.idle: Optional[Idle] = None
@@ -242,6 +245,7 @@ class Kernel:
 
                 loader.uninstall()
                 loaded.append(pytest_plugin)
+                self.ran_pytest = True
             return loaded[0].handle(self, params)
 
         self.methods["pytest"] = method
@@ -258,7 +262,8 @@ class Kernel:
         """The exit steps, in atexit's reverse order."""
         import atexit
 
-        atexit.register(self.output.stop_pump, self.interrupts)  # registered first: runs last
+        atexit.register(self._freeze_heap)  # registered first: runs last
+        atexit.register(self.output.stop_pump, self.interrupts)
         atexit.register(self.group.kill_members)
         atexit.register(self.release_user_state)  # after every handler of user code
 
@@ -438,6 +443,23 @@ class Kernel:
         threading.Event().wait(DISCONNECT_GRACE)
         self.group.kill_members()
         os._exit(1)
+
+    def _freeze_heap(self) -> None:
+        """The last exit step of a kernel that ran pytest: freeze what is
+        left (gc.freeze), so the interpreter's teardown frees it by
+        reference count but its final collections do not walk it. A
+        session of 20,000 items leaves ~300,000 objects, and those walks
+        took ~0.3 s of the process's end (a third of a run of that size
+        that selects 1,000 tests), the same under pytest, where nothing of
+        a test can see them: every atexit handler has run (this one runs
+        last), non-daemon threads were joined, files and streams are
+        flushed as their last reference goes. What it gives up is what
+        Python never promises at exit: __del__ of objects that are garbage
+        only as a cycle (the reference manual's note on object.__del__)."""
+        if self.ran_pytest and not self.state.forked:
+            import gc
+
+            gc.freeze()
 
     def release_user_state(self) -> None:
         """Drop what user code left in the kernel, as IPython does at exit,
