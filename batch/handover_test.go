@@ -130,36 +130,50 @@ func TestJoinPays(t *testing.T) {
 	}
 }
 
-// The first kernel, alone in its run with no late kernel started, takes
-// several groups a call: about soloChunk of tests at the measured mean,
-// at most 1/N of the queue, in order; one group a call before anything
-// was measured, and once a late kernel started or the tests are slow.
-func TestSoloChunks(t *testing.T) {
-	queue := func() []testGroup {
+// A call takes several groups: about callChunk of tests at the measured
+// mean, in order, at most 1/N of the queue while the first kernel is
+// alone (N kernels), 1/2N once a late kernel started; one group a call
+// before anything was measured, and when the tests are slow. A run of one
+// kernel takes chunks too.
+func TestCallChunks(t *testing.T) {
+	queue := func(groups int) []testGroup {
 		var q []testGroup
-		for g := range 10 {
+		for g := range groups {
 			q = append(q, testGroup{indices: []int{2 * g, 2*g + 1}})
 		}
 		return q
 	}
-	tr := handOverRun(queue())
+	tr := handOverRun(queue(20))
 	tr.workers, tr.open, tr.horizon, tr.more = 2, 1, -1, sync.NewCond(&tr.mu)
 	tr.began = time.Now()
 	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{0, 1}) {
 		t.Fatalf("first call, nothing measured: %v, want one group", g.indices)
 	}
 	tr.ended.Store(2)
-	tr.began = time.Now().Add(-2 * time.Millisecond) // 1 ms a test: 50 a chunk, capped at half of the 18 queued
-	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{2, 3, 4, 5, 6, 7, 8, 9}) {
-		t.Errorf("fast tests: %v, want the groups of the next 8 tests (9 = half the queue)", g.indices)
+	tr.began = time.Now().Add(-2 * time.Millisecond) // 1 ms a test: 50 a chunk, capped at half of the 38 queued
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, slices.Collect(func(yield func(int) bool) {
+		for i := 2; i < 20; i++ {
+			yield(i)
+		}
+	})) {
+		t.Errorf("fast tests: %v, want the groups of the next 18 tests (19 = half the queue)", g.indices)
 	}
 	tr.began = time.Now().Add(-time.Second) // 0.5 s a test
-	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{10, 11}) {
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{20, 21}) {
 		t.Errorf("slow tests: %v, want one group", g.indices)
 	}
 	tr.began = time.Now().Add(-2 * time.Millisecond)
 	tr.late[0].started.Store(true)
-	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{12, 13}) {
-		t.Errorf("a late kernel started: %v, want one group", g.indices)
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{22, 23, 24, 25}) {
+		t.Errorf("a late kernel started: %v, want the groups of a quarter of the 16 queued", g.indices)
+	}
+
+	one := handOverRun(queue(20))
+	one.late = nil
+	one.workers, one.open, one.horizon, one.more = 1, 1, -1, sync.NewCond(&one.mu)
+	one.ended.Store(2)
+	one.began = time.Now().Add(-2 * time.Millisecond)
+	if g, _, _ := one.next(0, true, nil); len(g.indices) != 40 {
+		t.Errorf("one kernel, fast tests: %d tests a call, want the 40 queued", len(g.indices))
 	}
 }

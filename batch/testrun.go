@@ -155,7 +155,7 @@ func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGr
 			if (open && (g.share != share || (can != nil && !can(g)))) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
-			budget := t.soloBudget(open)
+			budget := t.callBudget(open)
 			t.queue = slices.Delete(t.queue, i, i+1)
 			if budget > len(g.indices) {
 				g = t.absorb(g, i, budget, can)
@@ -175,30 +175,30 @@ func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGr
 	return testGroup{}, false, false
 }
 
-// soloBudget is how many tests a call of the first kernel may take while
-// it is the run's only session and no late kernel has started (a first
-// run of a small suite, or of any suite before its late kernels pay:
-// handover.go): the tests of about soloChunk at the mean test time (the
-// last run's, else measured since the tests began; the first call, with
-// neither, takes one group), at most 1/N of the queued ones (N the run's
-// kernels). 0 otherwise: one group a call. Each call costs a round trip,
-// two wake-ups that a loaded machine makes wait: 15 calls of 9 fast
-// tests took 20-50 ms more than 6 larger ones. A chunk is short beside a
+// callBudget is how many tests one call of a worker with its session open
+// may take: the tests of about callChunk at the mean test time of a
+// kernel (the last run's, else measured since the tests began; the first
+// call, with neither, takes one group), and at most 1/N of the queued
+// ones (N the run's kernels) while it is the run's only session and no
+// late kernel has started, 1/2N once others may take from the queue, so
+// that the last calls stay short and the kernels end together. 0: one
+// group a call. Each call costs a round trip, two wake-ups that a loaded
+// machine makes wait: 15 calls of 9 fast tests took 20-50 ms more than 6
+// larger ones, 40 calls of 25 tests ~0.1 s. A chunk is short beside a
 // late kernel's start, so a late kernel that decides to join finds its
-// hand-over queued and the first kernel soon free, as with one group a
-// call. t.mu held.
-func (t *testRun) soloBudget(open bool) int {
-	if !open || t.open != 1 || len(t.late) == 0 || t.workers < 2 {
+// hand-over queued and the first kernel soon free. t.mu held.
+func (t *testRun) callBudget(open bool) int {
+	if !open {
 		return 0
 	}
+	others := t.open > 1
 	for _, w := range t.late {
-		if w.joined || w.started.Load() {
-			return 0
-		}
+		others = others || w.joined || w.started.Load()
 	}
 	mean := t.prior
 	if ended := t.ended.Load(); ended > 0 && (mean == 0 || ended >= 10) {
-		mean = time.Since(t.began) / time.Duration(ended)
+		// The run's time per test ended, over the sessions running.
+		mean = time.Since(t.began) * time.Duration(max(t.open, 1)) / time.Duration(ended)
 	}
 	if mean <= 0 {
 		return 0
@@ -207,12 +207,16 @@ func (t *testRun) soloBudget(open bool) int {
 	for _, g := range t.queue {
 		queued += len(g.indices)
 	}
-	return int(min(int64(soloChunk/mean), int64(queued/t.workers)))
+	div := max(t.workers, 1)
+	if others {
+		div *= 2
+	}
+	return int(min(int64(callChunk/mean), int64(queued/div)))
 }
 
-// soloChunk: how long a call of the first kernel, alone in its run, may
-// take by the mean test time (soloBudget).
-const soloChunk = 50 * time.Millisecond
+// callChunk: how long one call may take by the mean test time
+// (callBudget).
+const callChunk = 50 * time.Millisecond
 
 // absorb joins to g the groups that follow it at i in the queue, of its
 // share and runnable by the same session (can), in order, while the

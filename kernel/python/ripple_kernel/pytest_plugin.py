@@ -130,6 +130,11 @@ def _collect(api: KernelAPI, params: WireObject) -> WireObject:
         _STATE.session.pending = None
         _STATE.session.close()
         _STATE.session = None
+    with pytest_session.collection_gc():
+        return _collect_pytest(api, params)
+
+
+def _collect_pytest(api: KernelAPI, params: WireObject) -> WireObject:
     try:
         import importlib
 
@@ -502,7 +507,7 @@ class _Session:
             self.pending = None
         index = {id(it): i for i, it in enumerate(items)}
         try:
-            with api.user_code(), _PROC.hidden():
+            with api.user_code(), _PROC.hidden(), _PROC.tests():
                 while len(queue) > 1:
                     item = queue.pop(0)
                     if not self._run_one(item, queue[0], index[id(item)], yield_wide):
@@ -525,7 +530,7 @@ class _Session:
         close = True
         try:
             try:
-                with api.user_code(), _PROC.hidden():
+                with api.user_code(), _PROC.hidden(), _PROC.tests():
                     if self.pending is not None and not self.stopped:
                         item, self.pending = self.pending, None
                         index = self.items().index(item)
@@ -571,7 +576,7 @@ class _Session:
         if rec is not None:
             rec.begin_test(item.nodeid)
         try:
-            with _PROC.signals():
+            with _PROC.test():
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         finally:
             if rec is not None:

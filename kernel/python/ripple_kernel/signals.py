@@ -285,7 +285,11 @@ class PytestProcess:
     without a warning and a test that inspects the handlers sees
     pytest's. In between (the kernel's own frames to the Go side) the
     kernel's handlers are back, and what pytest's side left is kept for its
-    next turn. A SIGINT while pytest runs raises KeyboardInterrupt at once
+    next turn; in a run of tests (`tests()`, one request) only SIGINT's
+    handler goes back and forth around each test (`test()`), so that the
+    kernel's code between two tests sends its frames under the kernel's
+    SIGINT handler (Critical defers an interrupt there) while SIGTERM and
+    SIGWINCH stay pytest's until the request ends. A SIGINT while pytest runs raises KeyboardInterrupt at once
     (default_int_handler), which is what the Go side's interrupt of a test
     wants; only the kernel's nudge of a SIGINT that lands just before a
     blocking call (Nudger) is lost there: such a test runs on until the Go
@@ -310,9 +314,24 @@ class PytestProcess:
         self.kernel_wakeup = -1
         self.swapped = False  # pytest's handlers are installed
         self.depth = 0  # open signals() blocks: only the outermost swaps
+        # Inside tests(), between two tests: swapped, but SIGINT has the
+        # kernel's handler (pytest's is in handlers).
+        self.between = False
 
     def signals(self) -> "_Swap":
         return _Swap(self)
+
+    def tests(self) -> "_Tests":
+        """For a run of tests: pytest's side as signals() installs it,
+        but SIGINT's handler the kernel's between tests (each test()
+        installs pytest's for the test): a test costs two sigaction calls,
+        not the whole swap's eight system calls (~60 us a test here)."""
+        return _Tests(self)
+
+    def test(self) -> "_Test":
+        """One test's runtest protocol inside tests(): pytest's SIGINT
+        handler; outside tests() the whole swap (signals())."""
+        return _Test(self)
 
     def hidden(self) -> "_Hidden":
         return _Hidden()
@@ -383,14 +402,92 @@ class _Swap:
                 break
             except KeyboardInterrupt:
                 interrupted = True  # default_int_handler, before SIGINT's was back
-        if _INSTALLED:
-            # The Go side's interrupt that pytest's handler took is claimed:
-            # the kernel's handler must not count it again.
-            it = _INSTALLED[0]
-            if exc_type is KeyboardInterrupt or interrupted:
-                target = it.cell[0]
-                if target > it.state.claimed and target == it.state.request:
-                    it.state.claimed = target
+        _claim(exc_type, interrupted)
+        if interrupted and exc_type is None:
+            raise KeyboardInterrupt
+        return False
+
+
+def _claim(exc_type: Optional[Type[BaseException]], interrupted: bool) -> None:
+    """The Go side's interrupt that pytest's SIGINT handler took is
+    claimed: the kernel's handler must not count it again."""
+    if _INSTALLED and (exc_type is KeyboardInterrupt or interrupted):
+        it = _INSTALLED[0]
+        target = it.cell[0]
+        if target > it.state.claimed and target == it.state.request:
+            it.state.claimed = target
+
+
+class _Tests:
+    """PytestProcess.tests(): the whole swap, then SIGINT's kernel handler
+    back until a test() takes pytest's. Its exit undoes the whole swap
+    (SIGINT's step finds the kernel's handler in: pytest's stays kept)."""
+
+    __slots__ = ("proc", "swap")
+
+    def __init__(self, proc: PytestProcess) -> None:
+        self.proc = proc
+        self.swap = _Swap(proc)
+
+    def __enter__(self) -> None:
+        proc = self.proc
+        self.swap.__enter__()
+        if proc.swapped and proc.depth == 1:
+            try:
+                # signal.signal runs a pending handler before it changes
+                # one: an interrupt now raises from here (pytest's handler).
+                signal.signal(signal.SIGINT, proc.kernel_handlers[signal.SIGINT])
+            except BaseException as e:
+                self.swap.__exit__(type(e), e, e.__traceback__)
+                raise
+            proc.between = True
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        self.proc.between = False
+        return self.swap.__exit__(exc_type, exc, tb)
+
+
+class _Test:
+    """PytestProcess.test(): pytest's SIGINT handler for one test inside
+    tests() (else the whole swap, as signals())."""
+
+    __slots__ = ("proc", "swap")
+
+    def __init__(self, proc: PytestProcess) -> None:
+        self.proc = proc
+        self.swap: Optional[_Swap] = None
+
+    def __enter__(self) -> None:
+        proc = self.proc
+        if not proc.between:
+            self.swap = _Swap(proc)
+            self.swap.__enter__()
+            return
+        # A pending interrupt raises from here, by the kernel's handler,
+        # which stays (to_kernel finds it in): nothing of the test ran.
+        proc.between = False
+        signal.signal(signal.SIGINT, proc.handlers[signal.SIGINT])
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
+        if self.swap is not None:
+            return self.swap.__exit__(exc_type, exc, tb)
+        proc = self.proc
+        mine = proc.kernel_handlers[signal.SIGINT]
+        interrupted = False
+        while True:
+            try:
+                h = signal.signal(signal.SIGINT, mine)
+                break
+            except KeyboardInterrupt:
+                interrupted = True  # pytest's handler, before the kernel's was back
+        if h is not mine:
+            proc.handlers[signal.SIGINT] = h  # a test replaced pytest's: kept for its next turn
+        proc.between = True
+        _claim(exc_type, interrupted)
         if interrupted and exc_type is None:
             raise KeyboardInterrupt
         return False

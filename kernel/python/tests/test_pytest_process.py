@@ -79,6 +79,58 @@ class PytestProcessTest(unittest.TestCase):
                     pass
         self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
 
+    def test_run_of_tests_swaps_only_sigint_between_tests(self):
+        proc = signals.PytestProcess()
+        with proc.tests():
+            # Between tests: the kernel's SIGINT handler, pytest's others.
+            self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+            self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+            for _ in range(2):
+                with proc.test():
+                    self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+                    self.assertEqual(signal.getsignal(signal.SIGWINCH), signal.SIG_DFL)
+                    self.assertEqual(signal.set_wakeup_fd(-1), -1)
+                self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+        self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+        self.assertIs(signal.getsignal(signal.SIGTERM), kernel_handler)
+        self.assertEqual(signal.set_wakeup_fd(self.w), self.w)
+
+    def test_sigint_handler_a_test_set_is_kept_for_the_next_test(self):
+        proc = signals.PytestProcess()
+
+        def own(signum, frame):
+            pass
+
+        with proc.tests():
+            with proc.test():
+                signal.signal(signal.SIGINT, own)
+            self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+            with proc.test():
+                self.assertIs(signal.getsignal(signal.SIGINT), own)
+        with proc.signals():
+            self.assertIs(signal.getsignal(signal.SIGINT), own)
+        self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+
+    def test_keyboard_interrupt_in_a_test_of_a_run_restores_the_kernel(self):
+        proc = signals.PytestProcess()
+        with self.assertRaises(KeyboardInterrupt):
+            with proc.tests():
+                with proc.test():
+                    os.kill(os.getpid(), signal.SIGINT)
+                    for _ in range(1000):
+                        pass
+        self.assertIs(signal.getsignal(signal.SIGINT), kernel_handler)
+        self.assertIs(signal.getsignal(signal.SIGTERM), kernel_handler)
+        with proc.signals():
+            self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
+    def test_test_outside_a_run_swaps_everything(self):
+        proc = signals.PytestProcess()
+        with proc.test():
+            self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+            self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+        self.assertIs(signal.getsignal(signal.SIGTERM), kernel_handler)
+
     def test_hidden_modules_and_variables(self):
         os.environ["RIPPLE_ROOT"] = "/somewhere"
         os.environ["RIPPLE_KERNEL_TAG"] = "tag"

@@ -62,3 +62,14 @@ def test_sigint_raises_keyboard_interrupt_handler():
     finally:
         signal.signal(signal.SIGUSR1, old)
     assert seen == [signal.SIGUSR1]
+
+
+def test_collector_thresholds_are_a_fresh_interpreters():
+    # ripple raises the first threshold while pytest collects; a test sees
+    # what a fresh interpreter has.
+    import gc
+    import subprocess
+
+    fresh = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold(), gc.isenabled())"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert "%s %s" % (gc.get_threshold(), gc.isenabled()) == fresh
