@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,7 +149,26 @@ func normalConsole(s string) string {
 	s = strings.Join(keep, "")
 	s = sessionTimes.ReplaceAllString(s, "in TIME")
 	s = consoleAddress.ReplaceAllString(s, "0xADDR")
-	return consoleDuration.ReplaceAllString(s, "T.TTs ")
+	return sortDurations(consoleDuration.ReplaceAllString(s, "T.TTs "))
+}
+
+// sortDurations sorts the lines of --durations' section: their order is
+// the measured times', which a loaded machine may swap for two tests
+// whose sleeps differ by 0.14 s (it did, for pytest itself).
+func sortDurations(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.Contains(lines[i], " slowest ") && !strings.Contains(lines[i], "slowest durations") {
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && strings.HasPrefix(lines[j], "T.TTs ") {
+			j++
+		}
+		slices.Sort(lines[i+1 : j])
+		i = j - 1
+	}
+	return strings.Join(lines, "")
 }
 
 // The console is pytest's terminal reporter's output, line for line (up

@@ -685,3 +685,37 @@ func TestPytestRewriteCache(t *testing.T) {
 		t.Errorf("by default the cache is $XDG_CACHE_HOME/ripple/pytest-rewrite: it holds nothing")
 	}
 }
+
+// A kernel holds the progress of tests that pass for a moment (capture.py
+// Output.hold_locked); when it dies (os._exit) or is killed (a test that
+// ignores the interrupt at its timeout) with some of it unsent, the held
+// journal gives it back: every test before is passed, the one that
+// killed or hung the kernel has its own result, and the tests after run
+// in the new kernel.
+func TestPytestHeldProgressSurvivesTheKernel(t *testing.T) {
+	t.Parallel()
+	root := copyProject(t, filepath.Join("testdata", "pytest", "held_crash"))
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", pytestPython(t), "--kernels", "1", "--timeout", "3s",
+		"--json", report, "--", "-p", "no:cacheprovider")
+	if code == 0 {
+		t.Errorf("exit 0 with a crash and a timeout\n%s\n%s", out, errOut)
+	}
+	st := reportStatuses(t, report)
+	want := map[string]batch.Status{"test_held.py::test_exit": batch.StatusCrashed, "test_held.py::test_hang": batch.StatusTimeout}
+	for n := range 150 {
+		want[fmt.Sprintf("test_held.py::test_before_exit[%d]", n)] = batch.StatusPassed
+		want[fmt.Sprintf("test_held.py::test_before_hang[%d]", n)] = batch.StatusPassed
+	}
+	for n := range 50 {
+		want[fmt.Sprintf("test_held.py::test_after[%d]", n)] = batch.StatusPassed
+	}
+	for id, s := range want {
+		if st[id] != s {
+			t.Errorf("%s: %q, want %q", id, st[id], s)
+		}
+	}
+	if len(st) != len(want) {
+		t.Errorf("%d results, want %d", len(st), len(want))
+	}
+}

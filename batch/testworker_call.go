@@ -35,6 +35,13 @@ func (w *testWorker) call(ctx context.Context, op string, group []int) bool {
 		return false
 	}
 	raw, err := w.k.Call(callCtx, pytestMethod, params, kernel.SinkFuncs{OutputFunc: w.output1, ProgressFunc: w.event})
+	if err != nil {
+		// What the kernel held and never sent (kernel.HeldProgress): the
+		// tests that ended, and the one that began, before it failed.
+		for _, ev := range w.k.HeldProgress() {
+			w.event(ev)
+		}
+	}
 	running := w.callEnded()
 	if err == nil {
 		return w.answered(ctx, op, raw)
@@ -263,8 +270,16 @@ func (w *testWorker) event(raw json.RawMessage) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// A test's events count once, while the call holds it: those of the
+	// held journal (call) may repeat frames the kernel sent before it died.
+	if _, held := w.assigned[ev.I]; !held && (ev.Event == "start" || ev.Event == "end") {
+		return
+	}
 	switch ev.Event {
 	case "start":
+		if ev.I == w.running {
+			return
+		}
 		w.running = ev.I
 		w.output.Reset()
 		w.assigned[ev.I] = time.Now()

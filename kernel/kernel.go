@@ -288,6 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 
 	tag := newKernelTag()
 	cmd := kernelCommand(cfg, dir, acc.port(), token, tag)
+	cmd.Env = append(cmd.Env, "RIPPLE_HELD_JOURNAL="+log.Name()+heldJournalSuffix)
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
@@ -953,6 +954,7 @@ func (k *Kernel) Stop(ctx context.Context) error {
 	if errors.Is(k.err, ErrStopped) {
 		os.Remove(k.logPath)
 	}
+	os.Remove(k.logPath + heldJournalSuffix) // read by now (HeldProgress), if ever
 	return nil
 }
 

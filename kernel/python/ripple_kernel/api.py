@@ -46,8 +46,9 @@ class KernelAPI(Protocol):
         """Whether the Go side asked the running request to stop at its next
         statement boundary."""
 
-    def emit_progress(self, obj: WireObject, *more: WireObject) -> None:
-        """Send a `prog` frame of the current request per object, in one write."""
+    def emit_progress(self, obj: WireObject, *more: WireObject, hold: bool = False) -> None:
+        """Send a `prog` frame of the current request per object, in one
+        write; hold: they may wait a little, for the next frame."""
 
     def set_expression(self, expression_id: Optional[str]) -> None:
         """Attribute output from now on to statement expression_id (None: to

@@ -24,7 +24,7 @@ from types import CodeType, ModuleType
 from typing import BinaryIO, Callable, ContextManager, Dict, List, Optional, TextIO, Tuple, cast
 
 from .api import WireObject
-from .capture import Output
+from .capture import HOLD_SECONDS, Output
 from .group import ProcessGroup
 from .signals import Critical, Interrupts, Nested, State, UserCode
 from .wire import (
@@ -148,19 +148,30 @@ class Kernel:
         next statement boundary (the cell's second word names it)."""
         return self.interrupts.stop_requested()
 
-    def emit_progress(self, obj: WireObject, *more: WireObject) -> None:
+    def emit_progress(self, obj: WireObject, *more: WireObject, hold: bool = False) -> None:
         """Send a `prog` frame for the current request, one per object,
         in one write (a test's end and the next one's start go together:
-        a write to the Go side is a syscall and a wake-up there)."""
+        a write to the Go side is a syscall and a wake-up there). hold:
+        they may wait (Output.hold_locked) up to HOLD_SECONDS, sent with
+        the next frame or the pump; else they go now, after held ones."""
         frames: List[bytes] = []
         rid = self.state.request
         for o in (obj,) + more:
             data = dumps(o)
             frames += (frame_head(b"prog", rid, data), data)
         output = self.output
+        if hold and output.journal_fd < 0:
+            hold = output.enable_hold()
         with Critical(self.state):
             with output.send_lock:
-                output.sock.sendall(b"".join(frames))
+                if hold:
+                    output.hold_locked(b"".join(frames))
+                    if output.held and time.perf_counter() - output.held_at >= HOLD_SECONDS:
+                        output.release_locked()
+                elif output.held:
+                    output.release_locked(*frames)
+                else:
+                    output.sock.sendall(b"".join(frames))
 
     def set_expression(self, expression_id: Optional[str]) -> None:
         """Attribute output from now on to statement expression_id (None:

@@ -39,6 +39,7 @@ class Settings(NamedTuple):
     death_fd: Optional[int]  # RIPPLE_DEATH_FD: read end of the death pipe
     cell_fd: Optional[int]  # RIPPLE_INTERRUPT_FD: the interrupt cell
     preload: str  # RIPPLE_PRELOAD: modules to import at start, comma-separated
+    held_journal: str  # RIPPLE_HELD_JOURNAL: the file of held progress frames (capture.Output.hold_locked)
 
 
 def main(argv: List[str]) -> int:
@@ -87,6 +88,7 @@ def serve_kernel(args: List[str], log: TextIO) -> int:
     if settings is None:
         return 2
     kernel = Kernel(settings.root, log)
+    kernel.output.journal_path = settings.held_journal
     if settings.death_fd is not None:
         kernel.group.spawn_sentinel(settings.death_fd)
     if settings.cell_fd is not None:
@@ -139,6 +141,7 @@ def _read_environment(log: TextIO) -> Optional[Settings]:
         death_fd=int(death_fd) if death_fd.isdigit() else None,
         cell_fd=int(cell_fd) if cell_fd.isdigit() else None,
         preload=os.environ.pop("RIPPLE_PRELOAD", ""),
+        held_journal=os.environ.pop("RIPPLE_HELD_JOURNAL", ""),
     )
 
 

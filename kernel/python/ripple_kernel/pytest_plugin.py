@@ -91,6 +91,8 @@ _STATE = _PluginState()
 # The process state pytest's code sees (signals.PytestProcess): every
 # region below where pytest's code runs is in its hidden() and signals().
 _PROC = TEST_PROCESS
+# Outcomes after which a test's end and the next one's start may be held.
+_HOLD_AFTER = frozenset({"passed", "skipped", "xfailed", "xpassed"})
 
 
 def _watchfn() -> ModuleType:
@@ -562,10 +564,15 @@ class _Session:
         # The previous item's outcome goes in one write with this start:
         # nothing runs between them. run and finish send a held outcome
         # before they return, whatever ends them.
+        # Both may be held (Output.hold_locked) after a test that passed or
+        # was skipped: the Go side learns of them with the next frame, or
+        # from the pump within HOLD_SECONDS, or from the held journal if
+        # this kernel dies; after any other outcome they go now (-x,
+        # --maxfail and the run's --fail-fast act on it at once).
         start = {"event": "start", "i": i}
         if self.ended is not None:
             ended, self.ended = self.ended, None
-            api.emit_progress(ended, start)
+            api.emit_progress(ended, start, hold=ended.get("status") in _HOLD_AFTER)
         else:
             api.emit_progress(start)
         self.reports = []
