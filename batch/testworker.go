@@ -269,7 +269,7 @@ func (w *testWorker) lateJoin(ctx context.Context) bool {
 }
 
 func (w *testWorker) kernelConfig() kernel.Config {
-	return kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id),
+	return kernel.Config{Python: w.t.python, Root: w.t.root, ID: fmt.Sprintf("gw%d", w.id), HoldProgress: true,
 		Env: append([]string{fmt.Sprintf("PYTEST_XDIST_WORKER=gw%d", w.id), fmt.Sprintf("PYTEST_XDIST_WORKER_COUNT=%d", w.t.workers),
 			"RIPPLE_PYTEST_KERNEL=1"}, // pytest only: no engine (kernel/PROTOCOL.md)
 			kernelThreadLimits(w.t.workers)...)}

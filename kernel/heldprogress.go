@@ -8,8 +8,9 @@ package kernel
 // log named to it in RIPPLE_HELD_JOURNAL, and forgets it (truncates the
 // file) once sent. So when a kernel dies or is killed with frames unsent,
 // HeldProgress gives them back: the caller (batch's test worker) learns
-// which test ended and which one was running. Local kernels only: a remote
-// kernel holds nothing (its host gives it no journal).
+// which test ended and which one was running. Only a kernel started with
+// Config.HoldProgress holds (batch's local kernels); an agent's does not,
+// as its journal would be on the agent's host.
 
 import (
 	"bytes"

@@ -39,6 +39,11 @@ type Config struct {
 	// logged in the kernel's start-up log and otherwise ignored: the code
 	// that needs it gets the error when it imports it.
 	Preload []string
+	// HoldProgress lets the kernel hold progress frames for a moment
+	// (heldprogress.go): only for a kernel whose owner reads what it held
+	// when it dies (HeldProgress), so never an agent's, whose owner is
+	// across the network.
+	HoldProgress bool
 	// LogDir receives the startup logs (the kernel's own stderr); default
 	// <user cache dir>/ripple/logs. A log is removed when its kernel is
 	// stopped on purpose and kept when it dies.
@@ -288,7 +293,9 @@ func Start(ctx context.Context, cfg Config) (*Kernel, error) {
 
 	tag := newKernelTag()
 	cmd := kernelCommand(cfg, dir, acc.port(), token, tag)
-	cmd.Env = append(cmd.Env, "RIPPLE_HELD_JOURNAL="+log.Name()+heldJournalSuffix)
+	if cfg.HoldProgress {
+		cmd.Env = append(cmd.Env, "RIPPLE_HELD_JOURNAL="+log.Name()+heldJournalSuffix)
+	}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	cmd.ExtraFiles = []*os.File{deathR, cellFile} // fd 3, fd 4
