@@ -100,6 +100,7 @@ type joinEstimate struct {
 	handedFiles int           // test files of the hand-over
 	handedTests int
 	perTest     time.Duration // estimated wall time of a test; 0: unknown yet
+	busy        bool          // the machine has no CPU to spare (cpuload.go)
 }
 
 // cost is the estimated time from the decision until the late kernel can
@@ -116,9 +117,9 @@ func (e joinEstimate) cost() time.Duration {
 }
 
 // pays reports whether the handed tests are estimated to take longer than
-// the late kernel needs to join.
+// the late kernel needs to join, on a CPU the machine leaves idle.
 func (e joinEstimate) pays() bool {
-	return e.handedTests > 0 && e.perTest > 0 && time.Duration(e.handedTests)*e.perTest > e.cost()
+	return !e.busy && e.handedTests > 0 && e.perTest > 0 && time.Duration(e.handedTests)*e.perTest > e.cost()
 }
 
 // perTest estimates a test's time, or 0 when it cannot yet: the last
@@ -254,7 +255,8 @@ func (t *testRun) joinNow(w *testWorker) (handOver, joinEstimate, bool) {
 	if t.unit {
 		h.files = len(t.fileTests) // unittest's loader collects everything
 	}
-	est := joinEstimate{start: !w.started.Load(), collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want)}
+	est := joinEstimate{start: !w.started.Load(), collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want),
+		busy: !t.cpu.roomForLate()}
 	est.perTest = perTest(time.Since(t.began), t.ended.Load(), time.Duration(t.reported.Load()), t.prior, observeFor(est.cost()))
 	return h, est, true
 }

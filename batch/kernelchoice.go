@@ -27,7 +27,9 @@ package batch
 // two kernels that both collected everything took 8.7 s, one 5.9 s,
 // pytest 4.2 s). Otherwise the late kernels start at once and decide as
 // on a first run, with the last run's mean test time before any test of
-// this one has ended.
+// this one has ended. Either way a late kernel starts and joins only
+// while the machine leaves a CPU idle beside the first kernel
+// (cpuload.go): on a machine something else keeps busy, one kernel.
 
 import (
 	"encoding/json"

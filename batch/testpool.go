@@ -205,7 +205,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	if flags.stagger && len(ws) > 1 && !t.split && p.slots == nil && !opts.FailFast {
 		// The first kernel collects; the others start now and collect a
 		// hand-over once it pays (testRun.late, handover.go).
-		t.late = ws[1:]
+		t.late, t.cpu = ws[1:], newIdleMeter()
 		ws = ws[:1]
 		ws[0].up = make(chan struct{})
 		for _, w := range t.late {

@@ -103,6 +103,7 @@ type testRun struct {
 	// collectTook (the first kernel's collect call), prior (the last
 	// run's mean test time, 0: none) and began (when the tests began).
 	late        []*testWorker
+	cpu         *idleMeter // with late: the machine's idle CPUs (cpuload.go)
 	fileTests   map[string]int
 	collectTook time.Duration
 	prior       time.Duration
