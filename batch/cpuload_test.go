@@ -51,6 +51,10 @@ func TestRoomForLate(t *testing.T) {
 	if !none.roomForLate() {
 		t.Error("no meter (no late kernels): no room")
 	}
+	t.Setenv("RIPPLE_LATE_KERNELS", "always")
+	if newIdleMeter() != nil {
+		t.Error("RIPPLE_LATE_KERNELS=always: a meter, want none (the times alone decide)")
+	}
 	unreadable := &idleMeter{read: func() (cpuClock, bool) { return cpuClock{}, false }, cpus: 2, since: time.Now().Add(-time.Second)}
 	if !unreadable.roomForLate() {
 		t.Error("no /proc/stat: no room, want the times alone to decide")
