@@ -67,6 +67,7 @@ from .api import KernelAPI, WireObject
 from .pytest_console import Console, Discard, Sink
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl, selected
+from .noinput import restore_input
 from .signals import TEST_PROCESS
 
 if TYPE_CHECKING:
@@ -102,6 +103,10 @@ def _watchfn() -> ModuleType:
 
 
 def handle(api: KernelAPI, params: WireObject) -> WireObject:
+    # A kernel that runs tests is the process pytest would run them in:
+    # Python's input(), not the kernel's refusal (noinput.py), which code
+    # binds at import and tests drive through sys.stdin.
+    restore_input()
     op = params.get("op")
     session = _STATE.session
     if op == "collect":

@@ -1,6 +1,7 @@
 """What a test sees of its process: what it sees under pytest."""
 
 import importlib.util
+import io
 import os
 import signal
 import socket
@@ -62,3 +63,15 @@ def test_sigint_raises_keyboard_interrupt_handler():
     finally:
         signal.signal(signal.SIGUSR1, old)
     assert seen == [signal.SIGUSR1]
+
+
+# Bound at import, as click binds its prompt function: Python's input().
+ask = input
+
+
+def test_input_reads_stdin(monkeypatch):
+    # A test drives a prompt through sys.stdin: input() is Python's.
+    monkeypatch.setattr(sys, "stdin", io.StringIO("yes\n"))
+    assert ask("? ") == "yes"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("no\n"))
+    assert input("? ") == "no"
