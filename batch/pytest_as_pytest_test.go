@@ -165,6 +165,8 @@ func TestPytestConsoleLayoutAsPytest(t *testing.T) {
 	py := pytestPython(t)
 	console := copyProject(t, filepath.Join("testdata", "pytest", "console"))
 	reports := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	// Several warnings at once, at collection and in a test: each counts.
+	warned := copyProject(t, filepath.Join("testdata", "pytest", "warnings_count"))
 	cases := []struct {
 		root string
 		args []string
@@ -188,6 +190,8 @@ func TestPytestConsoleLayoutAsPytest(t *testing.T) {
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--tb=no", "-ra"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--color=yes", "-v", "-k", "not marked"}},
+		{warned, []string{"-p", "no:cacheprovider"}},
+		{warned, []string{"-q", "-p", "no:cacheprovider"}},
 	}
 	for _, c := range cases {
 		_, pOut, _ := pytestRunSplit(t, py, c.root, c.args...)
