@@ -303,3 +303,30 @@ func TestPytestExitEffectsAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// pytest's --junitxml escapes what its bin_xml_escape escapes, characters
+// above U+FFFF included (dateutil's suite has one in a failing line):
+// ripple's file is pytest's, up to times and addresses.
+func TestPytestJUnitXMLEscapesAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "junit_escape"))
+	file := filepath.Join(root, "reports", "junit.xml")
+	if code, out := pytestRun(t, py, root, "-q"); code != 1 {
+		t.Fatalf("pytest: exit %d\n%s", code, out)
+	}
+	want := normalJUnit(t, file)
+	if !strings.Contains(want, "#x1F43C") {
+		t.Fatalf("pytest's file has no #x1F43C:\n%s", want)
+	}
+	for _, kernels := range []string{"2", "1"} {
+		os.RemoveAll(filepath.Join(root, "reports"))
+		if code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", kernels); code != 1 {
+			t.Fatalf("%s kernels: exit %d\n%s\n%s", kernels, code, out, errOut)
+		}
+		if got := normalJUnit(t, file); got != want {
+			t.Errorf("%s kernels: --junitxml file differs from pytest's (-pytest +ripple):\n%s", kernels,
+				diffLines(strings.Split(want, "><"), strings.Split(got, "><")))
+		}
+	}
+}
