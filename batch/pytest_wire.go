@@ -211,15 +211,17 @@ type splitAnswer struct {
 
 // collectEvent is a progress frame of "collect": a chunk of items, a
 // collection report, a test module's project imports, a chunk of the
-// split's files.
+// split's files, a chunk of a --collect-only listing too long for the
+// answer (its Console is then cut: the chunks, in order, are the listing).
 type collectEvent struct {
-	Event  string     `json:"event"` // items, collectReport, deps or files
+	Event  string     `json:"event"` // items, collectReport, deps, files or console
 	Items  []testItem `json:"items"`
 	Report testItem   `json:"report"`
 	Path   string     `json:"path"`
 	Deps   []string   `json:"deps"`
 	Files  []string   `json:"files"`
 	Owners []int      `json:"owners"`
+	Text   string     `json:"text"`
 }
 
 // testEvent is a progress frame of "run" and "finish": a test started or

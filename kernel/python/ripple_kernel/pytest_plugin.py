@@ -206,6 +206,7 @@ def _collect_session(
             state.exitstatus = 2
         state.close()
         console = state.console.getvalue()
+        _send_console(api, console)
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -233,6 +234,21 @@ def _collect_session(
         "warnings": state.con.take_warnings() if state.con is not None else [],
         "cache": pytest_session.cache(config, int(params.get("worker", 0))),
     }
+
+
+# A --collect-only listing longer than this also goes as "console"
+# progress frames: the answer is capped (wire.RESULT_CAP, 64 KiB), which
+# cut click's 137 KB listing; the Go side takes the frames when there are
+# any (the answer's copy, cut, stays for a Go side that does not).
+_CONSOLE_INLINE = 32 * 1024
+_CONSOLE_CHUNK = 16 * 1024
+
+
+def _send_console(api: KernelAPI, console: str) -> None:
+    if len(console) <= _CONSOLE_INLINE:
+        return
+    for i in range(0, len(console), _CONSOLE_CHUNK):
+        api.emit_progress({"event": "console", "text": console[i:i + _CONSOLE_CHUNK]})
 
 
 def _start_session(
