@@ -304,29 +304,50 @@ func TestPytestExitEffectsAsPytest(t *testing.T) {
 	}
 }
 
-// pytest's --junitxml escapes what its bin_xml_escape escapes, characters
-// above U+FFFF included (dateutil's suite has one in a failing line):
-// ripple's file is pytest's, up to times and addresses.
-func TestPytestJUnitXMLEscapesAsPytest(t *testing.T) {
+// pytest's --junitxml file as pytest writes it, up to times and addresses,
+// at 2 kernels and 1, and the console's last line: junit_escape, what
+// pytest's bin_xml_escape escapes, characters above U+FFFF included
+// (dateutil's suite has one in a failing line); junit_records, what tests
+// record into the file (record_property, record_xml_attribute,
+// record_testsuite_property: hypothesis's statistics are the testsuite's
+// properties under pytest), in both junit families (xunit2 drops the
+// added attributes and warns of them).
+func TestPytestJUnitXMLRecordsAsPytest(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
-	root := copyProject(t, filepath.Join("testdata", "pytest", "junit_escape"))
-	file := filepath.Join(root, "reports", "junit.xml")
-	if code, out := pytestRun(t, py, root, "-q"); code != 1 {
-		t.Fatalf("pytest: exit %d\n%s", code, out)
+	cases := []struct {
+		dir, must string
+		args      []string
+	}{
+		{"junit_escape", "#x1F43C", nil},
+		{"junit_records", `<properties><property name="ARCH" value="x86_64" /></properties>`, nil},
+		{"junit_records", `<property name="ticket" value="JIRA-1" />`, []string{"-o", "junit_family=xunit2"}},
 	}
-	want := normalJUnit(t, file)
-	if !strings.Contains(want, "#x1F43C") {
-		t.Fatalf("pytest's file has no #x1F43C:\n%s", want)
-	}
-	for _, kernels := range []string{"2", "1"} {
-		os.RemoveAll(filepath.Join(root, "reports"))
-		if code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", kernels); code != 1 {
-			t.Fatalf("%s kernels: exit %d\n%s\n%s", kernels, code, out, errOut)
+	for _, c := range cases {
+		root := copyProject(t, filepath.Join("testdata", "pytest", c.dir))
+		file := filepath.Join(root, "reports", "junit.xml")
+		pCode, pOut := pytestRun(t, py, root, c.args...)
+		want := normalJUnit(t, file)
+		if !strings.Contains(want, c.must) {
+			t.Fatalf("%s %q: pytest's file has no %s:\n%s", c.dir, c.args, c.must, want)
 		}
-		if got := normalJUnit(t, file); got != want {
-			t.Errorf("%s kernels: --junitxml file differs from pytest's (-pytest +ripple):\n%s", kernels,
-				diffLines(strings.Split(want, "><"), strings.Split(got, "><")))
+		last := func(s string) string {
+			l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+			return sessionTime.ReplaceAllString(l[len(l)-1], "in")
+		}
+		for _, kernels := range []string{"2", "1"} {
+			os.RemoveAll(filepath.Join(root, "reports"))
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, c.args...)...)
+			if code != pCode {
+				t.Fatalf("%s %q, %s kernels: exit %d, pytest's %d\n%s\n%s", c.dir, c.args, kernels, code, pCode, out, errOut)
+			}
+			if got := normalJUnit(t, file); got != want {
+				t.Errorf("%s %q, %s kernels: --junitxml file differs from pytest's (-pytest +ripple):\n%s", c.dir, c.args, kernels,
+					diffLines(strings.Split(want, "><"), strings.Split(got, "><")))
+			}
+			if got, want := last(out), last(pOut); got != want {
+				t.Errorf("%s %q, %s kernels: last line %q, pytest's %q", c.dir, c.args, kernels, got, want)
+			}
 		}
 	}
 }

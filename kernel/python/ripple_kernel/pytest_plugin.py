@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Opt
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
 from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
-from .pytest_console import Console, Discard, Sink
+from .pytest_console import Console, Discard, Sink, send_listing
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl, selected
 from .noinput import restore_input
@@ -206,7 +206,7 @@ def _collect_session(
             state.exitstatus = 2
         state.close()
         console = state.console.getvalue()
-        _send_console(api, console)
+        send_listing(api, console)
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -236,21 +236,6 @@ def _collect_session(
     }
 
 
-# A --collect-only listing longer than this also goes as "console"
-# progress frames: the answer is capped (wire.RESULT_CAP, 64 KiB), which
-# cut click's 137 KB listing; the Go side takes the frames when there are
-# any (the answer's copy, cut, stays for a Go side that does not).
-_CONSOLE_INLINE = 32 * 1024
-_CONSOLE_CHUNK = 16 * 1024
-
-
-def _send_console(api: KernelAPI, console: str) -> None:
-    if len(console) <= _CONSOLE_INLINE:
-        return
-    for i in range(0, len(console), _CONSOLE_CHUNK):
-        api.emit_progress({"event": "console", "text": console[i:i + _CONSOLE_CHUNK]})
-
-
 def _start_session(
     api: KernelAPI, params: WireObject, args: List[str], rec: Optional[Recorder]
 ) -> Union[_Session, WireObject]:
@@ -273,6 +258,7 @@ def _start_session(
         try:
             config._do_configure()
             state.configured = True
+            state.xml = pytest_session.worker_xml(config)
             tr = config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
                 # --collect-only: pytest's own listing is the run's output;
@@ -450,6 +436,7 @@ class _Session:
         self.clash = ""
         # How pytest's junitxml would write captured output (ini options).
         self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
+        self.xml: Optional[pytest_session.WorkerXML] = None  # with --junitxml: what tests record for the file
 
     def stop_interrupts(self) -> bool:
         """pytest stopped the session as interrupted (shouldstop: --sw;
@@ -602,7 +589,7 @@ class _Session:
         if yield_wide and self.setup_clash:
             self.clash = self.setup_clash
             return False
-        self.ended = outcome(i, reports, self.junit_logging)
+        self.ended = outcome(i, reports, self.junit_logging, self.xml.take(item.nodeid) if self.xml is not None else ())
         if self.con is not None:
             digest = self.con.item(item, reports)
             if digest is not None:
