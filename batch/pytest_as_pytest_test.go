@@ -351,3 +351,27 @@ func TestPytestJUnitXMLRecordsAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// Without pytest, the tests a load_tests hook adds (a module's doctests,
+// a FunctionTestCase) are tests of their own, each with its own node id
+// (the doctests as pytest's --doctest-modules names them), not one id per
+// class (more-itertools' 165 doctests were 165 DocTestCase::runTest).
+func TestUnittestLoadTestsIDs(t *testing.T) {
+	t.Parallel()
+	root := copyProject(t, filepath.Join("testdata", "pytest", "unittest_doctests"))
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", unittestPython(t), "--kernels", "1", "--json", report)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	st := reportStatuses(t, report)
+	want := []string{"test_lib.py::TestLib::test_double", "mylib.py::mylib.double", "mylib.py::mylib.halve", "test_lib.py::check_function"}
+	if len(st) != len(want) {
+		t.Errorf("%d tests, want %d: %v", len(st), len(want), st)
+	}
+	for _, id := range want {
+		if st[id] != batch.StatusPassed {
+			t.Errorf("%s: %q, want passed (report: %v)", id, st[id], st)
+		}
+	}
+}
