@@ -375,3 +375,40 @@ func TestUnittestLoadTestsIDs(t *testing.T) {
 		}
 	}
 }
+
+// A collection error with -x or --maxfail ends the session as pytest's
+// ends: when it reaches the limit before the last module, pytest's
+// Session.Failed ("stopping after 1 failures", exit status 1; ripple's
+// kernel failed with a project error); in the last module, that line over
+// pytest's Interrupted (exit status 2). Console and status as pytest's, at
+// 2 kernels and 1.
+func TestPytestCollectionStopAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "collect_stop"))
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"-x"}, 1},
+		{[]string{"--maxfail=1", "-q"}, 1},
+		{[]string{"-x", "test_a.py", "test_b_broken.py"}, 2},
+		{[]string{"--maxfail=2"}, 2},
+	} {
+		args := append([]string{"-p", "no:cacheprovider"}, c.args...)
+		pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
+		if pCode != c.code {
+			t.Fatalf("%q: pytest's exit %d, want %d\n%s", c.args, pCode, c.code, pOut)
+		}
+		for _, kernels := range []string{"2", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s", c.args, kernels, code, pCode, out, errOut)
+			}
+			if got, want := normalConsole(out), normalConsole(pOut); got != want {
+				t.Errorf("%q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s", c.args, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+			}
+		}
+	}
+}

@@ -164,6 +164,12 @@ type collectAnswer struct {
 	Continue    bool         `json:"continueOnCollectionErrors"`
 	CollectOnly bool         `json:"collectOnly"`
 	Stopped     string       `json:"stopped"`
+	// StopFailed: collection errors reached -x/--maxfail before the last
+	// module (pytest's Session.Failed: its session ends with status 1);
+	// ShouldFail: pytest's session.shouldfail once collected ("stopping
+	// after 1 failures"), which its console shows above its Interrupted.
+	StopFailed bool   `json:"stopFailed"`
+	ShouldFail string `json:"shouldfail"`
 	// Console: with --collect-only, what pytest's terminal reporter wrote
 	// (its listing and summary line); the session ended in the kernel.
 	Console string `json:"console"`

@@ -176,7 +176,8 @@ type Report struct {
 	// collectTime: how long the kernels took to collect (a test run).
 	collectTime time.Duration
 	// pytestStopped: why pytest stopped the session (-x, --maxfail,
-	// --sw), in its words: "stopping after 2 failures".
+	// --sw), in its words: "stopping after 2 failures"; two lines when
+	// collection errors reached -x and ended the session as Interrupted.
 	pytestStopped string
 	// interruptedBy: which test's own KeyboardInterrupt ended the run
 	// ("test_a.py::test_x raised KeyboardInterrupt"), "" for none.

@@ -222,6 +222,8 @@ def _collect_session(
         "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
         "collectOnly": bool(config.option.collectonly),
         "stopped": state.stopped,
+        "stopFailed": state.stop_failed,
+        "shouldfail": str(state.session.shouldfail or "") if state.session is not None else "",
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
         "junitxml": pytest_session.junitxml(config),
@@ -303,9 +305,12 @@ def _start_session(
             state.close()
             _STATE.session = None
             return {"interrupted": "%s: %s" % (type(e).__name__, e)}
-        except session.Interrupted as e:
-            # A -x/--maxfail stop during collection.
+        except (Session.Interrupted, Session.Failed) as e:
+            # A -x/--maxfail stop during collection (Failed: collection
+            # errors reached maxfail before the last module; pytest's
+            # session then ends failed, status 1).
             state.stopped = str(e)
+            state.stop_failed = isinstance(e, Session.Failed)
     return state
 
 
@@ -416,6 +421,7 @@ class _Session:
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
         self.stopped = ""
+        self.stop_failed = False  # collection raised pytest's Session.Failed (-x, --maxfail)
         self.console = Sink()  # what pytest's terminal reporter wrote (the header, --collect-only)
         self.con: Optional[Console] = None  # renders reports for the Go side's console
         self.exitstatus: Optional[int] = None  # set: the session's end status (close)
