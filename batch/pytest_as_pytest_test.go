@@ -412,3 +412,55 @@ func TestPytestCollectionStopAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// A conftest hook that raises while pytest collects is pytest's internal
+// error: exit status 3, its INTERNALERROR> lines on stdout (the frames of
+// pytest's own main, which a kernel does not run, aside) and its last
+// line, at 2 kernels and 1 (ripple reported a project error, status 2).
+func TestPytestInternalErrorAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "internal_error"))
+	args := []string{"-p", "no:cacheprovider"}
+	pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
+	if pCode != 3 {
+		t.Fatalf("pytest: exit %d, want 3\n%s", pCode, pOut)
+	}
+	internal := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "INTERNALERROR>") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	want := internal(pOut)
+	for _, kernels := range []string{"2", "1"} {
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+		if code != 3 {
+			t.Errorf("%s kernels: exit %d, pytest's 3\n%s\n%s", kernels, code, out, errOut)
+		}
+		got := internal(out)
+		// Each of ripple's lines is pytest's, in pytest's order, down to
+		// the exception's line.
+		j := 0
+		for _, l := range got {
+			for j < len(want) && want[j] != l {
+				j++
+			}
+			if j == len(want) {
+				t.Errorf("%s kernels: %q is not among pytest's INTERNALERROR lines, in order:\n%s", kernels, l, strings.Join(want, "\n"))
+				break
+			}
+		}
+		if len(got) == 0 || got[len(got)-1] != "INTERNALERROR> RuntimeError: broken hook" {
+			t.Errorf("%s kernels: INTERNALERROR lines end %q\n%s", kernels, got, out)
+		}
+		lines := strings.Split(strings.TrimRight(normalConsole(out), "\n"), "\n")
+		pLines := strings.Split(strings.TrimRight(normalConsole(pOut), "\n"), "\n")
+		if lines[len(lines)-1] != pLines[len(pLines)-1] {
+			t.Errorf("%s kernels: last line %q, pytest's %q", kernels, lines[len(lines)-1], pLines[len(pLines)-1])
+		}
+	}
+}

@@ -148,6 +148,7 @@ type collectAnswer struct {
 	Python      string      `json:"python"`
 	NeedsPytest [][2]string `json:"needsPytest"`
 	Usage       string      `json:"usage"`
+	Internal    string      `json:"internal"` // pytest's internal error (Console has its INTERNALERROR> lines)
 	Interrupted string      `json:"interrupted"`
 	Count       int         `json:"count"`
 	// Items and CollectReports come as progress frames (a result is

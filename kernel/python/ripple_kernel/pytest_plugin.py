@@ -250,7 +250,7 @@ def _start_session(
 
     with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
-            with _cached_distributions(), _prog("pytest"):
+            with _cached_distributions(), pytest_session.prog("pytest"):
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
@@ -311,25 +311,16 @@ def _start_session(
             # session then ends failed, status 1).
             state.stopped = str(e)
             state.stop_failed = isinstance(e, Session.Failed)
+        except Exception as e:
+            # As pytest's wrap_session: anything else is pytest's internal
+            # error (a plugin's or conftest's hook raised): INTERNALERROR>
+            # lines, then the session ends with status 3.
+            pytest_session.internal_error(config)
+            state.exitstatus = 3
+            state.close()
+            _STATE.session = None
+            return {"internal": "%s: %s" % (type(e).__name__, e), "console": state.console.getvalue()}
     return state
-
-
-class _prog:
-    """sys.argv[0] as the pytest script has it while pytest parses its
-    command line: argparse names the program after it in a usage error
-    ("pytest: error: unrecognized arguments")."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.saved: Optional[List[str]] = None
-
-    def __enter__(self) -> None:
-        self.saved = list(sys.argv)
-        sys.argv[:1] = [self.name]
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            sys.argv[:] = self.saved
 
 
 def _as_worker(config: pytest.Config, params: WireObject, args: List[str]) -> None:

@@ -1,7 +1,9 @@
 """What the kernel's pytest session tells the Go side beyond items and
 outcomes: each test module's project imports (--watch), pytest's
 --junitxml and cache plugin settings (which a worker's plugins leave to
-the controller: batch/junit_pytest.go, batch/pytest_cache.go)."""
+the controller: batch/junit_pytest.go, batch/pytest_cache.go) and what
+tests record for --junitxml (WorkerXML); and the parts of pytest's main
+that the session's set-up plays (prog, internal_error)."""
 
 from __future__ import annotations
 
@@ -204,3 +206,35 @@ def dependencies(items: List[pytest.Item], rootdir: str) -> Dict[str, List[str]]
         result[os.path.relpath(path, root).replace(os.sep, "/")] = sorted(
             os.path.relpath(p, root).replace(os.sep, "/") for p in closure)
     return result
+
+
+def internal_error(config: pytest.Config) -> None:
+    """pytest's report of its internal error (Config.notify_exception:
+    INTERNALERROR> lines on its terminal), the kernel's frames left out."""
+    from _pytest._code import ExceptionInfo
+
+    excinfo = ExceptionInfo.from_current()
+    here = os.path.dirname(os.path.abspath(__file__))  # the kernel's package
+    excinfo.traceback = excinfo.traceback.filter(lambda entry: os.path.dirname(str(entry.path)) != here)
+    try:
+        config.notify_exception(excinfo, config.option)
+    except Exception:
+        pass  # pytest's own report failed: the status says it
+
+
+class prog:
+    """sys.argv[0] as the pytest script has it while pytest parses its
+    command line: argparse names the program after it in a usage error
+    ("pytest: error: unrecognized arguments")."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.saved: Optional[List[str]] = None
+
+    def __enter__(self) -> None:
+        self.saved = list(sys.argv)
+        sys.argv[:1] = [self.name]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            sys.argv[:] = self.saved
