@@ -185,7 +185,8 @@ func (t *testRun) settleSplit(ctx, runCtx context.Context, col *collection, lost
 }
 
 // usable is the error of an answer that ends the run before any test: a
-// usage error, or pytest interrupted while it collected.
+// usage error, pytest interrupted while it collected, or its internal
+// error.
 func (t *testRun) usable(a *collectAnswer) error {
 	if a.Usage != "" {
 		runner := "pytest"
@@ -196,6 +197,9 @@ func (t *testRun) usable(a *collectAnswer) error {
 	}
 	if a.Interrupted != "" {
 		return fmt.Errorf("%w: pytest: %s", ErrInterrupted, a.Interrupted)
+	}
+	if a.Internal != "" {
+		return &PytestInternalError{Message: a.Internal, Console: a.Console}
 	}
 	return nil
 }

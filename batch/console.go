@@ -263,7 +263,7 @@ func SummaryLine(rep *Report) string {
 	case rep.Interrupted:
 		line += " (interrupted)"
 	case rep.pytestStopped != "":
-		line += " (pytest: " + rep.pytestStopped + ")"
+		line += " (pytest: " + strings.ReplaceAll(rep.pytestStopped, "\n", "; ") + ")"
 	case rep.StoppedEarly:
 		line += " (stopped at the first failure: --fail-fast)"
 	}

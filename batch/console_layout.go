@@ -107,7 +107,8 @@ func newPytestLayout(s pytestConsoleSettings, verbosity, deselected int, warning
 	for range deselected {
 		l.add("deselected", statRef{})
 	}
-	if len(warnings) > 0 {
+	// pytest's terminal reporter counts each warning ("18 warnings").
+	for range warnings {
 		l.add("warnings", statRef{})
 	}
 	return l
@@ -346,8 +347,8 @@ func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool
 			l.line("")
 		}
 	}
-	if len(d.Warnings) > 0 {
-		l.warnings = append(l.warnings, d.Warnings...)
+	l.warnings = append(l.warnings, d.Warnings...)
+	for range d.Warnings {
 		l.add("warnings", statRef{})
 	}
 }

@@ -26,11 +26,14 @@ func (l *pytestLayout) finish(rep *Report, stop, where, extra string) {
 		l.durations()
 		l.shortSummary()
 	}
-	switch {
-	case strings.HasPrefix(stop, "Interrupted: ") || stop == "KeyboardInterrupt":
-		l.writeSep('!', stop) // as pytest reports its Interrupted
-	case stop != "":
-		l.writeSep('!', stop, "red")
+	// Two lines: pytest's -x/--maxfail line over its Interrupted.
+	for _, stop := range strings.Split(stop, "\n") {
+		switch {
+		case strings.HasPrefix(stop, "Interrupted: ") || stop == "KeyboardInterrupt":
+			l.writeSep('!', stop) // as pytest reports its Interrupted
+		case stop != "":
+			l.writeSep('!', stop, "red")
+		}
 	}
 	if where != "" {
 		l.writeLine(where)

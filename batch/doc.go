@@ -65,7 +65,9 @@
 // Collection reports that did not pass are entries too (a module that
 // does not import is an error; one that skips itself, skipped); as pytest
 // does, collection errors stop the run before any test (ErrCollection)
-// unless --continue-on-collection-errors is given. ripple adds: a test
+// unless --continue-on-collection-errors is given (with -x, as pytest's
+// session ends: ErrStopped, status 1, when they reached it before the last
+// module; collectionStop). ripple adds: a test
 // that kills its kernel is crashed, one that runs past Options.Timeout is
 // timeout (the kernel is interrupted, or killed if it ignores that); in
 // both cases the kernel is replaced and the tests it still held run on the
@@ -85,15 +87,19 @@
 // The kernels act as xdist workers toward plugins (config.workerinput,
 // PYTEST_XDIST_WORKER): pytest's junitxml and cache plugins write nothing
 // in them, and the run writes what a serial session would from the merged
-// results: pytest's --junitxml file (junit_pytest.go, Report.PytestJUnitXML)
-// and the cache's lastfailed, nodeids and stepwise (pytest_cache.go).
+// results: pytest's --junitxml file (junit_pytest.go, Report.PytestJUnitXML;
+// what tests record for it, record_property, record_xml_attribute and
+// record_testsuite_property, goes with their outcomes: a kernel holds a
+// stand-in for pytest's LogXML) and the cache's lastfailed, nodeids and
+// stepwise (pytest_cache.go).
 // --collect-only runs nothing: the first kernel's pytest listing is the
 // output (Report.PytestConsole). The console lays the run out as pytest's
 // terminal reporter would (console_layout.go, console_summary.go) from
 // each report rendered in its kernel by pytest's own code
 // (kernel/python/ripple_kernel/pytest_console.py); -x and --maxfail count
 // failures over all kernels (completer). A usage error pytest reports is a
-// PytestUsageError (exit status 4). Each kernel runs its tests as a
+// PytestUsageError (exit status 4), its internal error (a hook that
+// raised) a PytestInternalError (exit status 3). Each kernel runs its tests as a
 // subsequence of pytest's collection order: the queue keeps that order.
 // While pytest's code runs, the kernel's own process state is out of its
 // way (kernel/python/ripple_kernel/signals.py, PytestProcess). With the

@@ -63,6 +63,21 @@ func (e *PytestUsageError) Error() string { return "usage: " + e.Runner + ": " +
 // Unwrap makes a PytestUsageError an ErrUsage.
 func (e *PytestUsageError) Unwrap() error { return ErrUsage }
 
+// PytestInternalError is pytest's internal error in a test run: a hook of
+// a plugin or conftest.py raised while pytest configured or collected
+// (dateutil's suite without pytest-cov: an unknown mark, which its
+// filterwarnings turns into an error). ripple run ends as pytest does:
+// what its terminal reporter wrote (the INTERNALERROR> lines, the last
+// line) on stdout, exit status 3.
+type PytestInternalError struct {
+	// Message is the exception, "Type: message".
+	Message string
+	// Console is what pytest's terminal reporter wrote in the first kernel.
+	Console string
+}
+
+func (e *PytestInternalError) Error() string { return "pytest: internal error: " + e.Message }
+
 // Causes of a test run's cancelled calls (context.Cause), which say what
 // the running test's result is.
 var (

@@ -26,6 +26,9 @@ type pytestCase struct {
 	line                  int // 0-based; -1: none
 	time                  string
 	children              []pytestChild
+	// attrs: what record_xml_attribute added (xunit1 only, as pytest);
+	// props: record_property's <properties>; name and value each.
+	attrs, props [][2]string
 }
 
 // pytestChild is a child of a testcase: the attributes in pytest's order.
@@ -62,11 +65,14 @@ var (
 )
 
 // binXMLEscape is pytest's bin_xml_escape: a character XML cannot hold
-// becomes #xNN.
+// becomes #xNN. So does one above U+FFFF, which XML can hold: pytest's
+// pattern spells that range "\u10000-\u10FFFF", which Python reads as
+// U+1000, "0-\u10FF" and "FF" (dateutil's suite: pytest writes
+// gettz('#x1F43C') for gettz('🐼')).
 func binXMLEscape(s string) string {
 	legal := func(r rune) bool {
 		return r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0x7E) || (r >= 0x80 && r <= 0xD7FF) ||
-			(r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
+			(r >= 0xE000 && r <= 0xFFFD)
 	}
 	if strings.IndexFunc(s, func(r rune) bool { return !legal(r) }) < 0 {
 		return s
@@ -85,6 +91,52 @@ func binXMLEscape(s string) string {
 	return b.String()
 }
 
+// recorded takes from a testcase's children (Result.JUnit) what the test
+// recorded: its attributes and properties into pc, and the testsuite's
+// properties, which it returns.
+func recorded(pc *pytestCase, children []JUnitChild, family string) (suite [][2]string) {
+	for _, ch := range children {
+		kv := [2]string{ch.Message, ch.Text}
+		switch ch.Tag {
+		case "attribute":
+			// pytest's xunit2 keeps only the attributes of its schema
+			// (classname and name: those it sets in their place).
+			if family == "xunit1" || family == "legacy" || kv[0] == "classname" || kv[0] == "name" {
+				pc.attrs = append(pc.attrs, kv)
+			}
+		case "property":
+			pc.props = append(pc.props, kv)
+		case "suite-property":
+			suite = append(suite, kv)
+		}
+	}
+	return suite
+}
+
+// setAttr sets name in attrs (name, value pairs): in its place when it is
+// there, else last, as a Python dict keeps the order of its keys.
+func setAttr(attrs []string, name, value string) []string {
+	for i := 0; i+1 < len(attrs); i += 2 {
+		if attrs[i] == name {
+			attrs[i+1] = value
+			return attrs
+		}
+	}
+	return append(attrs, name, value)
+}
+
+// properties writes pytest's <properties> element, when there are any.
+func (w *xmlWriter) properties(props [][2]string) {
+	if len(props) == 0 {
+		return
+	}
+	w.WriteString("<properties>")
+	for _, p := range props {
+		w.element("property", "", "name", p[0], "value", p[1])
+	}
+	w.WriteString("</properties>")
+}
+
 // WritePytestJUnit writes spec's file (pytest's --junitxml) for the
 // tests of rep, atomically.
 func WritePytestJUnit(spec *PytestJUnitXML, rep *Report) error {
@@ -94,6 +146,7 @@ func WritePytestJUnit(spec *PytestJUnitXML, rep *Report) error {
 		name = "pytest"
 	}
 	var cases []pytestCase
+	var suiteProps [][2]string // the testsuite's <properties>, in the tests' order
 	var errs, fails, skips, tests int
 	for _, r := range rep.Results {
 		if r.Entry.NodeID == "" {
@@ -122,6 +175,9 @@ func WritePytestJUnit(spec *PytestJUnitXML, rep *Report) error {
 					tests++
 				}
 			}
+			if i < len(r.JUnit) {
+				suiteProps = append(suiteProps, recorded(&pc, r.JUnit[i], spec.Family)...)
+			}
 			if c.SystemOut != "" {
 				pc.children = append(pc.children, pytestChild{tag: "system-out", text: c.SystemOut})
 			}
@@ -137,6 +193,7 @@ func WritePytestJUnit(spec *PytestJUnitXML, rep *Report) error {
 		"tests", strconv.Itoa(tests), "time", fmt.Sprintf("%.3f", rep.Duration.Seconds()),
 		"timestamp", rep.Started.Format("2006-01-02T15:04:05.000000"), "hostname", host)
 	w.WriteString(">")
+	w.properties(suiteProps)
 	for _, c := range cases {
 		attrs := []string{"classname", c.classname, "name", c.name}
 		if c.file != "" {
@@ -145,13 +202,17 @@ func WritePytestJUnit(spec *PytestJUnitXML, rep *Report) error {
 		if c.line >= 0 {
 			attrs = append(attrs, "line", strconv.Itoa(c.line))
 		}
-		attrs = append(attrs, "time", c.time)
+		for _, a := range c.attrs {
+			attrs = setAttr(attrs, a[0], a[1])
+		}
+		attrs = setAttr(attrs, "time", c.time)
 		w.open("testcase", attrs...)
-		if len(c.children) == 0 {
+		if len(c.children) == 0 && len(c.props) == 0 {
 			w.WriteString(" />")
 			continue
 		}
 		w.WriteString(">")
+		w.properties(c.props)
 		for _, ch := range c.children {
 			var attrs []string
 			if ch.typ != "" {

@@ -185,6 +185,8 @@ func TestPytestConsoleLayoutAsPytest(t *testing.T) {
 	py := pytestPython(t)
 	console := copyProject(t, filepath.Join("testdata", "pytest", "console"))
 	reports := copyProject(t, filepath.Join("testdata", "pytest", "reports"))
+	// Several warnings at once, at collection and in a test: each counts.
+	warned := copyProject(t, filepath.Join("testdata", "pytest", "warnings_count"))
 	cases := []struct {
 		root string
 		args []string
@@ -208,6 +210,8 @@ func TestPytestConsoleLayoutAsPytest(t *testing.T) {
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--tb=no", "-ra"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--color=yes", "-v", "-k", "not marked"}},
+		{warned, []string{"-p", "no:cacheprovider"}},
+		{warned, []string{"-q", "-p", "no:cacheprovider"}},
 	}
 	for _, c := range cases {
 		_, pOut, _ := pytestRunSplit(t, py, c.root, c.args...)
@@ -316,6 +320,192 @@ func TestPytestExitEffectsAsPytest(t *testing.T) {
 		}
 		if len(got) != len(want) {
 			t.Errorf("--kernels %s: effects %v, under pytest %v", kernels, got, want)
+		}
+	}
+}
+
+// pytest's --junitxml file as pytest writes it, up to times and addresses,
+// at 2 kernels and 1, and the console's last line: junit_escape, what
+// pytest's bin_xml_escape escapes, characters above U+FFFF included
+// (dateutil's suite has one in a failing line); junit_records, what tests
+// record into the file (record_property, record_xml_attribute,
+// record_testsuite_property: hypothesis's statistics are the testsuite's
+// properties under pytest), in both junit families (xunit2 drops the
+// added attributes and warns of them).
+func TestPytestJUnitXMLRecordsAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	cases := []struct {
+		dir, must string
+		args      []string
+	}{
+		{"junit_escape", "#x1F43C", nil},
+		{"junit_records", `<properties><property name="ARCH" value="x86_64" /></properties>`, nil},
+		{"junit_records", `<property name="ticket" value="JIRA-1" />`, []string{"-o", "junit_family=xunit2"}},
+	}
+	for _, c := range cases {
+		root := copyProject(t, filepath.Join("testdata", "pytest", c.dir))
+		file := filepath.Join(root, "reports", "junit.xml")
+		pCode, pOut := pytestRun(t, py, root, c.args...)
+		want := normalJUnit(t, file)
+		if !strings.Contains(want, c.must) {
+			t.Fatalf("%s %q: pytest's file has no %s:\n%s", c.dir, c.args, c.must, want)
+		}
+		last := func(s string) string {
+			l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+			return sessionTime.ReplaceAllString(l[len(l)-1], "in")
+		}
+		for _, kernels := range []string{"2", "1"} {
+			os.RemoveAll(filepath.Join(root, "reports"))
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, c.args...)...)
+			if code != pCode {
+				t.Fatalf("%s %q, %s kernels: exit %d, pytest's %d\n%s\n%s", c.dir, c.args, kernels, code, pCode, out, errOut)
+			}
+			if got := normalJUnit(t, file); got != want {
+				t.Errorf("%s %q, %s kernels: --junitxml file differs from pytest's (-pytest +ripple):\n%s", c.dir, c.args, kernels,
+					diffLines(strings.Split(want, "><"), strings.Split(got, "><")))
+			}
+			if got, want := last(out), last(pOut); got != want {
+				t.Errorf("%s %q, %s kernels: last line %q, pytest's %q", c.dir, c.args, kernels, got, want)
+			}
+		}
+	}
+}
+
+// Without pytest, the tests a load_tests hook adds (a module's doctests,
+// a FunctionTestCase) are tests of their own, each with its own node id
+// (the doctests as pytest's --doctest-modules names them), not one id per
+// class (more-itertools' 165 doctests were 165 DocTestCase::runTest).
+func TestUnittestLoadTestsIDs(t *testing.T) {
+	t.Parallel()
+	root := copyProject(t, filepath.Join("testdata", "pytest", "unittest_doctests"))
+	report := filepath.Join(t.TempDir(), "r.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", unittestPython(t), "--kernels", "1", "--json", report)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	st := reportStatuses(t, report)
+	want := []string{"test_lib.py::TestLib::test_double", "mylib.py::mylib.double", "mylib.py::mylib.halve", "test_lib.py::check_function"}
+	if len(st) != len(want) {
+		t.Errorf("%d tests, want %d: %v", len(st), len(want), st)
+	}
+	for _, id := range want {
+		if st[id] != batch.StatusPassed {
+			t.Errorf("%s: %q, want passed (report: %v)", id, st[id], st)
+		}
+	}
+}
+
+// A collection error with -x or --maxfail ends the session as pytest's
+// ends: when it reaches the limit before the last module, pytest's
+// Session.Failed ("stopping after 1 failures", exit status 1; ripple's
+// kernel failed with a project error); in the last module, that line over
+// pytest's Interrupted (exit status 2). Console and status as pytest's, at
+// 2 kernels and 1.
+func TestPytestCollectionStopAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "collect_stop"))
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"-x"}, 1},
+		{[]string{"--maxfail=1", "-q"}, 1},
+		{[]string{"-x", "test_a.py", "test_b_broken.py"}, 2},
+		{[]string{"--maxfail=2"}, 2},
+	} {
+		args := append([]string{"-p", "no:cacheprovider"}, c.args...)
+		pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
+		if pCode != c.code {
+			t.Fatalf("%q: pytest's exit %d, want %d\n%s", c.args, pCode, c.code, pOut)
+		}
+		for _, kernels := range []string{"2", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s", c.args, kernels, code, pCode, out, errOut)
+			}
+			if got, want := normalConsole(out), normalConsole(pOut); got != want {
+				t.Errorf("%q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s", c.args, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+			}
+		}
+	}
+}
+
+// A conftest hook that raises while pytest collects is pytest's internal
+// error: exit status 3, its INTERNALERROR> lines on stdout (the frames of
+// pytest's own main, which a kernel does not run, aside) and its last
+// line, at 2 kernels and 1 (ripple reported a project error, status 2).
+func TestPytestInternalErrorAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "internal_error"))
+	args := []string{"-p", "no:cacheprovider"}
+	pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
+	if pCode != 3 {
+		t.Fatalf("pytest: exit %d, want 3\n%s", pCode, pOut)
+	}
+	internal := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "INTERNALERROR>") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	want := internal(pOut)
+	for _, kernels := range []string{"2", "1"} {
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+		if code != 3 {
+			t.Errorf("%s kernels: exit %d, pytest's 3\n%s\n%s", kernels, code, out, errOut)
+		}
+		got := internal(out)
+		// Each of ripple's lines is pytest's, in pytest's order, down to
+		// the exception's line.
+		j := 0
+		for _, l := range got {
+			for j < len(want) && want[j] != l {
+				j++
+			}
+			if j == len(want) {
+				t.Errorf("%s kernels: %q is not among pytest's INTERNALERROR lines, in order:\n%s", kernels, l, strings.Join(want, "\n"))
+				break
+			}
+		}
+		if len(got) == 0 || got[len(got)-1] != "INTERNALERROR> RuntimeError: broken hook" {
+			t.Errorf("%s kernels: INTERNALERROR lines end %q\n%s", kernels, got, out)
+		}
+		lines := strings.Split(strings.TrimRight(normalConsole(out), "\n"), "\n")
+		pLines := strings.Split(strings.TrimRight(normalConsole(pOut), "\n"), "\n")
+		if lines[len(lines)-1] != pLines[len(pLines)-1] {
+			t.Errorf("%s kernels: last line %q, pytest's %q", kernels, lines[len(lines)-1], pLines[len(pLines)-1])
+		}
+	}
+}
+
+// A --collect-only listing longer than the kernel's answer may be (click's
+// suite: 137 KB) is pytest's whole listing, at 1 and 2 kernels.
+func TestPytestCollectOnlyLongAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "long_listing"))
+	for _, args := range [][]string{{"--co", "-q"}, {"--co"}} {
+		args = append([]string{"-p", "no:cacheprovider"}, args...)
+		pCode, pOut := pytestRun(t, py, root, args...)
+		if len(pOut) < 100_000 {
+			t.Fatalf("%q: pytest's listing has only %d bytes", args, len(pOut))
+		}
+		for _, kernels := range []string{"2", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s", args, kernels, code, pCode, errOut)
+			}
+			if got, want := collectedIn.ReplaceAllString(out, "collected"), collectedIn.ReplaceAllString(pOut, "collected"); got != want {
+				t.Errorf("%q, %s kernels: listing differs from pytest's (-pytest +ripple):\n%s", args, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+			}
 		}
 	}
 }

@@ -148,6 +148,7 @@ type collectAnswer struct {
 	Python      string      `json:"python"`
 	NeedsPytest [][2]string `json:"needsPytest"`
 	Usage       string      `json:"usage"`
+	Internal    string      `json:"internal"` // pytest's internal error (Console has its INTERNALERROR> lines)
 	Interrupted string      `json:"interrupted"`
 	Count       int         `json:"count"`
 	// Items and CollectReports come as progress frames (a result is
@@ -164,6 +165,12 @@ type collectAnswer struct {
 	Continue    bool         `json:"continueOnCollectionErrors"`
 	CollectOnly bool         `json:"collectOnly"`
 	Stopped     string       `json:"stopped"`
+	// StopFailed: collection errors reached -x/--maxfail before the last
+	// module (pytest's Session.Failed: its session ends with status 1);
+	// ShouldFail: pytest's session.shouldfail once collected ("stopping
+	// after 1 failures"), which its console shows above its Interrupted.
+	StopFailed bool   `json:"stopFailed"`
+	ShouldFail string `json:"shouldfail"`
 	// Console: with --collect-only, what pytest's terminal reporter wrote
 	// (its listing and summary line); the session ended in the kernel.
 	Console string `json:"console"`
@@ -211,15 +218,17 @@ type splitAnswer struct {
 
 // collectEvent is a progress frame of "collect": a chunk of items, a
 // collection report, a test module's project imports, a chunk of the
-// split's files.
+// split's files, a chunk of a --collect-only listing too long for the
+// answer (its Console is then cut: the chunks, in order, are the listing).
 type collectEvent struct {
-	Event  string     `json:"event"` // items, collectReport, deps or files
+	Event  string     `json:"event"` // items, collectReport, deps, files or console
 	Items  []testItem `json:"items"`
 	Report testItem   `json:"report"`
 	Path   string     `json:"path"`
 	Deps   []string   `json:"deps"`
 	Files  []string   `json:"files"`
 	Owners []int      `json:"owners"`
+	Text   string     `json:"text"`
 }
 
 // testEvent is a progress frame of "run" and "finish": a test started or

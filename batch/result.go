@@ -82,7 +82,8 @@ type Result struct {
 	TeardownError string
 	// JUnit is what pytest's junitxml writes for a test: its testcases'
 	// children (two testcases for a failure and a teardown error); nil
-	// for a test that passed (without junit_logging) and for entries.
+	// for a test that passed (without junit_logging, and recording no
+	// property or attribute) and for entries.
 	JUnit [][]JUnitChild
 	// pytest: the test's reports as pytest's terminal reporter shows them
 	// (console_pytest.go); nil for entries, unittest's tests and results
@@ -103,7 +104,11 @@ func (r *Result) callPassed() bool {
 }
 
 // JUnitChild is a child element of a testcase as pytest's junitxml writes
-// it: failure, error, skipped, system-out or system-err.
+// it: failure, error, skipped, system-out or system-err; or what the test
+// recorded (Message the name, Text the value): "property" (record_property,
+// the testcase's <properties>), "attribute" (record_xml_attribute) and
+// "suite-property" (record_testsuite_property, hypothesis's statistics:
+// the testsuite's <properties>); or "passed" (its call passed).
 type JUnitChild struct {
 	Tag     string `json:"tag"`
 	Message string `json:"message"`
@@ -171,7 +176,8 @@ type Report struct {
 	// collectTime: how long the kernels took to collect (a test run).
 	collectTime time.Duration
 	// pytestStopped: why pytest stopped the session (-x, --maxfail,
-	// --sw), in its words: "stopping after 2 failures".
+	// --sw), in its words: "stopping after 2 failures"; two lines when
+	// collection errors reached -x and ended the session as Interrupted.
 	pytestStopped string
 	// interruptedBy: which test's own KeyboardInterrupt ended the run
 	// ("test_a.py::test_x raised KeyboardInterrupt"), "" for none.

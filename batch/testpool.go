@@ -263,8 +263,7 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 	if !pl.runItems {
 		p.stop(ctx)
 		c.report.Duration = time.Since(started)
-		c.report.pytestStopped = fmt.Sprintf("Interrupted: %d %s during collection", pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
-		return c.report, s.deps, fmt.Errorf("%w: %d %s", ErrCollection, pl.collectErrors, plural(pl.collectErrors, "error", "errors"))
+		return c.report, s.deps, collectionStop(c.report, col.first(), pl.collectErrors)
 	}
 	if cache := col.first().Cache; cache != nil && cache.Stepwise && (len(col.ws) > 1 || len(t.late) > 0) {
 		t.only = col.ws[0]
@@ -284,6 +283,24 @@ func (p *testPool) run(ctx context.Context, opts Options, args []string, flags r
 		runErr = ErrNoTests
 	}
 	return c.report, s.deps, runErr
+}
+
+// collectionStop is the end of a run whose collection had errors (and no
+// --continue-on-collection-errors), as pytest ends its session: its
+// Interrupted ("Interrupted: 1 error during collection", status 2), under
+// its -x/--maxfail line when the errors reached it; or, when they reached
+// it before the last module, that line alone and status 1 (ErrStopped).
+func collectionStop(rep *Report, first *collectAnswer, errs int) error {
+	err := fmt.Errorf("%w: %d %s", ErrCollection, errs, plural(errs, "error", "errors"))
+	if first.StopFailed {
+		rep.pytestStopped = first.Stopped
+		return fmt.Errorf("%w: %w", ErrStopped, err)
+	}
+	rep.pytestStopped = fmt.Sprintf("Interrupted: %d %s during collection", errs, plural(errs, "error", "errors"))
+	if first.ShouldFail != "" {
+		rep.pytestStopped = first.ShouldFail + "\n" + rep.pytestStopped
+	}
+	return err
 }
 
 // newRun is a run of the pool's first flags.kernels kernels (all: 0),

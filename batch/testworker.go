@@ -349,7 +349,8 @@ type collectFrames struct {
 	files          []string
 	owners         []int
 	deps           map[string][]string
-	bad            error // a frame that could not be read
+	console        strings.Builder // "console" frames: a --collect-only listing too long for the answer
+	bad            error           // a frame that could not be read
 }
 
 func (f *collectFrames) progress(raw json.RawMessage) {
@@ -367,6 +368,8 @@ func (f *collectFrames) progress(raw json.RawMessage) {
 	case "files":
 		f.files = append(f.files, ev.Files...)
 		f.owners = append(f.owners, ev.Owners...)
+	case "console":
+		f.console.WriteString(ev.Text)
 	}
 }
 
@@ -384,6 +387,9 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
 	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = f.items, f.reports, f.deps, f.files, f.owners
+	if f.console.Len() > 0 {
+		a.Console = f.console.String() // the answer's is cut
+	}
 	a.took = time.Since(began)
 	if len(a.Items) != a.Count {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %d items announced, %d received", ErrProject, w.name(), a.Count, len(a.Items))

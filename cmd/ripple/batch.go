@@ -309,15 +309,29 @@ func (f *runFlags) checkOutputs(opts *batch.Options) error {
 	return nil
 }
 
-// exitPytestUsage is pytest's exit status for a usage error.
-const exitPytestUsage = 4
+// exitPytestUsage is pytest's exit status for a usage error;
+// exitPytestInternal for its internal error.
+const (
+	exitPytestUsage    = 4
+	exitPytestInternal = 3
+)
 
 // pytestUsage reports a usage error pytest found in its arguments (an
 // unknown option, a bad -k expression, a missing path) as pytest does:
 // what its terminal reporter wrote on stdout, "ERROR: message" on
-// stderr, exit status 4. ok is false for any other err.
+// stderr, exit status 4; and pytest's internal error: its terminal
+// reporter's lines, exit status 3. ok is false for any other err.
 func pytestUsage(err error, console *batch.Console, stdout, stderr io.Writer) (code int, ok bool) {
 	var pu *batch.PytestUsageError
+	var pi *batch.PytestInternalError
+	if errors.As(err, &pi) {
+		// pytest's internal error: its INTERNALERROR> lines went to stdout.
+		if console != nil {
+			console.Flush()
+		}
+		io.WriteString(stdout, pi.Console)
+		return exitPytestInternal, true
+	}
 	if !errors.As(err, &pu) {
 		return 0, false
 	}

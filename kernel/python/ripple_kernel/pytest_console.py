@@ -24,7 +24,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, TextIO, cast
 
-from .api import WireObject
+from .api import KernelAPI, WireObject
 
 if TYPE_CHECKING:
     import pytest
@@ -295,3 +295,19 @@ def _raw_reason(rep: BaseReport) -> str:
         return str(_get_raw_skip_reason(cast("pytest.TestReport", rep)))
     except (AssertionError, TypeError, ValueError):
         return ""
+
+
+# A --collect-only listing longer than this also goes as "console"
+# progress frames: the answer is capped (wire.RESULT_CAP, 64 KiB), which
+# cut click's 137 KB listing; the Go side takes the frames when there are
+# any (the answer's copy, cut, stays for a Go side that does not).
+_CONSOLE_INLINE = 32 * 1024
+_CONSOLE_CHUNK = 16 * 1024
+
+
+def send_listing(api: KernelAPI, console: str) -> None:
+    """A --collect-only listing as "console" frames, when it is long."""
+    if len(console) <= _CONSOLE_INLINE:
+        return
+    for i in range(0, len(console), _CONSOLE_CHUNK):
+        api.emit_progress({"event": "console", "text": console[i:i + _CONSOLE_CHUNK]})

@@ -64,9 +64,10 @@ from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Opt
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
 from . import pytest_session, rewrite_cache
 from .api import KernelAPI, WireObject
-from .pytest_console import Console, Discard, Sink
+from .pytest_console import Console, Discard, Sink, send_listing
 from .pytest_report import JUnitLogging, junit_names, outcome, scope, skip_reason, crash_message
 from .pytest_split import Split, hookimpl, selected
+from .noinput import restore_input
 from .signals import TEST_PROCESS
 
 if TYPE_CHECKING:
@@ -104,6 +105,10 @@ def _watchfn() -> ModuleType:
 
 
 def handle(api: KernelAPI, params: WireObject) -> WireObject:
+    # A kernel that runs tests is the process pytest would run them in:
+    # Python's input(), not the kernel's refusal (noinput.py), which code
+    # binds at import and tests drive through sys.stdin.
+    restore_input()
     op = params.get("op")
     session = _STATE.session
     if op == "collect":
@@ -208,6 +213,7 @@ def _collect_session(
             state.exitstatus = 2
         state.close()
         console = state.console.getvalue()
+        send_listing(api, console)
     answer_split = None
     if split is not None:
         answer_split = split.answer()
@@ -223,6 +229,8 @@ def _collect_session(
         "continueOnCollectionErrors": bool(config.option.continue_on_collection_errors),
         "collectOnly": bool(config.option.collectonly),
         "stopped": state.stopped,
+        "stopFailed": state.stop_failed,
+        "shouldfail": str(state.session.shouldfail or "") if state.session is not None else "",
         "rootdir": str(config.rootpath),
         "pytest": pytest.__version__,
         "junitxml": pytest_session.junitxml(config),
@@ -249,7 +257,7 @@ def _start_session(
 
     with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
-            with _cached_distributions(), _prog("pytest"):
+            with _cached_distributions(), pytest_session.prog("pytest"):
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
@@ -259,6 +267,7 @@ def _start_session(
         try:
             config._do_configure()
             state.configured = True
+            state.xml = pytest_session.worker_xml(config)
             tr = config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
                 # --collect-only: pytest's own listing is the run's output;
@@ -303,28 +312,22 @@ def _start_session(
             state.close()
             _STATE.session = None
             return {"interrupted": "%s: %s" % (type(e).__name__, e)}
-        except session.Interrupted as e:
-            # A -x/--maxfail stop during collection.
+        except (Session.Interrupted, Session.Failed) as e:
+            # A -x/--maxfail stop during collection (Failed: collection
+            # errors reached maxfail before the last module; pytest's
+            # session then ends failed, status 1).
             state.stopped = str(e)
+            state.stop_failed = isinstance(e, Session.Failed)
+        except Exception as e:
+            # As pytest's wrap_session: anything else is pytest's internal
+            # error (a plugin's or conftest's hook raised): INTERNALERROR>
+            # lines, then the session ends with status 3.
+            pytest_session.internal_error(config)
+            state.exitstatus = 3
+            state.close()
+            _STATE.session = None
+            return {"internal": "%s: %s" % (type(e).__name__, e), "console": state.console.getvalue()}
     return state
-
-
-class _prog:
-    """sys.argv[0] as the pytest script has it while pytest parses its
-    command line: argparse names the program after it in a usage error
-    ("pytest: error: unrecognized arguments")."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.saved: Optional[List[str]] = None
-
-    def __enter__(self) -> None:
-        self.saved = list(sys.argv)
-        sys.argv[:1] = [self.name]
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            sys.argv[:] = self.saved
 
 
 def _as_worker(config: pytest.Config, params: WireObject, args: List[str]) -> None:
@@ -416,6 +419,7 @@ class _Session:
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
         self.stopped = ""
+        self.stop_failed = False  # collection raised pytest's Session.Failed (-x, --maxfail)
         self.console = Sink()  # what pytest's terminal reporter wrote (the header, --collect-only)
         self.con: Optional[Console] = None  # renders reports for the Go side's console
         self.exitstatus: Optional[int] = None  # set: the session's end status (close)
@@ -436,6 +440,7 @@ class _Session:
         self.clash = ""
         # How pytest's junitxml would write captured output (ini options).
         self.junit_logging = JUnitLogging(str(config.getini("junit_logging")), bool(config.getini("junit_log_passing_tests")))
+        self.xml: Optional[pytest_session.WorkerXML] = None  # with --junitxml: what tests record for the file
 
     def stop_interrupts(self) -> bool:
         """pytest stopped the session as interrupted (shouldstop: --sw;
@@ -593,7 +598,7 @@ class _Session:
         if yield_wide and self.setup_clash:
             self.clash = self.setup_clash
             return False
-        self.ended = outcome(i, reports, self.junit_logging)
+        self.ended = outcome(i, reports, self.junit_logging, self.xml.take(item.nodeid) if self.xml is not None else ())
         if self.con is not None:
             digest = self.con.item(item, reports)
             if digest is not None:

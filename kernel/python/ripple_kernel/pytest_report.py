@@ -154,13 +154,20 @@ def junit_cases(reports: Sequence[pytest.TestReport], log: JUnitLogging) -> List
             cur.extend(_captured(rep, log))
         if rep.when == "teardown":
             cur.extend(_captured(rep, log))
+            # record_property: the testcase's <properties> (pytest adds
+            # them with the teardown's report).
+            cur.extend({"tag": "property", "message": str(n), "text": str(v)} for n, v in rep.user_properties)
     return cases
 
 
-def outcome(i: int, reports: Sequence[pytest.TestReport], log: JUnitLogging = JUnitLogging()) -> WireObject:
+def outcome(
+    i: int, reports: Sequence[pytest.TestReport], log: JUnitLogging = JUnitLogging(),
+    recorded: Sequence[Dict[str, str]] = (),
+) -> WireObject:
     """An item's reports (setup, call, teardown) as pytest counts them:
     the outcome of the call, error when the setup or the teardown failed,
-    skipped/xfailed when the setup skipped."""
+    skipped/xfailed when the setup skipped. recorded: JUnit children the
+    test recorded through pytest_session.WorkerXML (its first testcase's)."""
     status, message = "", ""
     teardown_error: Tuple[str, str] = ("", "")  # after a failed call: pytest counts it apart
     texts: List[str] = []
@@ -209,6 +216,7 @@ def outcome(i: int, reports: Sequence[pytest.TestReport], log: JUnitLogging = JU
     if teardown_error[0]:
         ev["teardownError"] = teardown_error[0]
     cases = junit_cases(reports, log)
+    cases[0][:0] = recorded
     if cases != [[{"tag": "passed"}]]:
         ev["junit"] = cases
     if status not in ("passed",):

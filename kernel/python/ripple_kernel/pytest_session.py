@@ -1,8 +1,10 @@
 """What the kernel's pytest session tells the Go side beyond items and
 outcomes: each test module's project imports (--watch), pytest's
 --junitxml and cache plugin settings (which a worker's plugins leave to
-the controller: batch/junit_pytest.go, batch/pytest_cache.go); and the
-cyclic collector's threshold while the session collects."""
+the controller: batch/junit_pytest.go, batch/pytest_cache.go) and what
+tests record for --junitxml (WorkerXML); the parts of pytest's main
+that the session's set-up plays (prog, internal_error); and the cyclic
+collector's threshold while the session collects."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import gc
 import os
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Set, Tuple
 
 from .api import WireObject
 
@@ -64,6 +66,63 @@ def junitxml(config: pytest.Config) -> Optional[WireObject]:
     path = os.path.normpath(os.path.abspath(os.path.expanduser(os.path.expandvars(path))))
     return {"path": path, "suiteName": str(config.getini("junit_suite_name")),
             "family": str(config.getini("junit_family")), "durations": str(config.getini("junit_duration_report"))}
+
+
+class WorkerXML:
+    """What a pytest kernel puts where pytest's junitxml keeps its LogXML
+    (config.stash[xml_key]) when --junitxml is given: a worker's plugin
+    makes none (the Go side writes the file), but fixtures and plugins
+    record into it: record_testsuite_property and hypothesis's statistics
+    (add_global_property: the testsuite's <properties>), record_xml_attribute
+    (node_reporter(...).add_attribute: the testcase's attributes), and
+    record_property and record_xml_attribute warn from its family as they
+    do under pytest. What a test recorded goes with its outcome (take)."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.suite: List[Tuple[str, str]] = []  # global properties since the last take
+        self.attrs: Dict[str, List[Tuple[str, str]]] = {}  # node id -> attributes, in order
+
+    def add_global_property(self, name: str, value: object) -> None:
+        __tracebackhide__ = True
+        if not isinstance(name, str):
+            raise TypeError("name parameter needs to be a string, but %s given" % type(name).__name__)
+        self.suite.append((name, str(value)))
+
+    def node_reporter(self, report: object) -> "_NodeAttrs":
+        return _NodeAttrs(self.attrs.setdefault(str(getattr(report, "nodeid", report)), []))
+
+    def take(self, nodeid: str) -> List[Dict[str, str]]:
+        """JUnit children (batch/junit_pytest.go) for what was recorded
+        for this test and, for the suite, since the last take."""
+        out = [{"tag": "attribute", "message": n, "text": v} for n, v in self.attrs.pop(nodeid, [])]
+        out += [{"tag": "suite-property", "message": n, "text": v} for n, v in self.suite]
+        self.suite = []
+        return out
+
+
+class _NodeAttrs:
+    """WorkerXML.node_reporter's answer: a testcase's added attributes."""
+
+    def __init__(self, attrs: List[Tuple[str, str]]) -> None:
+        self.attrs = attrs
+
+    def add_attribute(self, name: str, value: object) -> None:
+        self.attrs.append((str(name), str(value)))
+
+
+def worker_xml(config: pytest.Config) -> Optional[WorkerXML]:
+    """Put a WorkerXML where pytest's junitxml would keep its LogXML, when
+    --junitxml is given and nothing is there (a kernel is a worker)."""
+    if not getattr(config.option, "xmlpath", None):
+        return None
+    from _pytest.junitxml import xml_key
+
+    if config.stash.get(xml_key, None) is not None:
+        return None
+    xml = WorkerXML(str(config.getini("junit_family")))
+    config.stash[xml_key] = xml  # type: ignore[misc]  # duck-typed LogXML
+    return xml
 
 
 def cache(config: pytest.Config, worker: int) -> Optional[WireObject]:
@@ -185,3 +244,35 @@ def dependencies(items: List[pytest.Item], rootdir: str) -> Dict[str, List[str]]
         result[os.path.relpath(path, root).replace(os.sep, "/")] = sorted(
             os.path.relpath(p, root).replace(os.sep, "/") for p in closure)
     return result
+
+
+def internal_error(config: pytest.Config) -> None:
+    """pytest's report of its internal error (Config.notify_exception:
+    INTERNALERROR> lines on its terminal), the kernel's frames left out."""
+    from _pytest._code import ExceptionInfo
+
+    excinfo = ExceptionInfo.from_current()
+    here = os.path.dirname(os.path.abspath(__file__))  # the kernel's package
+    excinfo.traceback = excinfo.traceback.filter(lambda entry: os.path.dirname(str(entry.path)) != here)
+    try:
+        config.notify_exception(excinfo, config.option)
+    except Exception:
+        pass  # pytest's own report failed: the status says it
+
+
+class prog:
+    """sys.argv[0] as the pytest script has it while pytest parses its
+    command line: argparse names the program after it in a usage error
+    ("pytest: error: unrecognized arguments")."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.saved: Optional[List[str]] = None
+
+    def __enter__(self) -> None:
+        self.saved = list(sys.argv)
+        sys.argv[:1] = [self.name]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            sys.argv[:] = self.saved

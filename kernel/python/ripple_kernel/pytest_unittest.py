@@ -161,9 +161,22 @@ def _flatten(suite: Iterable[object], out: List[unittest.TestCase]) -> None:
 
 
 def _unittest_node(test: unittest.TestCase, root: str) -> Tuple[str, str, int]:
-    """A pytest-style node id for a unittest test: path::Class::method."""
+    """A pytest-style node id for a unittest test: path::Class::method;
+    for a doctest (a load_tests hook's DocTestSuite), path::name as
+    pytest's --doctest-modules names it, for a FunctionTestCase
+    path::function: their class's method is the same for all of them."""
     import inspect
 
+    dt = getattr(test, "_dt_test", None)
+    func = getattr(test, "_testFunc", None)
+    if isinstance(test, unittest.FunctionTestCase) and func is not None:
+        code = getattr(func, "__code__", None)
+        where = _rel(code.co_filename if code is not None else str(getattr(func, "__module__", "")), root)
+        name = str(getattr(func, "__qualname__", None) or test.id())
+        return "%s::%s" % (where, name), where, (code.co_firstlineno - 1 if code is not None else -1)
+    if dt is not None and getattr(dt, "name", None):
+        where = _rel(str(dt.filename or test.id()), root)
+        return "%s::%s" % (where, dt.name), where, (dt.lineno if dt.lineno is not None else -1)
     cls = type(test)
     mod = sys.modules.get(cls.__module__)
     path = getattr(mod, "__file__", None) or cls.__module__
@@ -180,6 +193,13 @@ def _unittest_node(test: unittest.TestCase, root: str) -> Tuple[str, str, int]:
     if cls.__name__ == "_FailedTest":
         return "%s::%s" % (path, method), path, line
     return "%s::%s::%s" % (path, cls.__qualname__, method), path, line
+
+
+def _rel(path: str, root: str) -> str:
+    """path relative to root, with slashes, when it is absolute."""
+    if os.path.isabs(path):
+        path = os.path.relpath(path, root)
+    return path.replace(os.sep, "/")
 
 
 def _junit_from_id(nodeid: str) -> List[str]:

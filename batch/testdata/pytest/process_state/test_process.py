@@ -1,6 +1,7 @@
 """What a test sees of its process: what it sees under pytest."""
 
 import importlib.util
+import io
 import os
 import signal
 import socket
@@ -73,3 +74,15 @@ def test_collector_thresholds_are_a_fresh_interpreters():
     fresh = subprocess.run([sys.executable, "-c", "import gc; print(gc.get_threshold(), gc.isenabled())"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert "%s %s" % (gc.get_threshold(), gc.isenabled()) == fresh
+
+
+# Bound at import, as click binds its prompt function: Python's input().
+ask = input
+
+
+def test_input_reads_stdin(monkeypatch):
+    # A test drives a prompt through sys.stdin: input() is Python's.
+    monkeypatch.setattr(sys, "stdin", io.StringIO("yes\n"))
+    assert ask("? ") == "yes"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("no\n"))
+    assert input("? ") == "no"

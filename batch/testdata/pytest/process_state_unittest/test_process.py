@@ -2,6 +2,7 @@
 python -m unittest), whichever runner ripple uses."""
 
 import importlib.util
+import io
 import os
 import signal
 import sys
@@ -29,6 +30,22 @@ class TestProcess(unittest.TestCase):
         # RIPPLE_KERNEL_TAG is documented: a kernel's child processes
         # inherit it so that none outlives the kernel.
         self.assertEqual(sorted(k for k in os.environ if k.startswith("RIPPLE") and k != "RIPPLE_KERNEL_TAG"), [])
+
+
+# Bound at import, as click binds its prompt function: Python's input().
+ask = input
+
+
+class TestInput(unittest.TestCase):
+    def test_input_reads_stdin(self):
+        # A test drives a prompt through sys.stdin: input() is Python's.
+        saved = sys.stdin
+        sys.stdin = io.StringIO("yes\nno\n")
+        try:
+            self.assertEqual(ask("? "), "yes")
+            self.assertEqual(input("? "), "no")
+        finally:
+            sys.stdin = saved
 
 
 class TestClassFixture(unittest.TestCase):
