@@ -39,8 +39,11 @@ package batch
 // then it starts only if its hand-over pays, or never.
 //
 // When joining pays (joinEstimate.pays): a late kernel's cost is its
-// collection of the hand-over, estimated as the first kernel's collect
-// call scaled by the share of the suite's test files handed, plus
+// collection of the hand-over, what collecting the handed files took the
+// first kernel (each file's time, pytest_session.FileTimes: one file can
+// hold most of a suite's collection, as click's 31,000 deselected stress
+// tests do), else the first kernel's collect call scaled by the share of
+// the suite's test files handed, plus
 // handOverOverhead (a session's set-up, the answer's way back), plus
 // secondKernelStart when its kernel has not begun to start; during it
 // the running kernels go on. Its gain is at most the time of the handed
@@ -83,7 +86,7 @@ func (t *testRun) prepareHandOver(first *collectAnswer) {
 	if len(t.late) == 0 {
 		return
 	}
-	t.collectTook, t.prior = first.took, t.flags.prior
+	t.collectTook, t.prior, t.fileCollect = first.took, t.flags.prior, first.FileTimes
 	t.fileTests = map[string]int{}
 	t.indexOf = []map[string]int{make(map[string]int, len(t.shareItems[0]))}
 	for i, it := range t.shareItems[0] {
@@ -99,15 +102,21 @@ type joinEstimate struct {
 	files       int           // test files of the suite
 	handedFiles int           // test files of the hand-over
 	handedTests int
-	perTest     time.Duration // estimated wall time of a test; 0: unknown yet
-	busy        bool          // the machine has no CPU to spare (cpuload.go)
+	// handedCollect: what collecting the handed files took the first
+	// kernel (FileTimes); 0: not known, then the share of collect.
+	handedCollect time.Duration
+	perTest       time.Duration // estimated wall time of a test; 0: unknown yet
+	busy          bool          // the machine has no CPU to spare (cpuload.go)
 }
 
 // cost is the estimated time from the decision until the late kernel can
 // run a test.
 func (e joinEstimate) cost() time.Duration {
 	c := handOverOverhead + e.collect
-	if e.files > 0 {
+	switch {
+	case e.handedCollect > 0:
+		c = handOverOverhead + e.handedCollect
+	case e.files > 0:
 		c = handOverOverhead + time.Duration(int64(e.collect)*int64(e.handedFiles)/int64(e.files))
 	}
 	if e.start {
@@ -157,9 +166,10 @@ func observeFor(cost time.Duration) time.Duration { return cost / 4 }
 // handOver is a late kernel's hand-over: the share-0 indices of the
 // handed tests, and what its session collects (select).
 type handOver struct {
-	want  []int    // the handed tests, in collection order
-	sel   []string // the collect request's Select
-	files int      // test files of the handed tests
+	want    []int         // the handed tests, in collection order
+	sel     []string      // the collect request's Select
+	files   int           // test files of the handed tests
+	collect time.Duration // what collecting those files took the first kernel; 0: unknown
 }
 
 // fileOfNode is the test file (its node id) of a node id.
@@ -214,6 +224,17 @@ func (t *testRun) handOverFor(k, n int) (h handOver, ok bool) {
 		}
 	}
 	h.files = len(files)
+	if t.fileCollect != nil {
+		known := true
+		for _, f := range files {
+			secs, ok := t.fileCollect[f]
+			known = known && ok
+			h.collect += time.Duration(secs * float64(time.Second))
+		}
+		if !known {
+			h.collect = 0
+		}
+	}
 	return h, true
 }
 
@@ -256,7 +277,7 @@ func (t *testRun) joinNow(w *testWorker) (handOver, joinEstimate, bool) {
 		h.files = len(t.fileTests) // unittest's loader collects everything
 	}
 	est := joinEstimate{start: !w.started.Load(), collect: t.collectTook, files: len(t.fileTests), handedFiles: h.files, handedTests: len(h.want),
-		busy: !t.cpu.roomForLate()}
+		handedCollect: h.collect, busy: !t.cpu.roomForLate()}
 	est.perTest = perTest(time.Since(t.began), t.ended.Load(), time.Duration(t.reported.Load()), t.prior, observeFor(est.cost()))
 	return h, est, true
 }

@@ -103,6 +103,14 @@ func TestJoinPays(t *testing.T) {
 		// 300 tests of 50 ms.
 		{"slow tests", joinEstimate{collect: 3000 * ms, files: 60, handedFiles: 30, handedTests: 150, perTest: 50 * ms}, true},
 		{"unknown yet", joinEstimate{collect: 10 * ms, files: 1, handedFiles: 1, handedTests: 150}, false},
+		// click's shape: 2,016 tests of ~1.3 ms in 20 files collected in
+		// 1.75 s, of which one file (31,000 deselected stress tests) took
+		// 1.5 s: handed half the files, that one among them, the late
+		// kernel would collect for 1.5 s to run 1.3 s of tests; its share
+		// of the files says 0.9 s.
+		{"share of the files", joinEstimate{collect: 1750 * ms, files: 20, handedFiles: 10, handedTests: 1008, perTest: ms * 13 / 10}, true},
+		{"the handed files' own times", joinEstimate{collect: 1750 * ms, files: 20, handedFiles: 10, handedTests: 1008, perTest: ms * 13 / 10,
+			handedCollect: 1550 * ms}, false},
 	} {
 		if got := c.e.pays(); got != c.pays {
 			t.Errorf("%s: pays = %v (cost %v, tests %v), want %v", c.name, got, c.e.cost(), time.Duration(c.e.handedTests)*c.e.perTest, c.pays)
@@ -175,5 +183,21 @@ func TestCallChunks(t *testing.T) {
 	one.began = time.Now().Add(-2 * time.Millisecond)
 	if g, _, _ := one.next(0, true, nil); len(g.indices) != 40 {
 		t.Errorf("one kernel, fast tests: %d tests a call, want the 40 queued", len(g.indices))
+	}
+}
+
+// A hand-over's collect cost is the sum of its files' collect times as
+// the first kernel measured them (a file handed in part costs all of
+// its collection); unknown when a file has no time.
+func TestHandOverCollectTime(t *testing.T) {
+	tr := handOverRun([]testGroup{{indices: []int{0, 1, 2, 3}}, {indices: []int{4, 5, 6, 7}}, {indices: []int{8, 9}}})
+	tr.fileCollect = map[string]float64{"a.py": 0.1, "b.py": 2, "c.py": 0.25}
+	h, ok := tr.handOverFor(1, 2)
+	if !ok || h.collect != 2250*time.Millisecond {
+		t.Errorf("hand-over of b.py and c.py: collect %v, want 2.25s (b.py 2 s, c.py 0.25 s)", h.collect)
+	}
+	delete(tr.fileCollect, "c.py")
+	if h, _ := tr.handOverFor(1, 2); h.collect != 0 {
+		t.Errorf("c.py's time unknown: collect %v, want 0 (the share of the files then)", h.collect)
 	}
 }

@@ -76,7 +76,7 @@ func TestPytestProjects(t *testing.T) {
 			"test_process.py::test_wakeup_fd_is_free": batch.StatusPassed, "test_process.py::test_wakeup_fd_trio_style": batch.StatusPassed,
 			"test_process.py::test_no_ripple_module": batch.StatusPassed, "test_process.py::test_no_ripple_environment": batch.StatusPassed,
 			"test_process.py::test_collector_thresholds_are_a_fresh_interpreters": batch.StatusPassed,
-			"test_process.py::test_input_reads_stdin": batch.StatusPassed}, 10},
+			"test_process.py::test_input_reads_stdin":                             batch.StatusPassed}, 10},
 		// A later module (the larger one) changes a global default the
 		// earlier one relies on: each kernel runs in pytest's order.
 		{"order", 0, map[string]batch.Status{"test_a_uses_default.py::test_default_precision": batch.StatusPassed,

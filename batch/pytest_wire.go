@@ -159,12 +159,15 @@ type collectAnswer struct {
 	// Split collection (split.go): the kernel's account, and the test
 	// files collection reached, in order, with each one's share (-1:
 	// every kernel collects it).
-	Split       *splitAnswer `json:"split"`
-	Files       []string     `json:"-"`
-	Owners      []int        `json:"-"`
-	Continue    bool         `json:"continueOnCollectionErrors"`
-	CollectOnly bool         `json:"collectOnly"`
-	Stopped     string       `json:"stopped"`
+	Split  *splitAnswer `json:"split"`
+	Files  []string     `json:"-"`
+	Owners []int        `json:"-"`
+	// FileTimes: the first kernel's collect time of each test file, in
+	// seconds, by its node id (what a hand-over of it costs: handover.go).
+	FileTimes   map[string]float64 `json:"-"`
+	Continue    bool               `json:"continueOnCollectionErrors"`
+	CollectOnly bool               `json:"collectOnly"`
+	Stopped     string             `json:"stopped"`
 	// StopFailed: collection errors reached -x/--maxfail before the last
 	// module (pytest's Session.Failed: its session ends with status 1);
 	// ShouldFail: pytest's session.shouldfail once collected ("stopping
@@ -221,14 +224,15 @@ type splitAnswer struct {
 // split's files, a chunk of a --collect-only listing too long for the
 // answer (its Console is then cut: the chunks, in order, are the listing).
 type collectEvent struct {
-	Event  string     `json:"event"` // items, collectReport, deps, files or console
-	Items  []testItem `json:"items"`
-	Report testItem   `json:"report"`
-	Path   string     `json:"path"`
-	Deps   []string   `json:"deps"`
-	Files  []string   `json:"files"`
-	Owners []int      `json:"owners"`
-	Text   string     `json:"text"`
+	Event  string             `json:"event"` // items, collectReport, deps, files, fileTimes or console
+	Items  []testItem         `json:"items"`
+	Report testItem           `json:"report"`
+	Path   string             `json:"path"`
+	Deps   []string           `json:"deps"`
+	Files  []string           `json:"files"`
+	Owners []int              `json:"owners"`
+	Text   string             `json:"text"`
+	Times  map[string]float64 `json:"times"`
 }
 
 // testEvent is a progress frame of "run" and "finish": a test started or

@@ -105,6 +105,7 @@ type testRun struct {
 	late        []*testWorker
 	cpu         *idleMeter // with late: the machine's idle CPUs (cpuload.go)
 	fileTests   map[string]int
+	fileCollect map[string]float64 // the first kernel's collect time per test file, seconds; nil: unknown
 	collectTook time.Duration
 	prior       time.Duration
 	began       time.Time

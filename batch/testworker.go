@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -350,7 +351,8 @@ type collectFrames struct {
 	owners         []int
 	deps           map[string][]string
 	console        strings.Builder // "console" frames: a --collect-only listing too long for the answer
-	bad            error           // a frame that could not be read
+	fileTimes      map[string]float64
+	bad            error // a frame that could not be read
 }
 
 func (f *collectFrames) progress(raw json.RawMessage) {
@@ -370,6 +372,11 @@ func (f *collectFrames) progress(raw json.RawMessage) {
 		f.owners = append(f.owners, ev.Owners...)
 	case "console":
 		f.console.WriteString(ev.Text)
+	case "fileTimes":
+		if f.fileTimes == nil {
+			f.fileTimes = map[string]float64{}
+		}
+		maps.Copy(f.fileTimes, ev.Times)
 	}
 }
 
@@ -386,7 +393,7 @@ func (w *testWorker) collect(ctx context.Context) (*collectAnswer, error) {
 	if err := cmp.Or(json.Unmarshal(raw, &a), f.bad); err != nil {
 		return nil, fmt.Errorf("%w: kernel %s: collect: %w", ErrProject, w.name(), err)
 	}
-	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners = f.items, f.reports, f.deps, f.files, f.owners
+	a.Items, a.CollectReports, a.Deps, a.Files, a.Owners, a.FileTimes = f.items, f.reports, f.deps, f.files, f.owners, f.fileTimes
 	if f.console.Len() > 0 {
 		a.Console = f.console.String() // the answer's is cut
 	}

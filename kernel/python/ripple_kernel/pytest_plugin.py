@@ -283,6 +283,9 @@ def _start_session(
                 sink = state.console if config.option.collectonly or first else Discard()
                 tr._tw = state.con.writer(sink)
             config.pluginmanager.register(state, "ripple-kernel")
+            if int(params.get("worker", 0)) == 0 and not params.get("select"):
+                state.file_times = pytest_session.FileTimes()
+                config.pluginmanager.register(state.file_times, "ripple-file-times")
             if state.con is not None and hasattr(config.hook, "pytest_warning_recorded"):  # pytest >= 6
                 config.pluginmanager.register(_Warnings(state.con), "ripple-warnings")
             if rec is not None:
@@ -371,6 +374,8 @@ def _send_items(api: KernelAPI, state: _Session, dist: str) -> None:
         api.emit_progress({"event": "items", "items": chunk})
     for rep in state.collect_reports:
         api.emit_progress({"event": "collectReport", "report": rep})
+    if state.file_times is not None:
+        state.file_times.send(api.emit_progress)
 
 
 _DISTRIBUTIONS: List[List[object]] = []  # importlib.metadata's distributions, listed once
@@ -425,6 +430,7 @@ class _Session:
         self.exitstatus: Optional[int] = None  # set: the session's end status (close)
         self.api: Optional[KernelAPI] = None
         self.split: Optional[Split] = None  # this session collects one share of the test modules
+        self.file_times: Optional[pytest_session.FileTimes] = None  # the first kernel's: each file's collect time
         # wide: the exceptions of session- or package-scoped fixtures whose
         # setup raised in this session, by id, with what to say of them
         # ("name (scope): error"); pytest keeps such an exception for the
