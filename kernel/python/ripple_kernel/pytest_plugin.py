@@ -58,7 +58,7 @@ import os
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Generator, List, Optional, Tuple, Union
 
 # Imported with this module: a pytest kernel takes the package's finder
 # off sys.meta_path once this is loaded (Kernel.add_pytest).
@@ -257,7 +257,7 @@ def _start_session(
 
     with api.user_code(), _PROC.hidden(), _PROC.signals():
         try:
-            with _cached_distributions(), pytest_session.prog("pytest"):
+            with pytest_session.cached_distributions(), pytest_session.prog("pytest"):
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
@@ -376,36 +376,6 @@ def _send_items(api: KernelAPI, state: _Session, dist: str) -> None:
         api.emit_progress({"event": "collectReport", "report": rep})
     if state.file_times is not None:
         state.file_times.send(api.emit_progress)
-
-
-_DISTRIBUTIONS: List[List[object]] = []  # importlib.metadata's distributions, listed once
-
-
-class _cached_distributions:
-    """While pytest builds a Config, importlib.metadata.distributions()
-    (pytest's search for plugins by entry point, and for their files to
-    rewrite) answers what it answered for this kernel's first session:
-    listing the installed packages is most of a warm kernel's start of a
-    session (--watch), and they do not change under a running kernel."""
-
-    def __enter__(self) -> None:
-        import importlib.metadata as md
-
-        self.md = md
-        self.orig: Callable[..., Iterable[object]] = md.distributions
-        if not _DISTRIBUTIONS:
-            _DISTRIBUTIONS.append(list(self.orig()))
-        cached = _DISTRIBUTIONS[0]
-
-        def distributions(**kwargs: object) -> Iterable[object]:
-            if kwargs:
-                return self.orig(**kwargs)
-            return iter(cached)
-
-        setattr(md, "distributions", distributions)
-
-    def __exit__(self, *exc: object) -> None:
-        setattr(self.md, "distributions", self.orig)
 
 
 class _Session:

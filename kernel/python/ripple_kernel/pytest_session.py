@@ -3,8 +3,10 @@ outcomes: each test module's project imports (--watch), pytest's
 --junitxml and cache plugin settings (which a worker's plugins leave to
 the controller: batch/junit_pytest.go, batch/pytest_cache.go) and what
 tests record for --junitxml (WorkerXML); the parts of pytest's main
-that the session's set-up plays (prog, internal_error); and the cyclic
-collector's threshold while the session collects."""
+that the session's set-up plays (prog, internal_error); the installed
+distributions a warm kernel lists once (cached_distributions); each test
+file's collect time (FileTimes); and the cyclic collector's threshold
+while the session collects."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .api import WireObject
 
@@ -83,6 +85,36 @@ class FileTimes:
         files = sorted(self.times.items())
         for i in range(0, len(files), 500):
             emit({"event": "fileTimes", "times": dict(files[i:i + 500])})
+
+
+_DISTRIBUTIONS: List[List[object]] = []  # importlib.metadata's distributions, listed once
+
+
+class cached_distributions:
+    """While pytest builds a Config, importlib.metadata.distributions()
+    (pytest's search for plugins by entry point, and for their files to
+    rewrite) answers what it answered for this kernel's first session:
+    listing the installed packages is most of a warm kernel's start of a
+    session (--watch), and they do not change under a running kernel."""
+
+    def __enter__(self) -> None:
+        import importlib.metadata as md
+
+        self.md = md
+        self.orig: Callable[..., Iterable[object]] = md.distributions
+        if not _DISTRIBUTIONS:
+            _DISTRIBUTIONS.append(list(self.orig()))
+        cached = _DISTRIBUTIONS[0]
+
+        def distributions(**kwargs: object) -> Iterable[object]:
+            if kwargs:
+                return self.orig(**kwargs)
+            return iter(cached)
+
+        setattr(md, "distributions", distributions)
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(self.md, "distributions", self.orig)
 
 
 def junitxml(config: pytest.Config) -> Optional[WireObject]:
