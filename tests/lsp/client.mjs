@@ -120,6 +120,8 @@ check(emojiLine[0].label === "= '🎉'" && emojiLine[0].character === 11 + wide,
 check(emojiLine[1].label === "= 7" && emojiLine[1].character === 22 + wide, `c's hint at the line's end (character ${22 + wide})`, emojiLine[1]);
 await until("workspace/inlayHint/refresh", async () => seen.refreshes > 0);
 check(true, "workspace/inlayHint/refresh sent");
+// The output goes its own way (batched): it may come after the values.
+await until("the run's output", async () => seen.logs.some((l) => l.includes("doubling 6")));
 check(seen.logs.filter((l) => l.includes("doubling 6")).length === 1, "the run's output as window/logMessage", seen.logs);
 
 // Hover on b (the target of b = double(a)): the value first, then type and output.
