@@ -186,6 +186,29 @@ func TestCallChunks(t *testing.T) {
 	}
 }
 
+// With split collection a call takes at most half of its share's queued
+// tests, whatever the test time allows: a share left with one group
+// cannot be stolen from, so an idle kernel would wait for this one.
+func TestCallChunksLeaveSteals(t *testing.T) {
+	q := []testGroup{{share: 0, indices: []int{1}}, {share: 0, indices: []int{2}}, {share: 0, indices: []int{3}}}
+	for i := 4; i < 13; i++ {
+		q = append(q, testGroup{share: 1, indices: []int{i}})
+	}
+	tr := &testRun{queue: q, split: true, workers: 2, open: 2, holders: []int{1, 1}, horizon: -1}
+	tr.more = sync.NewCond(&tr.mu)
+	tr.ended.Store(20)
+	tr.began = time.Now().Add(-10 * time.Millisecond) // 1 ms a test: 50 a chunk, 3 by the queue (12 queued, a quarter)
+	if g, _, _ := tr.next(0, true, nil); !slices.Equal(g.indices, []int{1}) {
+		t.Errorf("share 0 with 3 queued (the queue allows 3): %v, want one group, leaving two to steal", g.indices)
+	}
+	if g, steal, _ := tr.next(1, false, nil); !steal || !slices.Equal(g.indices, []int{2}) {
+		t.Errorf("an idle kernel: %v (steal %v), want share 0's next group stolen", g.indices, steal)
+	}
+	if g, _, _ := tr.next(1, true, nil); !slices.Equal(g.indices, []int{4, 5}) {
+		t.Errorf("share 1 with 9 queued (the queue allows 2 of 10): %v, want two groups", g.indices)
+	}
+}
+
 // A hand-over's collect cost is the sum of its files' collect times as
 // the first kernel measured them (a file handed in part costs all of
 // its collection); unknown when a file has no time.

@@ -157,7 +157,7 @@ func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGr
 			if (open && (g.share != share || (can != nil && !can(g)))) || (!open && t.holders[g.share] > 0 && t.split) || t.pastHorizon(g) {
 				continue
 			}
-			budget := t.callBudget(open)
+			budget := t.callBudget(open, share)
 			t.queue = slices.Delete(t.queue, i, i+1)
 			if budget > len(g.indices) {
 				g = t.absorb(g, i, budget, can)
@@ -188,8 +188,12 @@ func (t *testRun) next(share int, open bool, can func(testGroup) bool) (g testGr
 // machine makes wait: 15 calls of 9 fast tests took 20-50 ms more than 6
 // larger ones, 40 calls of 25 tests ~0.1 s. A chunk is short beside a
 // late kernel's start, so a late kernel that decides to join finds its
-// hand-over queued and the first kernel soon free. t.mu held.
-func (t *testRun) callBudget(open bool) int {
+// hand-over queued and the first kernel soon free. With split
+// collection a call takes at most half of its share's queued tests: only
+// a share with more than one group left can be stolen from (steal), and a
+// call that absorbed the rest of its share would leave an idle kernel
+// nothing to take while this one runs them all. t.mu held.
+func (t *testRun) callBudget(open bool, share int) int {
 	if !open {
 		return 0
 	}
@@ -205,15 +209,22 @@ func (t *testRun) callBudget(open bool) int {
 	if mean <= 0 {
 		return 0
 	}
-	queued := 0
+	queued, own := 0, 0
 	for _, g := range t.queue {
 		queued += len(g.indices)
+		if g.share == share {
+			own += len(g.indices)
+		}
 	}
 	div := max(t.workers, 1)
 	if others {
 		div *= 2
 	}
-	return int(min(int64(callChunk/mean), int64(queued/div)))
+	budget := min(int64(callChunk/mean), int64(queued/div))
+	if t.split && t.workers > 1 {
+		budget = min(budget, int64(own/2))
+	}
+	return int(budget)
 }
 
 // callChunk: how long one call may take by the mean test time
