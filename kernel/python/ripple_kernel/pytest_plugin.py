@@ -261,6 +261,10 @@ def _start_session(
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
+        # The kernel runs nothing but this run's pytest from here on: its
+        # sys.argv is pytest's command line (the kernel's own [""] serves
+        # the live engine's modules, which a test kernel never runs).
+        sys.argv[:] = pytest_session.command_line(args)
         _as_worker(config, params, args)
         state = _Session(config)
         _STATE.session = state

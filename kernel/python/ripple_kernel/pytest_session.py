@@ -322,6 +322,16 @@ def internal_error(config: pytest.Config) -> None:
         pass  # pytest's own report failed: the status says it
 
 
+def command_line(args: List[str]) -> List[str]:
+    """sys.argv as ``python -m pytest ARGS`` has it from its start to its
+    exit: pytest's __main__.py, then ARGS. A test that parses sys.argv (a
+    CLI's main() called without arguments) sees pytest's arguments, as it
+    does under pytest."""
+    import pytest
+
+    return [os.path.join(os.path.dirname(os.path.abspath(pytest.__file__)), "__main__.py")] + list(args)
+
+
 class prog:
     """sys.argv[0] as the pytest script has it while pytest parses its
     command line: argparse names the program after it in a usage error

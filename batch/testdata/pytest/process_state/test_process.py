@@ -86,3 +86,12 @@ def test_input_reads_stdin(monkeypatch):
     assert ask("? ") == "yes"
     monkeypatch.setattr(sys, "stdin", io.StringIO("no\n"))
     assert input("? ") == "no"
+
+
+def test_argv_is_pytests_command_line():
+    # Under `python -m pytest ARGS` sys.argv is pytest's __main__.py, then
+    # ARGS: a CLI's main() called without arguments parses pytest's.
+    import pytest
+
+    assert sys.argv[0] == os.path.join(os.path.dirname(os.path.abspath(pytest.__file__)), "__main__.py")
+    assert sys.argv[sys.argv.index("-p") + 1] == "no:cacheprovider"
