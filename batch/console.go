@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -198,7 +199,7 @@ func (c *Console) Finish(rep *Report) {
 	}
 	c.clearBar()
 	if c.layout != nil {
-		c.layout.finish(rep, pytestStop(rep), rep.interruptedBy, SummaryLine(rep))
+		c.layout.finish(rep, pytestStop(rep), cmp.Or(strings.TrimSuffix(rep.interruptText, "\n"), rep.interruptedBy), SummaryLine(rep))
 		io.WriteString(c.w, c.layout.take())
 		c.Flush()
 		return

@@ -237,6 +237,18 @@ func (l *pytestLayout) writeSep(ch byte, title string, names ...string) {
 	l.sep(ch, title, 0, names...)
 }
 
+// started is what pytest's reporter writes when a test starts
+// (pytest_runtest_logstart): its location under -v, else its file's
+// progress line; for a test that ended with no report.
+func (l *pytestLayout) started(loc, fspath string) {
+	switch {
+	case l.verbosity > 0:
+		l.writeEnsurePrefix(loc, "")
+	case l.verbosity == 0:
+		l.writeFSPath(fspath)
+	}
+}
+
 // writeFSPath starts fspath's progress line unless it is the current one.
 func (l *pytestLayout) writeFSPath(fspath string) {
 	if l.curSet && l.cur == fspath {

@@ -65,6 +65,18 @@ func (c *Console) layoutResult(r *Result) {
 	}
 	d := r.pytest
 	if d == nil {
+		switch {
+		case r.Status == StatusInterrupted:
+			// A KeyboardInterrupt (Ctrl-C, or the test's own) ended the
+			// test without a report: pytest's reporter wrote its location
+			// when it started, then nothing (the summary says where it
+			// landed).
+			c.layout.started(r.Entry.NodeID+" ", r.Entry.Path)
+			io.WriteString(c.w, c.layout.take())
+			return
+		case r.Status == StatusSkipped && strings.HasPrefix(r.Message, notRunPrefix):
+			return // a stop left it unrun: pytest never started it
+		}
 		d = rippleDigest(r, c.layout)
 	}
 	c.layout.result(r.Entry.NodeID, d, collectReport)
@@ -72,9 +84,9 @@ func (c *Console) layoutResult(r *Result) {
 }
 
 // rippleDigest is a result without pytest's reports (a crash, a timeout,
-// an interrupt, a test not run) as the reporter would show one: a word
-// of its own (CRASHED, TIMEOUT, STOPPED), listed in the short summary
-// whatever -r says; a test not run is a skip.
+// a test not run for a reason other than a stop) as the reporter would
+// show one: a word of its own (CRASHED, TIMEOUT), listed in the short
+// summary whatever -r says; a test not run is a skip.
 func rippleDigest(r *Result, l *pytestLayout) *pytestDigest {
 	loc := r.Entry.NodeID + " "
 	d := &pytestDigest{FSPath: r.Entry.Path, Loc: loc}
@@ -82,8 +94,6 @@ func rippleDigest(r *Result, l *pytestLayout) *pytestDigest {
 	switch r.Status {
 	case StatusTimeout:
 		cat, word = "timed out", "TIMEOUT"
-	case StatusInterrupted:
-		cat, letter, word, color = "interrupted", "!", "STOPPED", "yellow"
 	case StatusSkipped:
 		word := l.markup("SKIPPED", "yellow")
 		d.Reports = []pytestRepDigest{{When: "setup", Cat: "skipped", Letter: "s", Word: "SKIPPED", Markup: []string{"yellow"},

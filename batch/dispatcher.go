@@ -257,7 +257,7 @@ func (d *dispatcher) abandon() {
 	}
 	for d.pick.left > 0 {
 		i := d.pick.take("")
-		d.complete(i, &Result{Entry: d.entries[i], Status: StatusSkipped, Message: "not run: " + why})
+		d.complete(i, &Result{Entry: d.entries[i], Status: StatusSkipped, Message: notRunPrefix + why})
 	}
 }
 
@@ -269,7 +269,7 @@ func (d *dispatcher) interruptedResult(rec *runRecord, why string) *Result {
 	r := d.result(rec)
 	r.Status, r.Message = StatusInterrupted, why
 	if rec.running.IsZero() {
-		r.Status, r.Message, r.Duration = StatusSkipped, "not run: "+why, 0
+		r.Status, r.Message, r.Duration = StatusSkipped, notRunPrefix+why, 0
 	}
 	return r
 }

@@ -26,6 +26,9 @@ func (t *testRun) drive(ctx, runCtx context.Context, ws []*testWorker, c *comple
 	done := t.startWorkers(ctx, runCtx, ws)
 	reason := t.gather(ctx, c, done)
 	interruptedBy, stopAt, reason := workersStop(ws, reason, c.report)
+	if errors.Is(reason, ErrInterrupted) {
+		c.report.interruptText = interruptText(ws)
+	}
 	if c.stopAt >= 0 && (stopAt < 0 || c.stopAt < stopAt) {
 		stopAt = c.stopAt // --maxfail reached over the kernels together
 	}
@@ -166,6 +169,29 @@ func workersStop(ws []*testWorker, reason error, report *Report) (interruptedBy 
 	return interruptedBy, stopAt, reason
 }
 
+// interruptText is what pytest's terminal shows of the KeyboardInterrupt
+// that ended the run: the kernel's whose test raised it, else (Ctrl-C,
+// which each kernel's running test received) the first kernel's that
+// has one; "" when none does.
+func interruptText(ws []*testWorker) string {
+	text := ""
+	for _, w := range ws {
+		w.mu.Lock()
+		own, t := w.interrupted != "", w.interruptText
+		w.mu.Unlock()
+		if own && t != "" {
+			return t
+		}
+		if text == "" {
+			text = t
+		}
+	}
+	return text
+}
+
+// notRunPrefix starts the message of a test a stopped run did not run.
+const notRunPrefix = "not run: "
+
 // completeNotRun gives every entry without a result one that says why it
 // did not run: skipped when the run stopped (reason), crashed when no
 // kernel was left to run it. It returns the run's error.
@@ -186,7 +212,7 @@ func (t *testRun) completeNotRun(c *completer, reason error, interruptedBy strin
 			runErr = reason // pytest's exit status differs (2)
 		}
 	}
-	notRun := &Result{Status: StatusSkipped, Message: "not run: " + why}
+	notRun := &Result{Status: StatusSkipped, Message: notRunPrefix + why}
 	if reason == nil {
 		// Nothing stopped the run, yet tests did not run: every kernel
 		// that could run them is gone. Not a green run.

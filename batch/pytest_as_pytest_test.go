@@ -509,3 +509,33 @@ func TestPytestCollectOnlyLongAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// A KeyboardInterrupt that ends a test (here the test's own, raised in a
+// helper) ends the session as pytest's does: no progress character for
+// the interrupted test or for those never started, pytest's
+// "KeyboardInterrupt" line, where the interrupt landed (file:line) with
+// the --full-trace hint, and a last line that counts what ran; exit
+// status 2. Console as pytest's at 2 kernels and 1, at three
+// verbosities.
+func TestPytestKeyboardInterruptAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "keyboard_interrupt"))
+	for _, extra := range [][]string{nil, {"-v"}, {"-q", "-rA"}} {
+		args := append([]string{"-p", "no:cacheprovider"}, extra...)
+		pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
+		if pCode != 2 || !strings.Contains(pOut, "test_interrupt.py:8: KeyboardInterrupt") {
+			t.Fatalf("%q: pytest's exit %d, want 2 and the helper's line\n%s", extra, pCode, pOut)
+		}
+		for _, kernels := range []string{"2", "1"} {
+			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+			if code != pCode {
+				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s", extra, kernels, code, pCode, out, errOut)
+			}
+			if got, want := normalConsole(out), normalConsole(pOut); got != want {
+				t.Errorf("%q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s", extra, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+			}
+		}
+	}
+}

@@ -182,6 +182,10 @@ type Report struct {
 	// interruptedBy: which test's own KeyboardInterrupt ended the run
 	// ("test_a.py::test_x raised KeyboardInterrupt"), "" for none.
 	interruptedBy string
+	// interruptText: pytest's lines under its "KeyboardInterrupt" one
+	// (where the interrupt landed, the --full-trace hint), from the
+	// kernel; "" when none said (interruptedBy stands in).
+	interruptText string
 }
 
 // Summary counts results by status.

@@ -56,6 +56,11 @@ type testWorker struct {
 	stopAt         int
 	stopInterrupts bool
 	lastSent       int // entry of the last result it sent (w.mu)
+	// interruptText: what pytest's terminal shows of the first
+	// KeyboardInterrupt that ended one of its tests (testEvent.Text),
+	// Ctrl-C's or the test's own (w.mu; drive reads it once the workers
+	// ended).
+	interruptText string
 	// starting: closed once a late worker's kernel started in the
 	// background (startLate) is up, or failed or was never started
 	// (startErr); nil otherwise. w.k and startErr are the starting

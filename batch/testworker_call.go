@@ -276,6 +276,10 @@ func (w *testWorker) event(raw json.RawMessage) {
 		return
 	}
 	switch ev.Event {
+	case "keyboardInterrupt":
+		if w.interruptText == "" {
+			w.interruptText = ev.Text
+		}
 	case "start":
 		if ev.I == w.running {
 			return

@@ -110,6 +110,28 @@ class Console:
         out, self.warnings = self.warnings, []
         return out
 
+    # ---- interrupts
+
+    def keyboard_interrupt(self, excinfo: Any) -> str:
+        """What pytest's terminal reporter writes of a KeyboardInterrupt
+        under its "!!! KeyboardInterrupt !!!" line (its
+        _report_keyboardinterrupt): where it landed and the hint, or the
+        whole traceback with --full-trace; "" when rendering fails."""
+        if not self.ok:
+            return ""
+        try:
+            excrepr = excinfo.getrepr(funcargs=True)
+            sink = Sink(self.tty)
+            tw = self.writer(sink)
+            if getattr(self.config.option, "fulltrace", False):
+                excrepr.toterminal(tw)
+            else:
+                excrepr.reprcrash.toterminal(tw)
+                tw.line("(to show a full traceback on KeyboardInterrupt use --full-trace)", yellow=True)
+            return sink.getvalue()
+        except Exception:
+            return ""
+
     # ---- reports
 
     def item(self, item: pytest.Item, reports: Sequence[BaseReport]) -> Optional[WireObject]:
