@@ -208,3 +208,54 @@ class EngineTestCase(unittest.TestCase):
         s = Session(files, **kw)
         self.addCleanup(s.close)
         return s
+
+
+@contextlib.contextmanager
+def own_journal(prefix="ripple-journal-"):
+    """A value journal of one's own for the block: RIPPLE_VALUES_DB names
+    a file in a new temporary directory (the value), then is as it was,
+    and the directory is gone."""
+    saved = os.environ.get("RIPPLE_VALUES_DB")
+    d = tempfile.mkdtemp(prefix=prefix)
+    os.environ["RIPPLE_VALUES_DB"] = os.path.join(d, ".ripple", "values.db")
+    try:
+        yield d
+    finally:
+        if saved is None:
+            os.environ.pop("RIPPLE_VALUES_DB", None)
+        else:
+            os.environ["RIPPLE_VALUES_DB"] = saved
+        shutil.rmtree(d, ignore_errors=True)
+
+
+class JournalTestCase(unittest.TestCase):
+    """Engines that share one value journal, as a kernel and the kernels
+    after its restarts do: self.dir is a temporary directory, self.path the
+    journal file in it (RIPPLE_VALUES_DB), self.sessions the engine that
+    is up (session)."""
+
+    def setUp(self):
+        journal = own_journal("ripple-%s-" % type(self).__name__.lower())
+        self.dir = journal.__enter__()
+        self.addCleanup(journal.__exit__, None, None, None)
+        self.path = os.environ["RIPPLE_VALUES_DB"]
+        self.sessions = []
+
+    def tearDown(self):
+        for s in self.sessions:
+            s.close()
+
+    def session(self, files, scripts=(), flush=True):
+        """A new engine (a new kernel) on the journal, after the previous
+        one wrote its frames (flush, as its idle time would) or was killed
+        (not flush)."""
+        for s in self.sessions:
+            if flush:
+                s.engine.journal_flush()
+            s.close()
+        self.sessions = []
+        for name in files:
+            sys.modules.pop(name, None)
+        s = Session(files, scripts=scripts)
+        self.sessions.append(s)
+        return s

@@ -26,13 +26,11 @@ import json
 import os
 import random
 import re
-import shutil
 import sys
-import tempfile
 import traceback
 import unittest
 
-from enginetest import HERE, EngineTestCase, Session, main_stack
+from enginetest import HERE, EngineTestCase, Session, main_stack, own_journal
 from fuzzprog import Generator
 
 DATA = os.path.join(HERE, "data")
@@ -263,17 +261,8 @@ class Invariant(EngineTestCase):
     def journalled(seed, steps):
         """generate_and_check with a journal of its own (a new file per
         program: nothing is restored from another program's)."""
-        saved = os.environ.get("RIPPLE_VALUES_DB")
-        d = tempfile.mkdtemp(prefix="ripple-invariant-journal-")
-        os.environ["RIPPLE_VALUES_DB"] = os.path.join(d, "values.db")
-        try:
+        with own_journal("ripple-invariant-journal-"):
             return generate_and_check(seed, steps)
-        finally:
-            if saved is None:
-                os.environ.pop("RIPPLE_VALUES_DB", None)
-            else:
-                os.environ["RIPPLE_VALUES_DB"] = saved
-            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

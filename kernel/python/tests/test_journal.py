@@ -3,13 +3,10 @@ journal file (a new kernel after a restart) restores what the first one
 computed, and nothing that would break the caching invariant."""
 
 import os
-import shutil
 import sqlite3
-import sys
-import tempfile
 import unittest
 
-from enginetest import Session, main_stack
+from enginetest import JournalTestCase, main_stack
 
 MAIN = """import threading
 
@@ -28,36 +25,7 @@ def main():
 """
 
 
-class JournalTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ripple-journal-test-")
-        self.path = os.path.join(self.dir, ".ripple", "values.db")
-        self._env = os.environ.get("RIPPLE_VALUES_DB")
-        os.environ["RIPPLE_VALUES_DB"] = self.path
-        self.sessions = []
-
-    def tearDown(self):
-        for s in self.sessions:
-            s.close()
-        if self._env is None:
-            os.environ.pop("RIPPLE_VALUES_DB", None)
-        else:
-            os.environ["RIPPLE_VALUES_DB"] = self._env
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def session(self, files):
-        """A new engine (a new kernel) on the journal; the previous one's
-        frames are written first, as its idle time would."""
-        for s in self.sessions:
-            s.engine.journal_flush()
-            s.close()
-        self.sessions = []
-        for name in files:
-            sys.modules.pop(name, None)
-        s = Session(files)
-        self.sessions.append(s)
-        return s
-
+class JournalTest(JournalTestCase):
     def test_restores_without_running_again(self):
         s = self.session({"main": MAIN})
         r = s.run()

@@ -3,48 +3,14 @@ reads.py, journaldefs.py): what a new kernel restores and what it does
 not."""
 
 import os
-import shutil
-import sys
-import tempfile
 import unittest
 
-from enginetest import Session, main_stack
+from enginetest import JournalTestCase, main_stack
 
 SIDE = "def step(i):\n    print('ran', i)\n    return i * 2\n"
 
 
-class JournalGapsTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ripple-journal-gaps-")
-        self._env = os.environ.get("RIPPLE_VALUES_DB")
-        os.environ["RIPPLE_VALUES_DB"] = os.path.join(self.dir, "values.db")
-        self.sessions = []
-
-    def tearDown(self):
-        for s in self.sessions:
-            s.close()
-        if self._env is None:
-            os.environ.pop("RIPPLE_VALUES_DB", None)
-        else:
-            os.environ["RIPPLE_VALUES_DB"] = self._env
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def session(self, files, scripts=(), flush=True):
-        """A new engine (a new kernel) on the journal, after the previous
-        one wrote its frames (flush) or was killed (not flush)."""
-        for s in self.sessions:
-            if flush:
-                s.engine.journal_flush()
-            s.close()
-        self.sessions = []
-        for name in list(files) + ["main", "side"]:
-            sys.modules.pop(name, None)
-        s = Session()
-        s.engine.compile({"modules": [{"name": n, "path": n + ".py", "source": t} for n, t in files.items()],
-                          "removed": [], "scripts": list(scripts)})
-        self.sessions.append(s)
-        return s
-
+class JournalGapsTest(JournalTestCase):
     def test_module_attribute_call(self):
         main = "import side\n\n\ndef main():\n    a = side.step(1)\n    b = a + 1\n"
         self.assertEqual(self.session({"main": main, "side": SIDE}).run().output, "ran 1\n")

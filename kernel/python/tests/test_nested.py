@@ -3,12 +3,10 @@ the statements nested in a compound statement report their last values and
 counts with its update, without changing what the code computes."""
 
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
-from enginetest import EngineTestCase, Session
+from enginetest import EngineTestCase, JournalTestCase, Session
 
 
 def src(*lines, header=""):
@@ -312,35 +310,18 @@ class InnerValues(EngineTestCase):
             s.close()
 
 
-class InnerValuesJournal(unittest.TestCase):
+class InnerValuesJournal(JournalTestCase):
     """A new kernel restores a compound statement's inner values with its
     value from the value journal."""
 
     def test_restored_with_the_value(self):
-        d = tempfile.mkdtemp(prefix="ripple-nested-test-")
-        old = os.environ.get("RIPPLE_VALUES_DB")
-        os.environ["RIPPLE_VALUES_DB"] = os.path.join(d, ".ripple", "values.db")
         text = src("total = 0", "for i in range(5):", "    print(i)", "    total += i")
-        try:
-            s = Session({"main": text})
-            s.run()
-            s.engine.journal_flush()
-            s.close()
-            sys.modules.pop("main", None)
-            s = Session({"main": "\n" + text})
-            try:
-                s.run()
-                u = s.latest[0]["main:main/#1"]
-                self.assertTrue(u["fromCache"])
-                self.assertEqual(inner(u), {5: ("None", 5, None), 6: ("10", 5, None)})
-            finally:
-                s.close()
-        finally:
-            if old is None:
-                os.environ.pop("RIPPLE_VALUES_DB", None)
-            else:
-                os.environ["RIPPLE_VALUES_DB"] = old
-            shutil.rmtree(d, ignore_errors=True)
+        self.session({"main": text}).run()
+        s = self.session({"main": "\n" + text})
+        s.run()
+        u = s.latest[0]["main:main/#1"]
+        self.assertTrue(u["fromCache"])
+        self.assertEqual(inner(u), {5: ("None", 5, None), 6: ("10", 5, None)})
 
 
 if __name__ == "__main__":

@@ -5,13 +5,10 @@ statements again."""
 
 import gc
 import os
-import shutil
 import sqlite3
-import sys
-import tempfile
 import unittest
 
-from enginetest import Session
+from enginetest import JournalTestCase
 
 SIDE = '''
 class Box:
@@ -46,35 +43,7 @@ PLAIN = '''def main():
 '''
 
 
-class OverwrittenTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ripple-overwritten-test-")
-        self._env = os.environ.get("RIPPLE_VALUES_DB")
-        os.environ["RIPPLE_VALUES_DB"] = os.path.join(self.dir, "values.db")
-        self.sessions = []
-
-    def tearDown(self):
-        for s in self.sessions:
-            s.close()
-        if self._env is None:
-            os.environ.pop("RIPPLE_VALUES_DB", None)
-        else:
-            os.environ["RIPPLE_VALUES_DB"] = self._env
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def session(self, files):
-        """A new engine on the journal (a new kernel); the previous one's
-        frames are written first, as its idle time would."""
-        for s in self.sessions:
-            s.engine.journal_flush()
-            s.close()
-        self.sessions = []
-        for name in files:
-            sys.modules.pop(name, None)
-        s = Session(files)
-        self.sessions.append(s)
-        return s
-
+class OverwrittenTest(JournalTestCase):
     @staticmethod
     def previews(s):
         return {k.split("/")[1]: u["payload"].get("preview") for k, u in s.latest[0].items()}
