@@ -23,6 +23,11 @@ func (l *pytestLayout) finish(rep *Report, stop, where, extra string) {
 		l.sections("FAILURES", "failed", "crashed", "timed out")
 		l.summaryWarnings()
 		l.summaryPasses()
+		if rep.PytestJUnitXML != nil {
+			// pytest's junitxml plugin says where it wrote (its
+			// pytest_terminal_summary, after the passes).
+			l.writeSep('-', "generated xml file: "+rep.PytestJUnitXML.Path)
+		}
 		l.durations()
 		l.shortSummary()
 	}

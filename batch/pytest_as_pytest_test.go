@@ -207,6 +207,9 @@ func TestPytestConsoleLayoutAsPytest(t *testing.T) {
 		{console, []string{"--color=yes", "-rA"}},
 		{console, []string{"--color=yes", "-v"}},
 		{console, []string{"--color=yes", "-q"}},
+		// pytest's junitxml says where it wrote, after the passes.
+		{console, []string{"--junitxml=reports/junit.xml", "-rA", "--durations=2"}},
+		{console, []string{"--junitxml=reports/junit.xml", "-qq"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--tb=no", "-ra"}},
 		{reports, []string{"-o", "addopts=", "-p", "no:cacheprovider", "--color=yes", "-v", "-k", "not marked"}},
