@@ -72,13 +72,15 @@ func TestPytestProjects(t *testing.T) {
 		// What a test sees of its process is what it sees under pytest:
 		// signal handlers, the wakeup fd, no ripple module or variable,
 		// Python's input() (click binds it at import; its prompt tests
-		// feed it through sys.stdin), sys.argv as `python -m pytest` has it.
+		// feed it through sys.stdin), sys.argv as `python -m pytest` has it,
+		// no thread of ripple's.
 		{"process_state", 0, map[string]batch.Status{"test_process.py::test_sigint_is_default": batch.StatusPassed,
 			"test_process.py::test_wakeup_fd_is_free": batch.StatusPassed, "test_process.py::test_wakeup_fd_trio_style": batch.StatusPassed,
 			"test_process.py::test_no_ripple_module": batch.StatusPassed, "test_process.py::test_no_ripple_environment": batch.StatusPassed,
 			"test_process.py::test_collector_thresholds_are_a_fresh_interpreters": batch.StatusPassed,
 			"test_process.py::test_input_reads_stdin":                             batch.StatusPassed,
-			"test_process.py::test_argv_is_pytests_command_line":                  batch.StatusPassed}, 11},
+			"test_process.py::test_argv_is_pytests_command_line":                  batch.StatusPassed,
+			"test_process.py::test_threads_are_pytests":                           batch.StatusPassed}, 12},
 		// A later module (the larger one) changes a global default the
 		// earlier one relies on: each kernel runs in pytest's order.
 		{"order", 0, map[string]batch.Status{"test_a_uses_default.py::test_default_precision": batch.StatusPassed,

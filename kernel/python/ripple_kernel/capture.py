@@ -32,6 +32,7 @@ forever and the parent's join with them).
 
 from __future__ import annotations
 
+import _thread
 import os
 import select
 import signal
@@ -78,7 +79,7 @@ class Output:
         self.drain_view = memoryview(bytearray(0))  # the main thread's read buffer
         self.routed: List[Optional[TextIO]] = [None, None]  # the routed sys.stdout and sys.stderr (ThreadRouted)
         self.main_thread = threading.get_ident()
-        self.pump_thread: Optional[threading.Thread] = None
+        self.pump_done: Optional[threading.Event] = None  # set when the pump thread ends
         self._wake: Optional[Callable[[], None]] = None  # wakes the pump's poll
         self.fork_held = False  # before_fork took send_lock (the forking thread's, until after the fork)
         self.fork_mask: Optional[Set[Union[int, signal.Signals]]] = None  # the forking thread's signal mask before before_fork
@@ -296,12 +297,23 @@ class Output:
     # ------------------------------------------------------------ the pump
 
     def start_pump(self, interrupts: Interrupts, on_disconnect: Callable[[], None]) -> None:
-        """Start the pump thread (see pump)."""
+        """Start the pump thread (see pump). A bare thread (_thread), not a
+        threading.Thread: user code's threading.enumerate() and
+        active_count() list the threads its process would have without
+        ripple (a test that checks for leaked threads sees what it sees
+        under pytest). Nothing the pump runs asks threading for the
+        current thread, which would register it as a dummy one; like a
+        daemon thread it ends with the interpreter."""
         self._wake = interrupts.wake
-        self.pump_thread = threading.Thread(
-            target=self.pump, args=(interrupts, on_disconnect), name="ripple-pump", daemon=True
-        )
-        self.pump_thread.start()
+        done = self.pump_done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.pump(interrupts, on_disconnect)
+            finally:
+                done.set()
+
+        _thread.start_new_thread(run, ())
 
     def pump(self, interrupts: Interrupts, on_disconnect: Callable[[], None]) -> None:
         """Forward pipe output as it appears; call on_disconnect when the
@@ -388,11 +400,11 @@ class Output:
         teardown. A daemon thread left polling wakes up as the teardown
         closes the pipes and then waits for the GIL the exiting main thread
         holds, which costs every stopping kernel milliseconds."""
-        if self.state.forked or self.pump_thread is None:
+        if self.state.forked or self.pump_done is None:
             return
         self.state.pump_stop = True
         interrupts.wake()
-        self.pump_thread.join(0.5)
+        self.pump_done.wait(0.5)
 
 
 class ThreadRouted:

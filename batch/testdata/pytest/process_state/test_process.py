@@ -95,3 +95,12 @@ def test_argv_is_pytests_command_line():
 
     assert sys.argv[0] == os.path.join(os.path.dirname(os.path.abspath(pytest.__file__)), "__main__.py")
     assert sys.argv[sys.argv.index("-p") + 1] == "no:cacheprovider"
+
+
+def test_threads_are_pytests():
+    # A suite that checks for leaked threads counts the threads of its
+    # process: under pytest, the main thread alone.
+    import threading
+
+    assert threading.enumerate() == [threading.main_thread()]
+    assert threading.active_count() == 1
