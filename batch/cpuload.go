@@ -98,6 +98,9 @@ func readProcStat() (cpuClock, bool) {
 // idleNow is the idle CPUs of the last full window; false while none has
 // passed, or where the CPU time cannot be read.
 func (m *idleMeter) idleNow() (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if time.Since(m.since) >= cpuWindow {

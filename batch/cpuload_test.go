@@ -60,3 +60,28 @@ func TestRoomForLate(t *testing.T) {
 		t.Error("no /proc/stat: no room, want the times alone to decide")
 	}
 }
+
+// On a busy machine a late worker's poll says so and works out no
+// hand-over (it walks the queue under t.mu); with room it does.
+func TestJoinNowBusy(t *testing.T) {
+	tr := handOverRun([]testGroup{{indices: []int{0, 1, 2, 3}}, {indices: []int{4, 5, 6, 7}}, {indices: []int{8, 9}}})
+	tr.workers, tr.open, tr.horizon = 2, 1, -1
+	tr.began = time.Now()
+	clock := cpuClock{idle: 1000, total: 2000}
+	tr.cpu = &idleMeter{read: func() (cpuClock, bool) { return clock, true }, cpus: 2, from: clock, since: time.Now().Add(-time.Second)}
+	clock = cpuClock{idle: 1001, total: 2040} // both CPUs busy
+	h, est, ok := tr.joinNow(tr.late[0])
+	if !ok || !est.busy || h.want != nil || est.handedTests != 0 {
+		t.Errorf("busy: hand-over %v, estimate %+v, ok %v; want busy and no hand-over worked out", h.want, est, ok)
+	}
+	tr.cpu.since = time.Now().Add(-time.Second)
+	clock = cpuClock{idle: 1021, total: 2080} // one CPU idle
+	h, est, ok = tr.joinNow(tr.late[0])
+	if !ok || est.busy || len(h.want) == 0 || est.handedTests != len(h.want) {
+		t.Errorf("room: hand-over %v, estimate %+v, ok %v; want a hand-over", h.want, est, ok)
+	}
+	tr.queue = nil
+	if _, _, ok := tr.joinNow(tr.late[0]); ok {
+		t.Error("empty queue: ok, want the wait over")
+	}
+}

@@ -199,6 +199,8 @@ func (w *testWorker) lateDelay(ctx context.Context, from <-chan struct{}, after 
 			timeout, from = timer.C, nil
 		case <-timeout:
 			if w.t.cpu.roomForLate() {
+				idle, _ := w.t.cpu.idleNow()
+				w.t.opts.Logger.Debug("late kernel starts", "kernel", w.name(), "idleCPUs", idle)
 				return nil
 			}
 			// The machine has no CPU to spare (cpuload.go): the kernel
