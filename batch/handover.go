@@ -241,10 +241,16 @@ func (t *testRun) handOverFor(k, n int) (h handOver, ok bool) {
 // awaitHandOver waits until joining pays for late worker w, and returns
 // its hand-over; false when the queue empties, the run stops, one kernel
 // must run every test (testRun.only), or ctx ends first.
+//
+// Each poll walks the queue under t.mu (handOverFor): the next one waits
+// handOverPoll, or ten times what this one took when that is longer, so
+// that on a long queue the polls take at most a tenth of a CPU and of
+// the lock the running kernels' next calls wait on.
 func (t *testRun) awaitHandOver(ctx context.Context, w *testWorker) (handOver, bool) {
-	tick := time.NewTicker(handOverPoll)
-	defer tick.Stop()
+	timer := time.NewTimer(handOverPoll)
+	defer timer.Stop()
 	for {
+		began := time.Now()
 		h, est, ok := t.joinNow(w)
 		if !ok {
 			return handOver{}, false
@@ -254,10 +260,11 @@ func (t *testRun) awaitHandOver(ctx context.Context, w *testWorker) (handOver, b
 				"perTest", est.perTest, "cost", est.cost())
 			return h, true
 		}
+		timer.Reset(max(handOverPoll, 10*time.Since(began)))
 		select {
 		case <-ctx.Done():
 			return handOver{}, false
-		case <-tick.C:
+		case <-timer.C:
 		}
 	}
 }

@@ -199,8 +199,11 @@ func (w *testWorker) lateDelay(ctx context.Context, from <-chan struct{}, after 
 			timeout, from = timer.C, nil
 		case <-timeout:
 			if w.t.cpu.roomForLate() {
-				idle, _ := w.t.cpu.idleNow()
-				w.t.opts.Logger.Debug("late kernel starts", "kernel", w.name(), "idleCPUs", idle)
+				attrs := []any{"kernel", w.name()}
+				if idle, ok := w.t.cpu.idleNow(); ok {
+					attrs = append(attrs, "idleCPUs", idle)
+				}
+				w.t.opts.Logger.Debug("late kernel starts", attrs...)
 				return nil
 			}
 			// The machine has no CPU to spare (cpuload.go): the kernel
