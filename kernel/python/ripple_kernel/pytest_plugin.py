@@ -593,25 +593,11 @@ class _Session:
         return True
 
     def _keyboard_interrupt(self, api: KernelAPI) -> None:
-        """A KeyboardInterrupt ends the test and the session (the Go
-        side's Ctrl-C, or the test's own): as pytest's wrap_session, the
-        pytest_keyboard_interrupt hook sees it, and the Go side gets what
-        pytest's terminal would show of it (event "keyboardInterrupt"),
-        the kernel's own frames left out."""
-        try:
-            from _pytest._code import ExceptionInfo
-
-            excinfo = ExceptionInfo.from_current()
-            here = os.path.dirname(os.path.abspath(__file__))
-            excinfo.traceback = excinfo.traceback.filter(lambda entry: os.path.dirname(str(entry.path)) != here)
-            if not excinfo.traceback:
-                return  # it landed in the kernel, between two tests
-            self.config.hook.pytest_keyboard_interrupt(excinfo=excinfo)
-            text = self.con.keyboard_interrupt(excinfo) if self.con is not None else ""
-            if text:
-                api.emit_progress({"event": "keyboardInterrupt", "text": text})
-        except Exception:
-            pass  # the Go side says which test it interrupted instead
+        """A KeyboardInterrupt ends the test and the session: the Go side
+        gets what pytest's terminal would show of it."""
+        text = pytest_session.keyboard_interrupt(self.config, self.con.keyboard_interrupt if self.con is not None else None)
+        if text:
+            api.emit_progress({"event": "keyboardInterrupt", "text": text})
 
     def close(self) -> None:
         with _PROC.hidden(), _PROC.signals():

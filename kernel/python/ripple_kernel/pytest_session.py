@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .api import WireObject
 
@@ -308,18 +308,41 @@ def dependencies(items: List[pytest.Item], rootdir: str) -> Dict[str, List[str]]
     return result
 
 
-def internal_error(config: pytest.Config) -> None:
-    """pytest's report of its internal error (Config.notify_exception:
-    INTERNALERROR> lines on its terminal), the kernel's frames left out."""
+def _current_exception() -> Any:
+    """The exception being handled as pytest's ExceptionInfo, the kernel's
+    own frames left out of its traceback."""
     from _pytest._code import ExceptionInfo
 
     excinfo = ExceptionInfo.from_current()
     here = os.path.dirname(os.path.abspath(__file__))  # the kernel's package
     excinfo.traceback = excinfo.traceback.filter(lambda entry: os.path.dirname(str(entry.path)) != here)
+    return excinfo
+
+
+def internal_error(config: pytest.Config) -> None:
+    """pytest's report of its internal error (Config.notify_exception:
+    INTERNALERROR> lines on its terminal), the kernel's frames left out."""
+    excinfo = _current_exception()
     try:
         config.notify_exception(excinfo, config.option)
     except Exception:
         pass  # pytest's own report failed: the status says it
+
+
+def keyboard_interrupt(config: pytest.Config, render: Optional[Callable[[Any], str]]) -> str:
+    """The KeyboardInterrupt being handled, which ended a test (the Go
+    side's Ctrl-C, or the test's own), as pytest's wrap_session takes it:
+    the pytest_keyboard_interrupt hook sees it; the answer is what
+    pytest's terminal shows of it (render: the console's), "" when it
+    landed in the kernel between two tests or rendering failed."""
+    try:
+        excinfo = _current_exception()
+        if not excinfo.traceback:
+            return ""
+        config.hook.pytest_keyboard_interrupt(excinfo=excinfo)
+        return render(excinfo) if render is not None else ""
+    except Exception:
+        return ""  # the Go side says which test it interrupted instead
 
 
 def command_line(args: List[str]) -> List[str]:
