@@ -312,6 +312,19 @@ func TestPytestUsageErrors(t *testing.T) {
 	if rep != nil || !errors.Is(err, batch.ErrUsage) || !strings.Contains(err.Error(), "no_such_file.py") {
 		t.Errorf("missing path: %v, %v", rep, err)
 	}
+	// pytest's debugger reads a terminal no kernel has (pdb would read an
+	// end of file and quit): refused, as pytest-xdist refuses it, at any
+	// number of kernels; the option may come from addopts too.
+	for _, c := range []struct {
+		kernels int
+		args    []string
+		want    string
+	}{{1, []string{"--pdb"}, "--pdb"}, {2, []string{"--trace"}, "--trace"}, {0, []string{"-o", "addopts=--pdb"}, "--pdb"}} {
+		rep, err = batch.Run(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: c.kernels, PytestArgs: c.args})
+		if rep != nil || !errors.Is(err, batch.ErrUsage) || !strings.Contains(err.Error(), c.want+": pytest's debugger reads the terminal") {
+			t.Errorf("%q at %d kernels: %v, %v; want a usage error naming %s", c.args, c.kernels, rep, err, c.want)
+		}
+	}
 }
 
 // copyProject copies a testdata project into a temporary directory (pytest

@@ -345,6 +345,18 @@ def keyboard_interrupt(config: pytest.Config, render: Optional[Callable[[Any], s
         return ""  # the Go side says which test it interrupted instead
 
 
+def debugger_option(config: pytest.Config) -> str:
+    """The option that would stop a test in pytest's debugger (--pdb on a
+    failure, --trace at each test's start), "" for none: pdb reads the
+    terminal, and a kernel's stdin is none (pdb would read an end of file
+    and end the session as "Quitting debugger")."""
+    if getattr(config.option, "usepdb", False):
+        return "--pdb"
+    if getattr(config.option, "trace", False):
+        return "--trace"
+    return ""
+
+
 def command_line(args: List[str]) -> List[str]:
     """sys.argv as ``python -m pytest ARGS`` has it from its start to its
     exit: pytest's __main__.py, then ARGS. A test that parses sys.argv (a
