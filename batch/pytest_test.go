@@ -740,3 +740,64 @@ func TestPytestHeldProgressSurvivesTheKernel(t *testing.T) {
 		t.Errorf("%d results, want %d", len(st), len(want))
 	}
 }
+
+// --basetemp, which pytest clears when a session first uses it, is each
+// kernel's own popen-gwN directory under the one given when a run has
+// several kernels, as under xdist: test_a's kernel keeps its file while
+// the other kernel's test_b starts on its own temporary directory
+// (before, that start deleted test_a's). One kernel uses the directory
+// given, as pytest.
+func TestPytestBasetempPerKernel(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := project(t, map[string]string{
+		"test_a.py": `import os
+import time
+
+
+def test_a(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    deadline = time.monotonic() + 20
+    while not os.path.exists("solo") and not os.path.exists("b.started") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "a.txt").read_text() == "a"
+    with open("a.tmp", "w") as f:
+        f.write(str(tmp_path))
+`,
+		"test_b.py": `def test_b(tmp_path):
+    assert tmp_path.is_dir()
+    with open("b.tmp", "w") as f:
+        f.write(str(tmp_path))
+    open("b.started", "w").close()
+`,
+	})
+	base := filepath.Join(t.TempDir(), "base")
+	tmpOf := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "2", "--json", report, "--", "-p", "no:cacheprovider", "--basetemp", base)
+	if st := reportStatuses(t, report); code != 0 || st["test_a.py::test_a"] != batch.StatusPassed || st["test_b.py::test_b"] != batch.StatusPassed {
+		t.Fatalf("2 kernels: exit %d, %v\n%s\n%s", code, st, out, errOut)
+	}
+	a, b := tmpOf("a.tmp"), tmpOf("b.tmp")
+	kernelDir := func(p string) bool {
+		return filepath.Dir(filepath.Dir(p)) == base && strings.HasPrefix(filepath.Base(filepath.Dir(p)), "popen-gw")
+	}
+	if !kernelDir(a) || !kernelDir(b) || filepath.Dir(a) == filepath.Dir(b) {
+		t.Errorf("2 kernels: tmp_path %s and %s, want each under its kernel's %s/popen-gwN", a, b, base)
+	}
+	if err := os.WriteFile(filepath.Join(root, "solo"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := ripple(t, "run", root, "--tests", "--python", py, "--kernels", "1", "--", "-p", "no:cacheprovider", "--basetemp", base); code != 0 {
+		t.Fatalf("1 kernel: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if a := tmpOf("a.tmp"); filepath.Dir(a) != base {
+		t.Errorf("1 kernel: tmp_path %s, want directly under %s as pytest's", a, base)
+	}
+}

@@ -352,6 +352,8 @@ def _as_worker(config: pytest.Config, params: WireObject, args: List[str]) -> No
         "mainargv": ["pytest"] + args,
     }
     config.workeroutput = {}  # type: ignore[attr-defined]  # xdist's attribute, written by plugins
+    if int(params.get("workers", 1)) > 1 and getattr(config.option, "basetemp", None):
+        config.option.basetemp = pytest_session.worker_basetemp(str(config.option.basetemp), int(params.get("worker", 0)))
     if getattr(config.option, "dist", "no") != "no":
         config.option.dist = "no"  # xdist in a kernel: the kernels are the workers
         config.option.numprocesses = None

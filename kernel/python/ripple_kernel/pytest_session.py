@@ -357,6 +357,18 @@ def debugger_option(config: pytest.Config) -> str:
     return ""
 
 
+def worker_basetemp(basetemp: str, worker: int) -> str:
+    """A kernel's --basetemp when a run has several: as xdist's workers
+    have it, its own directory popen-gwN under the one given, which the
+    kernel's pytest clears when it is first used, as pytest clears
+    --basetemp (with one directory for all, one kernel's session would
+    delete the files of another's running tests). The one given is
+    created if missing, as pytest creates it; what else it holds is
+    left alone."""
+    os.makedirs(basetemp, mode=0o700, exist_ok=True)
+    return os.path.join(basetemp, "popen-gw%d" % worker)
+
+
 def command_line(args: List[str]) -> List[str]:
     """sys.argv as ``python -m pytest ARGS`` has it from its start to its
     exit: pytest's __main__.py, then ARGS. A test that parses sys.argv (a
