@@ -325,6 +325,24 @@ func TestPytestUsageErrors(t *testing.T) {
 			t.Errorf("%q at %d kernels: %v, %v; want a usage error naming %s", c.args, c.kernels, rep, err, c.want)
 		}
 	}
+	// pytest-cov in a worker measures for xdist's controller to combine
+	// (it failed with an internal error): refused, naming --cov; its
+	// --no-cov runs the tests.
+	t.Run("cov", func(t *testing.T) {
+		if err := exec.Command(py, "-c", "import pytest_cov").Run(); err != nil {
+			t.Skipf("pytest-cov is not installed for %s (.ci/run installs python3-pytest-cov): %v", py, err)
+		}
+		for _, kernels := range []int{1, 2} {
+			rep, err := batch.Run(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: kernels, PytestArgs: []string{"--cov=."}})
+			if rep != nil || !errors.Is(err, batch.ErrUsage) || !strings.Contains(err.Error(), "--cov: pytest-cov's coverage") {
+				t.Errorf("--cov at %d kernels: %v, %v; want a usage error naming --cov", kernels, rep, err)
+			}
+		}
+		rep, err := batch.Run(ctx, batch.Options{Root: root, Tests: true, Python: py, Kernels: 2, PytestArgs: []string{"--cov=.", "--no-cov"}})
+		if err != nil || rep == nil || rep.Summary().Passed != 1 {
+			t.Errorf("--cov --no-cov: %v, %v; want the test run", rep, err)
+		}
+	})
 }
 
 // copyProject copies a testdata project into a temporary directory (pytest

@@ -261,10 +261,10 @@ def _start_session(
                 config = _prepareconfig(args, plugins=None)
         except pytest.UsageError as e:
             return {"usage": str(e)}
-        debugger = pytest_session.debugger_option(config)
-        if debugger:
-            return {"usage": "%s: pytest's debugger reads the terminal, which ripple run's kernels do not have;"
-                             " run python -m pytest %s to debug interactively" % (debugger, debugger)}
+        refused = pytest_session.refused_option(config)
+        if refused:
+            config._ensure_unconfigure()  # what plugins started while parsing (pytest-cov's coverage)
+            return {"usage": refused}
         # The kernel runs nothing but this run's pytest from here on: its
         # sys.argv is pytest's command line (the kernel's own [""] serves
         # the live engine's modules, which a test kernel never runs).

@@ -345,15 +345,24 @@ def keyboard_interrupt(config: pytest.Config, render: Optional[Callable[[Any], s
         return ""  # the Go side says which test it interrupted instead
 
 
-def debugger_option(config: pytest.Config) -> str:
-    """The option that would stop a test in pytest's debugger (--pdb on a
-    failure, --trace at each test's start), "" for none: pdb reads the
-    terminal, and a kernel's stdin is none (pdb would read an end of file
-    and end the session as "Quitting debugger")."""
-    if getattr(config.option, "usepdb", False):
-        return "--pdb"
-    if getattr(config.option, "trace", False):
-        return "--trace"
+def refused_option(config: pytest.Config) -> str:
+    """Why the kernels cannot run pytest with config's options, naming the
+    option (a usage error), "" when they can:
+    - --pdb (on a failure) and --trace (at each test's start) stop in
+      pytest's debugger, which reads the terminal; a kernel's stdin is
+      none (pdb would read an end of file and end the session, "Quitting
+      debugger"). pytest-xdist refuses them too.
+    - pytest-cov's --cov: in a worker (as the kernels are) it measures
+      for pytest-xdist's controller to combine and report, which ripple
+      does not stand in for (pytest-cov failed with an internal error)."""
+    for attr, option in (("usepdb", "--pdb"), ("trace", "--trace")):
+        if getattr(config.option, attr, False):
+            return ("%s: pytest's debugger reads the terminal, which ripple run's kernels do not have;"
+                    " run python -m pytest %s to debug interactively" % (option, option))
+    if getattr(config.option, "cov_source", None) and not getattr(config.option, "no_cov", False):
+        return ("--cov: pytest-cov's coverage of several processes is combined and reported by pytest-xdist's"
+                " controller, which ripple run does not stand in for yet; run python -m pytest for coverage,"
+                " or add --no-cov to run the tests without it")
     return ""
 
 
