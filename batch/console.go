@@ -30,6 +30,7 @@ import (
 // of tests costs a write per tenth of a second, not several per test.
 type Console struct {
 	w          *bufio.Writer
+	errW       io.Writer // ConsoleOptions.Err
 	lastFlush  time.Time
 	bar        bool
 	showValues bool
@@ -61,11 +62,15 @@ type ConsoleOptions struct {
 	ShowValues bool
 	// Color paints the status words as pytest does (a terminal only).
 	Color bool
+	// Err receives what tests wrote to stderr past pytest's capture
+	// (-s), as pytest's process writes it to its stderr; nil: dropped
+	// from the console (the report keeps it).
+	Err io.Writer
 }
 
 // NewConsole returns a Console writing to w.
 func NewConsole(w io.Writer, opts ConsoleOptions) *Console {
-	return &Console{w: bufio.NewWriterSize(w, 64<<10), bar: opts.ProgressBar, showValues: opts.ShowValues, color: opts.Color}
+	return &Console{w: bufio.NewWriterSize(w, 64<<10), bar: opts.ProgressBar, showValues: opts.ShowValues, color: opts.Color, errW: opts.Err}
 }
 
 // Flush writes out what the console holds. Finish does; whoever writes

@@ -326,7 +326,7 @@ func (l *pytestLayout) mainColor() string {
 
 // result lays out one test's reports as they reach pytest's reporter:
 // logstart, a logreport per report, logfinish, then its warnings.
-func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool) {
+func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool, passOut string) {
 	if collectReport {
 		// Shown in the "collected" line of the header, and at the end.
 		for i := range d.Reports {
@@ -340,6 +340,10 @@ func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool
 	case l.verbosity == 0:
 		l.writeFSPath(d.FSPath)
 	}
+	// What the test wrote past pytest's capture (-s) reached pytest's
+	// terminal while it ran: after its location, before its letter. The
+	// terminal writer does not see it: its column stays.
+	l.w.WriteString(passOut)
 	for i := range d.Reports {
 		l.report(nodeid, d, &d.Reports[i])
 	}

@@ -79,7 +79,14 @@ func (c *Console) layoutResult(r *Result) {
 		}
 		d = rippleDigest(r, c.layout)
 	}
-	c.layout.result(r.Entry.NodeID, d, collectReport)
+	if r.passErr != "" && c.errW != nil {
+		// On pytest's stderr as the test wrote it: what this console
+		// holds for stdout goes first.
+		io.WriteString(c.w, c.layout.take())
+		c.Flush()
+		io.WriteString(c.errW, r.passErr)
+	}
+	c.layout.result(r.Entry.NodeID, d, collectReport, r.passOut)
 	io.WriteString(c.w, c.layout.take())
 }
 

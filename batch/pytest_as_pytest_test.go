@@ -542,3 +542,31 @@ func TestPytestKeyboardInterruptAsPytest(t *testing.T) {
 		}
 	}
 }
+
+// What tests write past pytest's capture (-s; a write to fd 1 under
+// --capture=sys) reaches the console where pytest's terminal shows it:
+// after the test's location, before its letter, not counted in the
+// progress line's width; what they write to stderr goes to stderr.
+// Stdout and stderr as pytest's, at 2 kernels and 1.
+func TestPytestPassThroughAsPytest(t *testing.T) {
+	t.Parallel()
+	py := pytestPython(t)
+	root := copyProject(t, filepath.Join("testdata", "pytest", "passthrough"))
+	for _, extra := range [][]string{{"-s"}, {"-s", "-v"}, {"-s", "-q", "-rA"}, {"--capture=sys"}} {
+		args := append([]string{"-p", "no:cacheprovider"}, extra...)
+		_, pOut, pErr := pytestRunSplit(t, py, root, args...)
+		if !strings.Contains(pOut, "two: straight to fd 1") {
+			t.Fatalf("%q: pytest's stdout lacks the test's write to fd 1:\n%s", extra, pOut)
+		}
+		for _, kernels := range []string{"2", "1"} {
+			_, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+			if got, want := normalConsole(out), normalConsole(pOut); got != want {
+				t.Errorf("%q, %s kernels: stdout differs from pytest's (-pytest +ripple):\n%s", extra, kernels,
+					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+			}
+			if got := normalConsole(errOut); got != pErr {
+				t.Errorf("%q, %s kernels: stderr %q, pytest's %q", extra, kernels, got, pErr)
+			}
+		}
+	}
+}

@@ -89,6 +89,11 @@ type Result struct {
 	// (console_pytest.go); nil for entries, unittest's tests and results
 	// ripple made (crashed, timed out, not run).
 	pytest *pytestDigest
+	// passOut and passErr: what the test wrote to stdout and stderr past
+	// pytest's capture (-s, a write to a descriptor pytest does not
+	// capture), which reached pytest's terminal while it ran: after its
+	// location, before its letter.
+	passOut, passErr string
 }
 
 // callPassed reports whether the test's call passed (its JUnit says so).

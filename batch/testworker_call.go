@@ -286,6 +286,8 @@ func (w *testWorker) event(raw json.RawMessage) {
 		}
 		w.running = ev.I
 		w.output.Reset()
+		w.passOut.Reset()
+		w.passErr.Reset()
 		w.assigned[ev.I] = time.Now()
 		if d := w.t.opts.Timeout; d > 0 {
 			if w.timer != nil {
@@ -310,8 +312,10 @@ func (w *testWorker) event(raw json.RawMessage) {
 			}
 		}
 		out.WriteString(w.output.String())
-		r.Output = out.String()
+		r.Output, r.passOut, r.passErr = out.String(), w.passOut.String(), w.passErr.String()
 		w.output.Reset()
+		w.passOut.Reset()
+		w.passErr.Reset()
 		if ev.I == w.running {
 			w.running = -1
 		}
@@ -320,11 +324,16 @@ func (w *testWorker) event(raw json.RawMessage) {
 }
 
 // output1 keeps what the running test printed past pytest's capture (-s).
-func (w *testWorker) output1(_ kernel.Stream, data []byte) {
+func (w *testWorker) output1(stream kernel.Stream, data []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running >= 0 && w.output.Len() < captureLimit {
 		w.output.Write(data)
+		if stream == kernel.Stdout {
+			w.passOut.Write(data)
+		} else {
+			w.passErr.Write(data)
+		}
 	}
 }
 

@@ -118,7 +118,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		bar = batch.Interactive(fh)
 		opts.Terminal, opts.Columns = batch.Terminal(fh)
 	}
-	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: f.showValues})
+	console := batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: f.showValues, Err: stderr})
 	if f.watch {
 		return watchTests(ctx, opts, stdout, stderr, bar, f.showValues)
 	}
@@ -404,7 +404,7 @@ func watchTests(ctx context.Context, opts batch.Options, stdout, stderr io.Write
 	var started time.Time
 	hooks := batch.WatchHooks{
 		Observer: func() batch.Observer {
-			console = batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: showValues})
+			console = batch.NewConsole(stdout, batch.ConsoleOptions{ProgressBar: bar, Color: bar, ShowValues: showValues, Err: stderr})
 			started = time.Now()
 			return console
 		},
