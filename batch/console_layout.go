@@ -326,7 +326,7 @@ func (l *pytestLayout) mainColor() string {
 
 // result lays out one test's reports as they reach pytest's reporter:
 // logstart, a logreport per report, logfinish, then its warnings.
-func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool, passOut string) {
+func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool, passOut string, marks []passMark) {
 	if collectReport {
 		// Shown in the "collected" line of the header, and at the end.
 		for i := range d.Reports {
@@ -341,12 +341,22 @@ func (l *pytestLayout) result(nodeid string, d *pytestDigest, collectReport bool
 		l.writeFSPath(d.FSPath)
 	}
 	// What the test wrote past pytest's capture (-s) reached pytest's
-	// terminal while it ran: after its location, before its letter. The
-	// terminal writer does not see it: its column stays.
-	l.w.WriteString(passOut)
+	// terminal while it ran: after its location, each part before the
+	// letter of the report logged after it (marks), the rest after the
+	// last. The terminal writer does not see it: its column stays.
+	at := 0
+	if len(marks) == 0 {
+		at = len(passOut)
+		l.w.WriteString(passOut)
+	}
 	for i := range d.Reports {
+		if j := slices.IndexFunc(marks, func(m passMark) bool { return m.when == d.Reports[i].When }); j >= 0 && marks[j].at >= at {
+			l.w.WriteString(passOut[at:marks[j].at])
+			at = marks[j].at
+		}
 		l.report(nodeid, d, &d.Reports[i])
 	}
+	l.w.WriteString(passOut[at:])
 	if l.verbosity <= 0 && l.s.Progress != "" {
 		l.reported[nodeid] = true
 		l.lastItem = len(l.reported) == l.collected

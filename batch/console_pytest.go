@@ -86,7 +86,7 @@ func (c *Console) layoutResult(r *Result) {
 		c.Flush()
 		io.WriteString(c.errW, r.passErr)
 	}
-	c.layout.result(r.Entry.NodeID, d, collectReport, r.passOut)
+	c.layout.result(r.Entry.NodeID, d, collectReport, r.passOut, r.passMarks)
 	io.WriteString(c.w, c.layout.take())
 }
 

@@ -545,18 +545,32 @@ func TestPytestKeyboardInterruptAsPytest(t *testing.T) {
 
 // What tests write past pytest's capture (-s; a write to fd 1 under
 // --capture=sys) reaches the console where pytest's terminal shows it:
-// after the test's location, before its letter, not counted in the
-// progress line's width; what they write to stderr goes to stderr.
-// Stdout and stderr as pytest's, at 2 kernels and 1.
+// after the test's location, each part before the letter of the report
+// that followed it (the console project prints in a teardown that
+// fails, after the call's letter), not counted in the progress line's
+// width; what they write to stderr goes to stderr. Stdout and stderr as
+// pytest's, at 2 kernels and 1.
 func TestPytestPassThroughAsPytest(t *testing.T) {
 	t.Parallel()
 	py := pytestPython(t)
-	root := copyProject(t, filepath.Join("testdata", "pytest", "passthrough"))
-	for _, extra := range [][]string{{"-s"}, {"-s", "-v"}, {"-s", "-q", "-rA"}, {"--capture=sys"}} {
+	passthrough := copyProject(t, filepath.Join("testdata", "pytest", "passthrough"))
+	console := copyProject(t, filepath.Join("testdata", "pytest", "console"))
+	for _, c := range []struct {
+		root, wrote string
+		extra       []string
+	}{
+		{passthrough, "two: straight to fd 1", []string{"-s"}},
+		{passthrough, "two: straight to fd 1", []string{"-s", "-v"}},
+		{passthrough, "two: straight to fd 1", []string{"-s", "-q", "-rA"}},
+		{passthrough, "two: straight to fd 1", []string{"--capture=sys"}},
+		{console, "in teardown", []string{"-s"}},
+		{console, "in teardown", []string{"-s", "-v", "-rA"}},
+	} {
+		root, extra := c.root, c.extra
 		args := append([]string{"-p", "no:cacheprovider"}, extra...)
 		_, pOut, pErr := pytestRunSplit(t, py, root, args...)
-		if !strings.Contains(pOut, "two: straight to fd 1") {
-			t.Fatalf("%q: pytest's stdout lacks the test's write to fd 1:\n%s", extra, pOut)
+		if !strings.Contains(pOut, c.wrote) {
+			t.Fatalf("%q: pytest's stdout lacks %q:\n%s", extra, c.wrote, pOut)
 		}
 		for _, kernels := range []string{"2", "1"} {
 			_, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)

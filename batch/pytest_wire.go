@@ -238,7 +238,7 @@ type collectEvent struct {
 // testEvent is a progress frame of "run" and "finish": a test started or
 // ended.
 type testEvent struct {
-	Event    string      `json:"event"` // start, end or keyboardInterrupt
+	Event    string      `json:"event"` // start, end, passMark or keyboardInterrupt
 	I        int         `json:"i"`
 	Status   string      `json:"status"`
 	Message  string      `json:"message"`
@@ -254,6 +254,9 @@ type testEvent struct {
 	// Console: the test's reports as pytest's terminal reporter shows
 	// them (console_pytest.go).
 	Console *pytestDigest `json:"console"`
+	// When (passMark): the report (setup, call, teardown) the kernel
+	// logged at this point of what the test wrote past pytest's capture.
+	When string `json:"when"`
 	// Text (keyboardInterrupt): what pytest's terminal shows of a
 	// KeyboardInterrupt that ended a test: where it landed and the
 	// --full-trace hint, or the whole traceback with --full-trace.

@@ -92,8 +92,11 @@ type Result struct {
 	// passOut and passErr: what the test wrote to stdout and stderr past
 	// pytest's capture (-s, a write to a descriptor pytest does not
 	// capture), which reached pytest's terminal while it ran: after its
-	// location, before its letter.
+	// location, each part before the letter of the report that followed
+	// it (passMarks: where in passOut the kernel logged each report;
+	// none: all before the letters).
 	passOut, passErr string
+	passMarks        []passMark
 }
 
 // callPassed reports whether the test's call passed (its JUnit says so).
@@ -248,4 +251,12 @@ func (r *Report) Summary() Summary {
 		}
 	}
 	return s
+}
+
+// passMark is where a test's report was logged in what it wrote past
+// pytest's capture: its phase (setup, call, teardown) and the length of
+// its stdout so far.
+type passMark struct {
+	when string
+	at   int
 }

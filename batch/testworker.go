@@ -106,8 +106,10 @@ type testWorker struct {
 	assigned map[int]time.Time // sent, no outcome yet; value: when it started (zero: not yet)
 	running  int               // kernel index of the test running, -1 none
 	output   strings.Builder   // what the running test printed outside pytest's capture
-	// passOut and passErr: the same, by stream (Result.passOut).
+	// passOut and passErr: the same, by stream, and passMarks the
+	// reports' places in passOut (Result.passOut).
 	passOut, passErr strings.Builder
+	passMarks        []passMark
 	timer            *time.Timer // the running test's timeout: cancels the call with errTestTimeout
 	cancel           context.CancelCauseFunc
 }

@@ -276,6 +276,10 @@ func (w *testWorker) event(raw json.RawMessage) {
 		return
 	}
 	switch ev.Event {
+	case "passMark":
+		if w.running >= 0 {
+			w.passMarks = append(w.passMarks, passMark{when: ev.When, at: w.passOut.Len()})
+		}
 	case "keyboardInterrupt":
 		if w.interruptText == "" {
 			w.interruptText = ev.Text
@@ -288,6 +292,7 @@ func (w *testWorker) event(raw json.RawMessage) {
 		w.output.Reset()
 		w.passOut.Reset()
 		w.passErr.Reset()
+		w.passMarks = nil
 		w.assigned[ev.I] = time.Now()
 		if d := w.t.opts.Timeout; d > 0 {
 			if w.timer != nil {
@@ -312,10 +317,11 @@ func (w *testWorker) event(raw json.RawMessage) {
 			}
 		}
 		out.WriteString(w.output.String())
-		r.Output, r.passOut, r.passErr = out.String(), w.passOut.String(), w.passErr.String()
+		r.Output, r.passOut, r.passErr, r.passMarks = out.String(), w.passOut.String(), w.passErr.String(), w.passMarks
 		w.output.Reset()
 		w.passOut.Reset()
 		w.passErr.Reset()
+		w.passMarks = nil
 		if ev.I == w.running {
 			w.running = -1
 		}

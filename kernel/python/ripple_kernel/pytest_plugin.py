@@ -403,6 +403,9 @@ class _Session:
         # with the next item's start, or when run or finish returns.
         self.ended: Optional[WireObject] = None
         self.reports: List[pytest.TestReport] = []
+        # pass_marks: output may pass pytest's capture (-s): each report's
+        # place in it is marked for the Go side (pytest_runtest_logreport).
+        self.pass_marks = str(getattr(config.option, "capture", "fd")) in ("no", "sys", "tee-sys")
         self.stopped = ""
         self.stop_failed = False  # collection raised pytest's Session.Failed (-x, --maxfail)
         self.console = Sink()  # what pytest's terminal reporter wrote (the header, --collect-only)
@@ -466,6 +469,9 @@ class _Session:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.reports.append(report)
+        if self.pass_marks and self.api is not None:
+            self.api.flush_output()  # what passed the capture so far, then the mark
+            self.api.emit_progress({"event": "passMark", "when": report.when})
 
     @hookimpl(hookwrapper=True)
     def pytest_fixture_setup(
