@@ -526,21 +526,36 @@ func TestPytestKeyboardInterruptAsPytest(t *testing.T) {
 	root := copyProject(t, filepath.Join("testdata", "pytest", "keyboard_interrupt"))
 	for _, extra := range [][]string{nil, {"-v"}, {"-q", "-rA"}} {
 		args := append([]string{"-p", "no:cacheprovider"}, extra...)
-		pCode, pOut, _ := pytestRunSplit(t, py, root, args...)
-		if pCode != 2 || !strings.Contains(pOut, "test_interrupt.py:8: KeyboardInterrupt") {
-			t.Fatalf("%q: pytest's exit %d, want 2 and the helper's line\n%s", extra, pCode, pOut)
-		}
-		for _, kernels := range []string{"2", "1"} {
-			code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
-			if code != pCode {
-				t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s", extra, kernels, code, pCode, out, errOut)
-			}
-			if got, want := normalConsole(out), normalConsole(pOut); got != want {
-				t.Errorf("%q, %s kernels: console differs from pytest's (-pytest +ripple):\n%s", extra, kernels,
-					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
-			}
+		if code := consoleAsPytest(t, py, root, args, "test_interrupt.py:8: KeyboardInterrupt", false); code != 2 {
+			t.Errorf("%q: pytest's exit %d, want 2 (interrupted)", extra, code)
 		}
 	}
+}
+
+// consoleAsPytest runs pytest in root with args, which must print want,
+// then ripple at 2 kernels and 1 with the same arguments: its exit
+// status and stdout (normalConsole), and with stderr its stderr, must be
+// pytest's. It returns pytest's exit status.
+func consoleAsPytest(t *testing.T, py, root string, args []string, want string, stderr bool) int {
+	t.Helper()
+	pCode, pOut, pErr := pytestRunSplit(t, py, root, args...)
+	if !strings.Contains(pOut, want) {
+		t.Fatalf("%q: pytest's stdout lacks %q:\n%s", args, want, pOut)
+	}
+	for _, kernels := range []string{"2", "1"} {
+		code, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
+		if code != pCode {
+			t.Errorf("%q, %s kernels: exit %d, pytest's %d\n%s\n%s", args, kernels, code, pCode, out, errOut)
+		}
+		if got, want := normalConsole(out), normalConsole(pOut); got != want {
+			t.Errorf("%q, %s kernels: stdout differs from pytest's (-pytest +ripple):\n%s", args, kernels,
+				diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
+		}
+		if got := normalConsole(errOut); stderr && got != pErr {
+			t.Errorf("%q, %s kernels: stderr %q, pytest's %q", args, kernels, got, pErr)
+		}
+	}
+	return pCode
 }
 
 // What tests write past pytest's capture (-s; a write to fd 1 under
@@ -566,21 +581,6 @@ func TestPytestPassThroughAsPytest(t *testing.T) {
 		{console, "in teardown", []string{"-s"}},
 		{console, "in teardown", []string{"-s", "-v", "-rA"}},
 	} {
-		root, extra := c.root, c.extra
-		args := append([]string{"-p", "no:cacheprovider"}, extra...)
-		_, pOut, pErr := pytestRunSplit(t, py, root, args...)
-		if !strings.Contains(pOut, c.wrote) {
-			t.Fatalf("%q: pytest's stdout lacks %q:\n%s", extra, c.wrote, pOut)
-		}
-		for _, kernels := range []string{"2", "1"} {
-			_, out, errOut := ripple(t, append([]string{"run", root, "--tests", "--python", py, "--kernels", kernels, "--"}, args...)...)
-			if got, want := normalConsole(out), normalConsole(pOut); got != want {
-				t.Errorf("%q, %s kernels: stdout differs from pytest's (-pytest +ripple):\n%s", extra, kernels,
-					diffLines(strings.Split(want, "\n"), strings.Split(got, "\n")))
-			}
-			if got := normalConsole(errOut); got != pErr {
-				t.Errorf("%q, %s kernels: stderr %q, pytest's %q", extra, kernels, got, pErr)
-			}
-		}
+		consoleAsPytest(t, py, c.root, append([]string{"-p", "no:cacheprovider"}, c.extra...), c.wrote, true)
 	}
 }
